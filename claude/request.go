@@ -1,0 +1,107 @@
+// Package claude runs one user request through the Claude Code CLI
+// (`claude -p --input-format stream-json --output-format stream-json`) as a
+// subprocess and returns what the bot needs: the reply text, and for speech
+// and image requests the file our MCP tool wrote in a second turn.
+//
+// It knows nothing about Telegram or brain files; callers hand it plain
+// options in a Request.
+package claude
+
+import "time"
+
+// Mode is the kind of reply a request asks for.
+type Mode int
+
+const (
+	// Text is one turn; the result is Claude's reply text.
+	Text Mode = iota
+	// Speech is turn 1 as text, then a second turn in the same process that
+	// makes Claude call mcp__tts__text_to_speech with exactly that text.
+	Speech
+	// Image is turn 1 (its text may be empty), then a second turn that makes
+	// Claude call mcp__image-gen__generate_image.
+	Image
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Text:
+		return "text"
+	case Speech:
+		return "speech"
+	case Image:
+		return "image"
+	}
+	return "unknown"
+}
+
+// Request is one user message to run.
+type Request struct {
+	Mode Mode
+	// Prompt is the user's message, verbatim.
+	Prompt string
+	// SessionID names the conversation. With Resume false it is a new
+	// conversation created with --session-id; with Resume true it is resumed
+	// with --resume.
+	SessionID string
+	Resume    bool
+
+	SystemPrompt string
+	Model        string // passed as --model when set
+	// WorkDir is the CLI's working directory: stable per bot, because the
+	// CLI finds sessions to resume by working directory.
+	WorkDir string
+
+	// BotID and UserID make the file prefix bot-<BotID>-user-<UserID>-<ms>.
+	BotID  string
+	UserID int64
+
+	Speech SpeechOptions
+	Image  ImageOptions
+
+	// InactivityTimeout ends the request when the CLI prints nothing for
+	// this long (default 120s). MaxDuration caps the whole request
+	// (default 10m).
+	InactivityTimeout time.Duration
+	MaxDuration       time.Duration
+}
+
+// SpeechOptions are the tts tool's parameters chosen by the brain.
+type SpeechOptions struct {
+	Voice  string
+	Speed  float64
+	Model  string
+	Format string // mp3 or opus
+}
+
+// ImageOptions are the image-gen tool's parameters chosen by the brain.
+type ImageOptions struct {
+	Model   string
+	Size    string
+	Quality string
+	Style   string
+}
+
+// Result is what one request produced.
+type Result struct {
+	// Text is Claude's turn-1 reply.
+	Text string
+	// SessionID is the conversation id the CLI reported (system/init or
+	// result); store it for the next --resume.
+	SessionID string
+
+	// FilePath is the path the MCP tool reported writing (speech, image).
+	// FilePrefix and FileExt are what the driver asked for, so the caller
+	// can locate the file even if the reported path is unusable.
+	FilePath   string
+	FilePrefix string
+	FileExt    string
+
+	// CostUSD is the CLI's total_cost_usd summed over turns.
+	CostUSD float64
+	// Startup is spawn to first system/init; Turn1 and Turn2 are each
+	// turn's wall time (Turn2 zero for text); Total is spawn to exit.
+	Startup, Turn1, Turn2, Total time.Duration
+	// UnknownEvents counts stdout lines of types the driver skipped.
+	UnknownEvents int
+}
