@@ -1,0 +1,450 @@
+// Package store keeps brainbot's state in one SQLite file (modernc.org/sqlite,
+// no cgo): each (bot, user)'s Claude session and the sessions it replaced,
+// voice-reply toggles, daily message counters, and the in-flight journal that
+// lets a restarted process finish what a crashed one had accepted.
+//
+// All times are stored as UTC Unix milliseconds. The schema is migrated in
+// code (see migrations) when the database is opened.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// FileName is the database's name inside the data directory.
+const FileName = "brainbot.db"
+
+// Store is safe for concurrent use.
+type Store struct {
+	db *sql.DB
+}
+
+// Open opens (creating if needed) the database at path and brings its schema
+// up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	// NORMAL in WAL mode survives a process crash (kill -9); only a power
+	// loss can drop the last commits.
+	q.Add("_pragma", "synchronous(NORMAL)")
+	// Writers take the lock up front, so two concurrent read-then-write
+	// transactions wait for each other instead of failing with SQLITE_BUSY.
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// migrations are applied in order; the database's user_version records how
+// many have run. Never edit a released step: append a new one.
+var migrations = []string{
+	`CREATE TABLE sessions (
+		bot        TEXT    NOT NULL,
+		user_id    INTEGER NOT NULL,
+		session_id TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		last_used  INTEGER NOT NULL,
+		PRIMARY KEY (bot, user_id)
+	) WITHOUT ROWID;
+	CREATE TABLE session_history (
+		bot        TEXT    NOT NULL,
+		user_id    INTEGER NOT NULL,
+		session_id TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		ended      INTEGER NOT NULL
+	);
+	CREATE INDEX session_history_by_user ON session_history (bot, user_id);
+	CREATE TABLE voice (
+		bot     TEXT    NOT NULL,
+		user_id INTEGER NOT NULL,
+		on_     INTEGER NOT NULL,
+		PRIMARY KEY (bot, user_id)
+	) WITHOUT ROWID;
+	CREATE TABLE daily (
+		bot     TEXT    NOT NULL,
+		user_id INTEGER NOT NULL,
+		day     TEXT    NOT NULL,
+		count   INTEGER NOT NULL,
+		PRIMARY KEY (bot, user_id, day)
+	) WITHOUT ROWID;
+	CREATE TABLE journal (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		bot        TEXT    NOT NULL,
+		chat_id    INTEGER NOT NULL,
+		user_id    INTEGER NOT NULL,
+		message_id INTEGER NOT NULL,
+		text       TEXT    NOT NULL,
+		mode       TEXT    NOT NULL DEFAULT '',
+		attempts   INTEGER NOT NULL DEFAULT 0,
+		created    INTEGER NOT NULL
+	);
+	CREATE INDEX journal_by_bot ON journal (bot, id);
+	CREATE TABLE offsets (
+		bot       TEXT    PRIMARY KEY,
+		update_id INTEGER NOT NULL
+	) WITHOUT ROWID;`,
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
+	}
+	for i := version; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
+	}
+	// PRAGMA takes no bound parameters; the value is our own integer.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// withTx runs fn in a write transaction and commits it if fn succeeds.
+func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// ---- sessions ----
+
+// Session is a (bot, user)'s Claude conversation.
+type Session struct {
+	ID       string
+	Created  time.Time
+	LastUsed time.Time
+}
+
+// PastSession is a session replaced by a reset or a lost-session restart.
+type PastSession struct {
+	ID      string
+	Created time.Time
+	Ended   time.Time
+}
+
+// Session returns the user's current session; ok is false if there is none.
+func (s *Store) Session(ctx context.Context, bot string, user int64) (sess Session, ok bool, err error) {
+	var created, used int64
+	err = s.db.QueryRowContext(ctx,
+		`SELECT session_id, created, last_used FROM sessions WHERE bot = ? AND user_id = ?`,
+		bot, user).Scan(&sess.ID, &created, &used)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Session{}, false, nil
+	}
+	if err != nil {
+		return Session{}, false, fmt.Errorf("read session: %w", err)
+	}
+	sess.Created, sess.LastUsed = fromMS(created), fromMS(used)
+	return sess, true, nil
+}
+
+// UseSession makes id the user's current session and marks it used at now.
+// A different current session is moved to the history first.
+func (s *Store) UseSession(ctx context.Context, bot string, user int64, id string, now time.Time) error {
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		if err := archiveSession(ctx, tx, bot, user, id, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO sessions (bot, user_id, session_id, created, last_used) VALUES (?, ?, ?, ?, ?)
+			 ON CONFLICT (bot, user_id) DO UPDATE SET last_used = excluded.last_used`,
+			bot, user, id, ms(now), ms(now))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("save session: %w", err)
+	}
+	return nil
+}
+
+// ResetSession ends the user's current session, keeping it in the history,
+// so the next message starts a new conversation. It returns the ended id
+// ("" if there was none).
+func (s *Store) ResetSession(ctx context.Context, bot string, user int64, now time.Time) (ended string, err error) {
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE bot = ? AND user_id = ?`, bot, user).Scan(&ended)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return archiveSession(ctx, tx, bot, user, "", now)
+	})
+	if err != nil {
+		return "", fmt.Errorf("reset session: %w", err)
+	}
+	return ended, nil
+}
+
+// archiveSession moves the current session, unless it is keep, to the
+// history.
+func archiveSession(ctx context.Context, tx *sql.Tx, bot string, user int64, keep string, now time.Time) error {
+	res, err := tx.ExecContext(ctx,
+		`INSERT INTO session_history (bot, user_id, session_id, created, ended)
+		 SELECT bot, user_id, session_id, created, ? FROM sessions
+		 WHERE bot = ? AND user_id = ? AND session_id <> ?`,
+		ms(now), bot, user, keep)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE bot = ? AND user_id = ?`, bot, user)
+	return err
+}
+
+// SessionHistory lists the user's ended sessions, oldest first.
+func (s *Store) SessionHistory(ctx context.Context, bot string, user int64) ([]PastSession, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT session_id, created, ended FROM session_history WHERE bot = ? AND user_id = ? ORDER BY rowid`,
+		bot, user)
+	if err != nil {
+		return nil, fmt.Errorf("read session history: %w", err)
+	}
+	defer rows.Close()
+	var out []PastSession
+	for rows.Next() {
+		var p PastSession
+		var created, ended int64
+		if err := rows.Scan(&p.ID, &created, &ended); err != nil {
+			return nil, fmt.Errorf("read session history: %w", err)
+		}
+		p.Created, p.Ended = fromMS(created), fromMS(ended)
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read session history: %w", err)
+	}
+	return out, nil
+}
+
+// ---- voice toggles ----
+
+// Voice reports the user's voice-reply choice; set is false if the user
+// never chose (the brain's default applies).
+func (s *Store) Voice(ctx context.Context, bot string, user int64) (on, set bool, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT on_ FROM voice WHERE bot = ? AND user_id = ?`, bot, user).Scan(&on)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("read voice toggle: %w", err)
+	}
+	return on, true, nil
+}
+
+// SetVoice records the user's voice-reply choice.
+func (s *Store) SetVoice(ctx context.Context, bot string, user int64, on bool) error {
+	_, err := s.db.ExecContext(ctx,
+		`INSERT INTO voice (bot, user_id, on_) VALUES (?, ?, ?)
+		 ON CONFLICT (bot, user_id) DO UPDATE SET on_ = excluded.on_`, bot, user, on)
+	if err != nil {
+		return fmt.Errorf("save voice toggle: %w", err)
+	}
+	return nil
+}
+
+// ---- daily limits ----
+
+// day is the UTC calendar day of t; counters reset at UTC midnight.
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// NextReset is when the counters of t's day reset: the next UTC midnight.
+func NextReset(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+// TakeDaily counts one message for the user today, unless limit (> 0) is
+// already reached; then ok is false and nothing is counted. resetAt is when
+// today's count resets. A limit <= 0 means unlimited (still counted).
+func (s *Store) TakeDaily(ctx context.Context, bot string, user int64, limit int, now time.Time) (ok bool, resetAt time.Time, err error) {
+	resetAt = NextReset(now)
+	err = s.withTx(ctx, func(tx *sql.Tx) error {
+		var count int
+		err := tx.QueryRowContext(ctx, `SELECT count FROM daily WHERE bot = ? AND user_id = ? AND day = ?`,
+			bot, user, day(now)).Scan(&count)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if limit > 0 && count >= limit {
+			return nil
+		}
+		ok = true
+		_, err = tx.ExecContext(ctx,
+			`INSERT INTO daily (bot, user_id, day, count) VALUES (?, ?, ?, 1)
+			 ON CONFLICT (bot, user_id, day) DO UPDATE SET count = count + 1`,
+			bot, user, day(now))
+		return err
+	})
+	if err != nil {
+		return false, resetAt, fmt.Errorf("count daily message: %w", err)
+	}
+	return ok, resetAt, nil
+}
+
+// DailyCount is how many messages the user sent on now's UTC day.
+func (s *Store) DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error) {
+	var count int
+	err := s.db.QueryRowContext(ctx, `SELECT count FROM daily WHERE bot = ? AND user_id = ? AND day = ?`,
+		bot, user, day(now)).Scan(&count)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read daily count: %w", err)
+	}
+	return count, nil
+}
+
+// PruneDaily deletes counters of days before now's, which no limit reads.
+func (s *Store) PruneDaily(ctx context.Context, now time.Time) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM daily WHERE day < ?`, day(now)); err != nil {
+		return fmt.Errorf("prune daily counters: %w", err)
+	}
+	return nil
+}
+
+// ---- in-flight journal ----
+
+// Entry is one accepted message that has not been answered yet.
+type Entry struct {
+	ID        int64 // assigned by Journal
+	Bot       string
+	Chat      int64
+	User      int64
+	MessageID int
+	Text      string
+	Mode      string
+	// Attempts counts how often work on it started (see Attempt).
+	Attempts int
+	Created  time.Time
+}
+
+// Journal records an accepted message before any work on it starts and, in
+// the same transaction, advances the bot's confirmed update offset to
+// updateID: after a crash the message is either in the journal or will be
+// delivered again by Telegram, never both and never neither.
+func (s *Store) Journal(ctx context.Context, e Entry, updateID int64) (int64, error) {
+	var id int64
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created) VALUES (?, ?, ?, ?, ?, ?, 0, ?)`,
+			e.Bot, e.Chat, e.User, e.MessageID, e.Text, e.Mode, ms(e.Created))
+		if err != nil {
+			return err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		return setOffset(ctx, tx, e.Bot, updateID)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("journal message: %w", err)
+	}
+	return id, nil
+}
+
+// SetOffset records that every update up to updateID was handled (for
+// updates that need no journal entry).
+func (s *Store) SetOffset(ctx context.Context, bot string, updateID int64) error {
+	if err := s.withTx(ctx, func(tx *sql.Tx) error { return setOffset(ctx, tx, bot, updateID) }); err != nil {
+		return fmt.Errorf("save update offset: %w", err)
+	}
+	return nil
+}
+
+func setOffset(ctx context.Context, tx *sql.Tx, bot string, updateID int64) error {
+	_, err := tx.ExecContext(ctx,
+		`INSERT INTO offsets (bot, update_id) VALUES (?, ?)
+		 ON CONFLICT (bot) DO UPDATE SET update_id = max(update_id, excluded.update_id)`, bot, updateID)
+	return err
+}
+
+// Offset is the last update id handled for bot (0 if none).
+func (s *Store) Offset(ctx context.Context, bot string) (int64, error) {
+	var id int64
+	err := s.db.QueryRowContext(ctx, `SELECT update_id FROM offsets WHERE bot = ?`, bot).Scan(&id)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("read update offset: %w", err)
+	}
+	return id, nil
+}
+
+// Attempt records that work on the entry starts now, with the chosen mode.
+func (s *Store) Attempt(ctx context.Context, id int64, mode string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE journal SET attempts = attempts + 1, mode = ? WHERE id = ?`, mode, id); err != nil {
+		return fmt.Errorf("journal attempt: %w", err)
+	}
+	return nil
+}
+
+// Done removes an answered entry.
+func (s *Store) Done(ctx context.Context, id int64) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM journal WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("clear journal entry: %w", err)
+	}
+	return nil
+}
+
+// Pending lists bot's unanswered entries in arrival order.
+func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT id, bot, chat_id, user_id, message_id, text, mode, attempts, created FROM journal WHERE bot = ? ORDER BY id`, bot)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	defer rows.Close()
+	var out []Entry
+	for rows.Next() {
+		var e Entry
+		var created int64
+		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.User, &e.MessageID, &e.Text, &e.Mode, &e.Attempts, &created); err != nil {
+			return nil, fmt.Errorf("read journal: %w", err)
+		}
+		e.Created = fromMS(created)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	return out, nil
+}

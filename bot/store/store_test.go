@@ -1,0 +1,291 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openTemp(t testing.TB) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), FileName)
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+var t0 = time.Date(2025, 3, 9, 22, 30, 0, 0, time.UTC)
+
+func TestSessionsSurviveReopenAndKeepHistory(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	if _, ok, err := s.Session(ctx, "bot", 1); err != nil || ok {
+		t.Fatalf("fresh store: ok=%v err=%v, want no session", ok, err)
+	}
+	if err := s.UseSession(ctx, "bot", 1, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UseSession(ctx, "bot", 1, "s1", t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	ended, err := s.ResetSession(ctx, "bot", 1, t0.Add(2*time.Minute))
+	if err != nil || ended != "s1" {
+		t.Fatalf("ResetSession = %q, %v; want s1", ended, err)
+	}
+	if _, ok, _ := s.Session(ctx, "bot", 1); ok {
+		t.Fatal("session still current after reset")
+	}
+	if err := s.UseSession(ctx, "bot", 1, "s2", t0.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// A lost session replaced without /reset is archived too.
+	if err := s.UseSession(ctx, "bot", 1, "s3", t0.Add(4*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cur, ok, err := s.Session(ctx, "bot", 1)
+	if err != nil || !ok || cur.ID != "s3" || !cur.Created.Equal(t0.Add(4*time.Minute)) {
+		t.Fatalf("after reopen: %+v ok=%v err=%v; want s3", cur, ok, err)
+	}
+	hist, err := s.SessionHistory(ctx, "bot", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, h := range hist {
+		ids = append(ids, h.ID)
+	}
+	if fmt.Sprint(ids) != "[s1 s2]" {
+		t.Fatalf("history = %v, want [s1 s2]", ids)
+	}
+	if !hist[0].Created.Equal(t0) || !hist[0].Ended.Equal(t0.Add(2*time.Minute)) {
+		t.Errorf("history[0] times = %v..%v", hist[0].Created, hist[0].Ended)
+	}
+	if _, ok, _ := s.Session(ctx, "other", 1); ok {
+		t.Error("session leaked to another bot")
+	}
+	if ended, err := s.ResetSession(ctx, "bot", 99, t0); err != nil || ended != "" {
+		t.Errorf("reset without session = %q, %v", ended, err)
+	}
+}
+
+func TestVoiceToggle(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	if _, set, err := s.Voice(ctx, "b", 7); err != nil || set {
+		t.Fatalf("unset toggle: set=%v err=%v", set, err)
+	}
+	for _, want := range []bool{true, false} {
+		if err := s.SetVoice(ctx, "b", 7, want); err != nil {
+			t.Fatal(err)
+		}
+		on, set, err := s.Voice(ctx, "b", 7)
+		if err != nil || !set || on != want {
+			t.Fatalf("Voice = %v,%v,%v; want %v", on, set, err, want)
+		}
+	}
+}
+
+func TestDailyLimitResetsAtUTCMidnight(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	for i := range 2 {
+		ok, reset, err := s.TakeDaily(ctx, "b", 1, 2, t0)
+		if err != nil || !ok {
+			t.Fatalf("message %d: ok=%v err=%v", i, ok, err)
+		}
+		if want := time.Date(2025, 3, 10, 0, 0, 0, 0, time.UTC); !reset.Equal(want) {
+			t.Fatalf("reset = %v, want %v", reset, want)
+		}
+	}
+	s.Close()
+	s, err := Open(ctx, path) // a restart does not reset the count
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if ok, _, _ := s.TakeDaily(ctx, "b", 1, 2, t0.Add(time.Minute)); ok {
+		t.Fatal("third message allowed over a limit of 2")
+	}
+	if n, _ := s.DailyCount(ctx, "b", 1, t0); n != 2 {
+		t.Fatalf("refused message counted: %d", n)
+	}
+	// Local midnight in another zone is not the reset: only UTC is.
+	nextDay := time.Date(2025, 3, 10, 0, 0, 1, 0, time.UTC)
+	if ok, _, _ := s.TakeDaily(ctx, "b", 1, 2, nextDay.In(time.FixedZone("west", -5*3600))); !ok {
+		t.Fatal("limit not reset on the next UTC day")
+	}
+	if ok, _, _ := s.TakeDaily(ctx, "b", 2, 0, t0); !ok {
+		t.Fatal("limit 0 must mean unlimited")
+	}
+	if err := s.PruneDaily(ctx, nextDay); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.DailyCount(ctx, "b", 1, t0); n != 0 {
+		t.Fatalf("old day kept after prune: %d", n)
+	}
+}
+
+func TestDailyLimitUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	allowed := 0
+	for range 20 {
+		wg.Go(func() {
+			ok, _, err := s.TakeDaily(ctx, "b", 1, 5, t0)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				allowed++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if allowed != 5 {
+		t.Fatalf("allowed %d of 20 concurrent messages, limit 5", allowed)
+	}
+}
+
+func TestJournal(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	e := Entry{Bot: "b", Chat: 10, User: 1, MessageID: 5, Text: "hi", Created: t0}
+	id1, err := s.Journal(ctx, e, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.MessageID, e.Text = 6, "second"
+	id2, err := s.Journal(ctx, e, 101)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Journal(ctx, Entry{Bot: "other", Text: "x", Created: t0}, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Attempt(ctx, id1, "speech"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetOffset(ctx, "b", 50); err != nil { // never moves back
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if off, _ := s.Offset(ctx, "b"); off != 101 {
+		t.Fatalf("offset = %d, want 101", off)
+	}
+	got, err := s.Pending(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].ID != id1 || got[1].ID != id2 {
+		t.Fatalf("pending = %+v", got)
+	}
+	if g := got[0]; g.Attempts != 1 || g.Mode != "speech" || g.Text != "hi" || g.Chat != 10 || g.User != 1 || g.MessageID != 5 || !g.Created.Equal(t0) {
+		t.Fatalf("entry = %+v", g)
+	}
+	if err := s.Done(ctx, id1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Pending(ctx, "b"); len(got) != 1 || got[0].ID != id2 {
+		t.Fatalf("after Done: %+v", got)
+	}
+}
+
+func TestOpenRejectsNewerSchema(t *testing.T) {
+	s, path := openTemp(t)
+	if _, err := s.db.Exec(`PRAGMA user_version = 999`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s2, err := Open(context.Background(), path); err == nil {
+		s2.Close()
+		t.Fatal("opened a database from a newer program")
+	}
+}
+
+// BenchmarkSessions10k stores 10,000 sessions and reports the heap in use
+// afterwards (target: the whole bot process stays under 60 MB).
+func BenchmarkSessions10k(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		s, _ := openTemp(b)
+		b.StartTimer()
+		for u := range int64(10_000) {
+			if err := s.UseSession(ctx, "bot", u, fmt.Sprintf("session-%d", u), t0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		b.ReportMetric(float64(m.HeapInuse)/(1<<20), "heap-MB")
+		// SQLite's page cache lives outside the Go heap: report the
+		// process's resident size as well.
+		if rss, ok := residentMB(); ok {
+			b.ReportMetric(rss, "rss-MB")
+		}
+		if _, ok, err := s.Session(ctx, "bot", 9_999); !ok || err != nil {
+			b.Fatal("last session missing", err)
+		}
+		s.Close()
+		b.StartTimer()
+	}
+}
+
+func BenchmarkSessionLookup(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openTemp(b)
+	for u := range int64(10_000) {
+		if err := s.UseSession(ctx, "bot", u, fmt.Sprintf("session-%d", u), t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var u int64
+	for b.Loop() {
+		if _, _, err := s.Session(ctx, "bot", u%10_000); err != nil {
+			b.Fatal(err)
+		}
+		u++
+	}
+}
+
+// residentMB reads VmRSS from /proc (Linux only).
+func residentMB() (float64, bool) {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range bytes.Lines(status) {
+		var kb float64
+		if _, err := fmt.Sscanf(string(line), "VmRSS: %f kB", &kb); err == nil {
+			return kb / 1024, true
+		}
+	}
+	return 0, false
+}
