@@ -4,7 +4,12 @@
 package brain
 
 import (
+	"errors"
+	"fmt"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Brain is one bot's validated configuration. Field names in YAML are a
@@ -27,6 +32,30 @@ type Brain struct {
 	TTS          TTS      `yaml:"tts"`
 	Image        Image    `yaml:"image"`
 	Messages     Messages `yaml:"messages"`
+
+	// lines locates the fields the file sets, for problems found after
+	// parsing (conflicts between files).
+	lines fieldLines
+}
+
+// ErrNoToken is wrapped by ResolveToken when the token's environment
+// variable is unset or empty.
+var ErrNoToken = errors.New("no telegram token")
+
+// ResolveToken returns the BotFather token: the inline token, or the value
+// of the token_env variable found by lookup (os.LookupEnv in production).
+// The error names the variable, never a token.
+func (b *Brain) ResolveToken(lookup func(string) (string, bool)) (string, error) {
+	if b.Telegram.Token != "" {
+		return b.Telegram.Token, nil
+	}
+	value, _ := lookup(b.Telegram.TokenEnv)
+	// A trailing newline from `$(cat token.txt)` would make every call fail.
+	if value = strings.TrimSpace(value); value == "" {
+		return "", fmt.Errorf("%w: environment variable %s (telegram.token_env in %s) is unset or empty",
+			ErrNoToken, b.Telegram.TokenEnv, b.Path)
+	}
+	return value, nil
 }
 
 // Telegram says where the bot's BotFather token comes from: the
@@ -34,6 +63,30 @@ type Brain struct {
 type Telegram struct {
 	TokenEnv string `yaml:"token_env"`
 	Token    string `yaml:"token"`
+}
+
+// String says where the token comes from without showing an inline token,
+// so that printing a Brain (%v, %+v) never leaks it.
+func (t Telegram) String() string {
+	switch {
+	case t.TokenEnv != "":
+		return "token from $" + t.TokenEnv
+	case t.Token != "":
+		return "inline token (redacted)"
+	}
+	return "no token"
+}
+
+// GoString keeps %#v from printing an inline token too.
+func (t Telegram) GoString() string { return "brain.Telegram{" + t.String() + "}" }
+
+// source identifies the token for conflict checks: two bots polling one
+// token make Telegram answer 409 Conflict to both.
+func (t Telegram) source() string {
+	if t.TokenEnv != "" {
+		return "env:" + t.TokenEnv
+	}
+	return "inline:" + t.Token
 }
 
 // Access restricts who may talk to the bot. Empty AllowedUsers: anyone.
@@ -86,5 +139,36 @@ type Messages struct {
 	Expired string `yaml:"expired"` // told once when a lost session had to be restarted
 }
 
+// LimitText is the limit message with LimitPlaceholder replaced by when the
+// limit resets, untilReset from now: "in 5h 20m", "in 1m".
+func (m Messages) LimitText(untilReset time.Duration) string {
+	minutes := int((untilReset + time.Minute - 1) / time.Minute) // round up: never promise too early
+	minutes = max(minutes, 1)
+	when := fmt.Sprintf("in %dm", minutes%60)
+	if hours := minutes / 60; hours > 0 {
+		when = fmt.Sprintf("in %dh %dm", hours, minutes%60)
+	}
+	return strings.ReplaceAll(m.Limit, LimitPlaceholder, when)
+}
+
 // Duration is a time.Duration written in YAML as "120s", "2m".
 type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return d.D().String() }
+
+// UnmarshalYAML reads Go duration syntax ("90s", "2m", "1h30m"). A bare
+// number is an error: its unit would be a guess.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("must be a duration such as 120s or 2m, got %s", describe(n))
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("must be a duration such as 120s or 2m, got %q", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}

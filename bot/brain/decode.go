@@ -1,0 +1,198 @@
+package brain
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// decoder walks a YAML node tree into a Go value, field by field, so that
+// every problem carries its line and field path and decoding goes on after
+// one: yaml.v3's own decoder stops at syntax-level surprises and names
+// neither the field nor, for custom types, the line.
+type decoder struct {
+	file string
+	errs Errors
+	// lines locates every field present in the file. Validation uses it to
+	// point at the right line and to tell an explicit zero from an absent
+	// field.
+	lines fieldLines
+	// failed holds the fields that could not be decoded: validation says
+	// nothing more about them ("must be a number" is enough, without
+	// "must be between 0.25 and 4" about the zero left behind).
+	failed map[string]bool
+}
+
+func (d *decoder) addf(line int, field, format string, args ...any) {
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// fail records that the field at path could not be decoded.
+func (d *decoder) fail(line int, path, format string, args ...any) {
+	d.failed[path] = true
+	d.addf(line, path, format, args...)
+}
+
+// reject records a rule the decoded field at path breaks, at the field's
+// line, unless decoding it (or its section) already failed.
+func (d *decoder) reject(path, format string, args ...any) {
+	for p := path; ; p = parentPath(p) {
+		if d.failed[p] {
+			return
+		}
+		if p == "" {
+			break
+		}
+	}
+	d.addf(d.lines.line(path), path, format, args...)
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// decode stores n into v, the field at path. A null value leaves v at its
+// zero value and counts as absent, like a missing key.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return
+	}
+	d.lines[path] = n.Line
+
+	if reflect.PointerTo(v.Type()).Implements(unmarshalerType) {
+		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
+			d.fail(n.Line, path, "%s", err)
+		}
+		return
+	}
+
+	switch v.Kind() {
+	case reflect.Struct:
+		d.decodeStruct(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(n.Line, path, "must be a list, got %s", describe(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.String:
+		// Any scalar reads as text: `name: 2024` means the string "2024".
+		if n.Kind != yaml.ScalarNode {
+			d.fail(n.Line, path, "must be text, got %s", describe(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		d.decodeScalar(n, v, path, "true or false", "!!bool")
+	case reflect.Int, reflect.Int64:
+		d.decodeScalar(n, v, path, "a whole number", "!!int")
+	case reflect.Float64:
+		d.decodeScalar(n, v, path, "a number", "!!int", "!!float")
+	default:
+		// Only reachable when a field of a type this walker does not know
+		// is added to Brain; the schema test decodes every field.
+		panic(fmt.Sprintf("brain: no YAML decoding for %s (field %s)", v.Type(), path))
+	}
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "must be a mapping of fields, got %s", describe(n))
+		return
+	}
+	fields := yamlFields(v.Type())
+	firstLine := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i], n.Content[i+1]
+		name := key.Value
+		field := joinPath(path, name)
+		if first, dup := firstLine[name]; dup {
+			d.addf(key.Line, field, "defined twice (first at line %d)", first)
+			continue
+		}
+		firstLine[name] = key.Line
+		index, known := fields[name]
+		if !known {
+			d.addf(key.Line, field, "unknown field; want one of %s", strings.Join(fieldNames(v.Type()), ", "))
+			continue
+		}
+		d.decode(value, v.Field(index), field)
+	}
+}
+
+// decodeScalar checks the node's resolved YAML tag before decoding, so that
+// `enabled: yes` or `speed: "fast"` is an error rather than a guess.
+func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path, want string, tags ...string) {
+	if n.Kind != yaml.ScalarNode || !slices.Contains(tags, n.ShortTag()) {
+		d.fail(n.Line, path, "must be %s, got %s", want, describe(n))
+		return
+	}
+	if err := n.Decode(v.Addr().Interface()); err != nil {
+		d.fail(n.Line, path, "must be %s, got %s (%v)", want, describe(n), err)
+	}
+}
+
+// describe names what the author wrote, for "must be X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.DocumentNode:
+		return "a document"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// yamlFields maps the YAML names of t's fields to their indexes.
+func yamlFields(t reflect.Type) map[string]int {
+	fields := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		if name := yamlName(t.Field(i)); name != "" {
+			fields[name] = i
+		}
+	}
+	return fields
+}
+
+// fieldNames lists t's YAML names in declaration order, the order the
+// reference documents them in.
+func fieldNames(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		if name := yamlName(t.Field(i)); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func yamlName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" || !f.IsExported() {
+		return ""
+	}
+	return name
+}
+
+// parentPath is the section holding the field at path: "tts" for
+// "tts.speed", "image.keywords" for "image.keywords[2]", "" at the top.
+func parentPath(path string) string {
+	return path[:max(strings.LastIndexAny(path, ".["), 0)]
+}
+
+func joinPath(parent, name string) string {
+	if parent == "" {
+		return name
+	}
+	return parent + "." + name
+}

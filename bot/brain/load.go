@@ -1,0 +1,75 @@
+package brain
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// LoadDir parses every brain file in dir (not its subfolders; dotfiles and
+// editor backups are skipped) and returns the valid brains sorted by ID.
+// Problems of every invalid file come back together as Errors, alongside
+// the brains that are fine, so one broken file does not stop the others.
+// Besides each file's own rules, LoadDir rejects a second file for an ID
+// already taken (a.yaml and a.yml) and a second brain with the token source
+// of another (Telegram allows one poller per token).
+func LoadDir(dir string) ([]*Brain, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read brains folder: %w", err)
+	}
+	var (
+		brains []*Brain
+		errs   Errors
+	)
+	// ReadDir sorts by name, so of a.yaml and a.yml the .yaml one wins.
+	for _, e := range entries {
+		if e.IsDir() || !isBrainFileName(e.Name()) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		b, err := Parse(path)
+		if err != nil {
+			errs = append(errs, asErrors(path, err)...)
+			continue
+		}
+		if conflict := conflictWith(b, brains); conflict != nil {
+			errs = append(errs, conflict)
+			continue
+		}
+		brains = append(brains, b)
+	}
+	slices.SortFunc(brains, func(a, b *Brain) int { return strings.Compare(a.ID, b.ID) })
+	return brains, errs.err()
+}
+
+// asErrors turns Parse's error into Errors, so that a file that cannot be
+// read is reported like any other problem.
+func asErrors(path string, err error) Errors {
+	if errs, ok := err.(Errors); ok {
+		return errs
+	}
+	return Errors{{File: path, Line: 1, Msg: err.Error()}}
+}
+
+// conflictWith reports why b cannot run next to others, or nil: the same ID
+// from another file, or a token another brain already polls.
+func conflictWith(b *Brain, others []*Brain) *Error {
+	for _, o := range others {
+		switch {
+		case o.ID == b.ID:
+			return &Error{File: b.Path, Line: 1, Msg: fmt.Sprintf("bot id %q is already used by %s; keep one of the files", b.ID, o.Path)}
+		case o.Telegram.source() != b.Telegram.source():
+			continue
+		case b.Telegram.TokenEnv != "":
+			return &Error{File: b.Path, Line: b.lines.line("telegram.token_env"), Field: "telegram.token_env",
+				Msg: fmt.Sprintf("%s is already the token of %s; Telegram allows one bot per token", b.Telegram.TokenEnv, o.Path)}
+		default:
+			return &Error{File: b.Path, Line: b.lines.line("telegram.token"), Field: "telegram.token",
+				Msg: fmt.Sprintf("the same token is already used by %s; Telegram allows one bot per token", o.Path)}
+		}
+	}
+	return nil
+}

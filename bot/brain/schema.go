@@ -1,0 +1,195 @@
+package brain
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The values OpenAI's speech and image APIs accept, and our defaults.
+// brains/README.md documents the same lists; a test keeps them in step.
+var (
+	ttsVoices   = []string{"alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse"}
+	ttsModels   = []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts"}
+	ttsFormats  = []string{"mp3", "opus"}
+	imageModels = []string{"dall-e-2", "dall-e-3", "gpt-image-1"}
+	// Per image model: what size, quality and style accept.
+	imageSizes = map[string][]string{
+		"dall-e-2":    {"256x256", "512x512", "1024x1024"},
+		"dall-e-3":    {"1024x1024", "1792x1024", "1024x1792"},
+		"gpt-image-1": {"1024x1024", "1536x1024", "1024x1536", "auto"},
+	}
+	imageQualities = map[string][]string{
+		"dall-e-3":    {"standard", "hd"},
+		"gpt-image-1": {"low", "medium", "high", "auto"},
+	}
+	imageStyles = map[string][]string{
+		"dall-e-3": {"vivid", "natural"},
+	}
+)
+
+const (
+	defaultTimeout    = 120 * time.Second
+	minTimeout        = time.Second
+	maxTimeout        = time.Hour
+	defaultVoice      = "nova"
+	defaultSpeed      = 1.0
+	minSpeed          = 0.25
+	maxSpeed          = 4.0
+	defaultTTSModel   = "tts-1"
+	defaultFormat     = "mp3"
+	defaultImageModel = "dall-e-2"
+)
+
+var defaultKeywords = []string{"image", "picture", "photo", "draw", "generate", "create a"}
+
+// LimitPlaceholder in messages.limit is replaced by when the user's daily
+// limit resets, e.g. "in 5h 20m" (see Messages.LimitText).
+const LimitPlaceholder = "{reset}"
+
+// defaultMessages are what users are told when a brain does not say.
+var defaultMessages = Messages{
+	Error:   "Sorry, something went wrong. Please try again.",
+	Busy:    "I'm still working on your earlier messages. Please wait a moment and send this one again.",
+	Denied:  "Sorry, this bot is private.",
+	Limit:   "You have reached today's message limit. It resets " + LimitPlaceholder + ".",
+	Reset:   "Done: we start a new conversation. What shall we talk about?",
+	Expired: "I had to start a new conversation, so I don't remember what we said before.",
+}
+
+// applyDefaults fills in every field the file left out. present holds the
+// paths of the fields the file sets: an explicit `speed: 0` stays 0 and
+// fails validation, while an absent speed becomes 1.0.
+func applyDefaults(b *Brain, present fieldLines) {
+	isSet := func(path string) bool { _, ok := present[path]; return ok }
+	if !isSet("claude.timeout") {
+		b.Claude.Timeout = Duration(defaultTimeout)
+	}
+	if !isSet("tts.speed") {
+		b.TTS.Speed = defaultSpeed
+	}
+	orDefault(&b.TTS.Voice, defaultVoice)
+	orDefault(&b.TTS.Model, defaultTTSModel)
+	orDefault(&b.TTS.Format, defaultFormat)
+	orDefault(&b.Image.Model, defaultImageModel)
+	if b.Image.Model == "dall-e-2" {
+		orDefault(&b.Image.Size, "256x256")
+	} else {
+		orDefault(&b.Image.Size, "1024x1024")
+	}
+	if len(b.Image.Keywords) == 0 {
+		b.Image.Keywords = slices.Clone(defaultKeywords)
+	}
+	m := &b.Messages
+	orDefault(&m.Error, defaultMessages.Error)
+	orDefault(&m.Busy, defaultMessages.Busy)
+	orDefault(&m.Denied, defaultMessages.Denied)
+	orDefault(&m.Limit, defaultMessages.Limit)
+	orDefault(&m.Reset, defaultMessages.Reset)
+	orDefault(&m.Expired, defaultMessages.Expired)
+}
+
+func orDefault(s *string, def string) {
+	if strings.TrimSpace(*s) == "" {
+		*s = def
+	}
+}
+
+// envName is what a shell accepts as a variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validate records every rule b breaks, after defaults.
+func (d *decoder) validate(b *Brain) {
+	if strings.TrimSpace(b.Name) == "" {
+		d.reject("name", "is required (the bot's display name)")
+	}
+	if strings.TrimSpace(b.SystemPrompt) == "" {
+		d.reject("system_prompt", "is required (who the bot is and how it answers)")
+	}
+
+	switch t := b.Telegram; {
+	case t.TokenEnv == "" && t.Token == "":
+		d.reject("telegram", "needs token_env (the environment variable holding the BotFather token) or token")
+	case t.TokenEnv != "" && t.Token != "":
+		d.reject("telegram", "set only one of token_env and token")
+	case t.TokenEnv != "" && !envName.MatchString(t.TokenEnv):
+		// The value is not quoted back: it may be a token pasted in the
+		// wrong field, and errors end up in logs and CI output.
+		d.reject("telegram.token_env",
+			"must be an environment variable name such as NARRATOR_TOKEN (letters, digits, _); a token itself goes in token")
+	}
+
+	for i, id := range b.Access.AllowedUsers {
+		if id <= 0 {
+			path := fmt.Sprintf("access.allowed_users[%d]", i)
+			d.reject(path, "must be a positive Telegram user id, got %d", id)
+		}
+	}
+	if n := b.Limits.PerUserPerDay; n < 0 {
+		d.reject("limits.per_user_per_day", "must be 0 (unlimited) or more, got %d", n)
+	}
+	if t := b.Claude.Timeout.D(); t < minTimeout || t > maxTimeout {
+		d.reject("claude.timeout", "must be between 1s and 1h, got %v", t)
+	}
+
+	d.oneOf("tts.voice", b.TTS.Voice, ttsVoices, "")
+	if s := b.TTS.Speed; s < minSpeed || s > maxSpeed {
+		d.reject("tts.speed", "must be between 0.25 and 4.0, got %g", s)
+	}
+	d.oneOf("tts.model", b.TTS.Model, ttsModels, "")
+	d.oneOf("tts.format", b.TTS.Format, ttsFormats, "")
+
+	img := b.Image
+	if d.oneOf("image.model", img.Model, imageModels, "") {
+		forModel := " for " + img.Model
+		d.oneOf("image.size", img.Size, imageSizes[img.Model], forModel)
+		switch qualities := imageQualities[img.Model]; {
+		case len(qualities) > 0 && img.Quality != "":
+			d.oneOf("image.quality", img.Quality, qualities, forModel)
+		case len(qualities) == 0 && img.Quality != "":
+			d.reject("image.quality", "must be left out for %s (it has one quality)", img.Model)
+		}
+		switch styles := imageStyles[img.Model]; {
+		case len(styles) > 0 && img.Style != "":
+			d.oneOf("image.style", img.Style, styles, forModel)
+		case len(styles) == 0 && img.Style != "":
+			d.reject("image.style", "must be left out for %s (only dall-e-3 has styles)", img.Model)
+		}
+	}
+	for i, k := range img.Keywords {
+		if strings.TrimSpace(k) == "" {
+			path := fmt.Sprintf("image.keywords[%d]", i)
+			d.reject(path, "must not be empty")
+		}
+	}
+}
+
+// oneOf records an error unless value is in allowed, and reports whether it
+// was. context qualifies the list, as in "for dall-e-3".
+func (d *decoder) oneOf(path, value string, allowed []string, context string) bool {
+	if slices.Contains(allowed, value) {
+		return true
+	}
+	d.reject(path, "must be one of %s%s; got %q", strings.Join(allowed, ", "), context, value)
+	return false
+}
+
+// fieldLines maps the path of every field a file sets ("" for the whole
+// mapping) to the line of its value.
+type fieldLines map[string]int
+
+// line is the line of the field at path or, when the file leaves it out,
+// of its nearest enclosing section that is there.
+func (fl fieldLines) line(path string) int {
+	for {
+		if line, ok := fl[path]; ok {
+			return line
+		}
+		if path == "" {
+			return 1
+		}
+		path = parentPath(path)
+	}
+}
