@@ -1,0 +1,55 @@
+package output
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Organize moves the generated file at path (directly inside
+// root/<kind dir>) to root/<kind dir>/bot-<botID>/user-<userID>/, keeping its
+// name, or adding a numeric suffix when that name is taken: it never
+// overwrites. Folders are created with DirMode, the file gets FileMode. It
+// returns the final path.
+func Organize(root, path string, kind Kind, botID string, userID int64) (string, error) {
+	if kind.Dir() == "" {
+		return "", fmt.Errorf("output: unknown kind %v", kind)
+	}
+	if !botIDPattern.MatchString(botID) {
+		return "", fmt.Errorf("output: invalid bot id %q", botID)
+	}
+	if userID <= 0 {
+		return "", fmt.Errorf("output: invalid user id %d", userID)
+	}
+	kindDir := filepath.Join(root, kind.Dir())
+	absKindDir, err := filepath.Abs(kindDir)
+	if err != nil {
+		return "", fmt.Errorf("output: %w", err)
+	}
+	absPath, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("output: %w", err)
+	}
+	if filepath.Dir(absPath) != absKindDir {
+		return "", fmt.Errorf("%w: %s is not a file in %s", ErrOutside, path, kindDir)
+	}
+	fi, err := os.Lstat(absPath)
+	if err != nil {
+		return "", fmt.Errorf("output: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("output: %s is not a regular file", path)
+	}
+	dst := filepath.Join(kindDir, "bot-"+botID, "user-"+strconv.FormatInt(userID, 10))
+	if err := os.MkdirAll(dst, DirMode); err != nil {
+		return "", fmt.Errorf("output: create %s: %w", dst, err)
+	}
+	if err := os.Chmod(absPath, FileMode); err != nil {
+		return "", fmt.Errorf("output: %w", err)
+	}
+	name := filepath.Base(absPath)
+	ext := filepath.Ext(name)
+	return linkNoClobber(absPath, dst, strings.TrimSuffix(name, ext), ext)
+}

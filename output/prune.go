@@ -1,0 +1,116 @@
+package output
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Retention limits what Prune keeps of one kind. The zero value keeps
+// everything.
+type Retention struct {
+	// MaxAge removes files last modified longer ago than this (0: no limit).
+	MaxAge time.Duration
+	// MaxBytes removes the oldest organised files until the organised files
+	// of the kind total at most this many bytes (0: no limit).
+	MaxBytes int64
+}
+
+// Off reports whether r removes nothing.
+func (r Retention) Off() bool { return r.MaxAge <= 0 && r.MaxBytes <= 0 }
+
+type prunable struct {
+	path      string
+	size      int64
+	mod       time.Time
+	organised bool
+}
+
+// Prune applies r to root/<kind dir>, oldest files first, and returns how
+// many files it removed. It only removes regular files: in the flat folder
+// (subject to MaxAge only) and in bot-*/user-*/ folders.
+func Prune(root string, kind Kind, r Retention, now time.Time) (removed int, err error) {
+	if kind.Dir() == "" {
+		return 0, fmt.Errorf("output: unknown kind %v", kind)
+	}
+	if r.Off() {
+		return 0, nil
+	}
+	files, err := prunables(filepath.Join(root, kind.Dir()))
+	if err != nil {
+		return 0, err
+	}
+	slices.SortFunc(files, func(a, b prunable) int { return a.mod.Compare(b.mod) })
+	var organisedBytes int64
+	for _, f := range files {
+		if f.organised {
+			organisedBytes += f.size
+		}
+	}
+	var errs []error
+	for _, f := range files {
+		tooOld := r.MaxAge > 0 && now.Sub(f.mod) > r.MaxAge
+		tooMuch := r.MaxBytes > 0 && f.organised && organisedBytes > r.MaxBytes
+		if !tooOld && !tooMuch {
+			continue
+		}
+		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		removed++
+		if f.organised {
+			organisedBytes -= f.size
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// prunables lists the regular files of a kind folder: its own files and
+// those of bot-*/user-*/ below it.
+func prunables(kindDir string) ([]prunable, error) {
+	var files []prunable
+	err := filepath.WalkDir(kindDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path == kindDir {
+				return fs.SkipAll
+			}
+			return err
+		}
+		rel, _ := filepath.Rel(kindDir, path)
+		depth := strings.Count(rel, string(filepath.Separator))
+		if d.IsDir() {
+			switch {
+			case path == kindDir:
+				return nil
+			case depth == 0 && strings.HasPrefix(d.Name(), "bot-"),
+				depth == 1 && strings.HasPrefix(d.Name(), "user-"):
+				return nil
+			}
+			return fs.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil // gone since the read
+		}
+		switch depth {
+		case 0:
+			files = append(files, prunable{path: path, size: info.Size(), mod: info.ModTime()})
+		case 2:
+			files = append(files, prunable{path: path, size: info.Size(), mod: info.ModTime(), organised: true})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("output: prune %s: %w", kindDir, err)
+	}
+	return files, nil
+}
