@@ -1,0 +1,558 @@
+package claudetest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// streamed is a response reassembled from its server-sent events.
+type streamed struct {
+	events     []string // event names in order
+	text       string
+	toolName   string
+	toolInput  map[string]any
+	stopReason string
+}
+
+func userMsg(blocks ...any) map[string]any {
+	return map[string]any{"role": "user", "content": blocks}
+}
+
+func textBlock(s string) map[string]string { return map[string]string{"type": "text", "text": s} }
+
+func post(t *testing.T, m *Model, path string, body map[string]any) *http.Response {
+	t.Helper()
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(m.URL+path, "application/json", bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// ask sends a streaming request with these messages and reassembles the
+// answer, checking the events come in the API's order.
+func ask(t *testing.T, m *Model, messages ...any) streamed {
+	t.Helper()
+	resp := post(t, m, "/v1/messages?beta=true", map[string]any{
+		"model": "claude-test", "stream": true, "max_tokens": 1000,
+		"system": []any{textBlock("be brief")}, "messages": messages,
+	})
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	var s streamed
+	var partialJSON strings.Builder
+	var event string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+			s.events = append(s.events, event)
+		case strings.HasPrefix(line, "data: "):
+			var data struct {
+				Type         string
+				ContentBlock struct{ Type, Name string } `json:"content_block"`
+				Delta        struct {
+					Type        string
+					Text        string
+					PartialJSON string `json:"partial_json"`
+					StopReason  string `json:"stop_reason"`
+				}
+			}
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &data); err != nil {
+				t.Fatalf("event %s: %v", event, err)
+			}
+			if data.Type != event {
+				t.Fatalf("event %q carries type %q", event, data.Type)
+			}
+			switch {
+			case event == "content_block_start" && data.ContentBlock.Type == "tool_use":
+				s.toolName = data.ContentBlock.Name
+			case data.Delta.Type == "text_delta":
+				s.text += data.Delta.Text
+			case data.Delta.Type == "input_json_delta":
+				partialJSON.WriteString(data.Delta.PartialJSON)
+			case event == "message_delta":
+				s.stopReason = data.Delta.StopReason
+			}
+		}
+	}
+	if s.toolName != "" {
+		if err := json.Unmarshal([]byte(partialJSON.String()), &s.toolInput); err != nil {
+			t.Fatalf("tool input %q: %v", partialJSON.String(), err)
+		}
+	}
+	want := []string{"message_start", "ping", "content_block_start"}
+	if len(s.events) < 6 || !slices.Equal(s.events[:3], want) ||
+		!slices.Equal(s.events[len(s.events)-3:], []string{"content_block_stop", "message_delta", "message_stop"}) {
+		t.Fatalf("events out of order: %v", s.events)
+	}
+	return s
+}
+
+const speechRequest = `Please use the mcp__tts__text_to_speech tool with exactly these arguments:
+{"text":"He said \"hi\"\nand left","voice":"nova","speed":1.25,"filename":"bot-a-user-1-100","include_base64":false}
+Only call the tool.`
+
+const imageRequest = `Please use the mcp__image-gen__generate_image tool with these arguments: {"model":"dall-e-2","size":"256x256","filename":"bot-a-user-1-100","include_base64":false}`
+
+func TestModelScript(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	reminder := textBlock("<system-reminder>\nignore me\n</system-reminder>")
+	assistant := func(s string) map[string]any {
+		return map[string]any{"role": "assistant", "content": []any{textBlock(s)}}
+	}
+	toolResult := userMsg(map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": `{"success":true}`})
+	system := map[string]any{"role": "system", "content": []any{textBlock("# Environment")}}
+
+	tests := []struct {
+		name      string
+		messages  []any
+		text      string
+		tool      string
+		toolInput map[string]any
+	}{
+		{
+			name:     "plain text, environment and reminders ignored",
+			messages: []any{userMsg(textBlock("hello"), reminder), system},
+			text:     "You said: hello (message 1)",
+		},
+		{
+			name:     "string content",
+			messages: []any{map[string]any{"role": "user", "content": "hi there"}},
+			text:     "You said: hi there (message 1)",
+		},
+		{
+			name: "resumed conversation counts the user's messages only",
+			messages: []any{
+				userMsg(textBlock("first")), assistant("You said: first (message 1)"),
+				userMsg(textBlock(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}},
+				toolResult, assistant(DoneReply),
+				userMsg(reminder, textBlock("second")),
+			},
+			text: "You said: second (message 2)",
+		},
+		{
+			name:      "speech tool request",
+			messages:  []any{userMsg(textBlock("hello")), assistant("You said: hello (message 1)"), userMsg(textBlock(speechRequest))},
+			tool:      SpeechTool,
+			toolInput: map[string]any{"text": "He said \"hi\"\nand left", "voice": "nova", "speed": 1.25, "filename": "bot-a-user-1-100", "include_base64": false},
+		},
+		{
+			name:      "image tool request gets a prompt from the user's message",
+			messages:  []any{userMsg(textBlock("draw a cat")), assistant("Sure."), userMsg(textBlock(imageRequest))},
+			tool:      ImageTool,
+			toolInput: map[string]any{"prompt": "draw a cat", "model": "dall-e-2", "size": "256x256", "filename": "bot-a-user-1-100", "include_base64": false},
+		},
+		{
+			name:      "#evilpath changes the filename",
+			messages:  []any{userMsg(textBlock("draw a dog #evilpath")), assistant("Sure."), userMsg(textBlock(imageRequest))},
+			tool:      ImageTool,
+			toolInput: map[string]any{"prompt": "draw a dog #evilpath", "model": "dall-e-2", "size": "256x256", "filename": EvilFilename, "include_base64": false},
+		},
+		{
+			name:     "#notool answers text instead",
+			messages: []any{userMsg(textBlock("say it #notool")), assistant("ok"), userMsg(textBlock(speechRequest))},
+			text:     NoToolReply,
+		},
+		{
+			name:     "tool result",
+			messages: []any{userMsg(textBlock(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}}, toolResult},
+			text:     DoneReply,
+		},
+		{
+			name:      "#bash with a path",
+			messages:  []any{userMsg(textBlock("please #bash /tmp/x/pwned now"))},
+			tool:      "Bash",
+			toolInput: map[string]any{"command": "touch /tmp/x/pwned"},
+		},
+		{
+			name:      "#bash without a path",
+			messages:  []any{userMsg(textBlock("#bash"))},
+			tool:      "Bash",
+			toolInput: map[string]any{"command": "touch " + BashDefaultPath},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ask(t, m, tt.messages...)
+			if got.text != tt.text || got.toolName != tt.tool {
+				t.Fatalf("got text %q tool %q, want text %q tool %q", got.text, got.toolName, tt.text, tt.tool)
+			}
+			wantStop := "end_turn"
+			if tt.tool != "" {
+				wantStop = "tool_use"
+				gotInput, _ := json.Marshal(got.toolInput)
+				wantInput, _ := json.Marshal(tt.toolInput)
+				if !bytes.Equal(gotInput, wantInput) {
+					t.Errorf("tool input %s, want %s", gotInput, wantInput)
+				}
+			}
+			if got.stopReason != wantStop {
+				t.Errorf("stop reason %q, want %q", got.stopReason, wantStop)
+			}
+		})
+	}
+}
+
+func TestModelLongReply(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	got := ask(t, m, userMsg(textBlock("tell me everything #long")))
+	if n := utf8.RuneCountInString(got.text); n != LongReplyLength {
+		t.Fatalf("reply has %d characters, want %d", n, LongReplyLength)
+	}
+	if strings.Count(got.text, "\n\n") < 10 {
+		t.Errorf("reply is not in paragraphs: %q", got.text[:200])
+	}
+}
+
+func TestModelRecordsRequests(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	ask(t, m, userMsg(textBlock("hello")))
+	reqs := m.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests recorded, want 1", len(reqs))
+	}
+	r := reqs[0]
+	if r.Path != "/v1/messages" || r.RawQuery != "beta=true" || !r.Stream || r.Model != "claude-test" || r.System != "be brief" {
+		t.Errorf("recorded %+v", r)
+	}
+	if len(r.Messages) != 1 || r.Messages[0].Content[0].Text != "hello" {
+		t.Errorf("recorded messages %+v", r.Messages)
+	}
+}
+
+func TestModelNonStreamingAndCountTokens(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	resp := post(t, m, "/v1/messages", map[string]any{"model": "claude-test", "messages": []any{userMsg(textBlock("hi"))}})
+	var msg struct {
+		Type       string
+		Role       string
+		Content    []struct{ Type, Text string }
+		StopReason string `json:"stop_reason"`
+		Usage      struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
+		t.Fatal(err)
+	}
+	if msg.Type != "message" || msg.Role != "assistant" || len(msg.Content) != 1 ||
+		msg.Content[0].Text != "You said: hi (message 1)" || msg.StopReason != "end_turn" || msg.Usage.InputTokens == 0 {
+		t.Errorf("non-streaming answer %+v", msg)
+	}
+
+	resp = post(t, m, "/v1/messages/count_tokens", map[string]any{"model": "claude-test", "messages": []any{userMsg(textBlock("hi"))}})
+	var count struct {
+		InputTokens int `json:"input_tokens"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&count); err != nil || count.InputTokens == 0 {
+		t.Errorf("count_tokens: %+v, %v", count, err)
+	}
+}
+
+// apiError decodes an error answer and checks its shape.
+func apiError(t *testing.T, resp *http.Response, status int, errType string) {
+	t.Helper()
+	var body struct {
+		Type  string
+		Error struct{ Type, Message string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != status || body.Type != "error" || body.Error.Type != errType || body.Error.Message == "" {
+		t.Errorf("got HTTP %d %+v, want %d %s", resp.StatusCode, body, status, errType)
+	}
+}
+
+func TestModelFailures(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	stream := func(text string) map[string]any {
+		return map[string]any{"model": "m", "stream": true, "messages": []any{userMsg(textBlock(text))}}
+	}
+	apiError(t, post(t, m, "/v1/messages", stream("please #fail")), http.StatusBadRequest, "invalid_request_error")
+
+	m.FailNext(2, 529)
+	apiError(t, post(t, m, "/v1/messages", stream("a")), 529, "overloaded_error")
+	apiError(t, post(t, m, "/v1/messages", stream("b")), 529, "overloaded_error")
+	if got := ask(t, m, userMsg(textBlock("c"))); got.text != "You said: c (message 1)" {
+		t.Errorf("after injected failures: %q", got.text)
+	}
+	apiError(t, post(t, m, "/v1/other", stream("a")), http.StatusNotFound, "not_found_error")
+}
+
+func TestModelHangIsReleasedOnClose(t *testing.T) {
+	m := NewModel()
+	resp := post(t, m, "/v1/messages", map[string]any{"model": "m", "stream": true, "messages": []any{userMsg(textBlock("#hang"))}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		read <- err
+	}()
+	select {
+	case err := <-read:
+		t.Fatalf("hanging stream ended before Close: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close blocked on a held request")
+	}
+	<-read
+}
+
+func TestModelDelay(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	m.SetDelay(50 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+"/v1/messages", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"#slow"}]}`))
+	// A client giving up during the delay ends the request early.
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	cancel()
+	if err := <-done; err == nil {
+		t.Error("cancelled request succeeded")
+	}
+	m.SetDelay(0)
+	if got := ask(t, m, userMsg(textBlock("quick"))); got.text != "You said: quick (message 1)" {
+		t.Errorf("got %q", got.text)
+	}
+}
+
+// The tests below run the real Claude Code CLI against the model.
+
+const mcpServerEnv = "CLAUDETEST_STANDIN_MCP" // server name; its output folder in ..._DIR
+
+// TestStandInMCPProcess is not a test: it is the stand-in MCP server when
+// the CLI starts this test binary with mcpServerEnv set (os/exec's helper
+// process pattern).
+func TestStandInMCPProcess(t *testing.T) {
+	name := os.Getenv(mcpServerEnv)
+	if name == "" {
+		t.Skip("helper process for the real-CLI tests")
+	}
+	if err := ServeStandInMCP(context.Background(), name, os.Getenv(mcpServerEnv+"_DIR"), os.Stdin, os.Stdout); err != nil && err != context.Canceled {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// cliRun prepares the real CLI in the driver's invocation, with a fresh
+// HOME and working directory and the stand-in MCP servers writing into out.
+func cliRun(t *testing.T, m *Model, out string, sessionArgs ...string) CLIRun {
+	t.Helper()
+	path := RequireCLI(t)
+	home, work := t.TempDir(), t.TempDir()
+	servers := map[string]any{}
+	for _, name := range []string{"tts", "image-gen"} {
+		servers[name] = map[string]any{
+			"type": "stdio", "command": os.Args[0], "args": []string{"-test.run=^TestStandInMCPProcess$"},
+			"env": map[string]string{mcpServerEnv: name, mcpServerEnv + "_DIR": out},
+		}
+	}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	cfgPath := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--system-prompt", "You are a test bot.", "--system-prompt-snapshot", "off",
+		"--tools", "", "--strict-mcp-config", "--mcp-config", cfgPath,
+		"--allowedTools", SpeechTool + "," + ImageTool, "--permission-mode", "dontAsk"}, sessionArgs...)
+	env := append(os.Environ(), "HOME="+home, "ENABLE_TOOL_SEARCH=false")
+	return CLIRun{Path: path, Args: args, Dir: work, Env: append(env, m.Env()...)}
+}
+
+// event is the part of a stdout line these tests check.
+type event struct {
+	Type, Subtype string
+	IsError       bool `json:"is_error"`
+	Result        string
+	SessionID     string `json:"session_id"`
+	Message       struct {
+		Content []struct {
+			Type, Name, Text string
+			Input            map[string]any
+			Content          json.RawMessage
+			IsError          bool `json:"is_error"`
+		}
+	}
+}
+
+func events(t *testing.T, stdout []byte) []event {
+	t.Helper()
+	var evs []event
+	for line := range bytes.Lines(stdout) {
+		var ev event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+func results(evs []event) []event {
+	var rs []event
+	for _, ev := range evs {
+		if ev.Type == "result" {
+			rs = append(rs, ev)
+		}
+	}
+	return rs
+}
+
+// runTurns runs the CLI to the end and returns its events and exit code.
+func runTurns(t *testing.T, run CLIRun, texts ...string) ([]event, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stdout, err := run.Turns(ctx, texts...)
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("%v\nstdout:\n%s", err, stdout)
+	}
+	if os.Getenv("CLAUDETEST_DUMP") != "" {
+		t.Logf("stdout:\n%s", stdout)
+	}
+	if exit != nil {
+		return events(t, stdout), exit.ExitCode()
+	}
+	return events(t, stdout), 0
+}
+
+// cleanResults runs the CLI, expects exit status 0, and returns its results.
+func cleanResults(t *testing.T, run CLIRun, texts ...string) []event {
+	t.Helper()
+	evs, code := runTurns(t, run, texts...)
+	if code != 0 {
+		t.Fatalf("the CLI exited with status %d", code)
+	}
+	return results(evs)
+}
+
+const sessionID = "0b9e4a57-2f4c-4d8e-9a51-6c1d3e2f7a10"
+
+func TestRealCLITextAndResume(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	run := cliRun(t, m, t.TempDir(), "--session-id", sessionID)
+	rs := cleanResults(t, run, `hello "world"`)
+	if len(rs) != 1 || rs[0].IsError || rs[0].Result != `You said: hello "world" (message 1)` || rs[0].SessionID != sessionID {
+		t.Fatalf("first message: %+v", rs)
+	}
+	req := m.Requests()[0]
+	if req.Path != "/v1/messages" || !req.Stream || !strings.Contains(req.System, "You are a test bot.") ||
+		!slices.Contains(req.Tools, SpeechTool) || !slices.Contains(req.Tools, ImageTool) || slices.Contains(req.Tools, "Bash") {
+		t.Errorf("the CLI sent path %s stream %v system %q tools %v", req.Path, req.Stream, req.System, req.Tools)
+	}
+
+	run.Args = append(run.Args[:len(run.Args)-2], "--resume", sessionID)
+	rs = cleanResults(t, run, "again")
+	if len(rs) != 1 || rs[0].Result != "You said: again (message 2)" {
+		t.Fatalf("resumed message: %+v", rs)
+	}
+}
+
+func TestRealCLIFail(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	evs, code := runTurns(t, cliRun(t, m, t.TempDir(), "--session-id", sessionID), "break #fail")
+	// The CLI reports the API error as an is_error result with subtype
+	// success, then exits with status 1.
+	rs := results(evs)
+	if len(rs) != 1 || !rs[0].IsError || rs[0].Subtype != "success" || !strings.Contains(rs[0].Result, "400") || code != 1 {
+		t.Fatalf("exit status %d, results %+v", code, rs)
+	}
+}
+
+func TestRealCLIToolFlows(t *testing.T) {
+	tests := []struct {
+		name, prompt, turn2, tool, ext string
+	}{
+		{"speech", "hello", speechRequest, SpeechTool, ".mp3"},
+		{"image", "draw a cat", imageRequest, ImageTool, ".png"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewModel()
+			defer m.Close()
+			out := t.TempDir()
+			evs, code := runTurns(t, cliRun(t, m, out, "--session-id", sessionID), tt.prompt, tt.turn2)
+			rs := results(evs)
+			if code != 0 {
+				t.Errorf("exit status %d", code)
+			}
+			if len(rs) != 2 || rs[0].IsError || rs[1].IsError || rs[1].Result != DoneReply {
+				t.Fatalf("results %+v", rs)
+			}
+			var called, answered bool
+			for _, ev := range evs {
+				for _, c := range ev.Message.Content {
+					called = called || (ev.Type == "assistant" && c.Type == "tool_use" && c.Name == tt.tool)
+					answered = answered || (ev.Type == "user" && c.Type == "tool_result" && !c.IsError && bytes.Contains(c.Content, []byte(`success`)))
+				}
+			}
+			if !called || !answered {
+				t.Errorf("tool_use of %s seen %v, successful tool_result seen %v", tt.tool, called, answered)
+			}
+			files, _ := filepath.Glob(filepath.Join(out, "bot-a-user-1-100-*"+tt.ext))
+			if len(files) != 1 {
+				t.Errorf("files written: %v", files)
+			}
+		})
+	}
+}
+
+func TestRealCLIRefusesBash(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	target := filepath.Join(t.TempDir(), "pwned")
+	rs := cleanResults(t, cliRun(t, m, t.TempDir(), "--session-id", sessionID), "#bash "+target)
+	if len(rs) != 1 || rs[0].IsError || rs[0].Result != DoneReply {
+		t.Fatalf("results %+v", rs)
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Fatalf("the CLI ran the command: %v", err)
+	}
+}
