@@ -1,0 +1,572 @@
+// Package telegramtest is a Telegram Bot API stand-in for tests: an
+// httptest server that answers POST /bot<token>/<method> the way
+// api.telegram.org does, for the methods brainbot uses.
+//
+// Tests queue incoming messages with SendText, let the bot under test
+// long-poll them with getUpdates (offsets confirm updates as on Telegram),
+// and read back what the bot sent with Sent or WaitFor. Failures are
+// injected per token with Fail and the helpers built on it (Flood,
+// RejectPhotos, RejectHTML, Block, Unauthorize, Conflict).
+//
+// Request bodies may be multipart/form-data (what go-telegram/bot sends,
+// including uploaded files), application/x-www-form-urlencoded or JSON.
+// Every token is accepted unless Unauthorize says otherwise; a bot's id is
+// the number before the token's colon.
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+)
+
+// Call is one Bot API request the server received.
+type Call struct {
+	Token  string
+	Method string
+	// Params holds the request's non-file fields as sent (objects and
+	// arrays stay JSON text).
+	Params map[string]string
+	// Files holds uploaded files by field name (voice, photo, document).
+	Files map[string]File
+	// Code is the HTTP status the server answered (200 or the injected error).
+	Code int
+	Time time.Time
+}
+
+// Param returns one parameter ("" if absent).
+func (c Call) Param(name string) string { return c.Params[name] }
+
+// ChatID returns the chat_id parameter as a number (0 if absent).
+func (c Call) ChatID() int64 {
+	id, _ := strconv.ParseInt(c.Params["chat_id"], 10, 64)
+	return id
+}
+
+// File is an uploaded file.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// APIError is a Bot API error answer.
+type APIError struct {
+	Code        int
+	Description string
+	// RetryAfter is sent as parameters.retry_after (seconds) when > 0.
+	RetryAfter int
+}
+
+// Common errors, as Telegram words them.
+var (
+	ErrPhotoInvalidDimensions = APIError{Code: 400, Description: "Bad Request: PHOTO_INVALID_DIMENSIONS"}
+	ErrCantParseEntities      = APIError{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}
+	ErrBlocked                = APIError{Code: 403, Description: "Forbidden: bot was blocked by the user"}
+	ErrUnauthorized           = APIError{Code: 401, Description: "Unauthorized"}
+	ErrConflict               = APIError{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}
+)
+
+// TooManyRequests is a 429 asking to wait retryAfter seconds.
+func TooManyRequests(retryAfter int) APIError {
+	return APIError{Code: 429, Description: fmt.Sprintf("Too Many Requests: retry after %d", retryAfter), RetryAfter: retryAfter}
+}
+
+// Rule makes the server fail matching calls of a token.
+type Rule struct {
+	// Method limits the rule to one method ("" matches every method).
+	Method string
+	// Match, when set, further selects calls (it sees the parsed call).
+	Match func(Call) bool
+	// Times is how many matching calls fail; 0 means all of them.
+	Times int
+	Err   APIError
+}
+
+// Server is the stand-in. Its zero value is not usable: call NewServer.
+type Server struct {
+	// URL is the base URL to hand to the bot (tgbot.WithServerURL).
+	URL string
+
+	ts *httptest.Server
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced whenever state changes
+	bots    map[string]*botState
+	closed  bool
+}
+
+type botState struct {
+	updates    []update // unconfirmed, in id order
+	nextUpdate int64
+	nextMsg    int
+	calls      []Call
+	rules      []*Rule
+	poll       chan struct{} // closed to end the running getUpdates with 409
+}
+
+type update struct {
+	ID   int64
+	JSON json.RawMessage
+}
+
+// NewServer starts a stand-in on a loopback port. Close it when done.
+func NewServer() *Server {
+	s := &Server{changed: make(chan struct{}), bots: map[string]*botState{}}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s.URL = s.ts.URL
+	return s
+}
+
+// Close ends pending long polls and shuts the server down.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.notifyLocked()
+	s.mu.Unlock()
+	s.ts.CloseClientConnections()
+	s.ts.Close()
+}
+
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Server) botLocked(token string) *botState {
+	b := s.bots[token]
+	if b == nil {
+		b = &botState{nextUpdate: 1, nextMsg: 1}
+		s.bots[token] = b
+	}
+	return b
+}
+
+// BotID is the id Telegram gives the bot with this token: the digits
+// before the colon (0 if there are none).
+func BotID(token string) int64 {
+	id, _ := strconv.ParseInt(strings.SplitN(token, ":", 2)[0], 10, 64)
+	return id
+}
+
+// Username is what getMe answers as the bot's @username.
+func Username(token string) string { return fmt.Sprintf("test%d_bot", BotID(token)) }
+
+// SendText queues a text message from userID in chatID (use the same value
+// for a private chat) and returns its update id. A text starting with "/"
+// carries a bot_command entity for its first word, as Telegram's clients
+// send it.
+func (s *Server) SendText(token string, userID, chatID int64, text string) int64 {
+	msg := map[string]any{
+		"date": time.Now().Unix(),
+		"chat": map[string]any{"id": chatID, "type": chatType(userID, chatID)},
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": fmt.Sprintf("User%d", userID)},
+		"text": text,
+	}
+	if strings.HasPrefix(text, "/") {
+		cmd, _, _ := strings.Cut(text, " ")
+		msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len(utf16.Encode([]rune(cmd)))}}
+	}
+	return s.SendMessage(token, msg)
+}
+
+func chatType(userID, chatID int64) string {
+	if userID == chatID {
+		return "private"
+	}
+	return "group"
+}
+
+// SendMessage queues an update carrying msg as its "message"; the server
+// fills in message_id when msg has none. It returns the update id.
+func (s *Server) SendMessage(token string, msg map[string]any) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.botLocked(token)
+	if _, ok := msg["message_id"]; !ok {
+		msg["message_id"] = b.nextMsg
+		b.nextMsg++
+	}
+	id := b.nextUpdate
+	b.nextUpdate++
+	raw, err := json.Marshal(map[string]any{"update_id": id, "message": msg})
+	if err != nil {
+		panic(fmt.Sprintf("telegramtest: message not encodable: %v", err))
+	}
+	b.updates = append(b.updates, update{ID: id, JSON: raw})
+	s.notifyLocked()
+	return id
+}
+
+// Pending is how many queued updates the bot has not confirmed yet.
+func (s *Server) Pending(token string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.botLocked(token).updates)
+}
+
+// Fail adds a failure rule for token. Rules are checked in the order added;
+// the first match answers.
+func (s *Server) Fail(token string, r Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.botLocked(token)
+	b.rules = append(b.rules, &r)
+}
+
+// ClearFailures removes every rule of token.
+func (s *Server) ClearFailures(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.botLocked(token).rules = nil
+}
+
+// Flood answers the next n calls of method with 429 retry_after.
+func (s *Server) Flood(token, method string, n, retryAfter int) {
+	s.Fail(token, Rule{Method: method, Times: n, Err: TooManyRequests(retryAfter)})
+}
+
+// RejectPhotos answers every sendPhoto with PHOTO_INVALID_DIMENSIONS.
+func (s *Server) RejectPhotos(token string) {
+	s.Fail(token, Rule{Method: "sendPhoto", Err: ErrPhotoInvalidDimensions})
+}
+
+// RejectHTML answers every call that sets parse_mode with "can't parse
+// entities", as Telegram does for malformed markup.
+func (s *Server) RejectHTML(token string) {
+	s.Fail(token, Rule{Match: func(c Call) bool { return c.Params["parse_mode"] != "" }, Err: ErrCantParseEntities})
+}
+
+// Block answers every call addressed to chatID with 403, as when the user
+// blocked the bot.
+func (s *Server) Block(token string, chatID int64) {
+	s.Fail(token, Rule{Match: func(c Call) bool { return c.ChatID() == chatID }, Err: ErrBlocked})
+}
+
+// Unauthorize answers every call of token with 401, as for a revoked token.
+func (s *Server) Unauthorize(token string) {
+	s.Fail(token, Rule{Err: ErrUnauthorized})
+}
+
+// Conflict answers every getUpdates of token with 409, as when another
+// process polls the same token.
+func (s *Server) Conflict(token string) {
+	s.Fail(token, Rule{Method: "getUpdates", Err: ErrConflict})
+}
+
+// Calls returns every call of token except getUpdates, in arrival order,
+// including the ones answered with an error.
+func (s *Server) Calls(token string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.botLocked(token).calls)
+}
+
+// Sent returns the successful calls of token that deliver something to a
+// chat (sendMessage, sendVoice, sendPhoto, sendDocument), or, when methods
+// are given, the successful calls of those methods.
+func (s *Server) Sent(token string, methods ...string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sentLocked(token, methods)
+}
+
+// DeliveryMethods are what Sent and WaitFor select by default.
+var DeliveryMethods = []string{"sendMessage", "sendVoice", "sendPhoto", "sendDocument"}
+
+func (s *Server) sentLocked(token string, methods []string) []Call {
+	if len(methods) == 0 {
+		methods = DeliveryMethods
+	}
+	var out []Call
+	for _, c := range s.botLocked(token).calls {
+		if c.Code == http.StatusOK && slices.Contains(methods, c.Method) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// WaitFor waits until Sent(token, methods...) holds at least n calls and
+// returns them, or returns what there is with ctx's error.
+func (s *Server) WaitFor(ctx context.Context, token string, n int, methods ...string) ([]Call, error) {
+	return s.waitUntil(ctx, func() ([]Call, bool) {
+		got := s.sentLocked(token, methods)
+		return got, len(got) >= n
+	})
+}
+
+// WaitConfirmed waits until the bot confirmed (acknowledged with a later
+// offset) every update queued for token so far.
+func (s *Server) WaitConfirmed(ctx context.Context, token string) error {
+	_, err := s.waitUntil(ctx, func() ([]Call, bool) { return nil, len(s.botLocked(token).updates) == 0 })
+	return err
+}
+
+// waitUntil polls cond (called with s.mu held) on every state change.
+func (s *Server) waitUntil(ctx context.Context, cond func() ([]Call, bool)) ([]Call, error) {
+	for {
+		s.mu.Lock()
+		got, ok := cond()
+		changed := s.changed
+		s.mu.Unlock()
+		if ok {
+			return got, nil
+		}
+		select {
+		case <-ctx.Done():
+			return got, fmt.Errorf("telegramtest: waiting: %w", ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	token, method, ok := parsePath(r.URL.Path)
+	if !ok {
+		writeError(w, APIError{Code: 404, Description: "Not Found"})
+		return
+	}
+	call, err := parseCall(r)
+	if err != nil {
+		writeError(w, APIError{Code: 400, Description: "Bad Request: " + err.Error()})
+		return
+	}
+	call.Token, call.Method, call.Time = token, method, time.Now()
+
+	s.mu.Lock()
+	b := s.botLocked(token)
+	apiErr, failed := b.ruleLocked(call)
+	call.Code = http.StatusOK
+	if failed {
+		call.Code = apiErr.Code
+	}
+	if method != "getUpdates" {
+		b.calls = append(b.calls, call)
+		s.notifyLocked()
+	}
+	s.mu.Unlock()
+
+	if failed {
+		writeError(w, apiErr)
+		return
+	}
+	switch method {
+	case "getUpdates":
+		s.getUpdates(w, r, token, call)
+	case "getMe":
+		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
+	case "setMyCommands", "sendChatAction", "deleteWebhook", "deleteMyCommands":
+		writeResult(w, true)
+	case "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
+		s.mu.Lock()
+		id := b.nextMsg
+		b.nextMsg++
+		s.mu.Unlock()
+		writeResult(w, sentMessage(token, id, call))
+	default:
+		writeError(w, APIError{Code: 404, Description: "Not Found: method not found"})
+	}
+}
+
+// ruleLocked finds the first rule failing c and uses up one of its times.
+func (b *botState) ruleLocked(c Call) (APIError, bool) {
+	for i, r := range b.rules {
+		if r.Method != "" && r.Method != c.Method {
+			continue
+		}
+		if r.Match != nil && !r.Match(c) {
+			continue
+		}
+		if r.Times > 0 {
+			r.Times--
+			if r.Times == 0 {
+				b.rules = slices.Delete(b.rules, i, i+1)
+			}
+		}
+		return r.Err, true
+	}
+	return APIError{}, false
+}
+
+// getUpdates confirms updates below offset, then answers the rest, waiting
+// up to timeout seconds for one to arrive. A newer poll on the same token
+// ends this one with 409, as on Telegram.
+func (s *Server) getUpdates(w http.ResponseWriter, r *http.Request, token string, c Call) {
+	offset, _ := strconv.ParseInt(c.Params["offset"], 10, 64)
+	timeout, _ := strconv.Atoi(c.Params["timeout"])
+	limit, _ := strconv.Atoi(c.Params["limit"])
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	deadline := time.NewTimer(time.Duration(timeout) * time.Second)
+	defer deadline.Stop()
+
+	s.mu.Lock()
+	b := s.botLocked(token)
+	if b.poll != nil {
+		close(b.poll)
+	}
+	mine := make(chan struct{})
+	b.poll = mine
+	if offset > 0 {
+		n := 0
+		for n < len(b.updates) && b.updates[n].ID < offset {
+			n++
+		}
+		if n > 0 {
+			b.updates = slices.Delete(b.updates, 0, n)
+			s.notifyLocked()
+		}
+	}
+	defer func() {
+		s.mu.Lock()
+		if b.poll == mine {
+			b.poll = nil
+		}
+		s.mu.Unlock()
+	}()
+	for {
+		if len(b.updates) > 0 || timeout <= 0 || s.closed {
+			batch := b.updates[:min(limit, len(b.updates))]
+			out := make([]json.RawMessage, len(batch))
+			for i, u := range batch {
+				out[i] = u.JSON
+			}
+			s.mu.Unlock()
+			writeResult(w, out)
+			return
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-mine:
+			writeError(w, ErrConflict)
+			return
+		case <-deadline.C:
+			timeout = 0
+		case <-r.Context().Done():
+			return
+		}
+		s.mu.Lock()
+	}
+}
+
+func sentMessage(token string, id int, c Call) map[string]any {
+	msg := map[string]any{
+		"message_id": id,
+		"date":       c.Time.Unix(),
+		"chat":       map[string]any{"id": c.ChatID(), "type": "private"},
+		"from":       map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot"},
+	}
+	if t := c.Params["text"]; t != "" {
+		msg["text"] = t
+	}
+	if t := c.Params["caption"]; t != "" {
+		msg["caption"] = t
+	}
+	fileID := fmt.Sprintf("file-%d", id)
+	switch c.Method {
+	case "sendVoice":
+		msg["voice"] = map[string]any{"file_id": fileID, "file_unique_id": fileID, "duration": 1}
+	case "sendPhoto":
+		msg["photo"] = []map[string]any{{"file_id": fileID, "file_unique_id": fileID, "width": 256, "height": 256}}
+	case "sendDocument":
+		msg["document"] = map[string]any{"file_id": fileID, "file_unique_id": fileID, "file_name": c.Files["document"].Name}
+	}
+	return msg
+}
+
+func parsePath(p string) (token, method string, ok bool) {
+	rest, ok := strings.CutPrefix(p, "/bot")
+	if !ok {
+		return "", "", false
+	}
+	token, method, ok = strings.Cut(rest, "/")
+	return token, method, ok && token != "" && method != "" && !strings.Contains(method, "/")
+}
+
+// maxUpload matches the Bot API's 50 MB upload limit.
+const maxUpload = 50 << 20
+
+func parseCall(r *http.Request) (Call, error) {
+	c := Call{Params: map[string]string{}, Files: map[string]File{}}
+	for k, v := range r.URL.Query() {
+		c.Params[k] = v[0]
+	}
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "multipart/form-data":
+		err := r.ParseMultipartForm(maxUpload)
+		if errors.Is(err, io.EOF) {
+			// go-telegram/bot sends a parameterless call (getMe) as a
+			// multipart body with no parts at all.
+			return c, nil
+		}
+		if err != nil {
+			return c, fmt.Errorf("multipart body: %w", err)
+		}
+		for k, v := range r.MultipartForm.Value {
+			c.Params[k] = v[0]
+		}
+		for k, fhs := range r.MultipartForm.File {
+			f, err := fhs[0].Open()
+			if err != nil {
+				return c, err
+			}
+			data, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return c, err
+			}
+			c.Files[k] = File{Name: fhs[0].Filename, Data: data}
+		}
+	case "application/x-www-form-urlencoded":
+		if err := r.ParseForm(); err != nil {
+			return c, err
+		}
+		for k, v := range r.PostForm {
+			c.Params[k] = v[0]
+		}
+	case "application/json":
+		var m map[string]json.RawMessage
+		if err := json.NewDecoder(io.LimitReader(r.Body, maxUpload)).Decode(&m); err != nil && err != io.EOF {
+			return c, fmt.Errorf("json body: %w", err)
+		}
+		for k, v := range m {
+			var str string
+			if json.Unmarshal(v, &str) == nil {
+				c.Params[k] = str
+			} else {
+				c.Params[k] = string(v)
+			}
+		}
+	}
+	return c, nil
+}
+
+func writeResult(w http.ResponseWriter, result any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+func writeError(w http.ResponseWriter, e APIError) {
+	body := map[string]any{"ok": false, "error_code": e.Code, "description": e.Description}
+	if e.RetryAfter > 0 {
+		body["parameters"] = map[string]any{"retry_after": e.RetryAfter}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Code)
+	json.NewEncoder(w).Encode(body)
+}

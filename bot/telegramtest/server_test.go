@@ -1,0 +1,275 @@
+package telegramtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+)
+
+const token = "123:secret"
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// newClient is a go-telegram/bot client pointed at srv, the way brainbot
+// uses the library.
+func newClient(t *testing.T, srv *Server, opts ...tgbot.Option) *tgbot.Bot {
+	t.Helper()
+	opts = append([]tgbot.Option{
+		tgbot.WithServerURL(srv.URL),
+		tgbot.WithHTTPClient(2*time.Second, &http.Client{Timeout: 5 * time.Second}),
+		tgbot.WithErrorsHandler(func(error) {}),
+	}, opts...)
+	b, err := tgbot.New(token, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestLongPollDeliversInOrderAndConfirms(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	ctx := testCtx(t)
+
+	var mu sync.Mutex
+	var got []*models.Message
+	b := newClient(t, srv, tgbot.WithNotAsyncHandlers(), tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
+		mu.Lock()
+		got = append(got, u.Message)
+		mu.Unlock()
+	}))
+	if me, err := b.GetMe(ctx); err != nil || me.Username != Username(token) || me.ID != 123 {
+		t.Fatalf("getMe = %+v, %v", me, err)
+	}
+	pollCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { b.Start(pollCtx); close(done) }()
+	defer func() { stop(); <-done }()
+
+	srv.SendText(token, 7, 7, "hello")
+	srv.SendText(token, 7, 7, "/start@"+Username(token)+" now")
+	if err := srv.WaitConfirmed(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].Text != "hello" || got[1].From.ID != 7 || got[1].Chat.ID != 7 {
+		t.Fatalf("got %+v", got)
+	}
+	e := got[1].Entities
+	if len(e) != 1 || e[0].Type != models.MessageEntityTypeBotCommand || e[0].Offset != 0 || e[0].Length != len("/start@"+Username(token)) {
+		t.Fatalf("command entities = %+v", e)
+	}
+	if got[0].Entities != nil {
+		t.Fatalf("plain text got entities %+v", got[0].Entities)
+	}
+}
+
+func TestGetUpdatesOffsetsAndTimeout(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	first := srv.SendText(token, 1, 1, "a")
+	srv.SendText(token, 1, 1, "b")
+
+	ids := func(offset int64, timeout int) []int64 {
+		t.Helper()
+		form := url.Values{"offset": {itoa(offset)}, "timeout": {itoa(int64(timeout))}}
+		resp, err := http.PostForm(srv.URL+"/bot"+token+"/getUpdates", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct {
+			OK     bool
+			Result []struct {
+				UpdateID int64 `json:"update_id"`
+			}
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || !body.OK {
+			t.Fatalf("decode: %v %+v", err, body)
+		}
+		var out []int64
+		for _, u := range body.Result {
+			out = append(out, u.UpdateID)
+		}
+		return out
+	}
+	if got := ids(0, 0); len(got) != 2 || got[0] != first {
+		t.Fatalf("unconfirmed updates = %v", got)
+	}
+	if got := ids(0, 0); len(got) != 2 {
+		t.Fatalf("updates lost without confirmation: %v", got)
+	}
+	if got := ids(first+1, 0); len(got) != 1 || got[0] != first+1 {
+		t.Fatalf("after confirming the first: %v", got)
+	}
+	if srv.Pending(token) != 1 {
+		t.Fatalf("pending = %d", srv.Pending(token))
+	}
+	// A long poll answers as soon as an update is queued.
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		srv.SendText(token, 1, 1, "c")
+	}()
+	if got := ids(first+2, 30); len(got) != 1 {
+		t.Fatalf("long poll = %v", got)
+	}
+	// With nothing queued it answers empty once the timeout passes.
+	if got := ids(first+3, 1); len(got) != 0 {
+		t.Fatalf("empty poll = %v", got)
+	}
+}
+
+func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func TestRecordsUploadsAndParams(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	ctx := testCtx(t)
+	b := newClient(t, srv, tgbot.WithSkipGetMe())
+
+	if _, err := b.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: 5, Caption: "hi <b>x</b>", ParseMode: models.ParseModeHTML,
+		Voice: &models.InputFileUpload{Filename: "v.ogg", Data: bytes.NewReader([]byte("OggS-data"))}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: 5, Photo: &models.InputFileUpload{Filename: "p.png", Data: strings.NewReader("PNG")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: 5, Action: models.ChatActionRecordVoice}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: []models.BotCommand{{Command: "start", Description: "Start"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A JSON body, as other clients send.
+	resp, err := http.Post(srv.URL+"/bot"+token+"/sendMessage", "application/json", strings.NewReader(`{"chat_id":5,"text":"json"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	sent, err := srv.WaitFor(ctx, token, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := sent[0]
+	if v.Method != "sendVoice" || v.ChatID() != 5 || v.Param("caption") != "hi <b>x</b>" || v.Param("parse_mode") != "HTML" ||
+		v.Files["voice"].Name != "v.ogg" || string(v.Files["voice"].Data) != "OggS-data" {
+		t.Fatalf("voice call = %+v", v)
+	}
+	if p := sent[1]; p.Method != "sendPhoto" || string(p.Files["photo"].Data) != "PNG" {
+		t.Fatalf("photo call = %+v", p)
+	}
+	if m := sent[2]; m.Method != "sendMessage" || m.Param("text") != "json" || m.ChatID() != 5 {
+		t.Fatalf("json call = %+v", m)
+	}
+	if a := srv.Sent(token, "sendChatAction"); len(a) != 1 || a[0].Param("action") != "record_voice" {
+		t.Fatalf("chat actions = %+v", a)
+	}
+	if c := srv.Sent(token, "setMyCommands"); len(c) != 1 || !strings.Contains(c[0].Param("commands"), `"start"`) {
+		t.Fatalf("setMyCommands = %+v", c)
+	}
+}
+
+func TestInjectedFailures(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	ctx := testCtx(t)
+	b := newClient(t, srv, tgbot.WithSkipGetMe())
+	send := func(chat int64, parseMode models.ParseMode) error {
+		_, err := b.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: chat, Text: "x", ParseMode: parseMode})
+		return err
+	}
+
+	srv.Flood(token, "sendMessage", 2, 3)
+	for range 2 {
+		var tooMany *tgbot.TooManyRequestsError
+		if err := send(1, ""); !errors.As(err, &tooMany) || tooMany.RetryAfter != 3 {
+			t.Fatalf("flooded send: %v", err)
+		}
+	}
+	if err := send(1, ""); err != nil {
+		t.Fatalf("flood did not end after 2 calls: %v", err)
+	}
+
+	srv.RejectHTML(token)
+	if err := send(1, models.ParseModeHTML); !errors.Is(err, tgbot.ErrorBadRequest) || !strings.Contains(err.Error(), "can't parse entities") {
+		t.Fatalf("HTML send: %v", err)
+	}
+	if err := send(1, ""); err != nil {
+		t.Fatalf("plain send rejected: %v", err)
+	}
+	srv.RejectPhotos(token)
+	_, err := b.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: 1, Photo: &models.InputFileUpload{Filename: "p.png", Data: strings.NewReader("x")}})
+	if !errors.Is(err, tgbot.ErrorBadRequest) || !strings.Contains(err.Error(), "PHOTO_INVALID_DIMENSIONS") {
+		t.Fatalf("photo: %v", err)
+	}
+	srv.Block(token, 9)
+	if err := send(9, ""); !errors.Is(err, tgbot.ErrorForbidden) {
+		t.Fatalf("blocked chat: %v", err)
+	}
+	if got := len(srv.Calls(token)) - len(srv.Sent(token)); got != 5 {
+		t.Fatalf("%d failed calls recorded, want 5", got)
+	}
+
+	srv.Unauthorize(token)
+	if _, err := b.GetMe(ctx); !errors.Is(err, tgbot.ErrorUnauthorized) {
+		t.Fatalf("unauthorized getMe: %v", err)
+	}
+	srv.ClearFailures(token)
+	srv.Conflict(token)
+	resp, err := http.PostForm(srv.URL+"/bot"+token+"/getUpdates", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusConflict {
+		t.Fatalf("getUpdates under conflict: %d", resp.StatusCode)
+	}
+}
+
+func TestSecondPollerEndsFirstWithConflict(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	firstDone := make(chan int)
+	go func() {
+		resp, err := http.PostForm(srv.URL+"/bot"+token+"/getUpdates", url.Values{"timeout": {"30"}})
+		if err != nil {
+			firstDone <- 0
+			return
+		}
+		resp.Body.Close()
+		firstDone <- resp.StatusCode
+	}()
+	// Poll again until the first poll has been ended by ours.
+	for {
+		resp, err := http.PostForm(srv.URL+"/bot"+token+"/getUpdates", url.Values{"timeout": {"0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		select {
+		case code := <-firstDone:
+			if code != http.StatusConflict {
+				t.Fatalf("first poller got %d, want 409", code)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
