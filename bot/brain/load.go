@@ -60,7 +60,7 @@ func conflictWith(b *Brain, others []*Brain) *Error {
 	for _, o := range others {
 		switch {
 		case o.ID == b.ID:
-			return &Error{File: b.Path, Line: 1, Msg: fmt.Sprintf("bot id %q is already used by %s; keep one of the files", b.ID, o.Path)}
+			return duplicateID(b.Path, b.ID, o.Path)
 		case o.Telegram.source() != b.Telegram.source():
 			continue
 		case b.Telegram.TokenEnv != "":
@@ -72,4 +72,9 @@ func conflictWith(b *Brain, others []*Brain) *Error {
 		}
 	}
 	return nil
+}
+
+// duplicateID is the problem of a second file for one bot id.
+func duplicateID(path, id, otherPath string) *Error {
+	return &Error{File: path, Line: 1, Msg: fmt.Sprintf("bot id %q is already used by %s; keep one of the files", id, otherPath)}
 }

@@ -37,7 +37,7 @@ func Parse(path string) (*Brain, error) {
 // errors and gives the bot id.
 func ParseBytes(path string, data []byte) (*Brain, error) {
 	d := &decoder{file: path, lines: make(fieldLines), failed: make(map[string]bool)}
-	id := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".yaml"), ".yml")
+	id := fileID(filepath.Base(path))
 	switch {
 	case !isBrainFileName(filepath.Base(path)):
 		d.addf(1, "", "a brain file name must end in .yaml or .yml")
@@ -66,6 +66,11 @@ func ParseBytes(path string, data []byte) (*Brain, error) {
 func isBrainFileName(name string) bool {
 	return !strings.HasPrefix(name, ".") &&
 		(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml"))
+}
+
+// fileID is the bot id a brain file name gives: narrator.yaml → narrator.
+func fileID(name string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(name, ".yaml"), ".yml")
 }
 
 // yamlErrorLine matches yaml.v3's syntax errors, "yaml: line 3: ...".

@@ -1,0 +1,393 @@
+package brain
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// minimal is the smallest valid brain; rows below extend it from line 5.
+const minimal = `name: Narrator
+telegram:
+  token_env: NARRATOR_TOKEN
+system_prompt: You tell stories.
+`
+
+// TestParseRules has one row per validation rule: a broken snippet and the
+// exact problems `brainbot check` prints for it.
+func TestParseRules(t *testing.T) {
+	tests := []struct {
+		name string
+		file string // defaults to t.yaml
+		yaml string
+		want []string
+	}{
+		// The file as a whole.
+		{name: "empty file", yaml: "", want: []string{
+			"t.yaml:1: empty file; a brain needs at least name, telegram and system_prompt"}},
+		{name: "comments only", yaml: "# nothing yet\n", want: []string{
+			"t.yaml:1: empty file; a brain needs at least name, telegram and system_prompt"}},
+		{name: "not a mapping", yaml: "# a list\n- name: Narrator\n", want: []string{
+			"t.yaml:2: a brain file must be a mapping of fields (name: ..., system_prompt: ...), got a list"}},
+		{name: "a bare string", yaml: "hello\n", want: []string{
+			`t.yaml:1: a brain file must be a mapping of fields (name: ..., system_prompt: ...), got "hello"`}},
+		{name: "syntax error", yaml: minimal + "tts:\n  voice: nova\n   speed: 1\n", want: []string{
+			"t.yaml:7: YAML syntax: mapping values are not allowed in this context"}},
+		{name: "two documents", yaml: minimal + "---\nname: Other\n", want: []string{
+			"t.yaml:5: more than one YAML document (---); a brain file holds one"}},
+		{name: "bad id", file: "Story Teller.yaml", yaml: minimal, want: []string{
+			`Story Teller.yaml:1: bot id "Story Teller" (the file name) may use only a-z, 0-9, _ and -`}},
+		{name: "not a yaml name", file: "narrator.json", yaml: minimal, want: []string{
+			"narrator.json:1: a brain file name must end in .yaml or .yml"}},
+
+		// Decoding.
+		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, limits, claude, tts, image, messages"}},
+		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
+			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle"}},
+		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
+			"t.yaml:5: name: defined twice (first at line 1)"}},
+		{name: "wrong type: number", yaml: minimal + "limits:\n  per_user_per_day: many\n", want: []string{
+			`t.yaml:6: limits.per_user_per_day: must be a whole number, got "many"`}},
+		{name: "wrong type: bool", yaml: minimal + "tts:\n  enabled: yes\n", want: []string{
+			`t.yaml:6: tts.enabled: must be true or false, got "yes"`}},
+		{name: "wrong type: float", yaml: minimal + "tts:\n  speed: fast\n", want: []string{
+			`t.yaml:6: tts.speed: must be a number, got "fast"`}},
+		{name: "wrong type: text", yaml: minimal + "description: [a, b]\n", want: []string{
+			"t.yaml:5: description: must be text, got a list"}},
+		{name: "wrong type: list", yaml: minimal + "access:\n  allowed_users: 11111\n", want: []string{
+			`t.yaml:6: access.allowed_users: must be a list, got "11111"`}},
+		{name: "wrong type: section", yaml: minimal + "tts: on\n", want: []string{
+			`t.yaml:5: tts: must be a mapping of fields, got "on"`}},
+
+		// Required fields.
+		{name: "name missing", yaml: "telegram:\n  token_env: T\nsystem_prompt: p\n", want: []string{
+			"t.yaml:1: name: is required (the bot's display name)"}},
+		{name: "name blank", yaml: "name: \"  \"\ntelegram:\n  token_env: T\nsystem_prompt: p\n", want: []string{
+			"t.yaml:1: name: is required (the bot's display name)"}},
+		{name: "system_prompt missing", yaml: "name: N\ntelegram:\n  token_env: T\n", want: []string{
+			"t.yaml:1: system_prompt: is required (who the bot is and how it answers)"}},
+		{name: "system_prompt empty", yaml: "name: N\ntelegram:\n  token_env: T\nsystem_prompt: \"\"\n", want: []string{
+			"t.yaml:4: system_prompt: is required (who the bot is and how it answers)"}},
+
+		// Telegram token source.
+		{name: "no telegram section", yaml: "name: N\nsystem_prompt: p\n", want: []string{
+			"t.yaml:1: telegram: needs token_env (the environment variable holding the BotFather token) or token"}},
+		{name: "telegram without token", yaml: "name: N\ntelegram: {}\nsystem_prompt: p\n", want: []string{
+			"t.yaml:2: telegram: needs token_env (the environment variable holding the BotFather token) or token"}},
+		{name: "token_env and token", yaml: "name: N\ntelegram:\n  token_env: T\n  token: \"123:abc\"\nsystem_prompt: p\n", want: []string{
+			"t.yaml:3: telegram: set only one of token_env and token"}},
+		{name: "token_env not a name", yaml: "name: N\ntelegram:\n  token_env: \"123456:AAH-secret\"\nsystem_prompt: p\n", want: []string{
+			"t.yaml:3: telegram.token_env: must be an environment variable name such as NARRATOR_TOKEN (letters, digits, _); a token itself goes in token"}},
+
+		// Access and limits.
+		{name: "allowed user negative", yaml: minimal + "access:\n  allowed_users: [11111, -5]\n", want: []string{
+			"t.yaml:6: access.allowed_users[1]: must be a positive Telegram user id, got -5"}},
+		{name: "allowed user zero", yaml: minimal + "access:\n  allowed_users:\n    - 0\n", want: []string{
+			"t.yaml:7: access.allowed_users[0]: must be a positive Telegram user id, got 0"}},
+		{name: "limit negative", yaml: minimal + "limits:\n  per_user_per_day: -1\n", want: []string{
+			"t.yaml:6: limits.per_user_per_day: must be 0 (unlimited) or more, got -1"}},
+
+		// Claude.
+		{name: "timeout not a duration", yaml: minimal + "claude:\n  timeout: soon\n", want: []string{
+			`t.yaml:6: claude.timeout: must be a duration such as 120s or 2m, got "soon"`}},
+		{name: "timeout without unit", yaml: minimal + "claude:\n  timeout: 120\n", want: []string{
+			`t.yaml:6: claude.timeout: must be a duration such as 120s or 2m, got "120"`}},
+		{name: "timeout too short", yaml: minimal + "claude:\n  timeout: 0s\n", want: []string{
+			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 0s"}},
+		{name: "timeout too long", yaml: minimal + "claude:\n  timeout: 2h\n", want: []string{
+			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 2h0m0s"}},
+
+		// TTS.
+		{name: "tts voice", yaml: minimal + "tts:\n  voice: bob\n", want: []string{
+			`t.yaml:6: tts.voice: must be one of alloy, ash, ballad, coral, echo, fable, onyx, nova, sage, shimmer, verse; got "bob"`}},
+		{name: "tts speed too fast", yaml: minimal + "tts:\n  speed: 4.5\n", want: []string{
+			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got 4.5"}},
+		{name: "tts speed too slow", yaml: minimal + "tts:\n  speed: 0.1\n", want: []string{
+			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got 0.1"}},
+		{name: "tts speed explicit zero", yaml: minimal + "tts:\n  speed: 0\n", want: []string{
+			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got 0"}},
+		{name: "tts model", yaml: minimal + "tts:\n  model: tts-2\n", want: []string{
+			`t.yaml:6: tts.model: must be one of tts-1, tts-1-hd, gpt-4o-mini-tts; got "tts-2"`}},
+		{name: "tts format", yaml: minimal + "tts:\n  format: wav\n", want: []string{
+			`t.yaml:6: tts.format: must be one of mp3, opus; got "wav"`}},
+
+		// Image.
+		{name: "image model", yaml: minimal + "image:\n  model: dall-e-4\n", want: []string{
+			`t.yaml:6: image.model: must be one of dall-e-2, dall-e-3, gpt-image-1; got "dall-e-4"`}},
+		{name: "image size for dall-e-2", yaml: minimal + "image:\n  size: 1024x1792\n", want: []string{
+			`t.yaml:6: image.size: must be one of 256x256, 512x512, 1024x1024 for dall-e-2; got "1024x1792"`}},
+		{name: "image size for dall-e-3", yaml: minimal + "image:\n  model: dall-e-3\n  size: 256x256\n", want: []string{
+			`t.yaml:7: image.size: must be one of 1024x1024, 1792x1024, 1024x1792 for dall-e-3; got "256x256"`}},
+		{name: "image size for gpt-image-1", yaml: minimal + "image:\n  model: gpt-image-1\n  size: 1792x1024\n", want: []string{
+			`t.yaml:7: image.size: must be one of 1024x1024, 1536x1024, 1024x1536, auto for gpt-image-1; got "1792x1024"`}},
+		{name: "image quality for dall-e-2", yaml: minimal + "image:\n  quality: hd\n", want: []string{
+			"t.yaml:6: image.quality: must be left out for dall-e-2 (it has one quality)"}},
+		{name: "image quality for dall-e-3", yaml: minimal + "image:\n  model: dall-e-3\n  quality: high\n", want: []string{
+			`t.yaml:7: image.quality: must be one of standard, hd for dall-e-3; got "high"`}},
+		{name: "image quality for gpt-image-1", yaml: minimal + "image:\n  model: gpt-image-1\n  quality: hd\n", want: []string{
+			`t.yaml:7: image.quality: must be one of low, medium, high, auto for gpt-image-1; got "hd"`}},
+		{name: "image style for dall-e-2", yaml: minimal + "image:\n  style: vivid\n", want: []string{
+			"t.yaml:6: image.style: must be left out for dall-e-2 (only dall-e-3 has styles)"}},
+		{name: "image style for dall-e-3", yaml: minimal + "image:\n  model: dall-e-3\n  style: cartoon\n", want: []string{
+			`t.yaml:7: image.style: must be one of vivid, natural for dall-e-3; got "cartoon"`}},
+		{name: "image keyword empty", yaml: minimal + "image:\n  keywords: [draw, \" \"]\n", want: []string{
+			"t.yaml:6: image.keywords[1]: must not be empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := cmpOr(tt.file, "t.yaml")
+			b, err := ParseBytes(file, []byte(tt.yaml))
+			if b != nil {
+				t.Errorf("ParseBytes returned a brain along with errors: %+v", b)
+			}
+			if got := problems(t, err); !slices.Equal(got, tt.want) {
+				t.Errorf("problems:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// problems returns err's problems as brainbot check prints them, failing
+// unless err is an Errors.
+func problems(t *testing.T, err error) []string {
+	t.Helper()
+	var errs Errors
+	if !errors.As(err, &errs) {
+		t.Fatalf("error %v (%T) is not Errors", err, err)
+	}
+	var lines []string
+	for _, e := range errs {
+		lines = append(lines, e.Error())
+	}
+	return lines
+}
+
+func TestParseReportsEveryProblem(t *testing.T) {
+	src := `name: Narrator
+telegram:
+  token_env: NARRATOR_TOKEN
+tts:
+  voice: bob
+  speed: 9
+image:
+  model: dall-e-3
+  size: 256x256
+claude:
+  timeout: soon
+`
+	_, err := ParseBytes("brains/narrator.yaml", []byte(src))
+	want := []string{
+		"brains/narrator.yaml:1: system_prompt: is required (who the bot is and how it answers)",
+		`brains/narrator.yaml:5: tts.voice: must be one of alloy, ash, ballad, coral, echo, fable, onyx, nova, sage, shimmer, verse; got "bob"`,
+		"brains/narrator.yaml:6: tts.speed: must be between 0.25 and 4.0, got 9",
+		`brains/narrator.yaml:9: image.size: must be one of 1024x1024, 1792x1024, 1024x1792 for dall-e-3; got "256x256"`,
+		`brains/narrator.yaml:11: claude.timeout: must be a duration such as 120s or 2m, got "soon"`,
+	}
+	if got := problems(t, err); !slices.Equal(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	}
+	if err.Error() != strings.Join(want, "\n") {
+		t.Errorf("Error() = %q, want the problems one per line", err.Error())
+	}
+	var first *Error
+	if !errors.As(err, &first) || first.Line != 1 || first.Field != "system_prompt" {
+		t.Errorf("errors.As(*Error) = %+v, want the first problem", first)
+	}
+}
+
+func TestParseDefaults(t *testing.T) {
+	b, err := ParseBytes("brains/narrator.yaml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Brain{
+		ID:           "narrator",
+		Path:         "brains/narrator.yaml",
+		Name:         "Narrator",
+		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
+		SystemPrompt: "You tell stories.",
+		Claude:       Claude{Timeout: Duration(120 * time.Second)},
+		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3"},
+		Image: Image{Model: "dall-e-2", Size: "256x256",
+			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
+		Messages: Messages{
+			Error:   "Sorry, something went wrong. Please try again.",
+			Busy:    "I'm still working on your earlier messages. Please wait a moment and send this one again.",
+			Denied:  "Sorry, this bot is private.",
+			Limit:   "You have reached today's message limit. It resets {reset}.",
+			Reset:   "Done: we start a new conversation. What shall we talk about?",
+			Expired: "I had to start a new conversation, so I don't remember what we said before.",
+		},
+	}
+	assertBrain(t, b, want)
+}
+
+func TestParseKeepsWhatTheFileSays(t *testing.T) {
+	src := minimal + `description: Reads you stories
+greeting: Hi!
+access:
+  allowed_users: [11111, 22222]
+limits:
+  per_user_per_day: 0
+claude:
+  model: sonnet
+  timeout: 90s
+tts:
+  enabled: true
+  voice: onyx
+  speed: 0.25
+  model: gpt-4o-mini-tts
+  format: opus
+  send_text_too: true
+  user_toggle: true
+image:
+  enabled: true
+  model: dall-e-3
+  size: 1792x1024
+  quality: hd
+  style: natural
+  keywords: [sketch]
+  send_text_too: true
+messages:
+  error: Oops.
+  busy: Busy.
+  denied: No.
+  limit: Enough for today; back {reset}.
+  reset: Fresh start.
+  expired: I forgot.
+`
+	b, err := ParseBytes("narrator.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Brain{
+		ID: "narrator", Path: "narrator.yml",
+		Name: "Narrator", Description: "Reads you stories", Greeting: "Hi!",
+		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
+		SystemPrompt: "You tell stories.",
+		Access:       Access{AllowedUsers: []int64{11111, 22222}},
+		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second)},
+		TTS:          TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
+		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
+			Keywords: []string{"sketch"}, SendTextToo: true},
+		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.",
+			Reset: "Fresh start.", Expired: "I forgot."},
+	}
+	assertBrain(t, b, want)
+}
+
+func TestParseImageSizeDefaultFollowsModel(t *testing.T) {
+	for model, size := range map[string]string{"dall-e-2": "256x256", "dall-e-3": "1024x1024", "gpt-image-1": "1024x1024"} {
+		b, err := ParseBytes("t.yaml", []byte(minimal+"image:\n  model: "+model+"\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", model, err)
+		}
+		if b.Image.Size != size {
+			t.Errorf("%s: default size %q, want %q", model, b.Image.Size, size)
+		}
+	}
+}
+
+// assertBrain compares everything but the unexported line index.
+func assertBrain(t *testing.T, got *Brain, want Brain) {
+	t.Helper()
+	g := *got
+	g.lines = nil
+	if fmt.Sprintf("%#v", g) != fmt.Sprintf("%#v", want) {
+		t.Errorf("brain:\n got %#v\nwant %#v", g, want)
+	}
+}
+
+func TestParseFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "narrator.yaml")
+	if err := os.WriteFile(path, []byte(minimal), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.ID != "narrator" || b.Path != path {
+		t.Errorf("ID, Path = %q, %q; want narrator, %q", b.ID, b.Path, path)
+	}
+	if _, err := Parse(filepath.Join(t.TempDir(), "missing.yaml")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Parse(missing) = %v, want fs.ErrNotExist", err)
+	}
+}
+
+const secretToken = "123456789:AAHsecret-token-value"
+
+func TestResolveToken(t *testing.T) {
+	env := map[string]string{"NARRATOR_TOKEN": secretToken + "\n", "BLANK": "  "}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+
+	b := &Brain{Path: "brains/narrator.yaml", Telegram: Telegram{TokenEnv: "NARRATOR_TOKEN"}}
+	if got, err := b.ResolveToken(lookup); err != nil || got != secretToken {
+		t.Errorf("from env: %q, %v; want the trimmed value", got, err)
+	}
+	inline := &Brain{Telegram: Telegram{Token: secretToken}}
+	if got, err := inline.ResolveToken(lookup); err != nil || got != secretToken {
+		t.Errorf("inline: %q, %v", got, err)
+	}
+	for _, name := range []string{"UNSET", "BLANK"} {
+		b := &Brain{Path: "brains/narrator.yaml", Telegram: Telegram{TokenEnv: name}}
+		_, err := b.ResolveToken(lookup)
+		if !errors.Is(err, ErrNoToken) {
+			t.Fatalf("%s: error %v, want ErrNoToken", name, err)
+		}
+		if want := "no telegram token: environment variable " + name + " (telegram.token_env in brains/narrator.yaml) is unset or empty"; err.Error() != want {
+			t.Errorf("%s: error %q, want %q", name, err, want)
+		}
+	}
+}
+
+// TestPrintingHidesToken guards against a brain printed in a log line or
+// an error leaking its inline token.
+func TestPrintingHidesToken(t *testing.T) {
+	b, err := ParseBytes("t.yaml", []byte("name: N\ntelegram:\n  token: \""+secretToken+"\"\nsystem_prompt: p\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		if out := fmt.Sprintf(format, b); strings.Contains(out, "secret") {
+			t.Errorf("%s of a brain shows the token: %s", format, out)
+		}
+	}
+	if got := b.Telegram.String(); got != "inline token (redacted)" {
+		t.Errorf("Telegram.String() = %q", got)
+	}
+	// A token pasted into token_env must not be echoed by the error either.
+	_, err = ParseBytes("t.yaml", []byte("name: N\ntelegram:\n  token_env: \""+secretToken+"\"\nsystem_prompt: p\n"))
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("error for a token in token_env: %v", err)
+	}
+}
+
+func TestLimitText(t *testing.T) {
+	m := Messages{Limit: "Come back {reset}."}
+	for until, want := range map[time.Duration]string{
+		5*time.Hour + 20*time.Minute:               "Come back in 5h 20m.",
+		5*time.Hour + 19*time.Minute + time.Second: "Come back in 5h 20m.",
+		30 * time.Second:                           "Come back in 1m.",
+		0:                                          "Come back in 1m.",
+		59 * time.Minute:                           "Come back in 59m.",
+	} {
+		if got := m.LimitText(until); got != want {
+			t.Errorf("LimitText(%v) = %q, want %q", until, got, want)
+		}
+	}
+}
