@@ -361,20 +361,11 @@ func TestModelDelay(t *testing.T) {
 
 // The tests below run the real Claude Code CLI against the model.
 
-const mcpServerEnv = "CLAUDETEST_STANDIN_MCP" // server name; its output folder in ..._DIR
-
 // TestStandInMCPProcess is not a test: it is the stand-in MCP server when
-// the CLI starts this test binary with mcpServerEnv set (os/exec's helper
-// process pattern).
+// the CLI starts this test binary through StandInMCPConfig.
 func TestStandInMCPProcess(t *testing.T) {
-	name := os.Getenv(mcpServerEnv)
-	if name == "" {
-		t.Skip("helper process for the real-CLI tests")
-	}
-	if err := ServeStandInMCP(context.Background(), name, os.Getenv(mcpServerEnv+"_DIR"), os.Stdin, os.Stdout); err != nil && err != context.Canceled {
-		os.Exit(1)
-	}
-	os.Exit(0)
+	RunStandInMCPIfRequested()
+	t.Skip("helper process for the real-CLI tests")
 }
 
 // cliRun prepares the real CLI in the driver's invocation, with a fresh
@@ -383,14 +374,7 @@ func cliRun(t *testing.T, m *Model, out string, sessionArgs ...string) CLIRun {
 	t.Helper()
 	path := RequireCLI(t)
 	home, work := t.TempDir(), t.TempDir()
-	servers := map[string]any{}
-	for _, name := range []string{"tts", "image-gen"} {
-		servers[name] = map[string]any{
-			"type": "stdio", "command": os.Args[0], "args": []string{"-test.run=^TestStandInMCPProcess$"},
-			"env": map[string]string{mcpServerEnv: name, mcpServerEnv + "_DIR": out},
-		}
-	}
-	cfg, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	cfg := StandInMCPConfig(out, "-test.run=^TestStandInMCPProcess$")
 	cfgPath := filepath.Join(t.TempDir(), "mcp.json")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		t.Fatal(err)

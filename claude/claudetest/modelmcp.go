@@ -21,6 +21,44 @@ var (
 	standInPNG = []byte("\x89PNG\r\n\x1a\n")
 )
 
+// Environment of a stand-in MCP server process: its name and the folder its
+// tools write into.
+const (
+	standInNameEnv = "CLAUDETEST_STANDIN_MCP"
+	standInDirEnv  = "CLAUDETEST_STANDIN_MCP_DIR"
+)
+
+// StandInMCPConfig is an --mcp-config file naming the stand-in servers
+// "tts" and "image-gen", each started as this test binary with helperArgs
+// (e.g. "-test.run=^TestStandInMCPProcess$") and writing into dir. The
+// named test must call RunStandInMCPIfRequested.
+func StandInMCPConfig(dir string, helperArgs ...string) []byte {
+	servers := map[string]any{}
+	for _, name := range []string{"tts", "image-gen"} {
+		servers[name] = map[string]any{
+			"type": "stdio", "command": os.Args[0], "args": helperArgs,
+			"env": map[string]string{standInNameEnv: name, standInDirEnv: dir},
+		}
+	}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": servers}) // strings only: cannot fail
+	return cfg
+}
+
+// RunStandInMCPIfRequested makes a test binary started by the CLI through
+// StandInMCPConfig serve the stand-in MCP server on stdio and exit (the
+// os/exec helper-process pattern); otherwise it returns at once.
+func RunStandInMCPIfRequested() {
+	name := os.Getenv(standInNameEnv)
+	if name == "" {
+		return
+	}
+	if err := ServeStandInMCP(context.Background(), name, os.Getenv(standInDirEnv), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 // ServeStandInMCP serves a stdio MCP server named like one of ours ("tts"
 // with tool text_to_speech, "image-gen" with generate_image) on in and out
 // until in ends. Its tools write <filename>-<unix ms>.mp3|.png into dir

@@ -1,0 +1,244 @@
+package claude
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"brainbot/claude/claudetest"
+)
+
+var updateGolden = flag.Bool("update", false, "re-capture testdata/*.jsonl from the real Claude CLI and rewrite the .golden summaries")
+
+// A golden transcript is the real CLI's stdout for one request, captured
+// against the scripted model (claudetest.Model) with stand-in MCP servers.
+type transcript struct {
+	name string
+	// resume continues goldenSession (which the capture never created),
+	// instead of starting it.
+	resume bool
+	turns  func(t *testing.T) []string
+}
+
+// goldenSession is the conversation id used in every capture, so the
+// transcripts do not change for no reason when they are re-captured.
+const goldenSession = "7d3c1e2a-5b4f-4a6e-8c9d-0e1f2a3b4c5d"
+
+const goldenPrefix = "bot-golden-user-42-1700000000000"
+
+// turn1Reply is the scripted model's deterministic answer to "hello".
+const turn1Reply = "You said: hello (message 1)"
+
+var transcripts = []transcript{
+	{name: "text", turns: func(*testing.T) []string { return []string{"hello"} }},
+	{name: "speech", turns: func(t *testing.T) []string {
+		return []string{"hello", mustTurn2(t, Request{Mode: Speech, Speech: SpeechOptions{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}}, turn1Reply)}
+	}},
+	{name: "image", turns: func(t *testing.T) []string {
+		return []string{"draw a cat", mustTurn2(t, Request{Mode: Image, Image: ImageOptions{Model: "dall-e-2", Size: "256x256"}}, "You said: draw a cat (message 1)")}
+	}},
+	{name: "resume-unknown", resume: true, turns: func(*testing.T) []string { return []string{"hello"} }},
+}
+
+func mustTurn2(t *testing.T, req Request, turn1 string) string {
+	t.Helper()
+	p, err := turn2Prompt(req, turn1, goldenPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestGoldenTranscripts(t *testing.T) {
+	for _, tr := range transcripts {
+		t.Run(tr.name, func(t *testing.T) {
+			jsonl := filepath.Join("testdata", tr.name+".jsonl")
+			golden := filepath.Join("testdata", tr.name+".golden")
+			if *updateGolden {
+				if err := os.WriteFile(jsonl, capture(t, tr), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, err := os.ReadFile(jsonl)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			got := summarizeLines(t, data)
+			if bulk := summarizeStream(t, data); bulk != got {
+				t.Errorf("reading the transcript as a stream gives\n%s\nline by line gives\n%s", bulk, got)
+			}
+			crlf := bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n"))
+			if withCRLF := summarizeStream(t, crlf); withCRLF != got {
+				t.Errorf("with CRLF line ends the summary is\n%s\nwith LF\n%s", withCRLF, got)
+			}
+
+			if *updateGolden {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("summary of %s differs from %s (re-capture with -update if the CLI changed)\ngot:\n%s\nwant:\n%s", jsonl, golden, got, want)
+			}
+		})
+	}
+}
+
+// summarizeLines parses each line on its own with ParseEvent.
+func summarizeLines(t *testing.T, data []byte) string {
+	t.Helper()
+	var s summary
+	for line := range bytes.Lines(data) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		ev, err := ParseEvent(line)
+		if err != nil {
+			t.Fatalf("line %d: %v", s.n+1, err)
+		}
+		s.add(ev)
+	}
+	return s.String()
+}
+
+// summarizeStream parses the whole transcript through a Reader.
+func summarizeStream(t *testing.T, data []byte) string {
+	t.Helper()
+	var s summary
+	r := NewReader(bytes.NewReader(data))
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return s.String()
+		}
+		if err != nil {
+			t.Fatalf("after %d events: %v", s.n, err)
+		}
+		s.add(ev)
+	}
+}
+
+// summary is what a golden file pins down: per event its kind, type,
+// session, blocks and result, with volatile values replaced.
+type summary struct {
+	b strings.Builder
+	n int
+}
+
+// Volatile values in event fields: the stand-in tools' output folder and
+// the millisecond suffix they add, and the capture's random ids.
+var (
+	volatilePath = regexp.MustCompile(`/[^"\s]*/(bot-[^/"\s]*?)-\d{13}(\.\w+)`)
+	volatileUUID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+)
+
+func stable(s string) string {
+	s = strings.ReplaceAll(s, goldenSession, "<session>")
+	s = volatilePath.ReplaceAllString(s, "<out>/$1-<ms>$2")
+	return volatileUUID.ReplaceAllString(s, "<uuid>")
+}
+
+func (s *summary) add(ev Event) {
+	s.n++
+	fmt.Fprintf(&s.b, "%d %s %s", s.n, ev.Kind, ev.Type)
+	if ev.Subtype != "" {
+		fmt.Fprintf(&s.b, "/%s", ev.Subtype)
+	}
+	if ev.SessionID != "" {
+		fmt.Fprintf(&s.b, " session=%s", stable(ev.SessionID))
+	}
+	for _, b := range ev.Blocks {
+		switch b.Type {
+		case "text":
+			fmt.Fprintf(&s.b, "\n  text %q", stable(b.Text))
+		case "tool_use":
+			fmt.Fprintf(&s.b, "\n  tool_use %s %s", b.Name, stable(string(b.Input)))
+		case "tool_result":
+			fmt.Fprintf(&s.b, "\n  tool_result is_error=%v %q", b.IsError, stable(b.Text))
+		default:
+			fmt.Fprintf(&s.b, "\n  %s", b.Type)
+		}
+	}
+	if ev.Kind == KindPermissionDenied {
+		fmt.Fprintf(&s.b, "\n  denied %s", ev.Denial.ToolName)
+	}
+	if r := ev.Result; r != nil {
+		fmt.Fprintf(&s.b, "\n  result subtype=%s is_error=%v turns=%d cost>0=%v text=%q", r.Subtype, r.IsError, r.NumTurns, r.CostUSD > 0, stable(r.Text))
+		for _, e := range r.Errors {
+			fmt.Fprintf(&s.b, "\n  error %q", stable(e))
+		}
+		for _, d := range r.Denials {
+			fmt.Fprintf(&s.b, "\n  denial %s", d.ToolName)
+		}
+	}
+	s.b.WriteByte('\n')
+}
+
+func (s *summary) String() string { return s.b.String() }
+
+// TestGoldenMCPProcess is not a test: it is a stand-in MCP server when the
+// CLI starts this test binary during a capture.
+func TestGoldenMCPProcess(t *testing.T) {
+	claudetest.RunStandInMCPIfRequested()
+	t.Skip("helper process for -update")
+}
+
+// capture runs the real CLI, in the driver's invocation, against the
+// scripted model and returns its stdout.
+func capture(t *testing.T, tr transcript) []byte {
+	t.Helper()
+	cli, err := claudetest.CLIPath()
+	if err != nil {
+		t.Fatalf("-update needs the real CLI: %v", err)
+	}
+	model := claudetest.NewModel()
+	defer model.Close()
+
+	dir := t.TempDir()
+	home, work, out := filepath.Join(dir, "home"), filepath.Join(dir, "work"), filepath.Join(dir, "out")
+	for _, d := range []string{home, work, out} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mcpConfig := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(mcpConfig, claudetest.StandInMCPConfig(out, "-test.run=^TestGoldenMCPProcess$"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	session := []string{"--session-id", goldenSession}
+	if tr.resume {
+		session = []string{"--resume", goldenSession}
+	}
+	run := claudetest.CLIRun{
+		Path: cli,
+		Args: append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+			"--system-prompt", "You are a golden test bot.", "--system-prompt-snapshot", "off",
+			"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
+			"--allowedTools", SpeechTool + "," + ImageTool, "--permission-mode", "dontAsk"}, session...),
+		Dir: work,
+		Env: append(append(os.Environ(), "HOME="+home, "ENABLE_TOOL_SEARCH=false"), model.Env()...),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stdout, err := run.Turns(ctx, tr.turns(t)...)
+	var exit *exec.ExitError
+	if err != nil && !(tr.resume && errors.As(err, &exit)) {
+		t.Fatalf("capture %s: %v", tr.name, err)
+	}
+	return stdout
+}
