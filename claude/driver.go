@@ -1,0 +1,463 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+)
+
+// Config configures a Driver.
+type Config struct {
+	// Command is the CLI to run (CLAUDE_CMD): a name looked up in PATH or
+	// a path.
+	Command string
+	// Self is the absolute path of the brainbot executable; mcp.json
+	// starts our MCP servers as `Self mcp tts` and `Self mcp image-gen`.
+	Self string
+	// DataDir is BRAINBOT_DATA (absolute). mcp.json is written to
+	// DataDir/claude, and the CLI and MCP servers get BRAINBOT_DATA.
+	DataDir string
+	// Env holds extra environment entries for the CLI; they win over
+	// inherited ones (see cliEnv).
+	Env []string
+	Log *zap.Logger
+}
+
+// Driver runs requests through the CLI. It is safe for concurrent use;
+// each Run starts its own CLI process.
+type Driver struct {
+	cfg       Config
+	mcpConfig string
+	log       *zap.Logger
+}
+
+const (
+	defaultInactivityTimeout = 120 * time.Second
+	defaultMaxDuration       = 10 * time.Minute
+	// noConversation is how the CLI says a --resume id is unknown.
+	noConversation = "No conversation found with session ID"
+)
+
+// New checks cfg and writes DataDir/claude/mcp.json (mode 0600) naming our
+// two MCP servers. The file holds no secrets: the servers inherit the
+// OpenAI settings through the CLI's environment.
+func New(cfg Config) (*Driver, error) {
+	switch {
+	case cfg.Command == "":
+		return nil, errors.New("claude: Config.Command is empty")
+	case !filepath.IsAbs(cfg.Self):
+		return nil, fmt.Errorf("claude: Config.Self %q is not an absolute path", cfg.Self)
+	case !filepath.IsAbs(cfg.DataDir):
+		return nil, fmt.Errorf("claude: Config.DataDir %q is not an absolute path", cfg.DataDir)
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	path := filepath.Join(cfg.DataDir, "claude", "mcp.json")
+	if err := writeMCPConfig(path, cfg.Self); err != nil {
+		return nil, fmt.Errorf("claude: write MCP config: %w", err)
+	}
+	return &Driver{cfg: cfg, mcpConfig: path, log: cfg.Log}, nil
+}
+
+type mcpServer struct {
+	Type    string   `json:"type"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// writeMCPConfig writes the file atomically, so a CLI starting meanwhile
+// never reads half of it.
+func writeMCPConfig(path, self string) error {
+	data, err := json.Marshal(map[string]map[string]mcpServer{"mcpServers": {
+		"tts":       {Type: "stdio", Command: self, Args: []string{"mcp", "tts"}},
+		"image-gen": {Type: "stdio", Command: self, Args: []string{"mcp", "image-gen"}},
+	}})
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".mcp-*.json") // created 0600
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails harmlessly after the rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// args is the CLI's command line for req.
+func (d *Driver) args(req Request) []string {
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+	if req.Resume {
+		args = append(args, "--resume", req.SessionID)
+	} else {
+		args = append(args, "--session-id", req.SessionID)
+	}
+	// Snapshot off: the brain's current prompt applies on every resume,
+	// so an edited brain reaches existing conversations.
+	args = append(args, "--system-prompt", req.SystemPrompt, "--system-prompt-snapshot", "off")
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	// No built-in tools: a Telegram user must never reach a shell, files
+	// or the web on our server. Only our MCP servers, and of their tools
+	// only the one this request needs is allowed (none for text).
+	args = append(args, "--tools", "", "--strict-mcp-config", "--mcp-config", d.mcpConfig)
+	if tool := req.Mode.tool(); tool != "" {
+		args = append(args, "--allowedTools", tool)
+	}
+	return append(args, "--permission-mode", "dontAsk")
+}
+
+func checkRequest(req Request) error {
+	switch {
+	case req.Mode != Text && req.Mode != Speech && req.Mode != Image:
+		return fmt.Errorf("claude: unknown mode %d", req.Mode)
+	case uuid.Validate(req.SessionID) != nil:
+		return fmt.Errorf("claude: session id %q is not a UUID", req.SessionID)
+	case !filepath.IsAbs(req.WorkDir):
+		return fmt.Errorf("claude: working directory %q is not absolute", req.WorkDir)
+	case req.Mode == Speech && req.Speech.Format != "" && req.Speech.Format != "mp3" && req.Speech.Format != "opus":
+		return fmt.Errorf("claude: unsupported speech format %q", req.Speech.Format)
+	}
+	return nil
+}
+
+// Run runs req through a new CLI process and returns what it produced.
+//
+// On error the returned *Result is still non-nil when the CLI got as far
+// as reporting something (e.g. the turn-1 text and session id of a speech
+// request whose tool failed), so a caller can fall back to text; the error
+// says what went wrong (see the Err* values and the *Error types).
+func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
+	if err := checkRequest(req); err != nil {
+		return nil, err
+	}
+	if req.InactivityTimeout <= 0 {
+		req.InactivityTimeout = defaultInactivityTimeout
+	}
+	if req.MaxDuration <= 0 {
+		req.MaxDuration = defaultMaxDuration
+	}
+	if err := os.MkdirAll(req.WorkDir, 0o750); err != nil {
+		return nil, fmt.Errorf("claude: working directory: %w", err)
+	}
+	c := &conversation{
+		req:     req,
+		tool:    req.Mode.tool(),
+		res:     &Result{},
+		log:     d.log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume)),
+		results: map[string]Block{},
+		turn:    1,
+	}
+	if c.tool != "" {
+		c.res.FilePrefix = fmt.Sprintf("bot-%s-user-%d-%d", req.BotID, req.UserID, time.Now().UnixMilli())
+		c.res.FileExt = fileExt(req)
+	}
+	first, err := encodeUserLine(req.Prompt)
+	if err != nil {
+		return nil, err
+	}
+
+	c.spawned = time.Now()
+	c.turnStart = c.spawned
+	p, err := startProcess(ctx, d.cfg.Command, d.args(req), req.WorkDir, cliEnv(os.Environ(), d.cfg.DataDir, d.cfg.Env))
+	if err != nil {
+		return nil, err
+	}
+	c.p = p
+	c.send(first)
+	abort := c.loop(ctx)
+	p.shutdown()
+	c.res.Total = time.Since(c.spawned)
+	err = c.outcome(abort)
+	if err != nil {
+		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total", c.res.Total))
+	} else {
+		c.log.Info("claude request done",
+			zap.Duration("startup", c.res.Startup), zap.Duration("turn1", c.res.Turn1),
+			zap.Duration("turn2", c.res.Turn2), zap.Duration("total", c.res.Total),
+			zap.Float64("cost_usd", c.res.CostUSD), zap.Int("unknown_events", c.res.UnknownEvents))
+	}
+	return c.res, err
+}
+
+// conversation is the state of one Run: which turn we are in and what the
+// CLI has said so far.
+type conversation struct {
+	req  Request
+	tool string // the MCP tool turn 2 must call; "" for Text
+	res  *Result
+	log  *zap.Logger
+	p    *process
+
+	spawned, turnStart time.Time
+	turn               int
+	seenInit           bool
+	turn1Text          []string
+
+	calls   []Block          // tool_use blocks of c.tool, in order
+	results map[string]Block // tool_result blocks by tool_use_id
+	denials []Denial
+
+	// finished: the last result the driver waits for has arrived (or a
+	// failed one); stdin is closed and the CLI should exit.
+	finished bool
+	failed   *TurnResult // a result with is_error
+	failure  error       // another reason the request failed
+}
+
+func (c *conversation) send(line []byte) {
+	if err := c.p.send(line, c.req.InactivityTimeout); err != nil {
+		// The CLI is gone or stuck: its exit or the watchdog decides.
+		c.log.Warn("claude: writing stdin failed", zap.Error(err))
+	}
+}
+
+// loop reads events until stdout ends. It returns an error only when the
+// request must be cut short (timeouts, cancellation, broken framing); the
+// process is then being terminated.
+func (c *conversation) loop(ctx context.Context) error {
+	inactivity := time.NewTimer(c.req.InactivityTimeout)
+	defer inactivity.Stop()
+	overall := time.NewTimer(c.req.MaxDuration)
+	defer overall.Stop()
+	exited := c.p.exited
+	var drain, exitWait <-chan time.Time
+	for {
+		select {
+		case le, ok := <-c.p.events:
+			if !ok {
+				return nil
+			}
+			if le.err != nil {
+				c.p.terminate()
+				return le.err
+			}
+			inactivity.Reset(c.req.InactivityTimeout)
+			c.handle(le.ev)
+			if c.finished && exitWait == nil {
+				c.p.closeStdin()
+				exitWait = time.After(exitGrace)
+			}
+		case <-inactivity.C:
+			c.p.terminate()
+			return &TimeoutError{Inactivity: true, After: c.req.InactivityTimeout}
+		case <-overall.C:
+			c.p.terminate()
+			return &TimeoutError{After: c.req.MaxDuration}
+		case <-ctx.Done():
+			c.p.terminate()
+			return fmt.Errorf("claude: request abandoned: %w", context.Cause(ctx))
+		case <-exited:
+			exited = nil
+			drain = time.After(drainGrace)
+		case <-drain:
+			// The CLI has exited but something it started still holds
+			// stdout; shutdown kills the group and closes the pipe.
+			return nil
+		case <-exitWait:
+			exitWait = nil
+			c.log.Warn("claude: CLI did not exit after its last result; terminating it")
+			c.p.terminate()
+		}
+	}
+}
+
+func (c *conversation) handle(ev Event) {
+	if ce := c.log.Check(zap.DebugLevel, "claude: event"); ce != nil {
+		ce.Write(zap.Stringer("kind", ev.Kind), zap.String("type", ev.Type), zap.String("subtype", ev.Subtype))
+	}
+	switch ev.Kind {
+	case KindInit:
+		if !c.seenInit {
+			c.seenInit = true
+			c.res.Startup = time.Since(c.spawned)
+			c.turnStart = time.Now()
+		}
+		c.noteSession(ev.SessionID)
+	case KindAssistant:
+		for _, b := range ev.Blocks {
+			switch {
+			case b.Type == "text" && c.turn == 1 && b.Text != "":
+				c.turn1Text = append(c.turn1Text, b.Text)
+			case b.Type == "tool_use" && b.Name == c.tool && c.tool != "":
+				c.calls = append(c.calls, b)
+			}
+		}
+	case KindUser:
+		for _, b := range ev.Blocks {
+			if b.Type == "tool_result" {
+				c.results[b.ToolUseID] = b
+			}
+		}
+	case KindPermissionDenied:
+		c.denials = append(c.denials, ev.Denial)
+	case KindResult:
+		c.endTurn(ev)
+	default:
+		c.res.UnknownEvents++
+	}
+}
+
+func (c *conversation) noteSession(id string) {
+	if id != "" {
+		c.res.SessionID = id
+	}
+}
+
+func (c *conversation) endTurn(ev Event) {
+	if c.finished {
+		return // a result after the one we waited for: not ours
+	}
+	r := ev.Result
+	c.noteSession(ev.SessionID)
+	c.res.CostUSD += r.CostUSD
+	c.denials = append(c.denials, r.Denials...)
+	if c.turn == 1 {
+		c.res.Turn1 = time.Since(c.turnStart)
+		// Separate text blocks (around tool calls) are separate
+		// paragraphs.
+		c.res.Text = strings.Join(c.turn1Text, "\n\n")
+		if c.res.Text == "" && !r.IsError {
+			c.res.Text = r.Text
+		}
+	} else {
+		c.res.Turn2 = time.Since(c.turnStart)
+	}
+	switch {
+	case r.IsError:
+		c.failed = r
+		c.finished = true
+	case c.turn == 2 || c.tool == "":
+		c.finished = true
+	case c.req.Mode == Speech && strings.TrimSpace(c.res.Text) == "":
+		c.failure = ErrNothingToSpeak
+		c.finished = true
+	case len(c.calls) > 0 && c.collectFile() == nil:
+		// Claude already called the tool in turn 1 (it is allowed for
+		// this request): a second call would only make a second file.
+		c.finished = true
+	default:
+		prompt, err := turn2Prompt(c.req, c.res.Text, c.res.FilePrefix)
+		if err == nil {
+			var line []byte
+			if line, err = encodeUserLine(prompt); err == nil {
+				c.turn = 2
+				c.turnStart = time.Now()
+				c.send(line)
+				return
+			}
+		}
+		c.failure = err
+		c.finished = true
+	}
+}
+
+// outcome decides the request's error once the process is gone and its
+// stderr has been read completely.
+func (c *conversation) outcome(abort error) error {
+	tail := c.p.stderrTail.String()
+	if abort != nil {
+		var te *TimeoutError
+		if errors.As(abort, &te) {
+			te.StderrTail = tail
+		}
+		return abort
+	}
+	switch {
+	case c.failed != nil:
+		re := &ResultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text, StderrTail: tail}
+		if c.req.Resume && (!c.seenInit && re.Subtype == "error_during_execution" || mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)) {
+			return fmt.Errorf("%w: %w", ErrSessionNotFound, re)
+		}
+		return re
+	case !c.finished:
+		ee := &ExitError{Code: c.p.exitCode(), StderrTail: tail}
+		if c.req.Resume && strings.Contains(tail, noConversation) {
+			return fmt.Errorf("%w: %w", ErrSessionNotFound, ee)
+		}
+		return ee
+	case c.failure != nil:
+		return c.failure
+	case c.tool != "":
+		return c.collectFile()
+	}
+	return nil
+}
+
+func mentions(list []string, substr string) bool {
+	for _, s := range list {
+		if strings.Contains(s, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+// collectFile finds the latest call of c.tool that got a result and
+// takes the file path from our tool's JSON into Result.FilePath.
+func (c *conversation) collectFile() error {
+	for i := len(c.calls) - 1; i >= 0; i-- {
+		call := c.calls[i]
+		r, ok := c.results[call.ID]
+		if !ok {
+			continue
+		}
+		if d, denied := c.denial(call.ID); denied {
+			return fmt.Errorf("%w: %s: %s", ErrToolDenied, c.tool, d.Message)
+		}
+		if r.IsError {
+			return &ToolError{Tool: c.tool, Message: r.Text}
+		}
+		var out toolOutput
+		if err := json.Unmarshal([]byte(r.Text), &out); err != nil {
+			return &ToolError{Tool: c.tool, Message: "result is not our JSON: " + err.Error()}
+		}
+		path := out.AudioPath
+		if c.req.Mode == Image {
+			path = out.ImagePath
+		}
+		if !out.Success || path == "" {
+			return &ToolError{Tool: c.tool, Message: "no file reported: " + out.Error}
+		}
+		c.res.FilePath = path
+		return nil
+	}
+	if d, denied := c.denial(""); denied {
+		return fmt.Errorf("%w: %s: %s", ErrToolDenied, c.tool, d.Message)
+	}
+	if len(c.calls) > 0 {
+		return &ToolError{Tool: c.tool, Message: "the call got no result"}
+	}
+	return fmt.Errorf("%w: %s", ErrToolNotCalled, c.tool)
+}
+
+// denial finds a refusal of the call toolUseID, or with "" of any call of
+// c.tool.
+func (c *conversation) denial(toolUseID string) (Denial, bool) {
+	for _, d := range c.denials {
+		if toolUseID != "" && d.ToolUseID == toolUseID || toolUseID == "" && d.ToolName == c.tool {
+			return d, true
+		}
+	}
+	return Denial{}, false
+}
