@@ -24,6 +24,7 @@ var updateGolden = flag.Bool("update", false, "re-capture testdata/*.jsonl from 
 // against the scripted model (claudetest.Model) with stand-in MCP servers.
 type transcript struct {
 	name string
+	mode Mode
 	// resume continues goldenSession (which the capture never created),
 	// instead of starting it.
 	resume bool
@@ -41,10 +42,10 @@ const turn1Reply = "You said: hello (message 1)"
 
 var transcripts = []transcript{
 	{name: "text", turns: func(*testing.T) []string { return []string{"hello"} }},
-	{name: "speech", turns: func(t *testing.T) []string {
+	{name: "speech", mode: Speech, turns: func(t *testing.T) []string {
 		return []string{"hello", mustTurn2(t, Request{Mode: Speech, Speech: SpeechOptions{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}}, turn1Reply)}
 	}},
-	{name: "image", turns: func(t *testing.T) []string {
+	{name: "image", mode: Image, turns: func(t *testing.T) []string {
 		return []string{"draw a cat", mustTurn2(t, Request{Mode: Image, Image: ImageOptions{Model: "dall-e-2", Size: "256x256"}}, "You said: draw a cat (message 1)")}
 	}},
 	{name: "resume-unknown", resume: true, turns: func(*testing.T) []string { return []string{"hello"} }},
@@ -220,22 +221,18 @@ func capture(t *testing.T, tr transcript) []byte {
 	if err := os.WriteFile(mcpConfig, claudetest.StandInMCPConfig(out, "-test.run=^TestGoldenMCPProcess$"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	session := []string{"--session-id", goldenSession}
-	if tr.resume {
-		session = []string{"--resume", goldenSession}
-	}
+	turns := tr.turns(t)
+	// The driver's own command line, with the stand-in servers' config.
+	req := Request{Mode: tr.mode, SessionID: goldenSession, Resume: tr.resume, SystemPrompt: "You are a golden test bot."}
 	run := claudetest.CLIRun{
 		Path: cli,
-		Args: append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-			"--system-prompt", "You are a golden test bot.", "--system-prompt-snapshot", "off",
-			"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
-			"--allowedTools", SpeechTool + "," + ImageTool, "--permission-mode", "dontAsk"}, session...),
-		Dir: work,
-		Env: append(append(os.Environ(), "HOME="+home, "ENABLE_TOOL_SEARCH=false"), model.Env()...),
+		Args: (&Driver{mcpConfig: mcpConfig}).args(req),
+		Dir:  work,
+		Env:  cliEnv(os.Environ(), dir, append(model.Env(), "HOME="+home)),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stdout, err := run.Turns(ctx, tr.turns(t)...)
+	stdout, err := run.Turns(ctx, turns...)
 	var exit *exec.ExitError
 	if err != nil && !(tr.resume && errors.As(err, &exit)) {
 		t.Fatalf("capture %s: %v", tr.name, err)

@@ -540,3 +540,16 @@ func TestRealCLIRefusesBash(t *testing.T) {
 		t.Fatalf("the CLI ran the command: %v", err)
 	}
 }
+
+func TestRealCLIRetriesOverloaded(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	m.FailNext(1, 529)
+	rs := cleanResults(t, cliRun(t, m, t.TempDir(), "--session-id", sessionID), "hi")
+	if len(rs) != 1 || rs[0].IsError || rs[0].Result != "You said: hi (message 1)" {
+		t.Fatalf("results %+v", rs)
+	}
+	if n := len(m.Requests()); n != 2 {
+		t.Errorf("the CLI made %d requests, want the failed one and one retry", n)
+	}
+}
