@@ -1,0 +1,116 @@
+package mcp
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// splitText cuts text into parts of at most limit characters (runes), at
+// sentence ends where possible, else at spaces, else anywhere: every
+// character of text except whitespace at the cuts is kept, in order.
+func splitText(text string, limit int) []string {
+	text = strings.TrimSpace(text)
+	if utf8.RuneCountInString(text) <= limit {
+		return []string{text}
+	}
+	var parts []string
+	var cur strings.Builder
+	curLen := 0
+	flush := func() {
+		if p := strings.TrimSpace(cur.String()); p != "" {
+			parts = append(parts, p)
+		}
+		cur.Reset()
+		curLen = 0
+	}
+	add := func(piece string) {
+		n := utf8.RuneCountInString(piece)
+		if curLen+n > limit {
+			flush()
+		}
+		cur.WriteString(piece)
+		curLen += n
+	}
+	for _, sentence := range sentences(text) {
+		if utf8.RuneCountInString(sentence) <= limit {
+			add(sentence)
+			continue
+		}
+		for _, word := range words(sentence) {
+			for utf8.RuneCountInString(word) > limit { // no space to cut at
+				cut := byteIndexOfRune(word, limit-curLen)
+				if curLen >= limit {
+					flush()
+					cut = byteIndexOfRune(word, limit)
+				}
+				add(word[:cut])
+				word = word[cut:]
+			}
+			add(word)
+		}
+	}
+	flush()
+	return parts
+}
+
+// sentences splits after sentence-ending punctuation followed by space,
+// and after line breaks; the pieces keep their trailing whitespace.
+func sentences(text string) []string {
+	var out []string
+	start := 0
+	runes := []rune(text)
+	offset := 0 // byte offset of runes[i]
+	for i, r := range runes {
+		next := offset + utf8.RuneLen(r)
+		end := r == '\n' ||
+			strings.ContainsRune(".!?…。！？", r) && (i+1 == len(runes) || unicode.IsSpace(runes[i+1]))
+		if end {
+			// Take the following whitespace along.
+			for next < len(text) {
+				nr, size := utf8.DecodeRuneInString(text[next:])
+				if !unicode.IsSpace(nr) {
+					break
+				}
+				next += size
+			}
+			if next > start {
+				out = append(out, text[start:next])
+				start = next
+			}
+		}
+		offset += utf8.RuneLen(r)
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// words splits after each run of whitespace, keeping it with the word.
+func words(s string) []string {
+	var out []string
+	start := 0
+	inSpace := false
+	for i, r := range s {
+		space := unicode.IsSpace(r)
+		if inSpace && !space {
+			out = append(out, s[start:i])
+			start = i
+		}
+		inSpace = space
+	}
+	return append(out, s[start:])
+}
+
+// byteIndexOfRune is the byte offset of the n-th rune of s (len(s) if
+// shorter).
+func byteIndexOfRune(s string, n int) int {
+	for i := range s {
+		if n == 0 {
+			return i
+		}
+		n--
+	}
+	return len(s)
+}
