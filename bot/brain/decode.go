@@ -10,9 +10,9 @@ import (
 )
 
 // decoder walks a YAML node tree into a Go value, field by field, so that
-// every problem carries its line and field path and decoding goes on after
-// one: yaml.v3's own decoder stops at syntax-level surprises and names
-// neither the field nor, for custom types, the line.
+// every problem carries its line and field path, decoding goes on after one,
+// and an explicit zero can be told from an absent field: yaml.v3's own
+// decoder (even with KnownFields) does none of the three.
 type decoder struct {
 	file string
 	errs Errors
