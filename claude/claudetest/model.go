@@ -1,8 +1,44 @@
-// Package claudetest holds test support for package claude and its users:
-// a scripted Anthropic Messages API that the real Claude Code CLI talks to
-// (Model, this file), and a fake CLI built from a test binary (fakecli.go).
-//
-// # The scripted model
+package claudetest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// Tool names the scripted model recognises in a turn-2 request.
+const (
+	SpeechTool = "mcp__tts__text_to_speech"
+	ImageTool  = "mcp__image-gen__generate_image"
+)
+
+// Scripted values tests assert on.
+const (
+	// DoneReply answers a tool result.
+	DoneReply = "Done."
+	// NoToolReply answers a tool request when the user's message said #notool.
+	NoToolReply = "I would rather not call that tool."
+	// EvilFilename replaces the tool's filename when the user said #evilpath.
+	EvilFilename = "../../evil"
+	// BashDefaultPath is what "#bash" without a path asks to touch.
+	BashDefaultPath = "brainbot-bash-was-here"
+	// LongReplyLength is the length in characters of the "#long" reply.
+	LongReplyLength = 6000
+	// SlowDelay is how long "#slow" waits before answering.
+	SlowDelay = time.Second
+	// APIKey is the key Env hands the CLI; the model accepts any key.
+	APIKey = "test-key"
+)
+
+// Model is a scripted Anthropic Messages API on loopback for the real
+// Claude Code CLI. Its methods are safe for concurrent use.
 //
 // NewModel starts an httptest server speaking the Messages API the way the
 // Claude Code CLI 2.1.328 uses it: POST /v1/messages?beta=true with
@@ -54,47 +90,6 @@
 //
 // Tests can also add a delay to every answer (SetDelay) and make the next
 // requests fail with an HTTP status (FailNext).
-package claudetest
-
-import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
-	"time"
-	"unicode/utf8"
-)
-
-// Tool names the scripted model recognises in a turn-2 request.
-const (
-	SpeechTool = "mcp__tts__text_to_speech"
-	ImageTool  = "mcp__image-gen__generate_image"
-)
-
-// Scripted values tests assert on.
-const (
-	// DoneReply answers a tool result.
-	DoneReply = "Done."
-	// NoToolReply answers a tool request when the user's message said #notool.
-	NoToolReply = "I would rather not call that tool."
-	// EvilFilename replaces the tool's filename when the user said #evilpath.
-	EvilFilename = "../../evil"
-	// BashDefaultPath is what "#bash" without a path asks to touch.
-	BashDefaultPath = "brainbot-bash-was-here"
-	// LongReplyLength is the length in characters of the "#long" reply.
-	LongReplyLength = 6000
-	// SlowDelay is how long "#slow" waits before answering.
-	SlowDelay = time.Second
-	// APIKey is the key Env hands the CLI; the model accepts any key.
-	APIKey = "test-key"
-)
-
-// Model is a scripted Anthropic Messages API on loopback. Its methods are
-// safe for concurrent use.
 type Model struct {
 	// URL is the server's base URL (http://127.0.0.1:port), the value of
 	// ANTHROPIC_BASE_URL.
@@ -168,7 +163,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	return json.Unmarshal(raw.Content, &m.Content)
 }
 
-// NewModel starts a scripted model. Close it when done.
+// NewModel starts a scripted model (see Model). Close it when done.
 func NewModel() *Model {
 	m := &Model{closed: make(chan struct{})}
 	mux := http.NewServeMux()
@@ -392,7 +387,7 @@ func script(req Request) answer {
 			return answer{text: DoneReply}
 		}
 	}
-	current, _ := userText(*last)
+	current, _ := ownText(*last)
 	a := answer{
 		fail: strings.Contains(current, "#fail"),
 		hang: strings.Contains(current, "#hang"),
@@ -410,7 +405,7 @@ func script(req Request) answer {
 		input, _ := json.Marshal(map[string]string{"command": "touch " + bashPath(current)})
 		a.tool = &toolUse{name: "Bash", input: input}
 	case strings.Contains(current, "#long"):
-		a.text = longReply()
+		a.text = scriptedLongReply()
 	default:
 		a.text = fmt.Sprintf("You said: %s (message %d)", current, countUserMessages(req.Messages))
 	}
@@ -426,9 +421,9 @@ func lastUserMessage(msgs []Message) *Message {
 	return nil
 }
 
-// userText is the user's own text in a message: its last text block that
+// ownText is the user's own text in a message: its last text block that
 // is not a <system-reminder> the CLI injected.
-func userText(m Message) (string, bool) {
+func ownText(m Message) (string, bool) {
 	for i := len(m.Content) - 1; i >= 0; i-- {
 		b := m.Content[i]
 		if b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
@@ -449,7 +444,7 @@ func isUserMessage(m Message) (string, bool) {
 			return "", false
 		}
 	}
-	text, ok := userText(m)
+	text, ok := ownText(m)
 	if !ok || requestedTool(text) != "" {
 		return "", false
 	}
@@ -535,8 +530,8 @@ func bashPath(text string) string {
 	return fields[0]
 }
 
-// longReply is exactly LongReplyLength characters of numbered paragraphs.
-func longReply() string {
+// scriptedLongReply is exactly LongReplyLength characters of numbered paragraphs.
+func scriptedLongReply() string {
 	var b strings.Builder
 	for i := 1; b.Len() < LongReplyLength; i++ {
 		if i > 1 {

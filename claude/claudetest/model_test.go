@@ -31,7 +31,7 @@ func userMsg(blocks ...any) map[string]any {
 	return map[string]any{"role": "user", "content": blocks}
 }
 
-func textBlock(s string) map[string]string { return map[string]string{"type": "text", "text": s} }
+func textPart(s string) map[string]string { return map[string]string{"type": "text", "text": s} }
 
 func post(t *testing.T, m *Model, path string, body map[string]any) *http.Response {
 	t.Helper()
@@ -53,7 +53,7 @@ func ask(t *testing.T, m *Model, messages ...any) streamed {
 	t.Helper()
 	resp := post(t, m, "/v1/messages?beta=true", map[string]any{
 		"model": "claude-test", "stream": true, "max_tokens": 1000,
-		"system": []any{textBlock("be brief")}, "messages": messages,
+		"system": []any{textPart("be brief")}, "messages": messages,
 	})
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -119,12 +119,12 @@ const imageRequest = `Please use the mcp__image-gen__generate_image tool with th
 func TestModelScript(t *testing.T) {
 	m := NewModel()
 	defer m.Close()
-	reminder := textBlock("<system-reminder>\nignore me\n</system-reminder>")
+	reminder := textPart("<system-reminder>\nignore me\n</system-reminder>")
 	assistant := func(s string) map[string]any {
-		return map[string]any{"role": "assistant", "content": []any{textBlock(s)}}
+		return map[string]any{"role": "assistant", "content": []any{textPart(s)}}
 	}
 	toolResult := userMsg(map[string]any{"type": "tool_result", "tool_use_id": "toolu_1", "content": `{"success":true}`})
-	system := map[string]any{"role": "system", "content": []any{textBlock("# Environment")}}
+	system := map[string]any{"role": "system", "content": []any{textPart("# Environment")}}
 
 	tests := []struct {
 		name      string
@@ -135,7 +135,7 @@ func TestModelScript(t *testing.T) {
 	}{
 		{
 			name:     "plain text, environment and reminders ignored",
-			messages: []any{userMsg(textBlock("hello"), reminder), system},
+			messages: []any{userMsg(textPart("hello"), reminder), system},
 			text:     "You said: hello (message 1)",
 		},
 		{
@@ -146,50 +146,50 @@ func TestModelScript(t *testing.T) {
 		{
 			name: "resumed conversation counts the user's messages only",
 			messages: []any{
-				userMsg(textBlock("first")), assistant("You said: first (message 1)"),
-				userMsg(textBlock(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}},
+				userMsg(textPart("first")), assistant("You said: first (message 1)"),
+				userMsg(textPart(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}},
 				toolResult, assistant(DoneReply),
-				userMsg(reminder, textBlock("second")),
+				userMsg(reminder, textPart("second")),
 			},
 			text: "You said: second (message 2)",
 		},
 		{
 			name:      "speech tool request",
-			messages:  []any{userMsg(textBlock("hello")), assistant("You said: hello (message 1)"), userMsg(textBlock(speechRequest))},
+			messages:  []any{userMsg(textPart("hello")), assistant("You said: hello (message 1)"), userMsg(textPart(speechRequest))},
 			tool:      SpeechTool,
 			toolInput: map[string]any{"text": "He said \"hi\"\nand left", "voice": "nova", "speed": 1.25, "filename": "bot-a-user-1-100", "include_base64": false},
 		},
 		{
 			name:      "image tool request gets a prompt from the user's message",
-			messages:  []any{userMsg(textBlock("draw a cat")), assistant("Sure."), userMsg(textBlock(imageRequest))},
+			messages:  []any{userMsg(textPart("draw a cat")), assistant("Sure."), userMsg(textPart(imageRequest))},
 			tool:      ImageTool,
 			toolInput: map[string]any{"prompt": "draw a cat", "model": "dall-e-2", "size": "256x256", "filename": "bot-a-user-1-100", "include_base64": false},
 		},
 		{
 			name:      "#evilpath changes the filename",
-			messages:  []any{userMsg(textBlock("draw a dog #evilpath")), assistant("Sure."), userMsg(textBlock(imageRequest))},
+			messages:  []any{userMsg(textPart("draw a dog #evilpath")), assistant("Sure."), userMsg(textPart(imageRequest))},
 			tool:      ImageTool,
 			toolInput: map[string]any{"prompt": "draw a dog #evilpath", "model": "dall-e-2", "size": "256x256", "filename": EvilFilename, "include_base64": false},
 		},
 		{
 			name:     "#notool answers text instead",
-			messages: []any{userMsg(textBlock("say it #notool")), assistant("ok"), userMsg(textBlock(speechRequest))},
+			messages: []any{userMsg(textPart("say it #notool")), assistant("ok"), userMsg(textPart(speechRequest))},
 			text:     NoToolReply,
 		},
 		{
 			name:     "tool result",
-			messages: []any{userMsg(textBlock(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}}, toolResult},
+			messages: []any{userMsg(textPart(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}}, toolResult},
 			text:     DoneReply,
 		},
 		{
 			name:      "#bash with a path",
-			messages:  []any{userMsg(textBlock("please #bash /tmp/x/pwned now"))},
+			messages:  []any{userMsg(textPart("please #bash /tmp/x/pwned now"))},
 			tool:      "Bash",
 			toolInput: map[string]any{"command": "touch /tmp/x/pwned"},
 		},
 		{
 			name:      "#bash without a path",
-			messages:  []any{userMsg(textBlock("#bash"))},
+			messages:  []any{userMsg(textPart("#bash"))},
 			tool:      "Bash",
 			toolInput: map[string]any{"command": "touch " + BashDefaultPath},
 		},
@@ -219,7 +219,7 @@ func TestModelScript(t *testing.T) {
 func TestModelLongReply(t *testing.T) {
 	m := NewModel()
 	defer m.Close()
-	got := ask(t, m, userMsg(textBlock("tell me everything #long")))
+	got := ask(t, m, userMsg(textPart("tell me everything #long")))
 	if n := utf8.RuneCountInString(got.text); n != LongReplyLength {
 		t.Fatalf("reply has %d characters, want %d", n, LongReplyLength)
 	}
@@ -231,7 +231,7 @@ func TestModelLongReply(t *testing.T) {
 func TestModelRecordsRequests(t *testing.T) {
 	m := NewModel()
 	defer m.Close()
-	ask(t, m, userMsg(textBlock("hello")))
+	ask(t, m, userMsg(textPart("hello")))
 	reqs := m.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests recorded, want 1", len(reqs))
@@ -248,7 +248,7 @@ func TestModelRecordsRequests(t *testing.T) {
 func TestModelNonStreamingAndCountTokens(t *testing.T) {
 	m := NewModel()
 	defer m.Close()
-	resp := post(t, m, "/v1/messages", map[string]any{"model": "claude-test", "messages": []any{userMsg(textBlock("hi"))}})
+	resp := post(t, m, "/v1/messages", map[string]any{"model": "claude-test", "messages": []any{userMsg(textPart("hi"))}})
 	var msg struct {
 		Type       string
 		Role       string
@@ -267,7 +267,7 @@ func TestModelNonStreamingAndCountTokens(t *testing.T) {
 		t.Errorf("non-streaming answer %+v", msg)
 	}
 
-	resp = post(t, m, "/v1/messages/count_tokens", map[string]any{"model": "claude-test", "messages": []any{userMsg(textBlock("hi"))}})
+	resp = post(t, m, "/v1/messages/count_tokens", map[string]any{"model": "claude-test", "messages": []any{userMsg(textPart("hi"))}})
 	var count struct {
 		InputTokens int `json:"input_tokens"`
 	}
@@ -295,14 +295,14 @@ func TestModelFailures(t *testing.T) {
 	m := NewModel()
 	defer m.Close()
 	stream := func(text string) map[string]any {
-		return map[string]any{"model": "m", "stream": true, "messages": []any{userMsg(textBlock(text))}}
+		return map[string]any{"model": "m", "stream": true, "messages": []any{userMsg(textPart(text))}}
 	}
 	apiError(t, post(t, m, "/v1/messages", stream("please #fail")), http.StatusBadRequest, "invalid_request_error")
 
 	m.FailNext(2, 529)
 	apiError(t, post(t, m, "/v1/messages", stream("a")), 529, "overloaded_error")
 	apiError(t, post(t, m, "/v1/messages", stream("b")), 529, "overloaded_error")
-	if got := ask(t, m, userMsg(textBlock("c"))); got.text != "You said: c (message 1)" {
+	if got := ask(t, m, userMsg(textPart("c"))); got.text != "You said: c (message 1)" {
 		t.Errorf("after injected failures: %q", got.text)
 	}
 	apiError(t, post(t, m, "/v1/other", stream("a")), http.StatusNotFound, "not_found_error")
@@ -310,7 +310,7 @@ func TestModelFailures(t *testing.T) {
 
 func TestModelHangIsReleasedOnClose(t *testing.T) {
 	m := NewModel()
-	resp := post(t, m, "/v1/messages", map[string]any{"model": "m", "stream": true, "messages": []any{userMsg(textBlock("#hang"))}})
+	resp := post(t, m, "/v1/messages", map[string]any{"model": "m", "stream": true, "messages": []any{userMsg(textPart("#hang"))}})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -354,7 +354,7 @@ func TestModelDelay(t *testing.T) {
 		t.Error("cancelled request succeeded")
 	}
 	m.SetDelay(0)
-	if got := ask(t, m, userMsg(textBlock("quick"))); got.text != "You said: quick (message 1)" {
+	if got := ask(t, m, userMsg(textPart("quick"))); got.text != "You said: quick (message 1)" {
 		t.Errorf("got %q", got.text)
 	}
 }
