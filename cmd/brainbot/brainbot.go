@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3";
+// otherwise it comes from the module's VCS stamp.
+var version = ""
+
+// Main is the whole program behind main(), with its environment made
+// explicit so that tests can run it in-process.
+type Main struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Environ is the process environment (os.Environ in production).
+	Environ []string
+	// Terminal says whether Stderr is a terminal (console logs by default).
+	Terminal bool
+	// Executable is the absolute path of this program: the Claude CLI
+	// starts our MCP servers through it.
+	Executable string
+}
+
+func newMain() *Main {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return &Main{
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		Environ:    os.Environ(),
+		Terminal:   isatty.IsTerminal(os.Stderr.Fd()),
+		Executable: exe,
+	}
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // the command ran and failed (or found invalid brains)
+	exitUsage = 2 // bad command line or configuration
+)
+
+const usage = `brainbot runs Telegram persona bots on the Claude Code CLI.
+
+Usage:
+  brainbot run [flags]            run every bot in the brains folder
+  brainbot check [DIR]            validate brain files (default: $BRAINBOT_BRAINS or ./brains)
+  brainbot mcp tts|image-gen      serve an MCP server on stdio (started by the Claude CLI)
+  brainbot version                print the version
+
+Run "brainbot <command> -h" for a command's flags.
+`
+
+// Run runs the command named by args[0] and returns the exit code.
+func (m *Main) Run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(m.Stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	var err error
+	switch cmd {
+	case "run":
+		err = m.run(ctx, rest)
+	case "check":
+		err = m.check(rest)
+	case "mcp":
+		err = m.mcp(ctx, rest)
+	case "version":
+		err = m.version(rest)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(m.Stdout, usage)
+		return exitOK
+	default:
+		fmt.Fprintf(m.Stderr, "brainbot: unknown command %q\n\n%s", cmd, usage)
+		return exitUsage
+	}
+	var usageErr usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &usageErr):
+		fmt.Fprintf(m.Stderr, "brainbot %s: %v\n", cmd, usageErr.err)
+		return exitUsage
+	case errors.Is(err, errReported):
+		return exitError
+	default:
+		fmt.Fprintf(m.Stderr, "brainbot %s: %v\n", cmd, err)
+		return exitError
+	}
+}
+
+// usageError is a mistake on the command line or in the configuration:
+// exit code 2, and the message names the flag or variable.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// errReported means the command already told the user what went wrong.
+var errReported = errors.New("failure already reported")
+
+// newFlagSet returns a flag set whose -h output explains the command.
+func (m *Main) newFlagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("brainbot "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: brainbot %s\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// getenv looks a variable up in m.Environ (the last assignment wins, as
+// in the C library).
+func (m *Main) getenv(name string) string {
+	v, _ := m.lookupEnv(name)
+	return v
+}
+
+func (m *Main) lookupEnv(name string) (string, bool) {
+	for i := len(m.Environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(m.Environ[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func (m *Main) version(args []string) error {
+	fs := m.newFlagSet("version", "version")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stdout, "brainbot %s\n", buildVersion())
+	return nil
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+		if s.Key == "vcs.modified" && s.Value == "true" {
+			v += "+dirty"
+		}
+	}
+	return v
+}

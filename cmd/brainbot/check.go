@@ -1,0 +1,63 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"brainbot/bot/brain"
+)
+
+// check validates the brain files in a folder, prints each problem as
+// file:line: field: message, and fails when there is any. Bot authors run
+// it before committing a brain; CI runs it on the examples.
+func (m *Main) check(args []string) error {
+	fs := m.newFlagSet("check", "check [DIR]\n\nValidates every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains).")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 1 {
+		return usageError{fmt.Errorf("want at most one folder, got %d arguments", fs.NArg())}
+	}
+	dir := fs.Arg(0)
+	if dir == "" {
+		dir = m.getenv("BRAINBOT_BRAINS")
+	}
+	if dir == "" {
+		dir = lookupSetting("BRAINBOT_BRAINS").def
+	}
+	brains, err := brain.LoadDir(dir)
+	if err == nil && len(brains) == 0 {
+		fmt.Fprintf(m.Stderr, "no brain files (*.yaml, *.yml) in %s\n", dir)
+		return errReported
+	}
+	for _, b := range brains {
+		fmt.Fprintf(m.Stdout, "ok  %s  %s\n", b.Path, describe(b))
+		if _, terr := b.ResolveToken(m.lookupEnv); terr != nil {
+			fmt.Fprintf(m.Stdout, "    note: %v (brainbot run needs it; check does not)\n", terr)
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	var problems brain.Errors
+	if !errors.As(err, &problems) {
+		return err
+	}
+	for _, p := range problems {
+		fmt.Fprintln(m.Stderr, p)
+	}
+	fmt.Fprintf(m.Stderr, "%d problem(s) in %s\n", len(problems), dir)
+	return errReported
+}
+
+// describe says in a few words what a brain's bot does.
+func describe(b *brain.Brain) string {
+	mode := "text"
+	if b.TTS.Enabled {
+		mode += ", voice"
+	}
+	if b.Image.Enabled {
+		mode += ", images"
+	}
+	return fmt.Sprintf("%q (%s)", b.Name, mode)
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// Config is everything `brainbot run` reads from its environment and
+// flags. It is read in one place (loadConfig) and checked in one place
+// (validate); every error names the variable and the flag it came from.
+type Config struct {
+	BrainsDir      string
+	DataDir        string
+	TelegramAPIURL string
+	ClaudeCmd      string
+	OpenAIBaseURL  string // empty: OpenAI's own
+
+	LogLevel  string
+	LogFormat string // json, console, or empty for "console on a terminal, else json"
+	LogFile   string
+
+	MaxClaude int
+	Grace     time.Duration
+}
+
+// setting ties one Config field to its environment variable and flag, so
+// that the default, the help text and the error messages agree.
+type setting struct {
+	env, flag, usage, def string
+	// set parses a value into the Config.
+	set func(c *Config, v string) error
+}
+
+var settings = []setting{
+	{"BRAINBOT_BRAINS", "brains", "folder of brain files", "./brains",
+		func(c *Config, v string) error { c.BrainsDir = v; return nil }},
+	{"BRAINBOT_DATA", "data", "state root: sessions store, audio-output/, image-output/, Claude working dirs", "./data",
+		func(c *Config, v string) error { c.DataDir = v; return nil }},
+	{"TELEGRAM_API_URL", "telegram-api-url", "Bot API base URL", "https://api.telegram.org",
+		func(c *Config, v string) error { c.TelegramAPIURL = v; return nil }},
+	{"CLAUDE_CMD", "claude-cmd", "path of the Claude Code CLI", "claude",
+		func(c *Config, v string) error { c.ClaudeCmd = v; return nil }},
+	{"OPENAI_BASE_URL", "openai-base-url", "OpenAI API base URL for the MCP servers (empty: OpenAI's)", "",
+		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
+	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
+		func(c *Config, v string) error { c.LogLevel = v; return nil }},
+	{"BRAINBOT_LOG_FORMAT", "log-format", "json or console (default: console on a terminal, else json)", "",
+		func(c *Config, v string) error { c.LogFormat = v; return nil }},
+	{"BRAINBOT_LOG_FILE", "log-file", "also write logs to this file, rotated", "",
+		func(c *Config, v string) error { c.LogFile = v; return nil }},
+	{"BRAINBOT_MAX_CLAUDE", "max-claude", "Claude processes running at once; the rest wait", "4",
+		func(c *Config, v string) (err error) { c.MaxClaude, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
+		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err }},
+}
+
+// loadConfig reads the environment, then the flags in args (a flag wins
+// over its variable), and validates the result.
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
+	values := make(map[string]*string, len(settings))
+	for _, s := range settings {
+		def := s.def
+		if v := getenv(s.env); v != "" {
+			def = v
+		}
+		values[s.env] = fs.String(s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	var c Config
+	var errs []error
+	for _, s := range settings {
+		if err := s.set(&c, *values[s.env]); err != nil {
+			errs = append(errs, settingError(s, *values[s.env], err))
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, errors.Join(errs...)
+	}
+	return c, c.validate()
+}
+
+func settingError(s setting, value string, err error) error {
+	var numErr *strconv.NumError
+	if errors.As(err, &numErr) {
+		err = numErr.Err
+	}
+	return fmt.Errorf("%s (-%s) %q: %w", s.env, s.flag, value, err)
+}
+
+func lookupSetting(env string) setting {
+	for _, s := range settings {
+		if s.env == env {
+			return s
+		}
+	}
+	panic("no setting " + env)
+}
+
+// validate checks the settings that parsed; each error names the variable
+// and flag so an admin knows what to fix.
+func (c *Config) validate() error {
+	var errs []error
+	bad := func(env, value, msg string) {
+		errs = append(errs, settingError(lookupSetting(env), value, errors.New(msg)))
+	}
+	if c.BrainsDir == "" {
+		bad("BRAINBOT_BRAINS", c.BrainsDir, "must name a folder")
+	}
+	if c.DataDir == "" {
+		bad("BRAINBOT_DATA", c.DataDir, "must name a folder")
+	}
+	if !isHTTPURL(c.TelegramAPIURL) {
+		bad("TELEGRAM_API_URL", c.TelegramAPIURL, "must be an http(s) URL")
+	}
+	if c.OpenAIBaseURL != "" && !isHTTPURL(c.OpenAIBaseURL) {
+		bad("OPENAI_BASE_URL", c.OpenAIBaseURL, "must be an http(s) URL")
+	}
+	if c.ClaudeCmd == "" {
+		bad("CLAUDE_CMD", c.ClaudeCmd, "must name the Claude Code CLI")
+	}
+	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
+		bad("BRAINBOT_LOG_LEVEL", c.LogLevel, "must be debug, info, warn or error")
+	}
+	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "console" {
+		bad("BRAINBOT_LOG_FORMAT", c.LogFormat, "must be json or console")
+	}
+	if c.MaxClaude < 1 {
+		bad("BRAINBOT_MAX_CLAUDE", strconv.Itoa(c.MaxClaude), "must be at least 1")
+	}
+	if c.Grace < 0 {
+		bad("BRAINBOT_GRACE", c.Grace.String(), "must not be negative")
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Everything downstream (the CLI's working dirs, the MCP servers it
+	// spawns elsewhere) needs absolute paths.
+	var err error
+	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
+		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
+	}
+	if c.BrainsDir, err = filepath.Abs(c.BrainsDir); err != nil {
+		return fmt.Errorf("BRAINBOT_BRAINS (-brains): %w", err)
+	}
+	c.TelegramAPIURL = strings.TrimRight(c.TelegramAPIURL, "/")
+	return nil
+}
+
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parseConfig(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return loadConfig(fs, args, func(k string) string { return env[k] })
+}
+
+func TestConfigDefaults(t *testing.T) {
+	c, err := parseConfig(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantBrains, _ := filepath.Abs("brains")
+	wantData, _ := filepath.Abs("data")
+	want := Config{
+		BrainsDir:      wantBrains,
+		DataDir:        wantData,
+		TelegramAPIURL: "https://api.telegram.org",
+		ClaudeCmd:      "claude",
+		LogLevel:       "info",
+		MaxClaude:      4,
+		Grace:          30 * time.Second,
+	}
+	if c != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+func TestConfigEnvAndFlags(t *testing.T) {
+	env := map[string]string{
+		"BRAINBOT_BRAINS":     "/srv/brains",
+		"BRAINBOT_DATA":       "/srv/data",
+		"TELEGRAM_API_URL":    "http://127.0.0.1:8081/",
+		"CLAUDE_CMD":          "/opt/claude",
+		"OPENAI_BASE_URL":     "http://127.0.0.1:9000/v1",
+		"BRAINBOT_LOG_LEVEL":  "debug",
+		"BRAINBOT_LOG_FORMAT": "json",
+		"BRAINBOT_LOG_FILE":   "/var/log/brainbot.log",
+		"BRAINBOT_MAX_CLAUDE": "8",
+		"BRAINBOT_GRACE":      "5s",
+	}
+	c, err := parseConfig(t, env, "-log-level", "warn", "-max-claude", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		BrainsDir:      "/srv/brains",
+		DataDir:        "/srv/data",
+		TelegramAPIURL: "http://127.0.0.1:8081", // trailing slash trimmed
+		ClaudeCmd:      "/opt/claude",
+		OpenAIBaseURL:  "http://127.0.0.1:9000/v1",
+		LogLevel:       "warn", // the flag wins over the variable
+		LogFormat:      "json",
+		LogFile:        "/var/log/brainbot.log",
+		MaxClaude:      2,
+		Grace:          5 * time.Second,
+	}
+	if c != want {
+		t.Errorf("config:\n got %+v\nwant %+v", c, want)
+	}
+}
+
+// Every invalid setting is reported, each naming its variable and flag.
+func TestConfigErrorsNameTheSetting(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"BRAINBOT_LOG_LEVEL": "loud"}, nil, `BRAINBOT_LOG_LEVEL (-log-level) "loud": must be debug, info, warn or error`},
+		{map[string]string{"BRAINBOT_LOG_FORMAT": "xml"}, nil, `BRAINBOT_LOG_FORMAT (-log-format) "xml": must be json or console`},
+		{map[string]string{"TELEGRAM_API_URL": "api.telegram.org"}, nil, `TELEGRAM_API_URL (-telegram-api-url) "api.telegram.org": must be an http(s) URL`},
+		{map[string]string{"OPENAI_BASE_URL": "ftp://x"}, nil, `OPENAI_BASE_URL (-openai-base-url) "ftp://x": must be an http(s) URL`},
+		{map[string]string{"BRAINBOT_MAX_CLAUDE": "many"}, nil, `BRAINBOT_MAX_CLAUDE (-max-claude) "many": invalid syntax`},
+		{nil, []string{"-max-claude", "0"}, `BRAINBOT_MAX_CLAUDE (-max-claude) "0": must be at least 1`},
+		{map[string]string{"BRAINBOT_GRACE": "soon"}, nil, `BRAINBOT_GRACE (-grace) "soon": time: invalid duration "soon"`},
+		{nil, []string{"-grace", "-1s"}, `BRAINBOT_GRACE (-grace) "-1s": must not be negative`},
+		{nil, []string{"-claude-cmd", ""}, `CLAUDE_CMD (-claude-cmd) "": must name the Claude Code CLI`},
+		{nil, []string{"-data", ""}, `BRAINBOT_DATA (-data) "": must name a folder`},
+		{nil, []string{"extra"}, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		_, err := parseConfig(t, tt.env, tt.args...)
+		if err == nil {
+			t.Errorf("env %v args %v: no error, want %q", tt.env, tt.args, tt.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("env %v args %v:\n got %q\nwant %q", tt.env, tt.args, err, tt.want)
+		}
+	}
+}
+
+func TestConfigReportsAllErrors(t *testing.T) {
+	_, err := parseConfig(t, map[string]string{"BRAINBOT_LOG_LEVEL": "loud", "BRAINBOT_LOG_FORMAT": "xml"})
+	if err == nil || !strings.Contains(err.Error(), "BRAINBOT_LOG_LEVEL") || !strings.Contains(err.Error(), "BRAINBOT_LOG_FORMAT") {
+		t.Fatalf("want both settings named, got %v", err)
+	}
+}

@@ -1,0 +1,21 @@
+// Command brainbot runs Telegram persona bots on the Claude Code CLI.
+//
+//	brainbot run                 run every bot in the brains folder
+//	brainbot check [DIR]         validate brain files (file:line per problem)
+//	brainbot mcp tts|image-gen   the stdio MCP servers the Claude CLI starts
+//	brainbot version             print the version
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := newMain().Run(ctx, os.Args[1:])
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runMain runs the program in-process, as main() would, and returns its
+// exit code and output.
+func runMain(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Environ: env, Executable: "/usr/bin/brainbot"}
+	code = m.Run(context.Background(), args)
+	return code, out.String(), errOut.String()
+}
+
+func TestCheckExampleBrains(t *testing.T) {
+	code, stdout, stderr := runMain(t, []string{"NARRATOR_TOKEN=1:x"}, "check", "../../brains")
+	if code != exitOK {
+		t.Fatalf("check ../../brains = %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, id := range []string{"narrator.yaml", "voice.yaml", "painter.yaml"} {
+		if !strings.Contains(stdout, id) {
+			t.Errorf("check output does not list %s:\n%s", id, stdout)
+		}
+	}
+	// A token variable that is unset is a note, not an error (CI has no secrets).
+	if !strings.Contains(stdout, "VOICE_TOKEN") || strings.Contains(stdout, "NARRATOR_TOKEN") {
+		t.Errorf("want a note about the unset VOICE_TOKEN only:\n%s", stdout)
+	}
+}
+
+func TestCheckReportsFileLine(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "good.yaml"), "name: Good\nsystem_prompt: hi\ntelegram:\n  token_env: GOOD_TOKEN\n")
+	writeFile(t, filepath.Join(dir, "bad.yaml"), "name: Bad\nsystem_prompt: hi\ntelegram:\n  token_env: BAD_TOKEN\ntts:\n  speed: 9\n")
+	code, stdout, stderr := runMain(t, nil, "check", dir)
+	if code != exitError {
+		t.Errorf("exit = %d, want %d", code, exitError)
+	}
+	want := filepath.Join(dir, "bad.yaml") + ":6: tts.speed: must be between 0.25 and 4.0, got 9\n"
+	if !strings.HasPrefix(stderr, want) {
+		t.Errorf("stderr = %q, want it to start with %q", stderr, want)
+	}
+	if !strings.Contains(stdout, "good.yaml") {
+		t.Errorf("the valid brain is not listed:\n%s", stdout)
+	}
+}
+
+func TestCheckDefaultsToBrainsVariable(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runMain(t, []string{"BRAINBOT_BRAINS=" + dir}, "check")
+	if code != exitError || !strings.Contains(stderr, "no brain files") || !strings.Contains(stderr, dir) {
+		t.Errorf("empty $BRAINBOT_BRAINS: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		args       []string
+		code       int
+		wantStdout string
+		wantStderr string
+	}{
+		{nil, exitUsage, "", "Usage:"},
+		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
+		{[]string{"--help"}, exitOK, "brainbot run", ""},
+		{[]string{"check", "-h"}, exitOK, "", "Usage: brainbot check"},
+		{[]string{"check", "a", "b"}, exitUsage, "", "at most one folder"},
+		{[]string{"run", "-h"}, exitOK, "", "BRAINBOT_MAX_CLAUDE"},
+		{[]string{"run", "-log-level", "loud"}, exitUsage, "", `BRAINBOT_LOG_LEVEL (-log-level) "loud"`},
+		{[]string{"mcp", "-h"}, exitOK, "", "Usage: brainbot mcp"},
+		{[]string{"mcp", "nope"}, exitUsage, "", `unknown MCP server "nope"`},
+		{[]string{"version"}, exitOK, "brainbot ", ""},
+	}
+	for _, tt := range tests {
+		code, stdout, stderr := runMain(t, nil, tt.args...)
+		if code != tt.code || !strings.Contains(stdout, tt.wantStdout) || !strings.Contains(stderr, tt.wantStderr) {
+			t.Errorf("brainbot %q: exit %d (want %d)\nstdout: %q (want %q)\nstderr: %q (want %q)",
+				tt.args, code, tt.code, stdout, tt.wantStdout, stderr, tt.wantStderr)
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

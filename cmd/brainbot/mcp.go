@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/sashabaranov/go-openai"
+	"go.uber.org/zap"
+
+	mcpserver "brainbot/mcp"
+)
+
+// mcp serves one of our MCP servers on stdin/stdout. The Claude CLI starts
+// it (see claude's mcp.json) with our environment passed through, so it
+// reads BRAINBOT_DATA, OPENAI_API_KEY and OPENAI_BASE_URL from there.
+// Stdout carries JSON-RPC: logs go to stderr as JSON lines.
+func (m *Main) mcp(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("mcp", "mcp tts|image-gen\n\nServes an MCP server on stdio. The Claude CLI starts these; you do not.\nEnvironment: BRAINBOT_DATA, OPENAI_API_KEY, OPENAI_BASE_URL, BRAINBOT_LOG_LEVEL.")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() != 1 {
+		return usageError{fmt.Errorf("want one server name: tts or image-gen")}
+	}
+	var newServer func(mcpserver.Config) *server.MCPServer
+	switch name := fs.Arg(0); name {
+	case "tts":
+		newServer = mcpserver.NewTTSServer
+	case "image-gen":
+		newServer = mcpserver.NewImageServer
+	default:
+		return usageError{fmt.Errorf("unknown MCP server %q: want tts or image-gen", name)}
+	}
+
+	level := m.getenv("BRAINBOT_LOG_LEVEL")
+	if level == "" {
+		level = "info"
+	}
+	log, err := newLogger(logSettings{Level: level, Format: "json"}, m.Stderr, false, newSecretSet(m.Environ))
+	if err != nil {
+		return usageError{fmt.Errorf("BRAINBOT_LOG_LEVEL %q: %w", level, err)}
+	}
+	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
+	log = log.With(zap.String("server", fs.Arg(0)))
+
+	dataDir := m.getenv("BRAINBOT_DATA")
+	if dataDir == "" {
+		dataDir = lookupSetting("BRAINBOT_DATA").def
+	}
+	if dataDir, err = filepath.Abs(dataDir); err != nil {
+		return fmt.Errorf("BRAINBOT_DATA: %w", err)
+	}
+	openaiCfg := openai.DefaultConfig(m.getenv("OPENAI_API_KEY"))
+	if base := m.getenv("OPENAI_BASE_URL"); base != "" {
+		openaiCfg.BaseURL = base
+	}
+	s := newServer(mcpserver.Config{DataDir: dataDir, OpenAI: openaiCfg, Log: log})
+	return mcpserver.Serve(ctx, s, m.Stdin, m.Stdout, log)
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot"
+	"brainbot/bot/store"
+	"brainbot/claude"
+)
+
+// run serves every bot in the brains folder until ctx ends (SIGINT or
+// SIGTERM), then lets requests in flight finish within the grace period.
+func (m *Main) run(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("run", "run [flags]\n\nRuns every bot in the brains folder. Each flag has an environment variable of the same meaning; the flag wins.")
+	cfg, err := loadConfig(fs, args, m.getenv)
+	if err != nil {
+		return usageError{err}
+	}
+
+	secrets := newSecretSet(m.Environ)
+	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: cfg.LogFormat, File: cfg.LogFile}, m.Stderr, m.Terminal, secrets)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
+
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
+	}
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "brainbot.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	var extraEnv []string
+	if cfg.OpenAIBaseURL != "" { // a flag must reach the MCP servers too
+		extraEnv = append(extraEnv, "OPENAI_BASE_URL="+cfg.OpenAIBaseURL)
+	}
+	driver, err := claude.New(claude.Config{
+		Command: cfg.ClaudeCmd,
+		Self:    m.Executable,
+		DataDir: cfg.DataDir,
+		Env:     extraEnv,
+		Log:     log.Named("claude"),
+	})
+	if err != nil {
+		return err
+	}
+
+	manager, err := bot.New(bot.Config{
+		BrainsDir: cfg.BrainsDir,
+		DataDir:   cfg.DataDir,
+		APIURL:    cfg.TelegramAPIURL,
+		MaxClaude: cfg.MaxClaude,
+		Grace:     cfg.Grace,
+		Claude:    driver,
+		Store:     db,
+		Log:       log,
+		// Every token a brain resolves is masked in the logs from then on.
+		LookupEnv: func(name string) (string, bool) {
+			v, ok := m.lookupEnv(name)
+			if ok {
+				secrets.Add(v)
+			}
+			return v, ok
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if _, ok := m.lookupEnv("OPENAI_API_KEY"); !ok {
+		log.Warn("OPENAI_API_KEY is not set: voice and image replies will fail")
+	}
+	log.Info("brainbot starting", zap.String("version", buildVersion()),
+		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
+		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
+		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
+	if err := manager.Run(ctx); err != nil {
+		log.Error("brainbot stopped", zap.Error(err))
+		return errReported
+	}
+	log.Info("brainbot stopped")
+	return nil
+}
