@@ -145,3 +145,20 @@ func tail(b []byte, n int) []byte {
 	}
 	return b
 }
+
+// BuildBrainbot builds ./cmd/brainbot into a temporary folder and returns
+// the executable's path: the real `brainbot mcp tts|image-gen` servers for
+// tests that run the real CLI.
+func BuildBrainbot(t testing.TB) string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("building brainbot needs the go command: %v", err)
+	}
+	self := filepath.Join(t.TempDir(), "brainbot")
+	out, err := exec.Command(goCmd, "build", "-o", self, "brainbot/cmd/brainbot").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build ./cmd/brainbot: %v\n%s", err, out)
+	}
+	return self
+}

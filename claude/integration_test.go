@@ -1,0 +1,267 @@
+package claude_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+
+	"brainbot/claude"
+	"brainbot/claude/claudetest"
+	"brainbot/mcp/openaitest"
+)
+
+// TestIntegration runs the real Claude Code CLI through the driver against
+// the scripted model, with our real MCP servers (`brainbot mcp tts|image-gen`,
+// built from ./cmd/brainbot) talking to the OpenAI stand-in.
+func TestIntegration(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	self := claudetest.BuildBrainbot(t)
+
+	t.Run("text and resume", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		req := h.request(claude.Text, "hello")
+		res, err := h.run(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != "You said: hello (message 1)" || res.SessionID != req.SessionID {
+			t.Fatalf("text %q session %q, want the scripted reply in session %s", res.Text, res.SessionID, req.SessionID)
+		}
+
+		next := h.request(claude.Text, "and again")
+		next.SessionID, next.Resume = res.SessionID, true
+		res, err = h.run(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != "You said: and again (message 2)" {
+			t.Fatalf("resumed reply %q does not continue the conversation", res.Text)
+		}
+	})
+
+	t.Run("speech", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		req := h.request(claude.Speech, "say hello")
+		req.Speech = claude.SpeechOptions{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
+		res, err := h.run(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != "You said: say hello (message 1)" {
+			t.Errorf("turn-1 text %q", res.Text)
+		}
+		data := h.checkFile(res, "audio-output", ".mp3")
+		// An MPEG audio frame starts with 11 set sync bits (after an
+		// optional ID3 tag).
+		if !bytes.HasPrefix(data, []byte("ID3")) && !(len(data) > 1 && data[0] == 0xFF && data[1]&0xE0 == 0xE0) {
+			t.Errorf("%s is not MP3: % x", res.FilePath, data[:min(len(data), 8)])
+		}
+	})
+
+	t.Run("image", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		req := h.request(claude.Image, "draw a cat")
+		req.Image = claude.ImageOptions{Model: "dall-e-2", Size: "256x256"}
+		res, err := h.run(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := h.checkFile(res, "image-output", ".png")
+		if !bytes.HasPrefix(data, []byte("\x89PNG\r\n\x1a\n")) {
+			t.Errorf("%s is not PNG: % x", res.FilePath, data[:min(len(data), 8)])
+		}
+		var prompts []string
+		for _, r := range h.openai.Requests() {
+			prompts = append(prompts, r.Prompt)
+		}
+		if len(prompts) != 1 || !strings.Contains(prompts[0], "draw a cat") {
+			t.Errorf("OpenAI got image prompts %q, want one from the user's request", prompts)
+		}
+	})
+
+	t.Run("unknown session", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		req := h.request(claude.Text, "hello")
+		req.Resume = true
+		_, err := h.run(req)
+		if !errors.Is(err, claude.ErrSessionNotFound) {
+			t.Fatalf("resume of an unknown session: %v, want ErrSessionNotFound", err)
+		}
+	})
+
+	t.Run("model error", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		_, err := h.run(h.request(claude.Text, "please #fail"))
+		var re *claude.ResultError
+		if !errors.As(err, &re) || !strings.Contains(re.Message, "400") {
+			t.Fatalf("a model answering HTTP 400 gave %v, want a *ResultError", err)
+		}
+	})
+
+	t.Run("no shell", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		target := filepath.Join(t.TempDir(), "pwned")
+		res, err := h.run(h.request(claude.Text, "#bash "+target))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != claudetest.DoneReply {
+			t.Errorf("reply %q, want %q after the refused Bash call", res.Text, claudetest.DoneReply)
+		}
+		if _, err := os.Stat(target); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the model's Bash command ran: stat %s: %v", target, err)
+		}
+	})
+
+	t.Run("model hangs", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		req := h.request(claude.Speech, "wait for it #hang")
+		req.InactivityTimeout = 2 * time.Second
+		_, err := h.run(req)
+		if !errors.Is(err, claude.ErrTimeout) {
+			t.Fatalf("a model that never answers gave %v, want ErrTimeout", err)
+		}
+		// The harness checks the CLI and both MCP servers are gone.
+	})
+
+	t.Run("path traversal", func(t *testing.T) {
+		h := newHarness(t, cli, self)
+		req := h.request(claude.Image, "draw a dog #evilpath")
+		req.Image = claude.ImageOptions{Model: "dall-e-2", Size: "256x256"}
+		res, err := h.run(req)
+		// Refusing the name or sanitising it are both fine; a file
+		// outside the output folder is not.
+		if err == nil {
+			h.checkInside(res.FilePath, "image-output")
+		}
+		output := filepath.Join(h.data, "image-output")
+		_ = filepath.WalkDir(h.root, func(path string, d fs.DirEntry, err error) error {
+			if err == nil && strings.HasPrefix(d.Name(), "evil") && !strings.HasPrefix(path, output+string(filepath.Separator)) {
+				t.Errorf("a tool wrote %s outside %s", path, output)
+			}
+			return nil
+		})
+	})
+}
+
+// harness is one test's world: its own HOME, data folder, model and
+// OpenAI stand-in, and a driver using them.
+type harness struct {
+	t      *testing.T
+	root   string // holds home and data: searched for stray files
+	home   string
+	data   string
+	model  *claudetest.Model
+	openai *openaitest.Server
+	driver *claude.Driver
+}
+
+func newHarness(t *testing.T, cli, self string) *harness {
+	root := t.TempDir()
+	h := &harness{t: t, root: root, home: filepath.Join(root, "home"), data: filepath.Join(root, "data")}
+	for _, dir := range []string{h.home, h.data} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.model = claudetest.NewModel()
+	t.Cleanup(h.model.Close)
+	h.openai = openaitest.NewServer()
+	t.Cleanup(h.openai.Close)
+	// Registered after the servers, so it runs before they close.
+	t.Cleanup(h.checkNoProcessLeft)
+
+	env := append(h.model.Env(), "HOME="+h.home, "OPENAI_BASE_URL="+h.openai.URL, "OPENAI_API_KEY=sk-test-integration")
+	d, err := claude.New(claude.Config{Command: cli, Self: self, DataDir: h.data, Env: env, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.driver = d
+	return h
+}
+
+func (h *harness) request(mode claude.Mode, prompt string) claude.Request {
+	return claude.Request{
+		Mode:         mode,
+		Prompt:       prompt,
+		SessionID:    uuid.NewString(),
+		SystemPrompt: "You are an integration test bot.",
+		WorkDir:      filepath.Join(h.data, "claude", "bot-it"),
+		BotID:        "it",
+		UserID:       42,
+		// Hang guards only: a healthy request takes a few seconds.
+		InactivityTimeout: time.Minute,
+		MaxDuration:       3 * time.Minute,
+	}
+}
+
+func (h *harness) run(req claude.Request) (*claude.Result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	return h.driver.Run(ctx, req)
+}
+
+// checkFile checks the tool's file is in the output folder, named with the
+// driver's prefix, and returns its contents.
+func (h *harness) checkFile(res *claude.Result, folder, ext string) []byte {
+	h.t.Helper()
+	if res.FileExt != ext || !strings.HasPrefix(filepath.Base(res.FilePath), res.FilePrefix) || filepath.Ext(res.FilePath) != ext {
+		h.t.Errorf("file %q, prefix %q, extension %q: want <prefix>-<ms>%s", res.FilePath, res.FilePrefix, res.FileExt, ext)
+	}
+	return h.checkInside(res.FilePath, folder)
+}
+
+// checkInside checks path is a file inside the data folder's folder and
+// returns its contents.
+func (h *harness) checkInside(path, folder string) []byte {
+	h.t.Helper()
+	out := filepath.Join(h.data, folder)
+	if rel, err := filepath.Rel(out, path); err != nil || !filepath.IsLocal(rel) {
+		h.t.Errorf("file %s is not under %s", path, out)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) < 8 {
+		h.t.Fatalf("tool file: %d bytes, %v", len(data), err)
+	}
+	return data
+}
+
+// checkNoProcessLeft fails the test if any process started for it (they all
+// carry its HOME in their environment: the CLI and the MCP servers) is
+// still alive shortly after the test.
+func (h *harness) checkNoProcessLeft() {
+	mark := []byte("HOME=" + h.home + "\x00")
+	var left []string
+	// Killed processes can take a moment to be reaped; poll as a hang guard.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		left = left[:0]
+		procs, _ := os.ReadDir("/proc")
+		for _, p := range procs {
+			if _, err := strconv.Atoi(p.Name()); err != nil {
+				continue
+			}
+			environ, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
+			if err != nil || !bytes.Contains(environ, mark) {
+				continue
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+			left = append(left, p.Name()+": "+string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+		}
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		h.t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+	}
+}
