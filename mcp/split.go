@@ -59,32 +59,28 @@ func splitText(text string, limit int) []string {
 func sentences(text string) []string {
 	var out []string
 	start := 0
-	runes := []rune(text)
-	offset := 0 // byte offset of runes[i]
-	for i, r := range runes {
-		next := offset + utf8.RuneLen(r)
-		end := r == '\n' ||
-			strings.ContainsRune(".!?…。！？", r) && (i+1 == len(runes) || unicode.IsSpace(runes[i+1]))
-		if end {
-			// Take the following whitespace along.
-			for next < len(text) {
-				nr, size := utf8.DecodeRuneInString(text[next:])
-				if !unicode.IsSpace(nr) {
-					break
-				}
+	for i := 0; i < len(text); {
+		r, size := utf8.DecodeRuneInString(text[i:])
+		next := i + size
+		if r == '\n' || strings.ContainsRune(".!?…。！？", r) && (next == len(text) || startsWithSpace(text[next:])) {
+			for next < len(text) && startsWithSpace(text[next:]) { // take the following whitespace along
+				_, size := utf8.DecodeRuneInString(text[next:])
 				next += size
 			}
-			if next > start {
-				out = append(out, text[start:next])
-				start = next
-			}
+			out = append(out, text[start:next])
+			start = next
 		}
-		offset += utf8.RuneLen(r)
+		i = next
 	}
 	if start < len(text) {
 		out = append(out, text[start:])
 	}
 	return out
+}
+
+func startsWithSpace(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r)
 }
 
 // words splits after each run of whitespace, keeping it with the word.
