@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"brainbot/claude/claudetest"
+	"brainbot/mcp/openaitest"
 )
 
 var updateGolden = flag.Bool("update", false, "re-capture testdata/*.jsonl from the real Claude CLI and rewrite the .golden summaries")
 
 // A golden transcript is the real CLI's stdout for one request, captured
-// against the scripted model (claudetest.Model) with stand-in MCP servers.
+// against the scripted model (claudetest.Model) with our MCP servers.
 type transcript struct {
 	name string
 	mode Mode
@@ -141,7 +142,7 @@ type summary struct {
 	n int
 }
 
-// Volatile values in event fields: the stand-in tools' output folder and
+// Volatile values in event fields: the tools' output folder and
 // the millisecond suffix they add, and the capture's random ids.
 var (
 	volatilePath = regexp.MustCompile(`/[^"\s]*/(bot-[^/"\s]*?)-\d{13}(\.\w+)`)
@@ -192,15 +193,9 @@ func (s *summary) add(ev Event) {
 
 func (s *summary) String() string { return s.b.String() }
 
-// TestGoldenMCPProcess is not a test: it is a stand-in MCP server when the
-// CLI starts this test binary during a capture.
-func TestGoldenMCPProcess(t *testing.T) {
-	claudetest.RunStandInMCPIfRequested()
-	t.Skip("helper process for -update")
-}
-
-// capture runs the real CLI, in the driver's invocation, against the
-// scripted model and returns its stdout.
+// capture runs the real CLI, in the driver's invocation and with our real
+// MCP servers (built from ./cmd/brainbot) talking to the OpenAI stand-in,
+// against the scripted model, and returns its stdout.
 func capture(t *testing.T, tr transcript) []byte {
 	t.Helper()
 	cli, err := claudetest.CLIPath()
@@ -209,30 +204,29 @@ func capture(t *testing.T, tr transcript) []byte {
 	}
 	model := claudetest.NewModel()
 	defer model.Close()
+	openai := openaitest.NewServer()
+	defer openai.Close()
 
 	dir := t.TempDir()
-	home, work, out := filepath.Join(dir, "home"), filepath.Join(dir, "work"), filepath.Join(dir, "out")
-	for _, d := range []string{home, work, out} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mcpConfig := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(mcpConfig, claudetest.StandInMCPConfig(out, "-test.run=^TestGoldenMCPProcess$"), 0o600); err != nil {
+	home, data := filepath.Join(dir, "home"), filepath.Join(dir, "data")
+	if err := os.Mkdir(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	turns := tr.turns(t)
-	// The driver's own command line, with the stand-in servers' config.
-	req := Request{Mode: tr.mode, SessionID: goldenSession, Resume: tr.resume, SystemPrompt: "You are a golden test bot."}
-	run := claudetest.CLIRun{
-		Path: cli,
-		Args: (&Driver{mcpConfig: mcpConfig}).args(req),
-		Dir:  work,
-		Env:  cliEnv(os.Environ(), dir, append(model.Env(), "HOME="+home)),
+	env := append(model.Env(), "HOME="+home, "OPENAI_BASE_URL="+openai.URL, "OPENAI_API_KEY=sk-golden")
+	d, err := New(Config{Command: cli, Self: claudetest.BuildBrainbot(t), DataDir: data, Env: env})
+	if err != nil {
+		t.Fatal(err)
 	}
+	req := Request{Mode: tr.mode, SessionID: goldenSession, Resume: tr.resume, SystemPrompt: "You are a golden test bot.",
+		WorkDir: filepath.Join(data, "claude", "bot-golden")}
+	if err := os.MkdirAll(req.WorkDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The driver's own command line and environment; CLIRun keeps stdout.
+	run := claudetest.CLIRun{Path: cli, Args: d.args(req), Dir: req.WorkDir, Env: cliEnv(os.Environ(), data, env)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stdout, err := run.Turns(ctx, turns...)
+	stdout, err := run.Turns(ctx, tr.turns(t)...)
 	var exit *exec.ExitError
 	if err != nil && !(tr.resume && errors.As(err, &exit)) {
 		t.Fatalf("capture %s: %v", tr.name, err)
