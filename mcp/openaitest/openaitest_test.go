@@ -1,0 +1,120 @@
+package openaitest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sashabaranov/go-openai"
+
+	"brainbot/mcp/audio"
+)
+
+func client(s *Server) *openai.Client {
+	cfg := openai.DefaultConfig("sk-test")
+	cfg.BaseURL = s.URL
+	return openai.NewClientWithConfig(cfg)
+}
+
+func speak(t *testing.T, c *openai.Client, input, format string) ([]byte, error) {
+	t.Helper()
+	resp, err := c.CreateSpeech(context.Background(), openai.CreateSpeechRequest{Model: "tts-1", Input: input, Voice: "alloy", ResponseFormat: openai.SpeechResponseFormat(format)})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Close()
+	return io.ReadAll(resp)
+}
+
+func TestSpeechIsRealAudioScalingWithInput(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	c := client(s)
+	short, err := speak(t, c, "Hi there.", "mp3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := speak(t, c, "Hi there, this is a much longer sentence to speak.", "mp3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err1 := audio.MP3Duration(short)
+	dl, err2 := audio.MP3Duration(long)
+	if err1 != nil || err2 != nil || ds <= 0 || dl <= ds {
+		t.Errorf("durations %v (%v), %v (%v): want real MP3s, longer for longer input", ds, err1, dl, err2)
+	}
+	opus, err := speak(t, c, "Hi there.", "opus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := audio.OggOpusDuration(opus); err != nil || d < 400*time.Millisecond {
+		t.Errorf("opus: %v, %v", d, err)
+	}
+	if r := s.Requests(); len(r) != 3 || r[2].Format != "opus" || r[0].Input != "Hi there." || !r[0].Authorized {
+		t.Errorf("requests %+v", r)
+	}
+}
+
+func TestImages(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	c := client(s)
+	for _, format := range []string{"b64_json", ""} {
+		resp, err := c.CreateImage(context.Background(), openai.ImageRequest{Prompt: "x", Model: "dall-e-2", Size: "256x256", N: 1, ResponseFormat: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		item := resp.Data[0]
+		if (item.B64JSON != "") != (format == "b64_json") || (item.URL != "") != (format == "") {
+			t.Errorf("format %q answered %+v", format, item)
+		}
+		if item.URL != "" {
+			r, err := http.Get(item.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if cfg, err := png.DecodeConfig(bytes.NewReader(b)); err != nil || cfg.Width != 256 {
+				t.Errorf("served image: %+v, %v", cfg, err)
+			}
+		}
+	}
+	if _, err := c.CreateImage(context.Background(), openai.ImageRequest{Prompt: "x", Model: "dall-e-3", Size: "256x256"}); err == nil {
+		t.Error("dall-e-3 accepted 256x256")
+	}
+}
+
+func TestFailures(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	c := client(s)
+	s.FailNext(http.StatusServiceUnavailable, "overloaded", "try later")
+	for _, tt := range []struct {
+		input  string
+		status int
+		code   string
+	}{
+		{"queued failure", 503, "overloaded"},
+		{"x #openai-401", 401, "invalid_api_key"},
+		{"x #openai-429", 429, "rate_limit_exceeded"},
+		{"x #openai-500", 500, "server_error"},
+		{"x #openai-policy", 400, "content_policy_violation"},
+	} {
+		_, err := speak(t, c, tt.input, "mp3")
+		var apiErr *openai.APIError
+		if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != tt.status || apiErr.Code != tt.code {
+			t.Errorf("%s: %v", tt.input, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.CreateImage(ctx, openai.ImageRequest{Prompt: "#openai-slow", Model: "dall-e-2"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("slow: %v", err)
+	}
+}
