@@ -334,28 +334,39 @@ func TestModelHangIsReleasedOnClose(t *testing.T) {
 	<-read
 }
 
-func TestModelDelay(t *testing.T) {
+func TestModelDelays(t *testing.T) {
 	m := NewModel()
 	defer m.Close()
-	m.SetDelay(50 * time.Millisecond)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+"/v1/messages", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"#slow"}]}`))
-	// A client giving up during the delay ends the request early.
-	done := make(chan error, 1)
-	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		done <- err
-	}()
-	cancel()
-	if err := <-done; err == nil {
-		t.Error("cancelled request succeeded")
+
+	// A delay holds the answer; a client giving up ends the request.
+	m.SetDelay(time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, m.URL+"/v1/messages", strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered with HTTP %d despite an hour's delay", resp.StatusCode)
 	}
-	m.SetDelay(0)
+	if n := len(m.Requests()); n != 1 {
+		t.Fatalf("%d requests recorded, want the held one", n)
+	}
+
+	// Lower bounds only: a loaded machine may take longer, never shorter.
+	m.SetDelay(50 * time.Millisecond)
+	start := time.Now()
 	if got := ask(t, m, userMsg(textPart("quick"))); got.text != "You said: quick (message 1)" {
 		t.Errorf("got %q", got.text)
+	}
+	if elapsed := time.Since(start); elapsed < 50*time.Millisecond {
+		t.Errorf("answered after %v, before the 50ms delay", elapsed)
+	}
+	m.SetDelay(0)
+	start = time.Now()
+	if got := ask(t, m, userMsg(textPart("take your time #slow"))); got.text != "You said: take your time #slow (message 1)" {
+		t.Errorf("got %q", got.text)
+	}
+	if elapsed := time.Since(start); elapsed < SlowDelay {
+		t.Errorf("#slow answered after %v, before SlowDelay %v", elapsed, SlowDelay)
 	}
 }
 
