@@ -321,7 +321,8 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		}
 		m.hold(r)
 		return
-	case a.slow && !m.wait(r, SlowDelay):
+	}
+	if a.slow && !m.wait(r, SlowDelay) {
 		return
 	}
 
