@@ -98,7 +98,7 @@ var migrations = []string{
 	);
 	CREATE INDEX journal_by_bot ON journal (bot, id);
 	CREATE TABLE offsets (
-		bot       TEXT    PRIMARY KEY,
+		poller    TEXT    PRIMARY KEY,
 		update_id INTEGER NOT NULL
 	) WITHOUT ROWID;`,
 }
@@ -360,10 +360,10 @@ type Entry struct {
 }
 
 // Journal records an accepted message before any work on it starts and, in
-// the same transaction, advances the bot's confirmed update offset to
+// the same transaction, advances poller's handled update offset to
 // updateID: after a crash the message is either in the journal or will be
 // delivered again by Telegram, never both and never neither.
-func (s *Store) Journal(ctx context.Context, e Entry, updateID int64) (int64, error) {
+func (s *Store) Journal(ctx context.Context, e Entry, poller string, updateID int64) (int64, error) {
 	var id int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
@@ -375,7 +375,7 @@ func (s *Store) Journal(ctx context.Context, e Entry, updateID int64) (int64, er
 		if id, err = res.LastInsertId(); err != nil {
 			return err
 		}
-		return setOffset(ctx, tx, e.Bot, updateID)
+		return setOffset(ctx, tx, poller, updateID)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("journal message: %w", err)
@@ -383,26 +383,28 @@ func (s *Store) Journal(ctx context.Context, e Entry, updateID int64) (int64, er
 	return id, nil
 }
 
-// SetOffset records that every update up to updateID was handled (for
-// updates that need no journal entry).
-func (s *Store) SetOffset(ctx context.Context, bot string, updateID int64) error {
-	if err := s.withTx(ctx, func(tx *sql.Tx) error { return setOffset(ctx, tx, bot, updateID) }); err != nil {
+// SetOffset records that poller handled every update up to updateID (for
+// updates that need no journal entry). A poller names one Telegram bot
+// polled for one brain: update ids are per Telegram bot, so a brain whose
+// token now names another bot needs another poller name.
+func (s *Store) SetOffset(ctx context.Context, poller string, updateID int64) error {
+	if err := s.withTx(ctx, func(tx *sql.Tx) error { return setOffset(ctx, tx, poller, updateID) }); err != nil {
 		return fmt.Errorf("save update offset: %w", err)
 	}
 	return nil
 }
 
-func setOffset(ctx context.Context, tx *sql.Tx, bot string, updateID int64) error {
+func setOffset(ctx context.Context, tx *sql.Tx, poller string, updateID int64) error {
 	_, err := tx.ExecContext(ctx,
-		`INSERT INTO offsets (bot, update_id) VALUES (?, ?)
-		 ON CONFLICT (bot) DO UPDATE SET update_id = max(update_id, excluded.update_id)`, bot, updateID)
+		`INSERT INTO offsets (poller, update_id) VALUES (?, ?)
+		 ON CONFLICT (poller) DO UPDATE SET update_id = max(update_id, excluded.update_id)`, poller, updateID)
 	return err
 }
 
-// Offset is the last update id handled for bot (0 if none).
-func (s *Store) Offset(ctx context.Context, bot string) (int64, error) {
+// Offset is the last update id poller handled (0 if none).
+func (s *Store) Offset(ctx context.Context, poller string) (int64, error) {
 	var id int64
-	err := s.db.QueryRowContext(ctx, `SELECT update_id FROM offsets WHERE bot = ?`, bot).Scan(&id)
+	err := s.db.QueryRowContext(ctx, `SELECT update_id FROM offsets WHERE poller = ?`, poller).Scan(&id)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("read update offset: %w", err)
 	}

@@ -170,22 +170,22 @@ func TestJournal(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTemp(t)
 	e := Entry{Bot: "b", Chat: 10, User: 1, MessageID: 5, Text: "hi", Created: t0}
-	id1, err := s.Journal(ctx, e, 100)
+	id1, err := s.Journal(ctx, e, "b@1", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.MessageID, e.Text = 6, "second"
-	id2, err := s.Journal(ctx, e, 101)
+	id2, err := s.Journal(ctx, e, "b@1", 101)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Journal(ctx, Entry{Bot: "other", Text: "x", Created: t0}, 7); err != nil {
+	if _, err := s.Journal(ctx, Entry{Bot: "other", Text: "x", Created: t0}, "other@2", 7); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Attempt(ctx, id1, "speech"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetOffset(ctx, "b", 50); err != nil { // never moves back
+	if err := s.SetOffset(ctx, "b@1", 50); err != nil { // never moves back
 		t.Fatal(err)
 	}
 	s.Close()
@@ -194,7 +194,7 @@ func TestJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if off, _ := s.Offset(ctx, "b"); off != 101 {
+	if off, _ := s.Offset(ctx, "b@1"); off != 101 {
 		t.Fatalf("offset = %d, want 101", off)
 	}
 	got, err := s.Pending(ctx, "b")

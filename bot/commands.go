@@ -1,0 +1,82 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+)
+
+// commandList is what the bot registers with setMyCommands and lists in
+// /help.
+func commandList(b *brain.Brain) []models.BotCommand {
+	cmds := []models.BotCommand{
+		{Command: "start", Description: "Say hello"},
+		{Command: "help", Description: "What I do and my commands"},
+		{Command: "reset", Description: "Start a new conversation"},
+	}
+	if b.TTS.Enabled && b.TTS.UserToggle {
+		cmds = append(cmds, models.BotCommand{Command: "voice", Description: "Switch voice replies on or off"})
+	}
+	return cmds
+}
+
+func helpText(b *brain.Brain) string {
+	var sb strings.Builder
+	sb.WriteString(b.Name)
+	if b.Description != "" {
+		sb.WriteString(": " + b.Description)
+	}
+	sb.WriteString("\n\nSend me a message and I will answer.")
+	if b.Image.Enabled {
+		fmt.Fprintf(&sb, " Ask for a %s and I will make one.", b.Image.Keywords[0])
+	}
+	sb.WriteString("\n\nCommands:")
+	for _, c := range commandList(b) {
+		fmt.Fprintf(&sb, "\n/%s - %s", c.Command, c.Description)
+	}
+	return sb.String()
+}
+
+// command answers a bot command without the model and returns the reply.
+func (m *Manager) command(ctx context.Context, j *job, b *brain.Brain, log *zap.Logger) string {
+	switch j.command {
+	case "start":
+		if b.Greeting != "" {
+			return b.Greeting
+		}
+		return helpText(b)
+	case "help":
+		return helpText(b)
+	case "reset":
+		ended, err := m.cfg.Store.ResetSession(ctx, j.r.id, j.user, m.cfg.Now())
+		if err != nil {
+			log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))
+			return b.Messages.Error
+		}
+		log.Info("session reset", zap.String("ended_session", ended))
+		return b.Messages.Reset
+	case "voice":
+		if !b.TTS.Enabled || !b.TTS.UserToggle {
+			break
+		}
+		on, err := m.voiceOn(ctx, j, b)
+		if err == nil {
+			err = m.cfg.Store.SetVoice(ctx, j.r.id, j.user, !on)
+		}
+		if err != nil {
+			log.Error("request failed", zap.String("phase", "voice"), zap.Error(err))
+			return b.Messages.Error
+		}
+		log.Info("voice replies switched", zap.Bool("voice", !on))
+		if on {
+			return "Voice replies are off: I will answer in text."
+		}
+		return "Voice replies are on: I will answer with voice messages."
+	}
+	return "I don't know that command. Send /help to see what I can do."
+}

@@ -1,0 +1,243 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"brainbot/bot/store"
+	"brainbot/bot/telegramtest"
+	"brainbot/claude"
+	"brainbot/output"
+)
+
+// fakeClaude answers like the fake CLI, instantly and in process:
+// "You said: <prompt>", and for speech and image a file written where the
+// MCP tool would write it. Directives in the prompt: #fail (model error),
+// #wait (blocks until release or cancellation), #notool (turn 2 fails
+// after turn 1 produced text), #nofile (reports a file that is not there).
+type fakeClaude struct {
+	dataDir string
+	// sessions are the ids the fake knows (resume of others fails).
+	mu       sync.Mutex
+	sessions map[string]bool
+	calls    []claude.Request
+	release  chan struct{}
+	running  int
+	maxRun   int
+}
+
+func newFakeClaude(dataDir string) *fakeClaude {
+	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{})}
+}
+
+func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Result, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req)
+	f.running++
+	f.maxRun = max(f.maxRun, f.running)
+	known := f.sessions[req.SessionID]
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.running--
+		f.mu.Unlock()
+	}()
+	if req.Resume && !known {
+		return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
+	}
+	f.mu.Lock()
+	f.sessions[req.SessionID] = true
+	f.mu.Unlock()
+	if strings.Contains(req.Prompt, "#wait") {
+		select {
+		case <-f.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if strings.Contains(req.Prompt, "#fail") {
+		return nil, errors.New("model exploded")
+	}
+	res := &claude.Result{Text: "You said: " + req.Prompt, SessionID: req.SessionID, CostUSD: 0.01}
+	if req.Mode == claude.Text {
+		return res, nil
+	}
+	if strings.Contains(req.Prompt, "#notool") {
+		return res, claude.ErrToolNotCalled
+	}
+	kind, ext, data := output.Audio, ".ogg", []byte("OggS-voice")
+	if req.Mode == claude.Image {
+		kind, ext, data = output.Image, ".png", []byte("\x89PNG-image")
+	}
+	res.FilePrefix = fmt.Sprintf("bot-%s-user-%d-%d", req.BotID, req.UserID, time.Now().UnixNano())
+	res.FileExt = ext
+	if strings.Contains(req.Prompt, "#nofile") {
+		res.FilePath = filepath.Join(f.dataDir, kind.Dir(), "missing"+ext)
+		return res, nil
+	}
+	path, err := output.Save(filepath.Join(f.dataDir, kind.Dir()), res.FilePrefix, ext, data, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	res.FilePath = path
+	return res, nil
+}
+
+func (f *fakeClaude) requests() []claude.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]claude.Request(nil), f.calls...)
+}
+
+const (
+	tokenA = "1001:token-a"
+	tokenB = "1002:token-b"
+)
+
+// brainFile is a minimal valid brain with token and extra YAML.
+func brainFile(token, extra string) string {
+	return fmt.Sprintf("name: Tester\ndescription: A test bot.\nsystem_prompt: Be brief.\ntelegram:\n  token: %q\n%s", token, extra)
+}
+
+type harness struct {
+	t      *testing.T
+	srv    *telegramtest.Server
+	brains string
+	data   string
+	store  *store.Store
+	claude *fakeClaude
+	logs   *observer.ObservedLogs
+	cfg    func(*Config)
+
+	cancel context.CancelFunc
+	done   chan error
+	m      *Manager
+}
+
+// newHarness writes brains (id → YAML) and starts a Manager against a
+// fresh stand-in.
+func newHarness(t *testing.T, brains map[string]string, cfg func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, srv: telegramtest.NewServer(), brains: t.TempDir(), data: t.TempDir(), cfg: cfg}
+	t.Cleanup(h.srv.Close)
+	for id, y := range brains {
+		h.writeBrain(id, y)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(h.data, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	t.Cleanup(func() { st.Close() })
+	h.claude = newFakeClaude(h.data)
+	h.start()
+	return h
+}
+
+func (h *harness) writeBrain(id, y string) {
+	h.t.Helper()
+	tmp := filepath.Join(h.brains, "."+id+".tmp")
+	if err := os.WriteFile(tmp, []byte(y), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(h.brains, id+".yaml")); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) start() {
+	h.t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	h.logs = logs
+	cfg := Config{
+		BrainsDir: h.brains, DataDir: h.data, APIURL: h.srv.URL,
+		Claude: h.claude, Store: h.store, Log: zap.New(core),
+		PollTimeout: 2 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		Grace: 10 * time.Second, LookupEnv: func(string) (string, bool) { return "", false },
+	}
+	if h.cfg != nil {
+		h.cfg(&cfg)
+	}
+	m, err := New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.m, h.cancel, h.done = m, cancel, make(chan error, 1)
+	go func() { h.done <- m.Run(ctx) }()
+	h.t.Cleanup(h.stop)
+}
+
+// stop ends Run (as SIGTERM would) and checks it returned nil.
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Errorf("Run = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		h.t.Error("Run did not return after its context ended")
+	}
+}
+
+func (h *harness) ctx() context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	h.t.Cleanup(cancel)
+	return ctx
+}
+
+// waitSent waits for n delivered messages of token and returns them.
+func (h *harness) waitSent(token string, n int, methods ...string) []telegramtest.Call {
+	h.t.Helper()
+	got, err := h.srv.WaitFor(h.ctx(), token, n, methods...)
+	if err != nil {
+		h.t.Fatalf("waiting for %d sent messages: %v; got %s", n, err, describeCalls(got))
+	}
+	return got
+}
+
+// waitLog waits for a log entry with message msg.
+func (h *harness) waitLog(msg string) observer.LoggedEntry {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if es := h.logs.FilterMessage(msg).All(); len(es) > 0 {
+			return es[0]
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("no log entry %q", msg)
+	return observer.LoggedEntry{}
+}
+
+// exchange sends text from user and returns the next delivery.
+func (h *harness) exchange(token string, user int64, text string) telegramtest.Call {
+	h.t.Helper()
+	before := len(h.srv.Sent(token))
+	h.srv.SendText(token, user, user, text)
+	return h.waitSent(token, before+1)[before]
+}
+
+func describeCalls(calls []telegramtest.Call) string {
+	var parts []string
+	for _, c := range calls {
+		parts = append(parts, fmt.Sprintf("%s(chat %d) %q", c.Method, c.ChatID(), c.Param("text")))
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}

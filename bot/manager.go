@@ -1,0 +1,244 @@
+// Package bot is the Telegram side of brainbot: one long-polling
+// go-telegram/bot client per brain, and for every message the path from
+// arrival to reply: access, commands, the daily limit, the reply mode, a
+// per-user queue, the Claude request, and sending only the generated file
+// (or the text) back, with retries, a crash-safe journal and one summary log
+// line per request.
+//
+// Brains are looked up per message, so an edited brain file applies to the
+// next message; only a changed token restarts that bot's client.
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/store"
+	"brainbot/claude"
+)
+
+// Claude runs one request through the model; *claude.Driver implements it.
+// On error the result may still be non-nil with what the CLI got as far as
+// (a speech request's turn-1 text).
+type Claude interface {
+	Run(ctx context.Context, req claude.Request) (*claude.Result, error)
+}
+
+// Config is what Run needs. Zero durations and sizes take the defaults noted.
+type Config struct {
+	// BrainsDir holds the brain files; it is watched for edits.
+	BrainsDir string
+	// DataDir is BRAINBOT_DATA: the CLI's working folders and the
+	// generated files live below it.
+	DataDir string
+	// APIURL is the Bot API base URL (TELEGRAM_API_URL), default
+	// https://api.telegram.org.
+	APIURL string
+	// MaxClaude caps concurrent Claude requests over all bots
+	// (BRAINBOT_MAX_CLAUDE, default 4); the rest wait.
+	MaxClaude int
+	// QueueSize caps the messages one user may have in progress with one
+	// bot, waiting or being answered (default 5); beyond it the user gets
+	// the brain's busy message.
+	QueueSize int
+	// Grace is how long requests in flight may finish after Run's context
+	// ends (default 30s); then they are cancelled.
+	Grace time.Duration
+	// PollTimeout is the getUpdates long-poll timeout (default 50s).
+	PollTimeout time.Duration
+	// ChatActionEvery is how often the typing/recording/uploading status is
+	// resent while a request runs (default 4s; Telegram shows it ~5s).
+	ChatActionEvery time.Duration
+	// RetryMin and RetryMax bound the backoff between restarts of a bot
+	// whose token is rejected or polled elsewhere (default 1s and 5m), and
+	// RetryMin is the first wait after a transient network error.
+	RetryMin, RetryMax time.Duration
+
+	Claude Claude
+	Store  *store.Store
+	Log    *zap.Logger
+	// LookupEnv resolves brains' token_env (default os.LookupEnv).
+	LookupEnv func(string) (string, bool)
+	// Now is the clock for daily limits (default time.Now).
+	Now func() time.Time
+}
+
+// Manager runs the bots of a brains folder.
+type Manager struct {
+	cfg Config
+	log *zap.Logger
+	sem chan struct{} // one slot per allowed concurrent Claude request
+
+	mu       sync.Mutex
+	brains   map[string]*brain.Brain
+	bots     map[string]*runner
+	replayed map[string]bool // bots whose journal was replayed in this process
+	queues   map[queueKey]*userQueue
+
+	// stopping is closed when Run's context ends: no new work starts.
+	stopping chan struct{}
+	// workCtx is what requests run under; cancelled after the grace period.
+	workCtx    context.Context
+	cancelWork context.CancelFunc
+	work       sync.WaitGroup // drain goroutines and replies in flight
+	pollers    sync.WaitGroup
+}
+
+// New checks cfg and fills in its defaults.
+func New(cfg Config) (*Manager, error) {
+	switch {
+	case cfg.BrainsDir == "":
+		return nil, errors.New("bot: Config.BrainsDir is empty")
+	case cfg.DataDir == "":
+		return nil, errors.New("bot: Config.DataDir is empty")
+	case cfg.Claude == nil:
+		return nil, errors.New("bot: Config.Claude is nil")
+	case cfg.Store == nil:
+		return nil, errors.New("bot: Config.Store is nil")
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("bot: data dir: %w", err)
+	}
+	cfg.DataDir = dataDir
+	setDefault(&cfg.APIURL, "https://api.telegram.org")
+	setDefault(&cfg.MaxClaude, 4)
+	setDefault(&cfg.QueueSize, 5)
+	setDefault(&cfg.Grace, 30*time.Second)
+	setDefault(&cfg.PollTimeout, 50*time.Second)
+	setDefault(&cfg.ChatActionEvery, 4*time.Second)
+	setDefault(&cfg.RetryMin, time.Second)
+	setDefault(&cfg.RetryMax, 5*time.Minute)
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	if cfg.LookupEnv == nil {
+		cfg.LookupEnv = os.LookupEnv
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	workCtx, cancel := context.WithCancel(context.Background())
+	return &Manager{
+		cfg:        cfg,
+		log:        cfg.Log,
+		sem:        make(chan struct{}, cfg.MaxClaude),
+		brains:     map[string]*brain.Brain{},
+		bots:       map[string]*runner{},
+		replayed:   map[string]bool{},
+		queues:     map[queueKey]*userQueue{},
+		stopping:   make(chan struct{}),
+		workCtx:    workCtx,
+		cancelWork: cancel,
+	}, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// Run starts a bot for every valid brain with a token, follows edits of
+// the brains folder, and serves until ctx ends. Then it stops polling, lets
+// requests in flight finish within Config.Grace, cancels the rest (their
+// journal entries are replayed on the next start) and returns nil. It
+// returns an error only if the brains folder cannot be watched. A Manager
+// runs once.
+func (m *Manager) Run(ctx context.Context) error {
+	pollCtx, stopPolling := context.WithCancel(ctx)
+	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
+	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
+
+	stopPolling()
+	close(m.stopping)
+	m.pollers.Wait()
+
+	drained := make(chan struct{})
+	go func() { m.work.Wait(); close(drained) }()
+	grace := time.NewTimer(m.cfg.Grace)
+	defer grace.Stop()
+	select {
+	case <-drained:
+	case <-grace.C:
+		m.log.Warn("grace period over: cancelling requests still running; they will be replayed on the next start",
+			zap.Duration("grace", m.cfg.Grace))
+		m.cancelWork()
+		<-drained
+	}
+	m.cancelWork()
+	if err != nil {
+		return fmt.Errorf("bot: %w", err)
+	}
+	return nil
+}
+
+// apply follows one brains-folder change: start, restart or stop that bot.
+func (m *Manager) apply(ctx context.Context, c brain.Change) {
+	log := m.log.With(zap.String("bot", c.ID))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := m.bots[c.ID]
+	if c.Brain == nil {
+		delete(m.brains, c.ID)
+		if old != nil {
+			delete(m.bots, c.ID)
+			old.stop()
+			log.Info("bot stopped: brain removed")
+		}
+		return
+	}
+	m.brains[c.ID] = c.Brain
+	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
+	if err != nil {
+		log.Error("bot not started: no token", zap.Error(err))
+		if old != nil {
+			delete(m.bots, c.ID)
+			old.stop()
+		}
+		return
+	}
+	if old != nil && old.token == token {
+		old.brainChanged()
+		return
+	}
+	if old != nil {
+		old.stop()
+		log.Info("bot restarting: token changed")
+	}
+	r := m.newRunner(c.ID, token)
+	m.bots[c.ID] = r
+	m.pollers.Add(1)
+	go func() {
+		defer m.pollers.Done()
+		r.run(ctx)
+	}()
+}
+
+// brain returns the current brain of bot id (nil once removed).
+func (m *Manager) brain(id string) *brain.Brain {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.brains[id]
+}
+
+// takeReplay reports whether bot id's journal is still to be replayed in
+// this process (only its first start does it).
+func (m *Manager) takeReplay(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.replayed[id] {
+		return false
+	}
+	m.replayed[id] = true
+	return true
+}

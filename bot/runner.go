@@ -1,0 +1,278 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+)
+
+// runner is one bot's Telegram client: it (re)connects with backoff and
+// long-polls until stopped.
+type runner struct {
+	m     *Manager
+	id    string
+	token string // never logged
+	log   *zap.Logger
+
+	mu       sync.Mutex
+	ctx      context.Context // nil until run starts and after stop
+	cancel   context.CancelFunc
+	stopped  bool
+	client   *tgbot.Bot
+	username string
+	commands string // what setMyCommands last registered, as JSON
+}
+
+func (m *Manager) newRunner(id, token string) *runner {
+	return &runner{m: m, id: id, token: token, log: m.log.With(zap.String("bot", id))}
+}
+
+// stop ends the runner's polling; requests it already accepted go on.
+func (r *runner) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	r.ctx = nil
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// errPollStopped says why a polling session ended early.
+var errPollStopped = errors.New("polling stopped")
+
+func (r *runner) run(parent context.Context) {
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(parent)
+	r.ctx, r.cancel = ctx, cancel
+	r.mu.Unlock()
+	defer cancel()
+
+	wait := r.m.cfg.RetryMin
+	for {
+		started := time.Now()
+		err := r.serve(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > r.m.cfg.RetryMax {
+			wait = r.m.cfg.RetryMin // it ran fine for a while: a new problem
+		}
+		r.log.Error("telegram bot not running; retrying", zap.String("cause", describeTelegramError(err)),
+			zap.Error(err), zap.Duration("retry_in", wait))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, r.m.cfg.RetryMax)
+	}
+}
+
+// describeTelegramError explains the failures an admin must act on.
+func describeTelegramError(err error) string {
+	switch {
+	case errors.Is(err, tgbot.ErrorUnauthorized):
+		return "token rejected by Telegram (401): check the brain's token"
+	case errors.Is(err, tgbot.ErrorConflict):
+		return "another process polls this token (409): stop it or use another token"
+	}
+	return "telegram unreachable"
+}
+
+// serve connects, replays the journal once per process, and long-polls
+// until ctx ends (nil) or Telegram rejects the token or reports a second
+// poller (the error).
+func (r *runner) serve(ctx context.Context) error {
+	offset, err := r.m.cfg.Store.Offset(ctx, r.poller())
+	if err != nil {
+		return err
+	}
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	var fatalMu sync.Mutex
+	var fatal error
+	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second})
+	client, err := tgbot.New(r.token,
+		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
+		tgbot.WithSkipGetMe(), // called below, under our context and retry
+		tgbot.WithHTTPClient(r.m.cfg.PollTimeout, gate),
+		tgbot.WithInitialOffset(offset),
+		// The handler only journals and enqueues; running it in the
+		// polling worker keeps journaling in update order.
+		tgbot.WithNotAsyncHandlers(),
+		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
+			r.accept(u)
+			gate.handled(u.ID)
+		}),
+		tgbot.WithErrorsHandler(func(err error) {
+			if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorConflict) {
+				fatalMu.Lock()
+				fatal = err
+				fatalMu.Unlock()
+				stopPoll()
+				return
+			}
+			r.log.Warn("telegram polling error", zap.Error(err))
+		}),
+	)
+	if err != nil {
+		return err
+	}
+	me, err := client.GetMe(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.client, r.username = client, me.Username
+	r.mu.Unlock()
+	r.registerCommands(ctx)
+	if r.m.takeReplay(r.id) {
+		r.m.replay(ctx, r)
+	}
+	r.log.Info("telegram bot polling", zap.String("username", me.Username))
+	client.Start(pollCtx)
+	fatalMu.Lock()
+	defer fatalMu.Unlock()
+	if ctx.Err() != nil {
+		return nil
+	}
+	if fatal == nil {
+		fatal = errPollStopped
+	}
+	return fatal
+}
+
+// poller names this brain's Telegram bot for the update offset: the
+// number before the token's colon is the bot's public id, and update ids
+// count per Telegram bot.
+func (r *runner) poller() string {
+	botNumber, _, _ := strings.Cut(r.token, ":")
+	return r.id + "@" + botNumber
+}
+
+// current returns the client and @username once connected.
+func (r *runner) current() (*tgbot.Bot, string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.client, r.username
+}
+
+// brainChanged re-registers the command list if the edit changed it.
+func (r *runner) brainChanged() {
+	r.mu.Lock()
+	ctx := r.ctx
+	connected := r.client != nil
+	r.mu.Unlock()
+	if ctx != nil && connected {
+		go r.registerCommands(ctx)
+	}
+}
+
+func (r *runner) registerCommands(ctx context.Context) {
+	b := r.m.brain(r.id)
+	client, _ := r.current()
+	if b == nil || client == nil {
+		return
+	}
+	cmds := commandList(b)
+	key, _ := json.Marshal(cmds)
+	r.mu.Lock()
+	same := r.commands == string(key)
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	err := r.m.retry(ctx, func(ctx context.Context) error {
+		_, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds})
+		return err
+	})
+	if err != nil {
+		r.log.Warn("could not register the command list", zap.Error(err))
+		return
+	}
+	r.mu.Lock()
+	r.commands = string(key)
+	r.mu.Unlock()
+}
+
+// confirmGate holds back each getUpdates call until the handler has
+// journaled every update the previous call returned. Telegram takes the
+// next call's offset as confirmation, so without the gate a crash between
+// confirmation and journaling would lose a message.
+type confirmGate struct {
+	next tgbot.HttpClient
+
+	mu          sync.Mutex
+	delivered   int64 // highest update id received
+	done        int64 // highest update id handled
+	handledOnce chan struct{}
+}
+
+func newConfirmGate(next tgbot.HttpClient) *confirmGate {
+	return &confirmGate{next: next, handledOnce: make(chan struct{})}
+}
+
+func (g *confirmGate) handled(id int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = max(g.done, id)
+	close(g.handledOnce)
+	g.handledOnce = make(chan struct{})
+}
+
+func (g *confirmGate) Do(req *http.Request) (*http.Response, error) {
+	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
+		return g.next.Do(req)
+	}
+	for {
+		g.mu.Lock()
+		caughtUp, changed := g.done >= g.delivered, g.handledOnce
+		g.mu.Unlock()
+		if caughtUp {
+			break
+		}
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-changed:
+		}
+	}
+	resp, err := g.next.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var updates struct {
+		Result []struct {
+			ID int64 `json:"update_id"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(body, &updates) == nil {
+		g.mu.Lock()
+		for _, u := range updates.Result {
+			g.delivered = max(g.delivered, u.ID)
+		}
+		g.mu.Unlock()
+	}
+	return resp, nil
+}

@@ -1,0 +1,171 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+
+	"brainbot/claude"
+)
+
+const (
+	// maxAttempts bounds how often one Telegram call is tried.
+	maxAttempts = 5
+	// maxRetryAfter caps a 429's wait: a longer one fails the call.
+	maxRetryAfter = 5 * time.Minute
+)
+
+// retry runs call until it succeeds, waiting out 429s (retry_after) and
+// backing off on network errors, at most maxAttempts times. Errors that
+// retrying cannot fix (bad request, blocked, unauthorized) return at once;
+// a blocked user's is errBlocked.
+func (m *Manager) retry(ctx context.Context, call func(context.Context) error) error {
+	backoff := m.cfg.RetryMin
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = call(ctx)
+		if err == nil {
+			return nil
+		}
+		var wait time.Duration
+		var tooMany *tgbot.TooManyRequestsError
+		switch {
+		case errors.Is(err, tgbot.ErrorForbidden):
+			return fmt.Errorf("%w: %w", errBlocked, err)
+		case errors.As(err, &tooMany):
+			wait = time.Duration(tooMany.RetryAfter) * time.Second
+			if wait > maxRetryAfter {
+				return err
+			}
+		case isPermanent(err):
+			return err
+		default:
+			wait = backoff
+			backoff *= 2
+		}
+		if attempt == maxAttempts || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isPermanent: Telegram answered, and the same call would fail again.
+func isPermanent(err error) bool {
+	for _, e := range []error{tgbot.ErrorBadRequest, tgbot.ErrorUnauthorized, tgbot.ErrorNotFound, tgbot.ErrorConflict} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var migrate *tgbot.MigrateError
+	return errors.As(err, &migrate) || strings.Contains(err.Error(), "error response from telegram")
+}
+
+// deliverText sends text to j's chat in parts of at most 4096 characters.
+// With markdown it goes as HTML converted from Claude's Markdown, falling
+// back to plain text for a part Telegram cannot parse. A blocked user is
+// logged at info and reported as errBlocked.
+func (m *Manager) deliverText(ctx context.Context, j *job, log *zap.Logger, text string, markdown bool) error {
+	client, _ := j.r.current()
+	for _, part := range splitMessage(text, maxMessageLen) {
+		send := func(text string, mode models.ParseMode) error {
+			return m.retry(ctx, func(ctx context.Context) error {
+				_, err := client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: j.chat, Text: text, ParseMode: mode})
+				return err
+			})
+		}
+		var err error
+		if markdown {
+			err = send(markdownToHTML(part), models.ParseModeHTML)
+			if isEntityError(err) {
+				log.Warn("Telegram rejected the formatted reply; sending it as plain text", zap.Error(err))
+				err = send(part, "")
+			}
+		} else {
+			err = send(part, "")
+		}
+		if err != nil {
+			return blockedOr(log, err)
+		}
+	}
+	log.Debug("text sent", zap.String("text", text))
+	return nil
+}
+
+func isEntityError(err error) bool {
+	return errors.Is(err, tgbot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities")
+}
+
+func blockedOr(log *zap.Logger, err error) error {
+	if errors.Is(err, errBlocked) {
+		log.Info("user blocked the bot: reply dropped", zap.Error(err))
+	}
+	return err
+}
+
+// deliverFile uploads the voice file (sendVoice) or image (sendPhoto, or
+// sendDocument when Telegram refuses it as a photo).
+func (m *Manager) deliverFile(ctx context.Context, j *job, log *zap.Logger, mode claude.Mode, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	client, _ := j.r.current()
+	name := filepath.Base(path)
+	upload := func() *models.InputFileUpload {
+		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
+	}
+	if mode == claude.Speech {
+		err = m.retry(ctx, func(ctx context.Context) error {
+			_, err := client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: j.chat, Voice: upload()})
+			return err
+		})
+		return blockedOr(log, err)
+	}
+	err = m.retry(ctx, func(ctx context.Context) error {
+		_, err := client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: j.chat, Photo: upload()})
+		return err
+	})
+	if isPhotoRejected(err) {
+		log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
+		err = m.retry(ctx, func(ctx context.Context) error {
+			_, err := client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: j.chat, Document: upload()})
+			return err
+		})
+	}
+	return blockedOr(log, err)
+}
+
+// isPhotoRejected: the image is fine as a file but not as a photo (too
+// large, or dimensions Telegram does not accept).
+func isPhotoRejected(err error) bool {
+	if !errors.Is(err, tgbot.ErrorBadRequest) {
+		return false
+	}
+	msg := err.Error()
+	for _, s := range []string{"PHOTO_INVALID_DIMENSIONS", "PHOTO_SAVE_FILE_INVALID", "too big", "IMAGE_PROCESS_FAILED"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Manager) sendChatAction(ctx context.Context, j *job, action models.ChatAction) error {
+	client, _ := j.r.current()
+	_, err := client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: j.chat, Action: action})
+	return err
+}
