@@ -1,0 +1,114 @@
+package bot
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf16"
+
+	"github.com/go-telegram/bot/models"
+)
+
+func TestMarkdownToHTML(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain <tag> & more", "plain &lt;tag&gt; &amp; more"},
+		{"**bold** and *it* and _also_", "<b>bold</b> and <i>it</i> and <i>also</i>"},
+		{"*a* *b*", "<i>a</i> <i>b</i>"},
+		{"snake_case_name and 2*3*4", "snake_case_name and 2*3*4"},
+		{"use `x < y` here", "use <code>x &lt; y</code> here"},
+		{"`**not bold**`", "<code>**not bold**</code>"},
+		{"```go\nif a < b {}\n```", `<pre><code class="language-go">if a &lt; b {}` + "\n</code></pre>"},
+		{"```\nraw *x*\n```", "<pre>raw *x*\n</pre>"},
+		{"[docs](https://example.com/a?b=1&c=2)", `<a href="https://example.com/a?b=1&amp;c=2">docs</a>`},
+		{"[evil](javascript:alert(1))", "[evil](javascript:alert(1))"},
+		{`[q](https://x.y/"onclick=)`, `<a href="https://x.y/&#34;onclick=">q</a>`},
+		{"unbalanced **bold", "unbalanced **bold"},
+	} {
+		if got := markdownToHTML(tc.in); got != tc.want {
+			t.Errorf("markdownToHTML(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func units(s string) int { return len(utf16.Encode([]rune(s))) }
+
+func TestSplitMessage(t *testing.T) {
+	para := strings.Repeat("a", 30)
+	for _, tc := range []struct {
+		name, in string
+		limit    int
+		want     []string
+	}{
+		{"fits", "short", 10, []string{"short"}},
+		{"paragraph", para + "\n\nb\nc d", 36, []string{para, "b\nc d"}},
+		{"line", "one line\ntwo line\nthree", 18, []string{"one line\ntwo line", "three"}},
+		{"word", "alpha beta gamma", 11, []string{"alpha beta", "gamma"}},
+		{"hard", "abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		{"utf16", "😀😀😀", 4, []string{"😀😀", "😀"}},
+	} {
+		got := splitMessage(tc.in, tc.limit)
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	long := strings.Repeat("word ", 3000) + "\n\n" + strings.Repeat("x", 5000)
+	parts := splitMessage(long, maxMessageLen)
+	total := 0
+	for _, p := range parts {
+		if units(p) > maxMessageLen || p == "" {
+			t.Fatalf("part of %d units", units(p))
+		}
+		total += len(strings.ReplaceAll(p, " ", ""))
+	}
+	if want := len(strings.ReplaceAll(strings.ReplaceAll(long, " ", ""), "\n", "")); total != want {
+		t.Fatalf("split lost text: %d of %d characters", total, want)
+	}
+}
+
+func TestAsksForImage(t *testing.T) {
+	kw := []string{"image", "picture", "photo", "draw", "generate", "create a"}
+	for text, want := range map[string]bool{
+		"Draw me a cat":              true,
+		"can you GENERATE something": true,
+		"create   a logo":            true,
+		"a photo, please":            true,
+		"(picture)":                  true,
+		"I want to withdraw money":   false,
+		"photography tips":           false,
+		"regenerate the answer":      false,
+		"recreate all":               false,
+		"images":                     false,
+		"create an account":          false,
+		"hello":                      false,
+	} {
+		if got := asksForImage(text, kw); got != want {
+			t.Errorf("asksForImage(%q) = %v, want %v", text, got, want)
+		}
+	}
+	if !asksForImage("нарисуй кота", []string{"нарисуй"}) || asksForImage("перерисуй", []string{"рисуй"}) {
+		t.Error("non-ASCII keywords are not matched as whole words")
+	}
+}
+
+func TestParseCommand(t *testing.T) {
+	ent := func(n int) []models.MessageEntity {
+		return []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Offset: 0, Length: n}}
+	}
+	for _, tc := range []struct {
+		text     string
+		entities []models.MessageEntity
+		cmd      string
+		other    bool
+	}{
+		{"/start", ent(6), "start", false},
+		{"/Help me", ent(5), "help", false},
+		{"/reset@MyBot", ent(12), "reset", false},
+		{"/reset@other_bot", ent(16), "", true},
+		{"/start", nil, "", false},
+		{"hi /start", []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Offset: 3, Length: 6}}, "", false},
+	} {
+		cmd, other := parseCommand(tc.text, tc.entities, "mybot")
+		if cmd != tc.cmd || other != tc.other {
+			t.Errorf("parseCommand(%q) = %q,%v; want %q,%v", tc.text, cmd, other, tc.cmd, tc.other)
+		}
+	}
+}
