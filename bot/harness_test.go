@@ -111,7 +111,7 @@ func brainFile(token, extra string) string {
 }
 
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *telegramtest.Server
 	brains string
 	data   string
@@ -127,7 +127,7 @@ type harness struct {
 
 // newHarness writes brains (id → YAML) and starts a Manager against a
 // fresh stand-in.
-func newHarness(t *testing.T, brains map[string]string, cfg func(*Config)) *harness {
+func newHarness(t testing.TB, brains map[string]string, cfg func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, srv: telegramtest.NewServer(), brains: t.TempDir(), data: t.TempDir(), cfg: cfg}
 	t.Cleanup(h.srv.Close)
