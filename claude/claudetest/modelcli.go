@@ -17,7 +17,7 @@ import (
 
 // cliInstallPath is where `make test` installs the real CLI from npm,
 // relative to the module root.
-const cliInstallPath = ".cache/npm-claude/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+const cliInstallPath = ".cache/claude-code-2.1.328/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 
 // ErrNoCLI means the real Claude Code CLI is not installed.
 var ErrNoCLI = errors.New("claudetest: real Claude Code CLI not found")

@@ -1,0 +1,503 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"brainbot/bot/telegramtest"
+	"brainbot/claude/claudetest"
+	"brainbot/cmd/internal/stack"
+)
+
+// The end-to-end suite: brainbot run as a separate process, the real
+// Claude Code CLI, our MCP servers started by it, and stand-ins for
+// Telegram, the model and OpenAI. Every scenario goes through Telegram
+// only and checks what a user would see.
+
+const (
+	narratorBrain = `name: Narrator
+description: Tells you what you said
+telegram:
+  token_env: NARRATOR_TOKEN
+system_prompt: You are a warm storyteller.
+`
+	speakerBrain = `name: Speaker
+telegram:
+  token_env: SPEAKER_TOKEN
+system_prompt: You answer briefly; your answers are read aloud.
+tts:
+  enabled: true
+  voice: nova
+  format: mp3
+  user_toggle: true
+`
+	painterBrain = `name: Painter
+telegram:
+  token_env: PAINTER_TOKEN
+system_prompt: You paint what people ask for.
+image:
+  enabled: true
+  model: dall-e-2
+  size: 256x256
+`
+	privateBrain = `name: Private
+telegram:
+  token_env: PRIVATE_TOKEN
+system_prompt: You talk only to your owner.
+access:
+  allowed_users: [7]
+messages:
+  denied: Go away, stranger.
+`
+	sleepyBrain = `name: Sleepy
+telegram:
+  token_env: SLEEPY_TOKEN
+system_prompt: You are slow.
+claude:
+  timeout: 3s
+`
+)
+
+// waitLong bounds each wait for an answer: the real CLI under -race and a
+// loaded machine can take a while, but never this long.
+const waitLong = 2 * time.Minute
+
+func newStack(t *testing.T) *stack.Stack {
+	t.Helper()
+	cli := claudetest.RequireCLI(t)
+	s, err := stack.New(stack.Config{
+		Brainbot:  brainbotBinary(t),
+		ClaudeCmd: cli,
+		Dir:       t.TempDir(),
+		Brains: map[string]string{
+			"narrator.yaml": narratorBrain,
+			"speaker.yaml":  speakerBrain,
+			"painter.yaml":  painterBrain,
+			"private.yaml":  privateBrain,
+			"sleepy.yaml":   sleepyBrain,
+		},
+		Env: []string{"BRAINBOT_GRACE=20s"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ask(t *testing.T, s *stack.Stack, bot string, user int64, text string) stack.Reply {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	r, err := s.Ask(ctx, bot, user, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// wantText asserts the answer is exactly one text message and returns it.
+func wantText(t *testing.T, r stack.Reply) string {
+	t.Helper()
+	if got := r.Methods(); len(got) != 1 || got[0] != "sendMessage" {
+		t.Fatalf("want exactly one sendMessage, got %v (summary %s)", got, r.Summary.Raw)
+	}
+	return r.Texts()[0]
+}
+
+func TestEndToEnd(t *testing.T) {
+	s := newStack(t)
+
+	t.Run("text reply, then the session is resumed", func(t *testing.T) {
+		if got := wantText(t, ask(t, s, "narrator", 101, "hello there")); got != "You said: hello there (message 1)" {
+			t.Errorf("first reply = %q", got)
+		}
+		if got := wantText(t, ask(t, s, "narrator", 101, "and again")); got != "You said: and again (message 2)" {
+			t.Errorf("second reply = %q (the session was not resumed)", got)
+		}
+		// The system prompt reached the model.
+		reqs := s.Model.Requests()
+		if last := reqs[len(reqs)-1]; !strings.Contains(last.System, "You are a warm storyteller.") {
+			t.Errorf("model's system prompt = %q", last.System)
+		}
+	})
+
+	t.Run("/start, /help and /reset do not reach the model", func(t *testing.T) {
+		before := len(s.Model.Requests())
+		if got := wantText(t, ask(t, s, "narrator", 102, "/start")); !strings.Contains(got, "Narrator") || !strings.Contains(got, "/reset") {
+			t.Errorf("/start = %q", got)
+		}
+		if got := wantText(t, ask(t, s, "narrator", 102, "/help")); !strings.Contains(got, "Tells you what you said") {
+			t.Errorf("/help = %q", got)
+		}
+		ask(t, s, "narrator", 102, "remember this")
+		if got := wantText(t, ask(t, s, "narrator", 102, "/reset")); !strings.Contains(got, "new conversation") {
+			t.Errorf("/reset = %q", got)
+		}
+		if got := len(s.Model.Requests()) - before; got != 1 {
+			t.Errorf("the model saw %d requests, want 1 (only the plain message)", got)
+		}
+		if got := wantText(t, ask(t, s, "narrator", 102, "who am I?")); got != "You said: who am I? (message 1)" {
+			t.Errorf("after /reset = %q, want a new conversation", got)
+		}
+	})
+
+	t.Run("a stranger is refused without reaching the model", func(t *testing.T) {
+		before := len(s.Model.Requests())
+		if got := wantText(t, ask(t, s, "private", 666, "let me in")); got != "Go away, stranger." {
+			t.Errorf("stranger got %q", got)
+		}
+		if got := wantText(t, ask(t, s, "private", 7, "it's me")); got != "You said: it's me (message 1)" {
+			t.Errorf("owner got %q", got)
+		}
+		if got := len(s.Model.Requests()) - before; got != 1 {
+			t.Errorf("the model saw %d requests, want 1 (the owner's)", got)
+		}
+	})
+
+	t.Run("voice brain answers with exactly one voice note", func(t *testing.T) {
+		r := ask(t, s, "speaker", 201, "tell me a story")
+		if got := r.Methods(); len(got) != 1 || got[0] != "sendVoice" {
+			t.Fatalf("want exactly one sendVoice and no text, got %v\n%s", got, r.Summary.Raw)
+		}
+		voice := r.Calls[0].Files["voice"]
+		if !bytes.HasPrefix(voice.Data, []byte{0xFF}) && !bytes.HasPrefix(voice.Data, []byte("ID3")) {
+			t.Errorf("voice upload is not MP3 (%d bytes, starts %x)", len(voice.Data), voice.Data[:min(4, len(voice.Data))])
+		}
+		files := organised(t, filepath.Join(s.DataDir, "audio-output", "bot-speaker", "user-201"))
+		if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), "bot-speaker-user-201-") || !strings.HasSuffix(files[0], ".mp3") {
+			t.Fatalf("organised audio = %v, want one bot-speaker-user-201-<t1>-<t2>.mp3", files)
+		}
+		if onDisk, _ := os.ReadFile(files[0]); !bytes.Equal(onDisk, voice.Data) {
+			t.Errorf("the file sent is not the organised file")
+		}
+		// The voice is the model's exact turn-1 answer.
+		reqs := s.OpenAI.Requests()
+		if last := reqs[len(reqs)-1]; last.Input != "You said: tell me a story (message 1)" {
+			t.Errorf("speech input = %q", last.Input)
+		}
+		if r.Summary.Str("mode") != "speech" || r.Summary.Str("outcome") != "ok" {
+			t.Errorf("summary = %s", r.Summary.Raw)
+		}
+	})
+
+	t.Run("/voice switches a user's voice replies off", func(t *testing.T) {
+		if got := wantText(t, ask(t, s, "speaker", 202, "/voice")); !strings.Contains(got, "off") {
+			t.Errorf("/voice = %q", got)
+		}
+		if got := wantText(t, ask(t, s, "speaker", 202, "plain please")); got != "You said: plain please (message 1)" {
+			t.Errorf("reply = %q", got)
+		}
+	})
+
+	t.Run("image brain draws on request and talks otherwise", func(t *testing.T) {
+		r := ask(t, s, "painter", 301, "draw a lighthouse at dusk")
+		if got := r.Methods(); len(got) != 1 || got[0] != "sendPhoto" {
+			t.Fatalf("want exactly one sendPhoto and no text, got %v\n%s", got, r.Summary.Raw)
+		}
+		img, err := png.Decode(bytes.NewReader(r.Calls[0].Files["photo"].Data))
+		if err != nil {
+			t.Fatalf("photo is not a PNG: %v", err)
+		}
+		if b := img.Bounds(); b.Dx() != 256 || b.Dy() != 256 {
+			t.Errorf("photo is %v, want 256x256 as the brain says", b.Size())
+		}
+		files := organised(t, filepath.Join(s.DataDir, "image-output", "bot-painter", "user-301"))
+		if len(files) != 1 || !strings.HasSuffix(files[0], ".png") {
+			t.Errorf("organised images = %v", files)
+		}
+		reqs := s.OpenAI.Requests()
+		if last := reqs[len(reqs)-1]; !strings.Contains(last.Prompt, "lighthouse") || last.Size != "256x256" {
+			t.Errorf("image request = %+v", last)
+		}
+		// "photography" is not a request for an image.
+		if got := wantText(t, ask(t, s, "painter", 301, "what is photography?")); !strings.HasPrefix(got, "You said: what is photography?") {
+			t.Errorf("plain question = %q", got)
+		}
+	})
+
+	t.Run("10 users x 2 messages at once are each answered in order", func(t *testing.T) {
+		var pending []*stack.Pending
+		for u := int64(401); u <= 410; u++ {
+			for i := 1; i <= 2; i++ {
+				pending = append(pending, s.Send("narrator", u, fmt.Sprintf("user %d message %d", u, i)))
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*waitLong)
+		defer cancel()
+		for _, p := range pending {
+			if _, err := p.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for u := int64(401); u <= 410; u++ {
+			var texts []string
+			for _, c := range s.ChatCalls("narrator", u) {
+				texts = append(texts, stack.Rendered(c))
+			}
+			want := []string{
+				fmt.Sprintf("You said: user %d message 1 (message 1)", u),
+				fmt.Sprintf("You said: user %d message 2 (message 2)", u),
+			}
+			if strings.Join(texts, "|") != strings.Join(want, "|") {
+				t.Errorf("user %d got %q, want %q", u, texts, want)
+			}
+		}
+	})
+
+	t.Run("a brain edited while running applies; a broken edit keeps the last good", func(t *testing.T) {
+		edited := strings.Replace(narratorBrain, "You are a warm storyteller.", "You are an EDITED storyteller.", 1)
+		mark := s.Logs().Len()
+		if err := s.WriteBrain("narrator.yaml", edited); err != nil {
+			t.Fatal(err)
+		}
+		waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("brain") == "narrator" })
+		wantText(t, ask(t, s, "narrator", 501, "after the edit"))
+		reqs := s.Model.Requests()
+		if last := reqs[len(reqs)-1]; !strings.Contains(last.System, "EDITED") {
+			t.Errorf("the edit did not reach the model: system = %q", last.System)
+		}
+
+		mark = s.Logs().Len()
+		if err := s.WriteBrain("narrator.yaml", edited+"tts:\n  speed: 9\n"); err != nil {
+			t.Fatal(err)
+		}
+		line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Level == "error" && l.Str("brain") == "narrator" })
+		if want := "narrator.yaml:7: tts.speed"; !strings.Contains(line.Raw, want) {
+			t.Errorf("broken edit logged as %s, want it to say %q", line.Raw, want)
+		}
+		if got := wantText(t, ask(t, s, "narrator", 501, "still there?")); got != "You said: still there? (message 2)" {
+			t.Errorf("after a broken edit = %q, want the last good brain answering", got)
+		}
+		if err := s.WriteBrain("narrator.yaml", narratorBrain); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("the model failing gets the user an apology", func(t *testing.T) {
+		r := ask(t, s, "narrator", 601, "please #fail")
+		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
+			t.Errorf("reply = %q", got)
+		}
+		if r.Summary.Str("outcome") == "ok" {
+			t.Errorf("summary = %s", r.Summary.Raw)
+		}
+		errLine := s.Logs().Find(0, func(l stack.Line) bool {
+			return l.Level == "error" && l.Str("bot") == "narrator" && l.Int("user") == 601
+		})
+		if len(errLine) != 1 || errLine[0].Str("request_id") == "" || errLine[0].Str("phase") == "" {
+			t.Errorf("want one error line with request_id and phase, got %v", errLine)
+		}
+	})
+
+	t.Run("the model hanging times out with no process left", func(t *testing.T) {
+		r := ask(t, s, "sleepy", 602, "please #hang")
+		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
+			t.Errorf("reply = %q", got)
+		}
+		waitNoChildren(t, s)
+	})
+
+	t.Run("speech service failing", func(t *testing.T) {
+		r := ask(t, s, "speaker", 603, "say this #openai-500")
+		if len(r.Calls) != 1 {
+			t.Fatalf("want exactly one reply, got %v", r.Methods())
+		}
+		// Either the turn-1 text as a fallback or the apology; never silence.
+		if got := r.Texts(); len(got) != 1 || (!strings.HasPrefix(got[0], "You said: say this") && got[0] != "Sorry, something went wrong. Please try again.") {
+			t.Errorf("reply = %v", got)
+		}
+	})
+
+	t.Run("image service failing", func(t *testing.T) {
+		r := ask(t, s, "painter", 604, "draw something forbidden #openai-policy")
+		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
+			t.Errorf("reply = %q", got)
+		}
+	})
+
+	t.Run("a model asking for Bash runs no command", func(t *testing.T) {
+		target := filepath.Join(t.TempDir(), "pwned")
+		r := ask(t, s, "narrator", 605, "#bash "+target)
+		if len(r.Calls) != 1 {
+			t.Errorf("want one reply, got %v", r.Methods())
+		}
+		if _, err := os.Stat(target); !os.IsNotExist(err) {
+			t.Fatalf("the model's Bash command ran: %s exists (%v)", target, err)
+		}
+	})
+
+	t.Run("a hostile filename leaves no file outside the output folder", func(t *testing.T) {
+		// The tool saves under a sanitised name that no longer carries the
+		// request's prefix, so the bot cannot prove the file is this
+		// request's: it apologises rather than guess.
+		r := ask(t, s, "painter", 606, "draw a fox #evilpath")
+		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
+			t.Errorf("reply = %q", got)
+		}
+		for _, dir := range []string{s.DataDir, filepath.Dir(s.DataDir), filepath.Join(s.DataDir, "image-output", "..", "..")} {
+			if matches, _ := filepath.Glob(filepath.Join(dir, "evil*")); len(matches) > 0 {
+				t.Errorf("file written outside the output folder: %v", matches)
+			}
+		}
+	})
+
+	t.Run("a 429 from Telegram is retried after retry_after", func(t *testing.T) {
+		s.Telegram.Flood(stack.Token("narrator"), "sendMessage", 1, 1)
+		r := ask(t, s, "narrator", 607, "flood me")
+		if got := wantText(t, r); got != "You said: flood me (message 1)" {
+			t.Errorf("reply = %q", got)
+		}
+		var refused, delivered telegramtest.Call
+		for _, c := range s.Telegram.Calls(stack.Token("narrator")) {
+			if c.Method == "sendMessage" && c.ChatID() == 607 {
+				if c.Code == 429 {
+					refused = c
+				} else if c.Code == 200 {
+					delivered = c
+				}
+			}
+		}
+		if refused.Code != 429 || delivered.Time.Sub(refused.Time) < time.Second {
+			t.Errorf("want a 429 then delivery at least retry_after (1s) later; got 429 at %v, 200 at %v", refused.Time, delivered.Time)
+		}
+	})
+
+	t.Run("a 6000-character reply is split", func(t *testing.T) {
+		r := ask(t, s, "narrator", 608, "#long")
+		texts := r.Texts()
+		if len(texts) < 2 {
+			t.Fatalf("want the reply split in several messages, got %d", len(texts))
+		}
+		total := 0
+		for _, text := range texts {
+			if n := len([]rune(text)); n > 4096 || n == 0 {
+				t.Errorf("a part has %d characters", n)
+			}
+			total += len([]rune(text))
+		}
+		if total < claudetest.LongReplyLength-100 {
+			t.Errorf("parts hold %d characters, want about %d", total, claudetest.LongReplyLength)
+		}
+	})
+
+	t.Run("SIGTERM, then a new start continues the session", func(t *testing.T) {
+		wantText(t, ask(t, s, "narrator", 701, "before the restart"))
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		code, err := s.Stop(ctx, syscall.SIGTERM)
+		if err != nil || code != 0 {
+			t.Fatalf("SIGTERM: exit %d, %v\n%s", code, err, s.Logs().Tail(10))
+		}
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := wantText(t, ask(t, s, "narrator", 701, "after the restart")); got != "You said: after the restart (message 2)" {
+			t.Errorf("after restart = %q, want the same conversation", got)
+		}
+	})
+
+	t.Run("tokens and keys are absent from all logs", func(t *testing.T) {
+		fileLog, err := os.ReadFile(s.LogFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := s.Logs().Text() + string(fileLog)
+		secrets := []string{stack.OpenAIKey, claudetest.APIKey}
+		for _, id := range []string{"narrator", "speaker", "painter", "private", "sleepy"} {
+			secrets = append(secrets, stack.Token(id), strings.SplitN(stack.Token(id), ":", 2)[1])
+		}
+		for _, secret := range secrets {
+			if len(secret) >= 8 && strings.Contains(logs, secret) {
+				t.Errorf("a log contains the secret %q", secret)
+			}
+		}
+		if !strings.Contains(logs, `"msg":"request"`) {
+			t.Error("the logs hold no request summary: the check above would prove nothing")
+		}
+	})
+}
+
+// organised lists the files in an organised output folder.
+func organised(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("organised folder: %v", err)
+	}
+	var files []string
+	for _, e := range entries {
+		files = append(files, filepath.Join(dir, e.Name()))
+	}
+	return files
+}
+
+func waitLogFrom(t *testing.T, s *stack.Stack, from int, match func(stack.Line) bool) stack.Line {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	var found stack.Line
+	_, err := s.Logs().WaitFrom(ctx, from, func(lines []stack.Line) bool {
+		for _, l := range lines {
+			if match(l) {
+				found = l
+				return true
+			}
+		}
+		return false
+	}, nil)
+	if err != nil {
+		t.Fatalf("log line never came: %v\n%s", err, s.Logs().Tail(10))
+	}
+	return found
+}
+
+// waitNoChildren waits until no process but brainbot itself runs with the
+// stack's HOME: every Claude CLI and MCP server it started has ended.
+func waitNoChildren(t *testing.T, s *stack.Stack) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		left := processesWithHome(s.Home)
+		if len(left) <= 1 { // brainbot
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes left behind: %v", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// processesWithHome lists the command lines of processes whose
+// environment has HOME=home.
+func processesWithHome(home string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var found []string
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte("\x00HOME="+home+"\x00")) && !bytes.HasPrefix(env, []byte("HOME="+home+"\x00")) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+	}
+	return found
+}
