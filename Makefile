@@ -28,6 +28,10 @@ test: claude-cli
 bench: claude-cli
 	CLAUDE_CMD=$(CLAUDE_BIN) $(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 ./... | tee $(CACHE)/bench.txt
 
+# demo runs the example brains offline and prints what each bot answered.
+demo: build claude-cli
+	$(GO) run ./cmd/demo -brainbot $(BIN) -claude $(CLAUDE_BIN) -brains brains
+
 lint:
 	@out=$$(gofmt -l . | grep -v '^.cache/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
