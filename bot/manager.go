@@ -155,6 +155,9 @@ func setDefault[T comparable](v *T, def T) {
 // returns an error only if the brains folder cannot be watched. A Manager
 // runs once.
 func (m *Manager) Run(ctx context.Context) error {
+	if err := m.cfg.Store.PruneDaily(ctx, m.cfg.Now()); err != nil {
+		m.log.Warn("could not prune old daily counters", zap.Error(err))
+	}
 	pollCtx, stopPolling := context.WithCancel(ctx)
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
