@@ -571,3 +571,30 @@ func TestConflictIsLoggedAndRetried(t *testing.T) {
 		t.Fatalf("after conflict = %q", got.Param("text"))
 	}
 }
+
+// Every token is handed to OnToken before the bot starts polling, inline
+// ones included, so cmd can mask them in its logs.
+func TestOnTokenSeesEveryToken(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	const envToken = "1003:token-from-env"
+	h := newHarness(t, map[string]string{
+		"inline":  brainFile(tokenA, ""),
+		"fromenv": "name: Env\nsystem_prompt: Be brief.\ntelegram:\n  token_env: ENV_BOT_TOKEN\n",
+	}, func(c *Config) {
+		c.LookupEnv = func(name string) (string, bool) { return envToken, name == "ENV_BOT_TOKEN" }
+		c.OnToken = func(token string) {
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, token)
+		}
+	})
+	h.exchange(tokenA, 7, "hello")
+	h.exchange(envToken, 7, "hello")
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(seen)
+	if want := []string{tokenA, envToken}; !slices.Equal(seen, want) {
+		t.Errorf("OnToken saw %q, want %q", seen, want)
+	}
+}

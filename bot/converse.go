@@ -37,7 +37,8 @@ func (m *Manager) converse(ctx context.Context, j *job, b *brain.Brain, log *zap
 	res, expired, err := m.runClaude(ctx, j, b, log, req.mode)
 	<-m.sem
 	if res != nil {
-		req.turn1, req.turn2, req.cost = res.Turn1, res.Turn2, res.CostUSD
+		req.claudeStartup, req.turn1, req.turn2, req.claudeTotal = res.Startup, res.Turn1, res.Turn2, res.Total
+		req.cost = res.CostUSD
 	}
 	if expired {
 		// Told once: the new session is stored, so this will not recur.

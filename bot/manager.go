@@ -67,6 +67,10 @@ type Config struct {
 	Log    *zap.Logger
 	// LookupEnv resolves brains' token_env (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
+	// OnToken, if set, is called with every bot token as soon as it is
+	// resolved (from the environment or inline), before it could reach
+	// any log: the caller masks it in its log output.
+	OnToken func(token string)
 	// Now is the clock for daily limits (default time.Now).
 	Now func() time.Time
 }
@@ -209,6 +213,9 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 			old.stop()
 		}
 		return
+	}
+	if m.cfg.OnToken != nil {
+		m.cfg.OnToken(token)
 	}
 	if old != nil && old.token == token {
 		old.brainChanged()

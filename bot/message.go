@@ -241,10 +241,12 @@ const resendText = "Sorry, I could not answer your last message. Please send it 
 
 // request is one message's trip through the pipeline, for the summary log.
 type request struct {
-	mode                                  claude.Mode
-	outcome                               string
-	queueWait, turn1, turn2, locate, send time.Duration
-	cost                                  float64
+	mode    claude.Mode
+	outcome string
+	// claudeStartup (spawn to the CLI's init) and claudeTotal (spawn to
+	// exit) tell the CLI's share of the time from ours.
+	queueWait, claudeStartup, turn1, turn2, claudeTotal, locate, send time.Duration
+	cost                                                              float64
 }
 
 // handle answers one message.
@@ -255,7 +257,8 @@ func (m *Manager) handle(j *job) {
 	defer func() {
 		log.Info("request",
 			zap.String("mode", req.mode.String()), zap.String("outcome", req.outcome),
-			zap.Duration("queue_wait", req.queueWait), zap.Duration("turn1", req.turn1), zap.Duration("turn2", req.turn2),
+			zap.Duration("queue_wait", req.queueWait), zap.Duration("claude_startup", req.claudeStartup),
+			zap.Duration("turn1", req.turn1), zap.Duration("turn2", req.turn2), zap.Duration("claude_total", req.claudeTotal),
 			zap.Duration("locate", req.locate), zap.Duration("send", req.send),
 			zap.Duration("total", time.Since(j.arrived)), zap.Float64("cost_usd", req.cost))
 	}()

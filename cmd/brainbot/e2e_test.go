@@ -71,13 +71,15 @@ claude:
 // loaded machine can take a while, but never this long.
 const waitLong = 2 * time.Minute
 
-func newStack(t *testing.T) *stack.Stack {
-	t.Helper()
-	cli := claudetest.RequireCLI(t)
+// newStack starts brainbot with the test brains; prepare, if set, runs
+// before brainbot starts (to seed its data folder).
+func newStack(tb testing.TB, prepare func(*stack.Stack)) *stack.Stack {
+	tb.Helper()
+	cli := claudetest.RequireCLI(tb)
 	s, err := stack.New(stack.Config{
-		Brainbot:  brainbotBinary(t),
+		Brainbot:  brainbotBinary(tb),
 		ClaudeCmd: cli,
-		Dir:       t.TempDir(),
+		Dir:       tb.TempDir(),
 		Brains: map[string]string{
 			"narrator.yaml": narratorBrain,
 			"speaker.yaml":  speakerBrain,
@@ -88,24 +90,27 @@ func newStack(t *testing.T) *stack.Stack {
 		Env: []string{"BRAINBOT_GRACE=20s"},
 	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	tb.Cleanup(s.Close)
+	if prepare != nil {
+		prepare(s)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return s
 }
 
-func ask(t *testing.T, s *stack.Stack, bot string, user int64, text string) stack.Reply {
-	t.Helper()
+func ask(tb testing.TB, s *stack.Stack, bot string, user int64, text string) stack.Reply {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	r, err := s.Ask(ctx, bot, user, text)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return r
 }
@@ -120,7 +125,7 @@ func wantText(t *testing.T, r stack.Reply) string {
 }
 
 func TestEndToEnd(t *testing.T) {
-	s := newStack(t)
+	s := newStack(t, nil)
 
 	t.Run("text reply, then the session is resumed", func(t *testing.T) {
 		if got := wantText(t, ask(t, s, "narrator", 101, "hello there")); got != "You said: hello there (message 1)" {

@@ -26,7 +26,7 @@ var (
 // brainbotBinary builds cmd/brainbot once per test run: tests that need
 // the program as a separate process (the Claude CLI starts our MCP servers
 // that way) share it.
-func brainbotBinary(t *testing.T) string {
+func brainbotBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "brainbot-bin-")

@@ -62,14 +62,10 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Claude:    driver,
 		Store:     db,
 		Log:       log,
-		// Every token a brain resolves is masked in the logs from then on.
-		LookupEnv: func(name string) (string, bool) {
-			v, ok := m.lookupEnv(name)
-			if ok {
-				secrets.Add(v)
-			}
-			return v, ok
-		},
+		LookupEnv: m.lookupEnv,
+		// Every bot token, inline or from the environment, is masked in the
+		// logs from the moment it is resolved.
+		OnToken: secrets.Add,
 	})
 	if err != nil {
 		return err

@@ -249,6 +249,16 @@ func (s *Stack) Close() {
 	s.OpenAI.Close()
 }
 
+// PID is brainbot's process id (0 when it is not running).
+func (s *Stack) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
 // Logs is every log line brainbot wrote in this stack, across restarts.
 func (s *Stack) Logs() *LogBook { return s.logs }
 
