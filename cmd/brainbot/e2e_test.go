@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -87,7 +88,8 @@ func newStack(tb testing.TB, prepare func(*stack.Stack)) *stack.Stack {
 			"private.yaml":  privateBrain,
 			"sleepy.yaml":   sleepyBrain,
 		},
-		Env: []string{"BRAINBOT_GRACE=20s"},
+		Env:  []string{"BRAINBOT_GRACE=20s"},
+		Logs: testLogs(tb),
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -505,4 +507,19 @@ func processesWithHome(home string) []string {
 		found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	return found
+}
+
+// testLogs copies brainbot's logs to the test log when -v is given.
+func testLogs(tb testing.TB) io.Writer {
+	if !testing.Verbose() {
+		return nil
+	}
+	return tbWriter{tb}
+}
+
+type tbWriter struct{ tb testing.TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.tb.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

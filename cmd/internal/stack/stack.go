@@ -269,7 +269,9 @@ type Reply struct {
 	Calls []telegramtest.Call
 	// Summary is brainbot's one summary log line of the request.
 	Summary Line
-	// Elapsed runs from queuing the update to the summary line.
+	// Sent is when the update was queued; Elapsed runs from then to the
+	// summary line.
+	Sent    time.Time
 	Elapsed time.Duration
 }
 
@@ -357,7 +359,7 @@ func (p *Pending) Wait(ctx context.Context) (Reply, error) {
 		return Reply{}, fmt.Errorf("stack: no answer from %s to user %d: %w\n%s", p.bot, p.user, err, s.logs.Tail(15))
 	}
 	calls := s.chatCalls(Token(p.bot), p.user)
-	reply := Reply{Summary: summaries(lines, p.bot, p.user)[p.requests], Elapsed: time.Since(p.sent)}
+	reply := Reply{Summary: summaries(lines, p.bot, p.user)[p.requests], Sent: p.sent, Elapsed: time.Since(p.sent)}
 	if p.callsMark < len(calls) {
 		reply.Calls = calls[p.callsMark:]
 	}
