@@ -2,6 +2,9 @@
 # Go modules through the module proxy, the Claude Code CLI from npm into the
 # ignored .cache/ folder (pinned; reused when present).
 
+SHELL         := /bin/bash
+.SHELLFLAGS   := -eu -o pipefail -c
+
 GO            ?= go
 CLAUDE_VERSION := 2.1.328
 CACHE         := $(CURDIR)/.cache
@@ -20,13 +23,25 @@ all: lint build test
 build:
 	$(GO) build -o $(BIN) ./cmd/brainbot
 
+# No test reaches the internet: each brings its stand-ins, and these point
+# anything that forgot one at a closed port on loopback, to fail fast.
+OFFLINE := OPENAI_BASE_URL=http://127.0.0.1:9/v1 ANTHROPIC_BASE_URL=http://127.0.0.1:9 \
+	TELEGRAM_API_URL=http://127.0.0.1:9 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1
+
 # test runs everything: unit tests, the real-CLI integration tests and the
 # end-to-end suite. -race because the bot is one big concurrency problem.
 test: claude-cli
-	CLAUDE_CMD=$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 20m ./...
+	$(OFFLINE) CLAUDE_CMD=$(CLAUDE_BIN) $(GO) test -race -count=1 -timeout 20m ./...
 
+# bench measures our components (Go benchmarks) and the whole product
+# through the real CLI (-benchtime 5x: medians of five requests each), then
+# writes the report to docs/performance.md.
 bench: claude-cli
-	CLAUDE_CMD=$(CLAUDE_BIN) $(GO) test -run '^$$' -bench . -benchmem -benchtime 1x -count 1 ./... | tee $(CACHE)/bench.txt
+	@mkdir -p $(CACHE)
+	$(OFFLINE) $(GO) test -run '^$$' -bench . -benchmem ./bot/... ./claude/... ./output/... ./mcp/... | tee $(CACHE)/bench-components.txt
+	$(OFFLINE) CLAUDE_CMD=$(CLAUDE_BIN) $(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./cmd/brainbot | tee $(CACHE)/bench-e2e.txt
+	$(GO) run ./cmd/internal/benchreport $(CACHE)/bench-components.txt $(CACHE)/bench-e2e.txt > docs/performance.md
+	@cat docs/performance.md
 
 # demo runs the example brains offline and prints what each bot answered.
 demo: build claude-cli
