@@ -252,6 +252,7 @@ func contentBlocks(message []byte) []Block {
 
 func contentBlock(raw []byte) (Block, bool) {
 	var b Block
+	var content []byte
 	err := members(raw, func(key, val []byte) error {
 		switch string(key) {
 		case "type":
@@ -269,7 +270,7 @@ func contentBlock(raw []byte) (Block, bool) {
 		case "is_error":
 			b.IsError = string(val) == "true"
 		case "content":
-			b.Text = toolResultText(val)
+			content = val
 		}
 		return nil
 	})
@@ -284,7 +285,7 @@ func contentBlock(raw []byte) (Block, bool) {
 	case "tool_use":
 		return Block{Type: b.Type, ID: b.ID, Name: b.Name, Input: b.Input}, true
 	case "tool_result":
-		return Block{Type: b.Type, Text: b.Text, ToolUseID: b.ToolUseID, IsError: b.IsError}, true
+		return Block{Type: b.Type, Text: toolResultText(content), ToolUseID: b.ToolUseID, IsError: b.IsError}, true
 	}
 	return Block{Type: b.Type}, true
 }

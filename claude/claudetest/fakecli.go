@@ -1,0 +1,654 @@
+// Package claudetest holds test doubles for the Claude Code CLI.
+//
+// # Fake CLI
+//
+// The fake CLI is the test binary itself acting as `claude` (the helper
+// process pattern of os/exec's tests). A test package opts in with
+//
+//	func TestMain(m *testing.M) {
+//		claudetest.RunFakeCLIIfRequested()
+//		os.Exit(m.Run())
+//	}
+//
+// and configures the driver with Command: os.Args[0] and
+// Env: claudetest.FakeCLIEnv(). The fake accepts exactly the flags the
+// driver passes (an unknown flag, --dangerously-skip-permissions included,
+// makes it exit 1 like a usage error) and insists on the ones the driver
+// must pass. It speaks stream-json shaped like Claude Code 2.1.328:
+// system/init at the start of every turn, assistant messages, user
+// tool_result messages, a result per turn; it keeps reading stdin after a
+// result and exits when stdin is closed (status 1 if a turn failed).
+//
+// Like the real CLI it refuses to run when CLAUDECODE is set (as inside a
+// Claude Code session).
+//
+// Sessions live in files under <working dir>/.fake-sessions/<id>:
+// --session-id creates one (an existing id is refused), --resume of an
+// unknown id prints "No conversation found with session ID: <id>" on
+// stderr and an error_during_execution result, as the real CLI does. A
+// user message is answered "You said: <text>", followed by
+// " (message N)" when it is the N-th message (N > 1) of the session, so a
+// resume is visible.
+//
+// A message naming mcp__tts__text_to_speech or
+// mcp__image-gen__generate_image is a turn 2: the fake reads the JSON
+// arguments object from the line that starts with "{", writes a small real
+// file $BRAINBOT_DATA/audio-output/<filename>-<unix ms>.mp3 (.ogg for
+// format opus) or image-output/<filename>-<unix ms>.png atomically, and
+// answers with a tool_use, a tool_result carrying the tool's JSON
+// ({"success":true,"audio_path":...} or {"success":true,"image_path":...})
+// and a short text. A tool missing from --allowedTools is denied as the
+// real CLI denies it.
+//
+// Directives in the text of a turn-1 message select behaviours:
+//
+//	#fail       the turn ends in an is_error result "API Error: 400 ..."
+//	#hang       after init print nothing more and never exit until killed
+//	#exit       after init write a stderr line and exit with status 3
+//	#garbage    print a line that is not JSON before the reply
+//	#unknown    mix four events of types the driver skips into the turn
+//	#ignoreterm ignore SIGTERM, then hang
+//	#grandchild start a grandchild process that inherits stdout, then hang
+//	#slow       wait about a second before replying
+//	#long       reply with 6000 characters in paragraphs
+//	#empty      reply with no text at all
+//	#notool     turn 2 answers with text and calls no tool
+//	#toolerror  turn 2's tool_result is an error
+//	#denied     turn 2's tool call is refused (system/permission_denied and
+//	            the result's permission_denials)
+//
+// FakeProcesses lists the fake CLIs (and their grandchildren) this test
+// binary started that are still alive, for leak checks.
+package claudetest
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+const (
+	// fakeEnv makes the test binary act as the CLI ("1") or as the idle
+	// grandchild of #grandchild ("grandchild").
+	fakeEnv = "BRAINBOT_FAKE_CLAUDE"
+	// ownerEnv marks every fake process with the pid of the test binary
+	// that started it, so FakeProcesses finds them even after they have
+	// been re-parented.
+	ownerEnv = "BRAINBOT_FAKE_CLAUDE_OWNER"
+
+	speechTool = "mcp__tts__text_to_speech"
+	imageTool  = "mcp__image-gen__generate_image"
+	fakeModel  = "claude-fake-1"
+	turnCost   = 0.0025
+)
+
+// FakeCLIEnv returns the environment entries that make the test binary,
+// started as the CLI, act as the fake CLI.
+func FakeCLIEnv() []string {
+	return []string{fakeEnv + "=1", ownerEnv + "=" + strconv.Itoa(os.Getpid())}
+}
+
+// RunFakeCLIIfRequested acts as the fake CLI and exits when the
+// environment asks for it (see FakeCLIEnv); otherwise it returns at once.
+// Call it first in TestMain.
+func RunFakeCLIIfRequested() {
+	switch os.Getenv(fakeEnv) {
+	case "1":
+		os.Exit(runFakeCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	case "grandchild":
+		hang()
+	}
+}
+
+// FakeProcesses returns the pids of live processes started (directly or
+// not) as fake CLIs by this test binary.
+func FakeProcesses() []int {
+	marker := []byte(ownerEnv + "=" + strconv.Itoa(os.Getpid()) + "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, marker) {
+			continue // gone, a zombie (empty environ), or not ours
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+func hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// options are the CLI flags the driver passes.
+type options struct {
+	print, verbose, strictMCP               bool
+	inputFormat, outputFormat               string
+	sessionID, resume                       string
+	systemPrompt, snapshot, model, tools    string
+	mcpConfig, allowedTools, permissionMode string
+	toolsSet, systemPromptSet               bool
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("claude", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.BoolVar(&o.print, "p", false, "print mode")
+	fs.BoolVar(&o.verbose, "verbose", false, "verbose")
+	fs.BoolVar(&o.strictMCP, "strict-mcp-config", false, "only --mcp-config servers")
+	fs.StringVar(&o.inputFormat, "input-format", "text", "input format")
+	fs.StringVar(&o.outputFormat, "output-format", "text", "output format")
+	fs.StringVar(&o.sessionID, "session-id", "", "new session id")
+	fs.StringVar(&o.resume, "resume", "", "session to resume")
+	fs.StringVar(&o.systemPrompt, "system-prompt", "", "system prompt")
+	fs.StringVar(&o.snapshot, "system-prompt-snapshot", "on", "on|off")
+	fs.StringVar(&o.model, "model", fakeModel, "model")
+	fs.StringVar(&o.tools, "tools", "default", "built-in tools")
+	fs.StringVar(&o.mcpConfig, "mcp-config", "", "MCP config file")
+	fs.StringVar(&o.allowedTools, "allowedTools", "", "allowed tools")
+	fs.StringVar(&o.permissionMode, "permission-mode", "default", "permission mode")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	fs.Visit(func(f *flag.Flag) {
+		o.toolsSet = o.toolsSet || f.Name == "tools"
+		o.systemPromptSet = o.systemPromptSet || f.Name == "system-prompt"
+	})
+	var problems []string
+	check := func(ok bool, problem string) {
+		if !ok {
+			problems = append(problems, problem)
+		}
+	}
+	check(fs.NArg() == 0, fmt.Sprintf("unexpected arguments %q", fs.Args()))
+	check(o.print, "-p is required")
+	check(o.inputFormat == "stream-json" && o.outputFormat == "stream-json", "stream-json input and output are required")
+	check(o.verbose, "--output-format=stream-json requires --verbose")
+	check((o.sessionID == "") != (o.resume == ""), "exactly one of --session-id and --resume is required")
+	check(o.sessionID == "" || uuid.Validate(o.sessionID) == nil, "--session-id must be a valid UUID")
+	check(o.systemPromptSet, "--system-prompt is required")
+	check(o.snapshot == "off", "--system-prompt-snapshot off is required")
+	check(o.toolsSet && o.tools == "", `--tools "" is required`)
+	check(o.strictMCP, "--strict-mcp-config is required")
+	check(o.permissionMode == "dontAsk", "--permission-mode dontAsk is required")
+	if err := checkMCPConfig(o.mcpConfig); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return o, errors.New(strings.Join(problems, "; "))
+	}
+	return o, nil
+}
+
+func checkMCPConfig(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--mcp-config: %w", err)
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type    string   `json:"type"`
+			Command string   `json:"command"`
+			Args    []string `json:"args"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return fmt.Errorf("--mcp-config: %w", err)
+	}
+	for _, name := range []string{"tts", "image-gen"} {
+		s, ok := cfg.MCPServers[name]
+		if !ok || s.Type != "stdio" || !filepath.IsAbs(s.Command) {
+			return fmt.Errorf("--mcp-config: server %q missing or not a stdio server with an absolute command", name)
+		}
+	}
+	return nil
+}
+
+// fakeCLI is one run of the fake.
+type fakeCLI struct {
+	opts       options
+	stdout     io.Writer
+	stderr     io.Writer
+	sessionID  string
+	sessions   string // the session files' folder
+	directives map[string]bool
+	firstText  string // the first turn-1 text, for image prompts
+	failed     bool
+	seq        int
+}
+
+func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if os.Getenv("CLAUDECODE") != "" {
+		// The real CLI refuses to run nested in a Claude Code session.
+		fmt.Fprintln(stderr, "Error: Claude Code cannot be launched inside another Claude Code session.")
+		return 1
+	}
+	opts, err := parseOptions(args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "error:", err)
+		return 1
+	}
+	c := &fakeCLI{opts: opts, stdout: stdout, stderr: stderr, sessions: ".fake-sessions", directives: map[string]bool{}}
+	if err := c.openSession(); err != nil {
+		return 1
+	}
+	in := bufio.NewScanner(stdin)
+	in.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for in.Scan() {
+		text, err := userText(in.Bytes())
+		if err != nil {
+			fmt.Fprintln(stderr, "error: bad stream-json input:", err)
+			return 1
+		}
+		n, err := c.countMessage()
+		if err != nil {
+			fmt.Fprintln(stderr, "error:", err)
+			return 1
+		}
+		c.emit(c.initEvent())
+		if strings.Contains(text, speechTool) || strings.Contains(text, imageTool) {
+			c.toolTurn(text)
+		} else {
+			c.textTurn(text, n)
+		}
+	}
+	if c.failed {
+		return 1
+	}
+	return 0
+}
+
+func (c *fakeCLI) sessionFile() string { return filepath.Join(c.sessions, c.sessionID) }
+
+// openSession creates or finds the session as the real CLI would.
+func (c *fakeCLI) openSession() error {
+	if c.opts.resume != "" {
+		c.sessionID = c.opts.resume
+		if _, err := os.Stat(c.sessionFile()); err != nil {
+			msg := "No conversation found with session ID: " + c.sessionID
+			fmt.Fprintln(c.stderr, msg)
+			c.emit(c.resultEvent(resultFields{subtype: "error_during_execution", isError: true, errors: []string{msg}, turns: 0}))
+			return err
+		}
+		return nil
+	}
+	c.sessionID = c.opts.sessionID
+	if _, err := os.Stat(c.sessionFile()); err == nil {
+		fmt.Fprintf(c.stderr, "Error: Session ID %s is already in use.\n", c.sessionID)
+		return os.ErrExist
+	}
+	if err := os.MkdirAll(c.sessions, 0o700); err != nil {
+		fmt.Fprintln(c.stderr, "error:", err)
+		return err
+	}
+	return os.WriteFile(c.sessionFile(), []byte("0"), 0o600)
+}
+
+// countMessage records one more user message in the session file and
+// returns how many the session holds now.
+func (c *fakeCLI) countMessage() (int, error) {
+	data, err := os.ReadFile(c.sessionFile())
+	if err != nil {
+		return 0, err
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	n++
+	return n, os.WriteFile(c.sessionFile(), []byte(strconv.Itoa(n)), 0o600)
+}
+
+// userText checks a stdin line is a stream-json user message with one
+// text block and returns the text.
+func userText(line []byte) (string, error) {
+	var msg struct {
+		Type    string `json:"type"`
+		Message struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"message"`
+		ParentToolUseID *string `json:"parent_tool_use_id"`
+		SessionID       *string `json:"session_id"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&msg); err != nil {
+		return "", err
+	}
+	if msg.Type != "user" || msg.Message.Role != "user" || len(msg.Message.Content) != 1 ||
+		msg.Message.Content[0].Type != "text" || msg.ParentToolUseID != nil || msg.SessionID == nil {
+		return "", fmt.Errorf("not a user message with one text block: %s", line)
+	}
+	return msg.Message.Content[0].Text, nil
+}
+
+func parseDirectives(text string) map[string]bool {
+	d := map[string]bool{}
+	for _, f := range strings.Fields(text) {
+		if strings.HasPrefix(f, "#") {
+			d[f] = true
+		}
+	}
+	return d
+}
+
+func (c *fakeCLI) textTurn(text string, n int) {
+	c.directives = parseDirectives(text)
+	if c.firstText == "" {
+		c.firstText = text
+	}
+	d := c.directives
+	switch {
+	case d["#exit"]:
+		fmt.Fprintln(c.stderr, "fake claude: simulated crash")
+		os.Exit(3)
+	case d["#hang"]:
+		hang()
+	case d["#ignoreterm"]:
+		signal.Ignore(syscall.SIGTERM)
+		hang()
+	case d["#grandchild"]:
+		c.startGrandchild()
+		hang()
+	}
+	if d["#slow"] {
+		time.Sleep(time.Second)
+	}
+	if d["#garbage"] {
+		fmt.Fprintln(c.stdout, "this is not JSON {")
+	}
+	c.emitUnknown()
+	if d["#fail"] {
+		msg := `API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"fake failure"}}`
+		c.emit(c.assistant(textBlock(msg)))
+		c.emit(c.resultEvent(resultFields{subtype: "success", isError: true, result: msg, turns: 1}))
+		c.failed = true
+		return
+	}
+	reply := "You said: " + text
+	if n > 1 {
+		reply += fmt.Sprintf(" (message %d)", n)
+	}
+	switch {
+	case d["#long"]:
+		reply = longReply()
+	case d["#empty"]:
+		reply = ""
+	}
+	if reply != "" {
+		c.emit(c.assistant(textBlock(reply)))
+	}
+	c.emitUnknown()
+	c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 1}))
+}
+
+// emitUnknown writes two events of types the driver skips (#unknown).
+func (c *fakeCLI) emitUnknown() {
+	if !c.directives["#unknown"] {
+		return
+	}
+	c.emit(map[string]any{"type": "system", "subtype": "status", "status": "requesting", "session_id": c.sessionID, "uuid": uuid.NewString()})
+	c.emit(map[string]any{"type": "rate_limit_event", "rate_limit_info": map[string]any{"status": "allowed", "resetsAt": 1700000000}, "session_id": c.sessionID, "uuid": uuid.NewString()})
+}
+
+func (c *fakeCLI) startGrandchild() {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(c.stderr, "error:", err)
+		return
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), fakeEnv+"=grandchild")
+	cmd.Stdout = os.Stdout // keeps the driver's stdout pipe open
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(c.stderr, "error:", err)
+	}
+}
+
+func longReply() string {
+	var b strings.Builder
+	for p := 0; b.Len() < 6000; p++ {
+		if p > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "Paragraph %d. %s", p+1, strings.Repeat("This is a long answer that goes on. ", 12))
+	}
+	return b.String()[:6000]
+}
+
+// toolTurn answers a turn-2 message naming one of our tools.
+func (c *fakeCLI) toolTurn(text string) {
+	tool := speechTool
+	if strings.Contains(text, imageTool) {
+		tool = imageTool
+	}
+	d := c.directives
+	if d["#notool"] {
+		reply := "I would rather just talk."
+		c.emit(c.assistant(textBlock(reply)))
+		c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 1}))
+		return
+	}
+	args, err := toolArgs(text)
+	if err != nil {
+		fmt.Fprintln(c.stderr, "fake claude: no tool arguments in the message:", err)
+		args = map[string]any{}
+	}
+	if tool == imageTool {
+		args["prompt"] = "An illustration of: " + c.firstText
+	}
+	input, _ := json.Marshal(args)
+	id := "toolu_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]
+	c.emit(c.assistant(map[string]any{"type": "tool_use", "id": id, "name": tool, "input": json.RawMessage(input)}))
+
+	var denials []map[string]any
+	var content string
+	isError := true
+	switch {
+	case d["#denied"] || !c.allowed(tool):
+		content = fmt.Sprintf("Claude requested permissions to use %s, but you haven't granted it yet.", tool)
+		c.emit(map[string]any{"type": "system", "subtype": "permission_denied", "tool_name": tool, "tool_use_id": id,
+			"decision_reason_type": "mode", "message": content, "uuid": uuid.NewString(), "session_id": c.sessionID})
+		denials = append(denials, map[string]any{"tool_name": tool, "tool_use_id": id, "tool_input": json.RawMessage(input)})
+	case d["#toolerror"]:
+		content = "Error: the OpenAI request failed with status 500"
+	default:
+		content, err = writeToolFile(tool, args)
+		if err != nil {
+			content = "Error: " + err.Error()
+		} else {
+			isError = false
+		}
+	}
+	c.emit(c.toolResult(id, content, isError))
+	reply := "Done."
+	if isError {
+		reply = "The tool did not work."
+	}
+	c.emit(c.assistant(textBlock(reply)))
+	c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 2, denials: denials}))
+}
+
+func (c *fakeCLI) allowed(tool string) bool {
+	for _, t := range strings.FieldsFunc(c.opts.allowedTools, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if t == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// toolArgs reads the JSON object on the line of the message that starts
+// with "{".
+func toolArgs(text string) (map[string]any, error) {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "{") {
+			var args map[string]any
+			err := json.Unmarshal([]byte(line), &args)
+			return args, err
+		}
+	}
+	return nil, errors.New("no line starts with {")
+}
+
+// writeToolFile does what our MCP server would: write the file atomically
+// under BRAINBOT_DATA and describe it in the tool's JSON.
+func writeToolFile(tool string, args map[string]any) (string, error) {
+	data := os.Getenv("BRAINBOT_DATA")
+	if data == "" {
+		return "", errors.New("BRAINBOT_DATA is not set")
+	}
+	name, _ := args["filename"].(string)
+	name = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return -1
+	}, name)
+	dir, ext, body, key := "audio-output", ".mp3", fakeMP3(), "audio_path"
+	switch {
+	case tool == imageTool:
+		dir, ext, body, key = "image-output", ".png", fakePNG(), "image_path"
+	case args["format"] == "opus":
+		ext, body = ".ogg", []byte("OggS\x00\x02fake opus audio")
+	}
+	dir = filepath.Join(data, dir)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d%s", name, time.Now().UnixMilli(), ext))
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	_, werr := tmp.Write(body)
+	if err := errors.Join(werr, tmp.Close()); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	out, err := json.Marshal(map[string]any{"success": true, key: path, "bytes": len(body)})
+	return string(out), err
+}
+
+// fakeMP3 is an ID3 header and one silent MPEG-1 Layer III frame header.
+func fakeMP3() []byte {
+	return append([]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), 0xFF, 0xFB, 0x90, 0x64, 0, 0, 0, 0)
+}
+
+func fakePNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 1, 1))
+	img.Set(0, 0, color.RGBA{R: 200, A: 255})
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}
+
+// emit writes one stdout line.
+func (c *fakeCLI) emit(v any) {
+	line, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // our own maps: cannot happen
+	}
+	_, _ = c.stdout.Write(append(line, '\n'))
+}
+
+func textBlock(text string) map[string]any { return map[string]any{"type": "text", "text": text} }
+
+func (c *fakeCLI) initEvent() map[string]any {
+	return map[string]any{
+		"type": "system", "subtype": "init", "cwd": mustGetwd(), "session_id": c.sessionID,
+		"tools": []string{imageTool, speechTool}, "model": c.opts.model, "permissionMode": c.opts.permissionMode,
+		"mcp_servers":    []map[string]string{{"name": "tts", "status": "connected"}, {"name": "image-gen", "status": "connected"}},
+		"slash_commands": []string{"compact", "context", "cost"}, "apiKeySource": "ANTHROPIC_API_KEY",
+		"claude_code_version": "2.1.328-fake", "output_style": "default", "uuid": uuid.NewString(),
+	}
+}
+
+func mustGetwd() string {
+	wd, _ := os.Getwd()
+	return wd
+}
+
+func (c *fakeCLI) assistant(block map[string]any) map[string]any {
+	c.seq++
+	return map[string]any{
+		"type": "assistant",
+		"message": map[string]any{
+			"id": fmt.Sprintf("msg_fake_%d", c.seq), "type": "message", "role": "assistant", "model": c.opts.model,
+			"content": []any{block}, "stop_reason": nil, "stop_sequence": nil,
+			"usage": map[string]any{"input_tokens": 12, "output_tokens": 34, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "service_tier": "standard"},
+		},
+		"parent_tool_use_id": nil, "session_id": c.sessionID, "uuid": uuid.NewString(),
+	}
+}
+
+func (c *fakeCLI) toolResult(id, text string, isError bool) map[string]any {
+	return map[string]any{
+		"type": "user",
+		"message": map[string]any{"role": "user", "content": []any{map[string]any{
+			"tool_use_id": id, "type": "tool_result", "content": []any{textBlock(text)}, "is_error": isError,
+		}}},
+		"parent_tool_use_id": nil, "session_id": c.sessionID, "uuid": uuid.NewString(),
+		"timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+	}
+}
+
+type resultFields struct {
+	subtype string
+	isError bool
+	result  string
+	errors  []string
+	turns   int
+	denials []map[string]any
+}
+
+func (c *fakeCLI) resultEvent(f resultFields) map[string]any {
+	cost := turnCost
+	if f.turns == 0 {
+		cost = 0
+	}
+	r := map[string]any{
+		"type": "result", "subtype": f.subtype, "is_error": f.isError, "duration_ms": 12, "duration_api_ms": 10,
+		"num_turns": f.turns, "session_id": c.sessionID, "total_cost_usd": cost,
+		"usage":              map[string]any{"input_tokens": 12, "output_tokens": 34, "service_tier": "standard"},
+		"modelUsage":         map[string]any{},
+		"permission_denials": append([]map[string]any{}, f.denials...),
+		"uuid":               uuid.NewString(),
+	}
+	if f.errors != nil {
+		r["errors"] = f.errors
+	}
+	if f.subtype == "success" {
+		r["result"] = f.result
+	}
+	return r
+}

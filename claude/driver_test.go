@@ -1,0 +1,577 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap/zaptest"
+
+	"brainbot/claude/claudetest"
+)
+
+func TestMain(m *testing.M) {
+	claudetest.RunFakeCLIIfRequested()
+	os.Exit(m.Run())
+}
+
+// fakeEnv is a Driver running the fake CLI (the test binary itself) with
+// its own data folder.
+type fakeEnv struct {
+	d    *Driver
+	data string
+}
+
+func newFakeEnv(t *testing.T) *fakeEnv {
+	t.Helper()
+	checkNoLeaks(t)
+	data := t.TempDir()
+	d, err := New(Config{
+		Command: os.Args[0],
+		Self:    "/opt/brainbot/brainbot",
+		DataDir: data,
+		Env:     claudetest.FakeCLIEnv(),
+		Log:     zaptest.NewLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeEnv{d: d, data: data}
+}
+
+func (e *fakeEnv) request(mode Mode, prompt string) Request {
+	return Request{
+		Mode:              mode,
+		Prompt:            prompt,
+		SessionID:         uuid.NewString(),
+		SystemPrompt:      "You are a test bot.",
+		WorkDir:           filepath.Join(e.data, "claude", "bot-test"),
+		BotID:             "test",
+		UserID:            42,
+		Speech:            SpeechOptions{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "mp3"},
+		Image:             ImageOptions{Model: "dall-e-3", Size: "1024x1024", Quality: "hd", Style: "vivid"},
+		InactivityTimeout: time.Minute, // hang guards only; tests that time out set their own
+		MaxDuration:       2 * time.Minute,
+	}
+}
+
+func (e *fakeEnv) run(t *testing.T, req Request) (*Result, error) {
+	t.Helper()
+	return e.d.Run(context.Background(), req)
+}
+
+func (e *fakeEnv) mustRun(t *testing.T, req Request) *Result {
+	t.Helper()
+	res, err := e.run(t, req)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return res
+}
+
+// checkNoLeaks fails the test if, once it is over, a process started as
+// the fake CLI (or one of its children) is still alive or goroutines are
+// left over.
+func checkNoLeaks(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		// Killed processes and finished goroutines take a moment to
+		// disappear; poll, with a generous bound for a loaded machine.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			procs := claudetest.FakeProcesses()
+			n := runtime.NumGoroutine()
+			if len(procs) == 0 && n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("leak: fake CLI processes %v alive, %d goroutines (%d before)\n%s", procs, n, before, buf)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
+func TestNewWritesMCPConfig(t *testing.T) {
+	e := newFakeEnv(t)
+	path := filepath.Join(e.data, "claude", "mcp.json")
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("mcp.json mode %v, want 0600", perm)
+	}
+	data, _ := os.ReadFile(path)
+	want := `{"mcpServers":{"image-gen":{"type":"stdio","command":"/opt/brainbot/brainbot","args":["mcp","image-gen"]},"tts":{"type":"stdio","command":"/opt/brainbot/brainbot","args":["mcp","tts"]}}}`
+	if string(data) != want {
+		t.Errorf("mcp.json\n got %s\nwant %s", data, want)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	for name, cfg := range map[string]Config{
+		"no command":       {Self: "/bin/brainbot", DataDir: dir},
+		"relative self":    {Command: "claude", Self: "brainbot", DataDir: dir},
+		"relative datadir": {Command: "claude", Self: "/bin/brainbot", DataDir: "data"},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("%s: New accepted %+v", name, cfg)
+		}
+	}
+}
+
+func TestArgs(t *testing.T) {
+	d := &Driver{mcpConfig: "/data/claude/mcp.json"}
+	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice"}
+	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
+		"--tools", "", "--strict-mcp-config", "--mcp-config", "/data/claude/mcp.json", "--permission-mode", "dontAsk"}
+	if got := d.args(req); !slices.Equal(got, want) {
+		t.Errorf("text args\n got %q\nwant %q", got, want)
+	}
+
+	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x"}
+	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
+		"--tools", "", "--strict-mcp-config", "--mcp-config", "/data/claude/mcp.json",
+		"--allowedTools", ImageTool, "--permission-mode", "dontAsk"}
+	if got := d.args(req); !slices.Equal(got, want) {
+		t.Errorf("image args\n got %q\nwant %q", got, want)
+	}
+	if got := d.args(Request{Mode: Speech}); !slices.Contains(got, SpeechTool) || slices.Contains(got, ImageTool) {
+		t.Errorf("speech args must allow exactly the tts tool: %q", got)
+	}
+}
+
+func TestCLIEnv(t *testing.T) {
+	parent := []string{"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CLAUDE_CODE_SSE_PORT=123",
+		"CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CONFIG_DIR=/c",
+		"OPENAI_API_KEY=k", "ENABLE_TOOL_SEARCH=true"}
+	got := cliEnv(parent, "/data", []string{"EXTRA=1"})
+	want := []string{"PATH=/bin", "CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"CLAUDE_CONFIG_DIR=/c", "OPENAI_API_KEY=k", "ENABLE_TOOL_SEARCH=true",
+		"ENABLE_TOOL_SEARCH=false", "BRAINBOT_DATA=/data", "EXTRA=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("cliEnv\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestRunRejectsBadRequest(t *testing.T) {
+	e := newFakeEnv(t)
+	for name, mutate := range map[string]func(*Request){
+		"session id not a UUID": func(r *Request) { r.SessionID = "abc" },
+		"relative workdir":      func(r *Request) { r.WorkDir = "work" },
+		"unknown mode":          func(r *Request) { r.Mode = Mode(7) },
+		"bad speech format":     func(r *Request) { r.Mode = Speech; r.Speech.Format = "wav" },
+	} {
+		req := e.request(Text, "hi")
+		mutate(&req)
+		if _, err := e.run(t, req); err == nil {
+			t.Errorf("%s: Run accepted the request", name)
+		}
+	}
+}
+
+func TestTextTurn(t *testing.T) {
+	// A parent Claude Code session's markers must not reach the CLI (the
+	// fake, like the real one, refuses to run nested).
+	t.Setenv("CLAUDECODE", "1")
+	t.Setenv("CLAUDE_CODE_ENTRYPOINT", "cli")
+	e := newFakeEnv(t)
+	req := e.request(Text, "hello")
+	res := e.mustRun(t, req)
+	if res.Text != "You said: hello" {
+		t.Errorf("Text = %q", res.Text)
+	}
+	if res.SessionID != req.SessionID {
+		t.Errorf("SessionID = %q, want %q", res.SessionID, req.SessionID)
+	}
+	if res.CostUSD != 0.0025 {
+		t.Errorf("CostUSD = %v, want 0.0025", res.CostUSD)
+	}
+	if res.FilePath != "" || res.FilePrefix != "" || res.FileExt != "" || res.Turn2 != 0 {
+		t.Errorf("a text request reports file or turn-2 data: %+v", res)
+	}
+	if res.Startup <= 0 || res.Turn1 <= 0 || res.Total < res.Startup+res.Turn1 {
+		t.Errorf("durations inconsistent: startup %v turn1 %v total %v", res.Startup, res.Turn1, res.Total)
+	}
+	if res.UnknownEvents != 0 {
+		t.Errorf("UnknownEvents = %d", res.UnknownEvents)
+	}
+	if info, err := os.Stat(req.WorkDir); err != nil || info.Mode().Perm() != 0o750 {
+		t.Errorf("working directory not created 0750: %v %v", info, err)
+	}
+}
+
+func TestResume(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "first")
+	e.mustRun(t, req)
+	req.Prompt, req.Resume = "second", true
+	res := e.mustRun(t, req)
+	if res.Text != "You said: second (message 2)" {
+		t.Errorf("Text = %q, want the second message of the same session", res.Text)
+	}
+}
+
+func TestResumeUnknownSession(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "hello")
+	req.Resume = true
+	_, err := e.run(t, req)
+	if !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("err = %v, want ErrSessionNotFound", err)
+	}
+	var re *ResultError
+	if !errors.As(err, &re) || re.Subtype != "error_during_execution" || !strings.Contains(re.StderrTail, "No conversation found") {
+		t.Errorf("err = %#v, want a *ResultError with the stderr tail", re)
+	}
+}
+
+func TestResultError(t *testing.T) {
+	e := newFakeEnv(t)
+	_, err := e.run(t, e.request(Text, "#fail please"))
+	var re *ResultError
+	if !errors.As(err, &re) {
+		t.Fatalf("err = %v, want *ResultError", err)
+	}
+	if re.Subtype != "success" || !strings.HasPrefix(re.Message, "API Error: 400") {
+		t.Errorf("ResultError = %+v", re)
+	}
+	if errors.Is(err, ErrSessionNotFound) {
+		t.Error("an API error on a new session reported as ErrSessionNotFound")
+	}
+}
+
+// trickyText must survive the trip into turn 2's JSON arguments.
+const trickyText = "He said \"hi\"\nthen left.\\ Odd: \"} {\"text\":\"x\"} \t ünïcödé </script> \u2028"
+
+func TestSpeechTwoTurn(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Speech, trickyText)
+	res := e.mustRun(t, req)
+	if res.Text != "You said: "+trickyText {
+		t.Errorf("Text = %q", res.Text)
+	}
+	checkFile(t, res, filepath.Join(e.data, "audio-output"), `^bot-test-user-42-\d{13}$`, ".mp3")
+	if res.Turn2 <= 0 || res.CostUSD != 2*0.0025 {
+		t.Errorf("Turn2 %v, CostUSD %v: want both turns counted", res.Turn2, res.CostUSD)
+	}
+}
+
+func TestSpeechOpus(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Speech, "hello")
+	req.Speech.Format = "opus"
+	res := e.mustRun(t, req)
+	checkFile(t, res, filepath.Join(e.data, "audio-output"), `^bot-test-user-42-\d{13}$`, ".ogg")
+}
+
+func TestImageTwoTurn(t *testing.T) {
+	e := newFakeEnv(t)
+	res := e.mustRun(t, e.request(Image, "draw a cat"))
+	checkFile(t, res, filepath.Join(e.data, "image-output"), `^bot-test-user-42-\d{13}$`, ".png")
+	f, err := os.Open(res.FilePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("image is not a PNG: %v", err)
+	}
+}
+
+func TestImageWithEmptyTurn1(t *testing.T) {
+	e := newFakeEnv(t)
+	res := e.mustRun(t, e.request(Image, "#empty draw"))
+	if res.Text != "" || res.FilePath == "" {
+		t.Errorf("Text %q FilePath %q: want no text and a file", res.Text, res.FilePath)
+	}
+}
+
+// checkFile asserts the tool's file exists in dir and is named
+// <prefix>-<ms><ext> with the prefix the driver reported.
+func checkFile(t *testing.T, res *Result, dir, prefixPattern, ext string) {
+	t.Helper()
+	if !regexp.MustCompile(prefixPattern).MatchString(res.FilePrefix) || res.FileExt != ext {
+		t.Errorf("FilePrefix %q FileExt %q", res.FilePrefix, res.FileExt)
+	}
+	if filepath.Dir(res.FilePath) != dir {
+		t.Errorf("FilePath %q not in %s", res.FilePath, dir)
+	}
+	name := filepath.Base(res.FilePath)
+	if !strings.HasPrefix(name, res.FilePrefix+"-") || !strings.HasSuffix(name, ext) {
+		t.Errorf("file %q does not match prefix %q and extension %q", name, res.FilePrefix, ext)
+	}
+	if info, err := os.Stat(res.FilePath); err != nil || info.Size() == 0 {
+		t.Errorf("file not written: %v", err)
+	}
+}
+
+func TestTurn2PromptQuotesSafely(t *testing.T) {
+	req := Request{Mode: Speech, Speech: SpeechOptions{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "opus"}}
+	prompt, err := turn2Prompt(req, trickyText, "bot-b-user-1-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(prompt, SpeechTool) || !strings.Contains(prompt, "Only call the tool, no additional response") {
+		t.Errorf("prompt does not ask for the tool alone:\n%s", prompt)
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(argsLine(t, prompt)), &args); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"text": trickyText, "voice": "nova", "speed": 1.25, "model": "tts-1", "format": "opus",
+		"filename": "bot-b-user-1-2", "include_base64": false}
+	if !mapsEqual(args, want) {
+		t.Errorf("speech arguments\n got %v\nwant %v", args, want)
+	}
+
+	req = Request{Mode: Image, Image: ImageOptions{Model: "dall-e-2", Size: "256x256"}}
+	prompt, err = turn2Prompt(req, "", "bot-b-user-1-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = nil
+	if err := json.Unmarshal([]byte(argsLine(t, prompt)), &args); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]any{"model": "dall-e-2", "size": "256x256", "filename": "bot-b-user-1-2", "include_base64": false}
+	if !mapsEqual(args, want) || !strings.Contains(prompt, ImageTool) || !strings.Contains(prompt, `"prompt"`) {
+		t.Errorf("image arguments %v in\n%s", args, prompt)
+	}
+}
+
+func argsLine(t *testing.T, prompt string) string {
+	t.Helper()
+	for _, line := range strings.Split(prompt, "\n") {
+		if strings.HasPrefix(line, "{") {
+			return line
+		}
+	}
+	t.Fatalf("no arguments line in\n%s", prompt)
+	return ""
+}
+
+func mapsEqual(a, b map[string]any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func TestSpeechNothingToSpeak(t *testing.T) {
+	e := newFakeEnv(t)
+	res, err := e.run(t, e.request(Speech, "#empty"))
+	if !errors.Is(err, ErrNothingToSpeak) {
+		t.Fatalf("err = %v, want ErrNothingToSpeak", err)
+	}
+	if res.Turn2 != 0 {
+		t.Error("turn 2 ran")
+	}
+	if _, err := os.Stat(filepath.Join(e.data, "audio-output")); !os.IsNotExist(err) {
+		t.Errorf("audio-output exists: turn 2 ran (%v)", err)
+	}
+}
+
+func TestToolError(t *testing.T) {
+	e := newFakeEnv(t)
+	res, err := e.run(t, e.request(Speech, "#toolerror hi"))
+	var te *ToolError
+	if !errors.As(err, &te) || te.Tool != SpeechTool || !strings.Contains(te.Message, "500") {
+		t.Fatalf("err = %v, want *ToolError for %s", err, SpeechTool)
+	}
+	if res == nil || res.Text != "You said: #toolerror hi" {
+		t.Errorf("the turn-1 text is lost on a tool error: %+v", res)
+	}
+}
+
+func TestToolNotCalled(t *testing.T) {
+	e := newFakeEnv(t)
+	_, err := e.run(t, e.request(Image, "#notool draw"))
+	if !errors.Is(err, ErrToolNotCalled) {
+		t.Fatalf("err = %v, want ErrToolNotCalled", err)
+	}
+}
+
+func TestToolDenied(t *testing.T) {
+	e := newFakeEnv(t)
+	_, err := e.run(t, e.request(Image, "#denied draw"))
+	if !errors.Is(err, ErrToolDenied) {
+		t.Fatalf("err = %v, want ErrToolDenied", err)
+	}
+}
+
+func TestExitMidStream(t *testing.T) {
+	e := newFakeEnv(t)
+	_, err := e.run(t, e.request(Text, "#exit"))
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 3 || !strings.Contains(ee.StderrTail, "simulated crash") {
+		t.Fatalf("err = %v, want *ExitError with status 3 and the stderr tail", err)
+	}
+}
+
+func TestInactivityWatchdog(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "#hang")
+	req.InactivityTimeout = 500 * time.Millisecond
+	_, err := e.run(t, req)
+	var te *TimeoutError
+	if !errors.As(err, &te) || !te.Inactivity || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want an inactivity *TimeoutError", err)
+	}
+}
+
+func TestMaxDuration(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "#hang")
+	req.MaxDuration = 500 * time.Millisecond
+	_, err := e.run(t, req)
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Inactivity || te.After != req.MaxDuration || !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want an overall *TimeoutError", err)
+	}
+}
+
+// The CLI ignores SIGTERM: the group is killed after the grace period and
+// checkNoLeaks proves nothing survives.
+func TestIgnoresSIGTERM(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "#ignoreterm")
+	req.InactivityTimeout = 300 * time.Millisecond
+	_, err := e.run(t, req)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+}
+
+// A grandchild keeps the stdout pipe open: the request still ends with the
+// timeout, and the grandchild dies with the group.
+func TestGrandchildHoldsStdout(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "#grandchild")
+	req.InactivityTimeout = 500 * time.Millisecond
+	_, err := e.run(t, req)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+}
+
+func TestGarbageLine(t *testing.T) {
+	e := newFakeEnv(t)
+	_, err := e.run(t, e.request(Text, "#garbage"))
+	var pe *ProtocolError
+	if !errors.As(err, &pe) || pe.Line != 2 {
+		t.Fatalf("err = %v, want *ProtocolError on line 2", err)
+	}
+}
+
+func TestUnknownEventsSkipped(t *testing.T) {
+	e := newFakeEnv(t)
+	res := e.mustRun(t, e.request(Text, "#unknown"))
+	if res.UnknownEvents != 4 || res.Text != "You said: #unknown" {
+		t.Errorf("UnknownEvents %d Text %q: want 4 skipped events and the reply", res.UnknownEvents, res.Text)
+	}
+}
+
+func TestLongReply(t *testing.T) {
+	e := newFakeEnv(t)
+	res := e.mustRun(t, e.request(Text, "#long"))
+	if len(res.Text) != 6000 || !strings.Contains(res.Text, "\n\n") {
+		t.Errorf("reply of %d characters, want 6000 in paragraphs", len(res.Text))
+	}
+}
+
+func TestCLINotFound(t *testing.T) {
+	dir := t.TempDir()
+	notExecutable := filepath.Join(dir, "claude")
+	if err := os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, command := range []string{filepath.Join(dir, "missing"), "brainbot-no-such-claude-cli", notExecutable} {
+		e := newFakeEnv(t)
+		e.d.cfg.Command = command
+		if _, err := e.run(t, e.request(Text, "hi")); !errors.Is(err, ErrCLINotFound) {
+			t.Errorf("%s: err = %v, want ErrCLINotFound", command, err)
+		}
+	}
+}
+
+func TestContextCancel(t *testing.T) {
+	e := newFakeEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	// Cancel once the CLI is certainly running: its session file exists.
+	req := e.request(Text, "#hang")
+	go func() {
+		defer cancel()
+		session := filepath.Join(req.WorkDir, ".fake-sessions", req.SessionID)
+		for range 1000 {
+			if _, err := os.Stat(session); err == nil {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	_, err := e.d.Run(ctx, req)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestConcurrentRequests(t *testing.T) {
+	e := newFakeEnv(t)
+	var wg sync.WaitGroup
+	results := make([]*Result, 3)
+	errs := make([]error, 3)
+	reqs := make([]Request, 3)
+	for i := range reqs {
+		reqs[i] = e.request(Speech, "#slow number "+string(rune('A'+i)))
+		reqs[i].UserID = int64(i)
+		wg.Go(func() { results[i], errs[i] = e.run(t, reqs[i]) })
+	}
+	wg.Wait()
+	for i, res := range results {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if res.SessionID != reqs[i].SessionID || !strings.HasSuffix(res.Text, string(rune('A'+i))) {
+			t.Errorf("request %d got another request's result: %+v", i, res)
+		}
+	}
+}
+
+// BenchmarkDriverOverhead is one trivial text request through the fake
+// CLI: spawn, one turn, exit. It is the driver's own cost per request
+// (process start, pipes, parsing, teardown), for comparisons over time.
+func BenchmarkDriverOverhead(b *testing.B) {
+	data := b.TempDir()
+	d, err := New(Config{Command: os.Args[0], Self: "/opt/brainbot/brainbot", DataDir: data, Env: claudetest.FakeCLIEnv()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := d.Run(context.Background(), Request{
+			Mode: Text, Prompt: "hello", SessionID: uuid.NewString(), SystemPrompt: "bench",
+			WorkDir: filepath.Join(data, "claude", "bot-bench"),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
