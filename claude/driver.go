@@ -214,9 +214,12 @@ type conversation struct {
 	seenInit           bool
 	turn1Text          []string
 
-	calls   []Block          // tool_use blocks of c.tool, in order
-	results map[string]Block // tool_result blocks by tool_use_id
+	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
+	// makes on its own in turn 1 does not count: it cannot know the file
+	// prefix the caller locates the file by.
+	calls   []Block
 	denials []Denial
+	results map[string]Block // tool_result blocks by tool_use_id
 
 	// finished: the last result the driver waits for has arrived (or a
 	// failed one); stdin is closed and the CLI should exit.
@@ -299,7 +302,7 @@ func (c *conversation) handle(ev Event) {
 			switch {
 			case b.Type == "text" && c.turn == 1 && b.Text != "":
 				c.turn1Text = append(c.turn1Text, b.Text)
-			case b.Type == "tool_use" && b.Name == c.tool && c.tool != "":
+			case b.Type == "tool_use" && b.Name == c.tool && c.turn == 2:
 				c.calls = append(c.calls, b)
 			}
 		}
@@ -310,7 +313,9 @@ func (c *conversation) handle(ev Event) {
 			}
 		}
 	case KindPermissionDenied:
-		c.denials = append(c.denials, ev.Denial)
+		if c.turn == 2 {
+			c.denials = append(c.denials, ev.Denial)
+		}
 	case KindResult:
 		c.endTurn(ev)
 	default:
@@ -331,7 +336,6 @@ func (c *conversation) endTurn(ev Event) {
 	r := ev.Result
 	c.noteSession(ev.SessionID)
 	c.res.CostUSD += r.CostUSD
-	c.denials = append(c.denials, r.Denials...)
 	if c.turn == 1 {
 		c.res.Turn1 = time.Since(c.turnStart)
 		// Separate text blocks (around tool calls) are separate
@@ -342,6 +346,7 @@ func (c *conversation) endTurn(ev Event) {
 		}
 	} else {
 		c.res.Turn2 = time.Since(c.turnStart)
+		c.denials = append(c.denials, r.Denials...)
 	}
 	switch {
 	case r.IsError:
@@ -351,10 +356,6 @@ func (c *conversation) endTurn(ev Event) {
 		c.finished = true
 	case c.req.Mode == Speech && strings.TrimSpace(c.res.Text) == "":
 		c.failure = ErrNothingToSpeak
-		c.finished = true
-	case len(c.calls) > 0 && c.collectFile() == nil:
-		// Claude already called the tool in turn 1 (it is allowed for
-		// this request): a second call would only make a second file.
 		c.finished = true
 	default:
 		prompt, err := turn2Prompt(c.req, c.res.Text, c.res.FilePrefix)

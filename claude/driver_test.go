@@ -575,3 +575,16 @@ func BenchmarkDriverOverhead(b *testing.B) {
 		}
 	}
 }
+
+// Claude may call the allowed tool on its own in turn 1, with a file name
+// of its choosing: that call does not count, turn 2's does.
+func TestTurn1ToolCallIgnored(t *testing.T) {
+	e := newFakeEnv(t)
+	res := e.mustRun(t, e.request(Speech, "#calltool hi"))
+	checkFile(t, res, filepath.Join(e.data, "audio-output"), `^bot-test-user-42-\d{13}$`, ".mp3")
+
+	_, err := e.run(t, e.request(Image, "#calltool #notool draw"))
+	if !errors.Is(err, ErrToolNotCalled) {
+		t.Errorf("err = %v, want ErrToolNotCalled although turn 1 called the tool", err)
+	}
+}

@@ -52,6 +52,8 @@
 //	#slow       wait about a second before replying
 //	#long       reply with 6000 characters in paragraphs
 //	#empty      reply with no text at all
+//	#calltool   turn 1 calls the allowed tool on its own (filename
+//	            "turn1-own-choice") before replying
 //	#notool     turn 2 answers with text and calls no tool
 //	#toolerror  turn 2's tool_result is an error
 //	#denied     turn 2's tool call is refused (system/permission_denied and
@@ -236,7 +238,8 @@ type fakeCLI struct {
 	sessionID  string
 	sessions   string // the session files' folder
 	directives map[string]bool
-	firstText  string // the first turn-1 text, for image prompts
+	firstText  string           // the first turn-1 text, for image prompts
+	denials    []map[string]any // of the current turn, for its result
 	failed     bool
 	seq        int
 }
@@ -383,6 +386,14 @@ func (c *fakeCLI) textTurn(text string, n int) {
 		fmt.Fprintln(c.stdout, "this is not JSON {")
 	}
 	c.emitUnknown()
+	if d["#calltool"] {
+		// Like a model that uses an allowed tool unasked in turn 1.
+		for _, tool := range []string{speechTool, imageTool} {
+			if c.allowed(tool) {
+				c.useTool(tool, map[string]any{"text": text, "prompt": text, "filename": "turn1-own-choice"})
+			}
+		}
+	}
 	if d["#fail"] {
 		msg := `API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"fake failure"}}`
 		c.emit(c.assistant(textBlock(msg)))
@@ -404,7 +415,8 @@ func (c *fakeCLI) textTurn(text string, n int) {
 		c.emit(c.assistant(textBlock(reply)))
 	}
 	c.emitUnknown()
-	c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 1}))
+	c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 1, denials: c.denials}))
+	c.denials = nil
 }
 
 // emitUnknown writes two events of types the driver skips (#unknown).
@@ -462,19 +474,34 @@ func (c *fakeCLI) toolTurn(text string) {
 	if tool == imageTool {
 		args["prompt"] = "An illustration of: " + c.firstText
 	}
+	failed := c.useTool(tool, args)
+	reply := "Done."
+	if failed {
+		reply = "The tool did not work."
+	}
+	c.emit(c.assistant(textBlock(reply)))
+	c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 2, denials: c.denials}))
+	c.denials = nil
+}
+
+// useTool emits a tool_use of tool and its tool_result (and a denial when
+// the tool is not allowed or #denied is set); it reports whether the call
+// failed.
+func (c *fakeCLI) useTool(tool string, args map[string]any) (failed bool) {
+	d := c.directives
 	input, _ := json.Marshal(args)
 	id := "toolu_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:24]
 	c.emit(c.assistant(map[string]any{"type": "tool_use", "id": id, "name": tool, "input": json.RawMessage(input)}))
 
-	var denials []map[string]any
 	var content string
+	var err error
 	isError := true
 	switch {
 	case d["#denied"] || !c.allowed(tool):
 		content = fmt.Sprintf("Claude requested permissions to use %s, but you haven't granted it yet.", tool)
 		c.emit(map[string]any{"type": "system", "subtype": "permission_denied", "tool_name": tool, "tool_use_id": id,
 			"decision_reason_type": "mode", "message": content, "uuid": uuid.NewString(), "session_id": c.sessionID})
-		denials = append(denials, map[string]any{"tool_name": tool, "tool_use_id": id, "tool_input": json.RawMessage(input)})
+		c.denials = append(c.denials, map[string]any{"tool_name": tool, "tool_use_id": id, "tool_input": json.RawMessage(input)})
 	case d["#toolerror"]:
 		content = "Error: the OpenAI request failed with status 500"
 	default:
@@ -486,12 +513,7 @@ func (c *fakeCLI) toolTurn(text string) {
 		}
 	}
 	c.emit(c.toolResult(id, content, isError))
-	reply := "Done."
-	if isError {
-		reply = "The tool did not work."
-	}
-	c.emit(c.assistant(textBlock(reply)))
-	c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 2, denials: denials}))
+	return isError
 }
 
 func (c *fakeCLI) allowed(tool string) bool {
