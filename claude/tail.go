@@ -43,8 +43,3 @@ func (t *tailBuffer) String() string {
 	}
 	return strings.TrimSpace(s)
 }
-
-// contains reports whether the kept output contains substr.
-func (t *tailBuffer) contains(substr string) bool {
-	return strings.Contains(t.String(), substr)
-}
