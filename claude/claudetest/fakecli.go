@@ -95,10 +95,8 @@ const (
 	// been re-parented.
 	ownerEnv = "BRAINBOT_FAKE_CLAUDE_OWNER"
 
-	speechTool = "mcp__tts__text_to_speech"
-	imageTool  = "mcp__image-gen__generate_image"
-	fakeModel  = "claude-fake-1"
-	turnCost   = 0.0025
+	fakeModel = "claude-fake-1"
+	turnCost  = 0.0025
 )
 
 // FakeCLIEnv returns the environment entries that make the test binary,
@@ -273,7 +271,7 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		c.emit(c.initEvent())
-		if strings.Contains(text, speechTool) || strings.Contains(text, imageTool) {
+		if strings.Contains(text, SpeechTool) || strings.Contains(text, ImageTool) {
 			c.toolTurn(text)
 		} else {
 			c.textTurn(text, n)
@@ -388,7 +386,7 @@ func (c *fakeCLI) textTurn(text string, n int) {
 	c.emitUnknown()
 	if d["#calltool"] {
 		// Like a model that uses an allowed tool unasked in turn 1.
-		for _, tool := range []string{speechTool, imageTool} {
+		for _, tool := range []string{SpeechTool, ImageTool} {
 			if c.allowed(tool) {
 				c.useTool(tool, map[string]any{"text": text, "prompt": text, "filename": "turn1-own-choice"})
 			}
@@ -455,9 +453,9 @@ func longReply() string {
 
 // toolTurn answers a turn-2 message naming one of our tools.
 func (c *fakeCLI) toolTurn(text string) {
-	tool := speechTool
-	if strings.Contains(text, imageTool) {
-		tool = imageTool
+	tool := SpeechTool
+	if strings.Contains(text, ImageTool) {
+		tool = ImageTool
 	}
 	d := c.directives
 	if d["#notool"] {
@@ -471,7 +469,7 @@ func (c *fakeCLI) toolTurn(text string) {
 		fmt.Fprintln(c.stderr, "fake claude: no tool arguments in the message:", err)
 		args = map[string]any{}
 	}
-	if tool == imageTool {
+	if tool == ImageTool {
 		args["prompt"] = "An illustration of: " + c.firstText
 	}
 	failed := c.useTool(tool, args)
@@ -554,7 +552,7 @@ func writeToolFile(tool string, args map[string]any) (string, error) {
 	}, name)
 	dir, ext, body, key := "audio-output", ".mp3", fakeMP3(), "audio_path"
 	switch {
-	case tool == imageTool:
+	case tool == ImageTool:
 		dir, ext, body, key = "image-output", ".png", fakePNG(), "image_path"
 	case args["format"] == "opus":
 		ext, body = ".ogg", []byte("OggS\x00\x02fake opus audio")
@@ -608,7 +606,7 @@ func textBlock(text string) map[string]any { return map[string]any{"type": "text
 func (c *fakeCLI) initEvent() map[string]any {
 	return map[string]any{
 		"type": "system", "subtype": "init", "cwd": mustGetwd(), "session_id": c.sessionID,
-		"tools": []string{imageTool, speechTool}, "model": c.opts.model, "permissionMode": c.opts.permissionMode,
+		"tools": []string{ImageTool, SpeechTool}, "model": c.opts.model, "permissionMode": c.opts.permissionMode,
 		"mcp_servers":    []map[string]string{{"name": "tts", "status": "connected"}, {"name": "image-gen", "status": "connected"}},
 		"slash_commands": []string{"compact", "context", "cost"}, "apiKeySource": "ANTHROPIC_API_KEY",
 		"claude_code_version": "2.1.328-fake", "output_style": "default", "uuid": uuid.NewString(),
