@@ -376,12 +376,22 @@ func TestOpenAIFailures(t *testing.T) {
 		{"#openai-429", "openai: 429 rate limited: Rate limit reached"},
 		{"#openai-500", "openai: 500 server error"},
 		{"#openai-policy", "openai: 400 content policy violation"},
-		{"#openai-slow", "openai: timed out after 300ms"},
 	}
 	f := newFixture(t)
-	f.cfg.Timeout = 300 * time.Millisecond
 	tts := startTool(t, ttsTool(f.cfg))
 	img := startTool(t, imageTool(f.cfg))
+	// Only the timeout case gets a short deadline: on a loaded machine an
+	// ordinary call can take longer than any short one.
+	slow := f.cfg
+	slow.Timeout = 300 * time.Millisecond
+	slowTTS, slowImg := startTool(t, ttsTool(slow)), startTool(t, imageTool(slow))
+	const timedOut = "openai: timed out after 300ms"
+	if msg := failure(t, call(t, slowTTS, "text_to_speech", map[string]any{"text": "Say this #openai-slow"})); !strings.HasPrefix(msg, timedOut) {
+		t.Errorf("tts #openai-slow: %q, want prefix %q", msg, timedOut)
+	}
+	if msg := failure(t, call(t, slowImg, "generate_image", map[string]any{"prompt": "Draw #openai-slow"})); !strings.HasPrefix(msg, timedOut) {
+		t.Errorf("image #openai-slow: %q, want prefix %q", msg, timedOut)
+	}
 	for _, tt := range tests {
 		msg := failure(t, call(t, tts, "text_to_speech", map[string]any{"text": "Say this " + tt.directive}))
 		if !strings.HasPrefix(msg, tt.want) || len(msg) > 300 {
