@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,28 +239,15 @@ func (h *harness) checkInside(path, folder string) []byte {
 // carry its HOME in their environment: the CLI and the MCP servers) is
 // still alive shortly after the test.
 func (h *harness) checkNoProcessLeft() {
-	mark := []byte("HOME=" + h.home + "\x00")
-	var left []string
+	var left []claudetest.Process
 	// Killed processes can take a moment to be reaped; poll as a hang guard.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		left = left[:0]
-		procs, _ := os.ReadDir("/proc")
-		for _, p := range procs {
-			if _, err := strconv.Atoi(p.Name()); err != nil {
-				continue
-			}
-			environ, err := os.ReadFile(filepath.Join("/proc", p.Name(), "environ"))
-			if err != nil || !bytes.Contains(environ, mark) {
-				continue
-			}
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
-			left = append(left, p.Name()+": "+string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-		}
+		left = claudetest.ProcessesWithEnv("HOME=" + h.home)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
 	}
 	if len(left) > 0 {
-		h.t.Errorf("processes left behind:\n%s", strings.Join(left, "\n"))
+		h.t.Errorf("processes left behind: %+v", left)
 	}
 }

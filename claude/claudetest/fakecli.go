@@ -1,4 +1,12 @@
-// Package claudetest holds test doubles for the Claude Code CLI.
+// Package claudetest holds test doubles for the Claude Code CLI, for the
+// tests of this module and the offline demo:
+//
+//   - the fake CLI below, for unit tests that need no real CLI;
+//   - Model, a scripted Anthropic Messages API that the REAL CLI talks to
+//     (see its doc for the script), with CLIPath/RequireCLI to find the CLI
+//     `make test` installs, CLIRun to drive it turn by turn, and stand-in
+//     MCP servers for tests that do not build brainbot;
+//   - ProcessesWithEnv, to prove no CLI or MCP server outlived a request.
 //
 // # Fake CLI
 //
@@ -120,19 +128,9 @@ func RunFakeCLIIfRequested() {
 // FakeProcesses returns the pids of live processes started (directly or
 // not) as fake CLIs by this test binary.
 func FakeProcesses() []int {
-	marker := []byte(ownerEnv + "=" + strconv.Itoa(os.Getpid()) + "\x00")
-	entries, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, marker) {
-			continue // gone, a zombie (empty environ), or not ours
-		}
-		pids = append(pids, pid)
+	for _, p := range ProcessesWithEnv(ownerEnv + "=" + strconv.Itoa(os.Getpid())) {
+		pids = append(pids, p.PID)
 	}
 	return pids
 }

@@ -263,15 +263,13 @@ func BenchmarkMemory(b *testing.B) {
 		deadline := time.Now().Add(time.Minute)
 		for time.Now().Before(deadline) {
 			cli, mcp := 0.0, 0.0
-			for _, proc := range processesWithHome(s.Home) {
-				pid, cmdline, _ := strings.Cut(proc, ": ")
-				n, _ := strconv.Atoi(pid)
+			for _, proc := range claudetest.ProcessesWithEnv("HOME=" + s.Home) {
 				switch {
-				case n == s.PID():
-				case strings.Contains(cmdline, " mcp "):
-					mcp += rssMBOrZero(n)
+				case proc.PID == s.PID():
+				case strings.Contains(proc.Cmdline, " mcp "):
+					mcp += rssMBOrZero(proc.PID)
 				default:
-					cli += rssMBOrZero(n)
+					cli += rssMBOrZero(proc.PID)
 				}
 			}
 			peakCLI, peakMCP = max(peakCLI, cli), max(peakMCP, mcp)

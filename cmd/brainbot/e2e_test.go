@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -479,34 +478,15 @@ func waitNoChildren(t *testing.T, s *stack.Stack) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		left := processesWithHome(s.Home)
-		if len(left) <= 1 { // brainbot
+		left := claudetest.ProcessesWithEnv("HOME=" + s.Home)
+		if len(left) == 1 && left[0].PID == s.PID() {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("processes left behind: %v", left)
+			t.Fatalf("processes left behind: %+v", left)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// processesWithHome lists the command lines of processes whose
-// environment has HOME=home.
-func processesWithHome(home string) []string {
-	entries, _ := os.ReadDir("/proc")
-	var found []string
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, []byte("\x00HOME="+home+"\x00")) && !bytes.HasPrefix(env, []byte("HOME="+home+"\x00")) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-	}
-	return found
 }
 
 // testLogs copies brainbot's logs to the test log when -v is given.
