@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+
+	"brainbot/output"
 )
 
 // Config is everything `brainbot run` reads from its environment and
@@ -29,6 +31,9 @@ type Config struct {
 
 	MaxClaude int
 	Grace     time.Duration
+
+	// Retention prunes organised voice notes and images (off by default).
+	AudioRetention, ImageRetention output.Retention
 }
 
 // setting ties one Config field to its environment variable and flag, so
@@ -60,6 +65,26 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.MaxClaude, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
 		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err }},
+	{"BRAINBOT_AUDIO_MAX_AGE", "audio-max-age", "delete voice notes older than this (0: keep)", "0",
+		func(c *Config, v string) (err error) {
+			c.AudioRetention.MaxAge, err = time.ParseDuration(v)
+			return err
+		}},
+	{"BRAINBOT_AUDIO_MAX_MB", "audio-max-mb", "keep at most this many MB of voice notes, oldest deleted first (0: no limit)", "0",
+		func(c *Config, v string) error { return parseMB(v, &c.AudioRetention.MaxBytes) }},
+	{"BRAINBOT_IMAGE_MAX_AGE", "image-max-age", "delete images older than this (0: keep)", "0",
+		func(c *Config, v string) (err error) {
+			c.ImageRetention.MaxAge, err = time.ParseDuration(v)
+			return err
+		}},
+	{"BRAINBOT_IMAGE_MAX_MB", "image-max-mb", "keep at most this many MB of images, oldest deleted first (0: no limit)", "0",
+		func(c *Config, v string) error { return parseMB(v, &c.ImageRetention.MaxBytes) }},
+}
+
+func parseMB(v string, bytes *int64) error {
+	mb, err := strconv.ParseInt(v, 10, 64)
+	*bytes = mb << 20
+	return err
 }
 
 // loadConfig reads the environment, then the flags in args (a flag wins
@@ -142,6 +167,20 @@ func (c *Config) validate() error {
 	}
 	if c.Grace < 0 {
 		bad("BRAINBOT_GRACE", c.Grace.String(), "must not be negative")
+	}
+	for _, r := range []struct {
+		ageEnv, mbEnv string
+		retention     output.Retention
+	}{
+		{"BRAINBOT_AUDIO_MAX_AGE", "BRAINBOT_AUDIO_MAX_MB", c.AudioRetention},
+		{"BRAINBOT_IMAGE_MAX_AGE", "BRAINBOT_IMAGE_MAX_MB", c.ImageRetention},
+	} {
+		if r.retention.MaxAge < 0 {
+			bad(r.ageEnv, r.retention.MaxAge.String(), "must not be negative")
+		}
+		if r.retention.MaxBytes < 0 {
+			bad(r.mbEnv, strconv.FormatInt(r.retention.MaxBytes>>20, 10), "must not be negative")
+		}
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)

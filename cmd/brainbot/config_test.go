@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"brainbot/output"
 )
 
 func parseConfig(t *testing.T, env map[string]string, args ...string) (Config, error) {
@@ -39,16 +41,18 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigEnvAndFlags(t *testing.T) {
 	env := map[string]string{
-		"BRAINBOT_BRAINS":     "/srv/brains",
-		"BRAINBOT_DATA":       "/srv/data",
-		"TELEGRAM_API_URL":    "http://127.0.0.1:8081/",
-		"CLAUDE_CMD":          "/opt/claude",
-		"OPENAI_BASE_URL":     "http://127.0.0.1:9000/v1",
-		"BRAINBOT_LOG_LEVEL":  "debug",
-		"BRAINBOT_LOG_FORMAT": "json",
-		"BRAINBOT_LOG_FILE":   "/var/log/brainbot.log",
-		"BRAINBOT_MAX_CLAUDE": "8",
-		"BRAINBOT_GRACE":      "5s",
+		"BRAINBOT_BRAINS":        "/srv/brains",
+		"BRAINBOT_DATA":          "/srv/data",
+		"TELEGRAM_API_URL":       "http://127.0.0.1:8081/",
+		"CLAUDE_CMD":             "/opt/claude",
+		"OPENAI_BASE_URL":        "http://127.0.0.1:9000/v1",
+		"BRAINBOT_LOG_LEVEL":     "debug",
+		"BRAINBOT_LOG_FORMAT":    "json",
+		"BRAINBOT_LOG_FILE":      "/var/log/brainbot.log",
+		"BRAINBOT_MAX_CLAUDE":    "8",
+		"BRAINBOT_GRACE":         "5s",
+		"BRAINBOT_AUDIO_MAX_AGE": "720h",
+		"BRAINBOT_IMAGE_MAX_MB":  "512",
 	}
 	c, err := parseConfig(t, env, "-log-level", "warn", "-max-claude", "2")
 	if err != nil {
@@ -65,6 +69,8 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		LogFile:        "/var/log/brainbot.log",
 		MaxClaude:      2,
 		Grace:          5 * time.Second,
+		AudioRetention: output.Retention{MaxAge: 720 * time.Hour},
+		ImageRetention: output.Retention{MaxBytes: 512 << 20},
 	}
 	if c != want {
 		t.Errorf("config:\n got %+v\nwant %+v", c, want)
@@ -89,6 +95,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"-claude-cmd", ""}, `CLAUDE_CMD (-claude-cmd) "": must name the Claude Code CLI`},
 		{nil, []string{"-data", ""}, `BRAINBOT_DATA (-data) "": must name a folder`},
 		{nil, []string{"extra"}, `unexpected argument "extra"`},
+		{map[string]string{"BRAINBOT_AUDIO_MAX_AGE": "a month"}, nil, `BRAINBOT_AUDIO_MAX_AGE (-audio-max-age) "a month": time: invalid duration "a month"`},
+		{nil, []string{"-image-max-age", "-1h"}, `BRAINBOT_IMAGE_MAX_AGE (-image-max-age) "-1h0m0s": must not be negative`},
+		{nil, []string{"-audio-max-mb", "-5"}, `BRAINBOT_AUDIO_MAX_MB (-audio-max-mb) "-5": must not be negative`},
+		{map[string]string{"BRAINBOT_IMAGE_MAX_MB": "2GB"}, nil, `BRAINBOT_IMAGE_MAX_MB (-image-max-mb) "2GB": invalid syntax`},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(t, tt.env, tt.args...)

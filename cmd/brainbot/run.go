@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"go.uber.org/zap"
 
 	"brainbot/bot"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/output"
 )
 
 // run serves every bot in the brains folder until ctx ends (SIGINT or
@@ -77,10 +79,42 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
+	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
+		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
+	}, pruneEvery, log)
 	if err := manager.Run(ctx); err != nil {
 		log.Error("brainbot stopped", zap.Error(err))
 		return errReported
 	}
 	log.Info("brainbot stopped")
 	return nil
+}
+
+// pruneEvery is how often retention limits are applied.
+const pruneEvery = time.Hour
+
+// pruneOutputs applies the retention limits to the organised files now and
+// then every interval, until ctx ends. Kinds without limits are left alone.
+func pruneOutputs(ctx context.Context, dataDir string, limits map[output.Kind]output.Retention, interval time.Duration, log *zap.Logger) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		for kind, r := range limits {
+			if r.Off() {
+				continue
+			}
+			removed, err := output.Prune(dataDir, kind, r, time.Now())
+			if err != nil {
+				log.Warn("pruning old files failed", zap.Stringer("kind", kind), zap.Error(err))
+			} else if removed > 0 {
+				log.Info("pruned old files", zap.Stringer("kind", kind), zap.Int("removed", removed),
+					zap.Duration("max_age", r.MaxAge), zap.Int64("max_bytes", r.MaxBytes))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
