@@ -268,6 +268,10 @@ func TestBusyAndGlobalLimit(t *testing.T) {
 	if got := h.waitSent(tokenA, 1); got[0].Param("text") != "Hold on." || got[0].ChatID() != 1 {
 		t.Fatalf("busy reply = %+v", got[0])
 	}
+	// The busy answer is a request like any other in the admin's log.
+	if busy := h.waitLog("request"); busy.ContextMap()["outcome"] != "busy" || busy.ContextMap()["user"] != int64(1) {
+		t.Errorf("first summary line = %v, want the busy one for user 1", busy.ContextMap())
+	}
 	h.claude.mu.Lock()
 	running := h.claude.running
 	h.claude.mu.Unlock()

@@ -178,8 +178,12 @@ func (m *Manager) answerBusy(j *job) {
 	b := j.brain(m)
 	log := j.logger(m.log)
 	log.Info("user queue full: told the user to wait", zap.Int("queue_size", m.cfg.QueueSize))
+	req := &request{outcome: "busy"}
+	sendStart := time.Now()
 	m.deliverText(m.workCtx, j, log, b.Messages.Busy, false)
+	req.send = time.Since(sendStart)
 	m.finish(j, log)
+	logSummary(log, j, req)
 }
 
 // brain is the bot's current brain, or the one it had when j arrived.
@@ -249,19 +253,23 @@ type request struct {
 	cost                                                              float64
 }
 
+// logSummary writes the one summary line every message gets, whatever
+// became of it: the admin's record of the request.
+func logSummary(log *zap.Logger, j *job, req *request) {
+	log.Info("request",
+		zap.String("mode", req.mode.String()), zap.String("outcome", req.outcome),
+		zap.Duration("queue_wait", req.queueWait), zap.Duration("claude_startup", req.claudeStartup),
+		zap.Duration("turn1", req.turn1), zap.Duration("turn2", req.turn2), zap.Duration("claude_total", req.claudeTotal),
+		zap.Duration("locate", req.locate), zap.Duration("send", req.send),
+		zap.Duration("total", time.Since(j.arrived)), zap.Float64("cost_usd", req.cost))
+}
+
 // handle answers one message.
 func (m *Manager) handle(j *job) {
 	b := j.brain(m)
 	log := j.logger(m.log)
 	req := &request{outcome: "ok"}
-	defer func() {
-		log.Info("request",
-			zap.String("mode", req.mode.String()), zap.String("outcome", req.outcome),
-			zap.Duration("queue_wait", req.queueWait), zap.Duration("claude_startup", req.claudeStartup),
-			zap.Duration("turn1", req.turn1), zap.Duration("turn2", req.turn2), zap.Duration("claude_total", req.claudeTotal),
-			zap.Duration("locate", req.locate), zap.Duration("send", req.send),
-			zap.Duration("total", time.Since(j.arrived)), zap.Float64("cost_usd", req.cost))
-	}()
+	defer logSummary(log, j, req)
 	ctx := m.workCtx
 	if b == nil {
 		req.outcome = "dropped"
