@@ -113,6 +113,8 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got 0.1"}},
 		{name: "tts speed explicit zero", yaml: minimal + "tts:\n  speed: 0\n", want: []string{
 			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got 0"}},
+		{name: "tts speed not a number", yaml: minimal + "tts:\n  speed: .nan\n", want: []string{
+			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got NaN"}},
 		{name: "tts model", yaml: minimal + "tts:\n  model: tts-2\n", want: []string{
 			`t.yaml:6: tts.model: must be one of tts-1, tts-1-hd, gpt-4o-mini-tts; got "tts-2"`}},
 		{name: "tts format", yaml: minimal + "tts:\n  format: wav\n", want: []string{

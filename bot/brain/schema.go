@@ -135,7 +135,7 @@ func (d *decoder) validate(b *Brain) {
 	}
 
 	d.oneOf("tts.voice", b.TTS.Voice, ttsVoices, "")
-	if s := b.TTS.Speed; s < minSpeed || s > maxSpeed {
+	if s := b.TTS.Speed; !(s >= minSpeed && s <= maxSpeed) { // NaN (`.nan`) fails too
 		d.reject("tts.speed", "must be between 0.25 and 4.0, got %g", s)
 	}
 	d.oneOf("tts.model", b.TTS.Model, ttsModels, "")
