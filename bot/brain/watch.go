@@ -58,7 +58,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 		return fmt.Errorf("watch brains folder: %w", err)
 	}
 
-	s := &watchState{dir: w.Dir, log: w.Log, known: make(map[string]*Brain)}
+	s := &watchState{dir: w.Dir, log: w.Log, known: make(map[string]*Brain), waiting: make(map[string]bool)}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -69,6 +69,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 	}
 	for path, errs := range groupByFile(problems) {
 		s.logInvalid(path, errs)
+		s.waiting[path] = true // LoadDir does not say which were refused for a token
 	}
 	for _, b := range brains {
 		s.known[b.ID] = b
@@ -124,6 +125,10 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 				if c, changed := s.refresh(path); changed {
 					s.logChange(c)
 					onChange(c)
+					// The bot may have let go of a token another file wants.
+					for p := range s.waiting {
+						schedule(p)
+					}
 				}
 			}
 			if len(due) > 0 {
@@ -138,11 +143,15 @@ type watchState struct {
 	dir   string
 	log   *zap.Logger
 	known map[string]*Brain
+	// waiting holds the files refused because another bot has their
+	// token: they are read again after every change.
+	waiting map[string]bool
 }
 
 // refresh re-reads the bot whose file is at path (either of id.yaml and
 // id.yml) and reports the Change, if any.
 func (s *watchState) refresh(path string) (Change, bool) {
+	delete(s.waiting, path)
 	id := fileID(filepath.Base(path))
 	var files []string
 	for _, name := range []string{id + ".yaml", id + ".yml"} {
@@ -180,6 +189,7 @@ func (s *watchState) refresh(path string) (Change, bool) {
 			}
 		}
 		if conflict := conflictWith(b, others); conflict != nil {
+			s.waiting[files[0]] = true
 			err = Errors{conflict}
 		}
 	}

@@ -2,6 +2,7 @@ package brain
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -234,6 +235,52 @@ func TestWatcherRejectsConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.nextBrain("narrator", "Narrator yml")
+}
+
+// A file refused because another bot holds its token starts once that bot
+// is gone: moving a brain to a new name, in one step (mv) or two (cp, then
+// rm), keeps the bot running whatever order the events are handled in.
+func TestWatcherStartsAFileOnceItsTokenIsFree(t *testing.T) {
+	for _, atStart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copy there at start %v", atStart), func(t *testing.T) {
+			testWatcherMove(t, atStart)
+		})
+	}
+}
+
+func testWatcherMove(t *testing.T, copyAtStart bool) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"narrator.yaml": brainWithEnv("Narrator", "NARRATOR_TOKEN")})
+	if copyAtStart {
+		writeFiles(t, dir, map[string]string{"story.yaml": brainWithEnv("Story", "NARRATOR_TOKEN")})
+	}
+	w := startWatcher(t, dir)
+	w.nextBrain("narrator", "Narrator")
+	if !copyAtStart {
+		w.write("story.yaml", brainWithEnv("Story", "NARRATOR_TOKEN"))
+	}
+	w.waitForError(w.path("story.yaml"))
+	w.noPendingChange()
+	if err := os.Remove(w.path("narrator.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if c := w.next(); c.ID != "narrator" || c.Brain != nil {
+		t.Fatalf("after rm: change %s %+v, want narrator removed", c.ID, c.Brain)
+	}
+	w.nextBrain("story", "Story")
+
+	// "alpha" sorts before "story": handled first, it would meet story's token.
+	if err := os.Rename(w.path("story.yaml"), w.path("alpha.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	running := map[string]bool{}
+	for !running["alpha"] {
+		c := w.next()
+		running[c.ID] = c.Brain != nil
+	}
+	if running["story"] {
+		t.Errorf("after mv: %v, want story stopped and alpha running", running)
+	}
 }
 
 func TestWatcherReportsInvalidFilesAtStart(t *testing.T) {
