@@ -602,3 +602,14 @@ func TestOnTokenSeesEveryToken(t *testing.T) {
 		t.Errorf("OnToken saw %q, want %q", seen, want)
 	}
 }
+
+// A Telegram server error (5xx with a JSON body) is transient: the same
+// call is retried and the user gets the real reply, not the error text.
+func TestServerErrorIsRetried(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  error: Oops.\n")}, nil)
+	h.srv.Fail(tokenA, telegramtest.Rule{Method: "sendMessage", Times: 1,
+		Err: telegramtest.APIError{Code: 502, Description: "Bad Gateway"}})
+	if got := h.exchange(tokenA, 7, "hi"); got.Param("text") != "You said: hi" {
+		t.Fatalf("reply after a 502 = %q", got.Param("text"))
+	}
+}

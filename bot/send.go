@@ -63,7 +63,8 @@ func (m *Manager) retry(ctx context.Context, call func(context.Context) error) e
 	}
 }
 
-// isPermanent: Telegram answered, and the same call would fail again.
+// isPermanent: Telegram answered, and the same call would fail again. Other
+// answers (5xx: Telegram's own trouble) are transient like network errors.
 func isPermanent(err error) bool {
 	for _, e := range []error{tgbot.ErrorBadRequest, tgbot.ErrorUnauthorized, tgbot.ErrorNotFound, tgbot.ErrorConflict} {
 		if errors.Is(err, e) {
@@ -71,7 +72,7 @@ func isPermanent(err error) bool {
 		}
 	}
 	var migrate *tgbot.MigrateError
-	return errors.As(err, &migrate) || strings.Contains(err.Error(), "error response from telegram")
+	return errors.As(err, &migrate)
 }
 
 // deliverText sends text to j's chat in parts of at most 4096 characters.
