@@ -613,3 +613,22 @@ func TestServerErrorIsRetried(t *testing.T) {
 		t.Fatalf("reply after a 502 = %q", got.Param("text"))
 	}
 }
+
+// A first request whose CLI died before starting the session leaves no
+// session behind: the next message starts a new one quietly instead of
+// telling the user a conversation they never had was lost.
+func TestSessionNotStoredWhenCLINeverStartedIt(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  error: Oops.\n  expired: I forgot our chat.\n")}, nil)
+	if got := h.exchange(tokenA, 7, "#crash"); got.Param("text") != "Oops." {
+		t.Fatalf("crash reply = %q", got.Param("text"))
+	}
+	if sess, ok, _ := h.store.Session(context.Background(), "alpha", 7); ok {
+		t.Fatalf("session %q stored though the CLI never started it", sess.ID)
+	}
+	if got := h.exchange(tokenA, 7, "hello"); got.Param("text") != "You said: hello" {
+		t.Fatalf("next reply = %q", got.Param("text"))
+	}
+	if n := len(h.srv.Sent(tokenA)); n != 2 {
+		t.Fatalf("%d messages sent, want 2: %s", n, describeCalls(h.srv.Sent(tokenA)))
+	}
+}

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"path/filepath"
@@ -93,11 +94,11 @@ func (m *Manager) runClaude(ctx context.Context, j *job, b *brain.Brain, log *za
 		creq.SessionID, creq.Resume = uuid.NewString(), false
 		res, err = m.cfg.Claude.Run(ctx, creq)
 	}
-	if res != nil && (err == nil || !creq.Resume) {
-		id := res.SessionID
-		if id == "" {
-			id = creq.SessionID
-		}
+	// Keep the session the CLI reported, or ours once a request succeeded.
+	// A CLI that failed before reporting one never created it: storing it
+	// would make the next message's resume fail as a "lost" session.
+	if res != nil && (res.SessionID != "" || err == nil) {
+		id := cmp.Or(res.SessionID, creq.SessionID)
 		if serr := m.cfg.Store.UseSession(context.WithoutCancel(ctx), j.r.id, j.user, id, m.cfg.Now()); serr != nil {
 			log.Warn("could not save the session", zap.Error(serr))
 		}

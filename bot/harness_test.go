@@ -25,7 +25,8 @@ import (
 // "You said: <prompt>", and for speech and image a file written where the
 // MCP tool would write it. Directives in the prompt: #fail (model error),
 // #wait (blocks until release or cancellation), #notool (turn 2 fails
-// after turn 1 produced text), #nofile (reports a file that is not there).
+// after turn 1 produced text), #nofile (reports a file that is not there),
+// #crash (the CLI dies before it starts the session).
 type fakeClaude struct {
 	dataDir string
 	// sessions are the ids the fake knows (resume of others fails).
@@ -55,6 +56,11 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}()
 	if req.Resume && !known {
 		return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
+	}
+	if strings.Contains(req.Prompt, "#crash") {
+		// The CLI died before its init event: no session was created,
+		// and the driver's result carries no session id.
+		return &claude.Result{}, errors.New("CLI exited with status 1 before its result")
 	}
 	f.mu.Lock()
 	f.sessions[req.SessionID] = true
