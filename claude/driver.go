@@ -387,7 +387,9 @@ func (c *conversation) outcome(abort error) error {
 	switch {
 	case c.failed != nil:
 		re := &ResultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text, StderrTail: tail}
-		if c.req.Resume && (!c.seenInit && re.Subtype == "error_during_execution" || mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)) {
+		// Only the CLI's own words identify an unknown session: any other
+		// failure must not make the caller drop a conversation that exists.
+		if c.req.Resume && (mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)) {
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, re)
 		}
 		return re

@@ -244,6 +244,20 @@ func TestResumeUnknownSession(t *testing.T) {
 	}
 }
 
+// A resume that fails at start for another reason keeps its session: the
+// bot must not throw away a conversation that still exists.
+func TestResumeStartupErrorIsNotUnknownSession(t *testing.T) {
+	e := newFakeEnv(t)
+	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.StartupErrorEnv+"=MCP config could not be read")
+	req := e.request(Text, "hello")
+	req.Resume = true
+	_, err := e.run(t, req)
+	var re *ResultError
+	if !errors.As(err, &re) || re.Subtype != "error_during_execution" || errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("err = %v, want a *ResultError that is not ErrSessionNotFound", err)
+	}
+}
+
 func TestResultError(t *testing.T) {
 	e := newFakeEnv(t)
 	_, err := e.run(t, e.request(Text, "#fail please"))

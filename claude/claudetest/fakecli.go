@@ -102,6 +102,11 @@ const (
 	// that started it, so FakeProcesses finds them even after they have
 	// been re-parented.
 	ownerEnv = "BRAINBOT_FAKE_CLAUDE_OWNER"
+	// StartupErrorEnv, when set, makes the fake CLI fail before its
+	// system/init with an error_during_execution result carrying the
+	// variable's value as its error, and exit 1: a failure at start that
+	// is not an unknown session.
+	StartupErrorEnv = "BRAINBOT_FAKE_CLAUDE_STARTUP_ERROR"
 
 	fakeModel = "claude-fake-1"
 	turnCost  = 0.0025
@@ -252,6 +257,11 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	c := &fakeCLI{opts: opts, stdout: stdout, stderr: stderr, sessions: ".fake-sessions", directives: map[string]bool{}}
+	if msg := os.Getenv(StartupErrorEnv); msg != "" {
+		fmt.Fprintln(stderr, "Error:", msg)
+		c.emit(c.resultEvent(resultFields{subtype: "error_during_execution", isError: true, errors: []string{msg}}))
+		return 1
+	}
 	if err := c.openSession(); err != nil {
 		return 1
 	}
