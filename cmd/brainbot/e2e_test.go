@@ -338,9 +338,10 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("a model asking for Bash runs no command", func(t *testing.T) {
 		target := filepath.Join(t.TempDir(), "pwned")
-		r := ask(t, s, "narrator", 605, "#bash "+target)
-		if len(r.Calls) != 1 {
-			t.Errorf("want one reply, got %v", r.Methods())
+		// "Done." is the model's answer to the CLI refusing its Bash call:
+		// the call was made, so the missing file below proves something.
+		if got := wantText(t, ask(t, s, "narrator", 605, "#bash "+target)); got != claudetest.DoneReply {
+			t.Errorf("reply = %q, want %q after the refused Bash call", got, claudetest.DoneReply)
 		}
 		if _, err := os.Stat(target); !os.IsNotExist(err) {
 			t.Fatalf("the model's Bash command ran: %s exists (%v)", target, err)
@@ -351,11 +352,17 @@ func TestEndToEnd(t *testing.T) {
 		// The tool saves under a sanitised name that no longer carries the
 		// request's prefix, so the bot cannot prove the file is this
 		// request's: it apologises rather than guess.
+		before := len(s.OpenAI.Requests())
 		r := ask(t, s, "painter", 606, "draw a fox #evilpath")
 		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
 			t.Errorf("reply = %q", got)
 		}
-		for _, dir := range []string{s.DataDir, filepath.Dir(s.DataDir), filepath.Join(s.DataDir, "image-output", "..", "..")} {
+		// The tool ran (so it had a file to write) with the hostile name.
+		if reqs := s.OpenAI.Requests(); len(reqs) != before+1 || !strings.Contains(reqs[len(reqs)-1].Prompt, "fox") {
+			t.Fatalf("want one image request for the fox, OpenAI saw %d new", len(reqs)-before)
+		}
+		// ../../evil from image-output is the folder holding BRAINBOT_DATA.
+		for _, dir := range []string{s.DataDir, filepath.Dir(s.DataDir)} {
 			if matches, _ := filepath.Glob(filepath.Join(dir, "evil*")); len(matches) > 0 {
 				t.Errorf("file written outside the output folder: %v", matches)
 			}
@@ -414,6 +421,24 @@ func TestEndToEnd(t *testing.T) {
 		}
 		if got := wantText(t, ask(t, s, "narrator", 701, "after the restart")); got != "You said: after the restart (message 2)" {
 			t.Errorf("after restart = %q, want the same conversation", got)
+		}
+	})
+
+	t.Run("every log line about a message names its bot, user, chat and request", func(t *testing.T) {
+		lines := s.Logs().Find(0, func(l stack.Line) bool {
+			_, user := l.Fields["user"]
+			_, request := l.Fields["request_id"]
+			return user || request
+		})
+		if len(lines) < 50 {
+			t.Fatalf("only %d log lines about messages: the check below would prove little", len(lines))
+		}
+		for _, l := range lines {
+			for _, key := range []string{"bot", "user", "chat", "request_id"} {
+				if _, ok := l.Fields[key]; !ok {
+					t.Errorf("log line without %s: %s", key, l.Raw)
+				}
+			}
 		}
 	})
 

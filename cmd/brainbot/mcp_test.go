@@ -46,6 +46,16 @@ func brainbotBinary(t testing.TB) string {
 	return builtBinary
 }
 
+// TestMain removes the binary brainbotBinary built: 20 MB per run would
+// otherwise pile up in the temp folder.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builtBinary != "" {
+		_ = os.RemoveAll(filepath.Dir(builtBinary)) // best effort: the run's result stands
+	}
+	os.Exit(code)
+}
+
 type buildError struct {
 	err    error
 	output string
