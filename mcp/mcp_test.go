@@ -474,10 +474,17 @@ func TestImageURLAnswers(t *testing.T) {
 	if _, err := g.download(ctx, "file:///etc/passwd"); err == nil {
 		t.Error("download of a file: URL succeeded")
 	}
-	if b, err := g.download(ctx, files.URL+"/fake.png"); err == nil {
-		if _, err := png.DecodeConfig(bytes.NewReader(b)); err == nil {
-			t.Error("fake PNG decoded")
-		}
+	// An answer whose URL serves something that is not a PNG is refused.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"created": 1, "data": []any{map[string]string{"url": files.URL + "/fake.png"}}})
+	}))
+	t.Cleanup(api.Close)
+	oc := f.cfg.OpenAI
+	oc.BaseURL = api.URL + "/v1"
+	fake := &imageGen{cfg: f.cfg.withDefaults(), client: openai.NewClientWithConfig(oc)}
+	if _, _, err := fake.generate(ctx, openai.ImageRequest{Prompt: "a cat", Model: "dall-e-2", Size: "512x512", N: 1}); err == nil || !strings.Contains(err.Error(), "not a PNG") {
+		t.Errorf("generate with a non-PNG download: %v, want a not-a-PNG error", err)
 	}
 }
 
