@@ -632,3 +632,29 @@ func TestSessionNotStoredWhenCLINeverStartedIt(t *testing.T) {
 		t.Fatalf("%d messages sent, want 2: %s", n, describeCalls(h.srv.Sent(tokenA)))
 	}
 }
+
+// A message that shutdown interrupts while it waits for a Claude slot is
+// replayed on the next start without counting against the daily limit a
+// second time.
+func TestReplayAfterShutdownCountsOnce(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")},
+		func(c *Config) { c.MaxClaude = 1; c.Grace = 50 * time.Millisecond })
+	ctx := context.Background()
+	h.srv.SendText(tokenA, 1, 1, "#wait holds the only slot")
+	waitFor(t, func() bool { return len(h.claude.requests()) == 1 })
+	h.srv.SendText(tokenA, 2, 2, "waits for it")
+	waitFor(t, func() bool {
+		n, _ := h.store.DailyCount(ctx, "alpha", 2, time.Now())
+		return n == 1
+	})
+	h.stop()
+	close(h.claude.release)
+	h.start()
+	h.waitSent(tokenA, 2)
+	waitEmptyJournal(t, h.store)
+	for _, user := range []int64{1, 2} {
+		if n, _ := h.store.DailyCount(ctx, "alpha", user, time.Now()); n != 1 {
+			t.Errorf("user %d: daily count %d after replay, want 1", user, n)
+		}
+	}
+}

@@ -23,6 +23,13 @@ func (m *Manager) converse(ctx context.Context, j *job, b *brain.Brain, log *zap
 	stopAction := m.keepChatAction(ctx, j, log, chatAction(req.mode))
 	defer stopAction()
 
+	// Journaled before waiting for a slot: the daily limit has counted the
+	// message, and a replay must not count it again (see handle).
+	if j.journalID != 0 {
+		if err := m.cfg.Store.Attempt(ctx, j.journalID, req.mode.String()); err != nil {
+			log.Warn("could not journal the attempt", zap.Error(err))
+		}
+	}
 	select {
 	case m.sem <- struct{}{}:
 	case <-m.stopping:
@@ -30,11 +37,6 @@ func (m *Manager) converse(ctx context.Context, j *job, b *brain.Brain, log *zap
 		return
 	}
 	req.queueWait = time.Since(j.arrived)
-	if j.journalID != 0 {
-		if err := m.cfg.Store.Attempt(ctx, j.journalID, req.mode.String()); err != nil {
-			log.Warn("could not journal the attempt", zap.Error(err))
-		}
-	}
 	res, expired, err := m.runClaude(ctx, j, b, log, req.mode)
 	<-m.sem
 	if res != nil {
