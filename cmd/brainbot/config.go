@@ -156,7 +156,9 @@ func (c *Config) validate() error {
 	if c.ClaudeCmd == "" {
 		bad("CLAUDE_CMD", c.ClaudeCmd, "must name the Claude Code CLI")
 	}
-	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
+	// ParseLevel also takes dpanic, panic and fatal, which would hide every
+	// error, and reads "" as info.
+	if level, err := zapcore.ParseLevel(c.LogLevel); err != nil || level > zapcore.ErrorLevel || c.LogLevel == "" {
 		bad("BRAINBOT_LOG_LEVEL", c.LogLevel, "must be debug, info, warn or error")
 	}
 	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "console" {

@@ -85,6 +85,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"BRAINBOT_LOG_LEVEL": "loud"}, nil, `BRAINBOT_LOG_LEVEL (-log-level) "loud": must be debug, info, warn or error`},
+		{nil, []string{"-log-level", "fatal"}, `BRAINBOT_LOG_LEVEL (-log-level) "fatal": must be debug, info, warn or error`},
 		{map[string]string{"BRAINBOT_LOG_FORMAT": "xml"}, nil, `BRAINBOT_LOG_FORMAT (-log-format) "xml": must be json or console`},
 		{map[string]string{"TELEGRAM_API_URL": "api.telegram.org"}, nil, `TELEGRAM_API_URL (-telegram-api-url) "api.telegram.org": must be an http(s) URL`},
 		{map[string]string{"OPENAI_BASE_URL": "ftp://x"}, nil, `OPENAI_BASE_URL (-openai-base-url) "ftp://x": must be an http(s) URL`},

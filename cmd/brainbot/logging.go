@@ -155,7 +155,8 @@ func (r redactingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Sync flushes the underlying writer when it can (os.Stderr, lumberjack).
+// Sync flushes the underlying writer when it is a file (os.Stderr);
+// lumberjack writes straight to its file and has nothing to flush.
 func (r redactingWriter) Sync() error {
 	if f, ok := r.w.(*os.File); ok {
 		return f.Sync()
