@@ -658,3 +658,30 @@ func TestReplayAfterShutdownCountsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A removed brain's runner may still accept the rest of its last batch of
+// updates. With that user's queue full, the busy path must drop the
+// message (as handle does) rather than crash the process on a nil brain.
+func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
+	data := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	m, err := New(Config{BrainsDir: t.TempDir(), DataDir: data, Claude: newFakeClaude(data), Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.newRunner("gone", tokenA)
+	id, err := st.Journal(context.Background(), store.Entry{Bot: "gone", Chat: 7, User: 7, Text: "hi", Created: time.Now()}, r.poller(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.queues[queueKey{"gone", 7}] = &userQueue{accepted: m.cfg.QueueSize}
+	m.enqueue(&job{r: r, requestID: "req", chat: 7, user: 7, text: "hi", journalID: id, arrived: time.Now()})
+	m.work.Wait()
+	if p, _ := st.Pending(context.Background(), "gone"); len(p) != 0 {
+		t.Fatalf("journal after dropping = %+v", p)
+	}
+}

@@ -177,6 +177,12 @@ func isClosed(c chan struct{}) bool {
 func (m *Manager) answerBusy(j *job) {
 	b := j.brain(m)
 	log := j.logger(m.log)
+	if b == nil {
+		// Removed before this message arrived: dropped, as in handle.
+		m.finish(j, log)
+		logSummary(log, j, &request{outcome: "dropped"})
+		return
+	}
 	log.Info("user queue full: told the user to wait", zap.Int("queue_size", m.cfg.QueueSize))
 	req := &request{outcome: "busy"}
 	sendStart := time.Now()
