@@ -19,7 +19,7 @@ func commandList(b *brain.Brain) []models.BotCommand {
 		{Command: "help", Description: "What I do and my commands"},
 		{Command: "reset", Description: "Start a new conversation"},
 	}
-	if b.TTS.Enabled && b.TTS.UserToggle {
+	if b.TTS.UserToggle {
 		cmds = append(cmds, models.BotCommand{Command: "voice", Description: "Switch voice replies on or off"})
 	}
 	return cmds
@@ -61,7 +61,7 @@ func (m *Manager) command(ctx context.Context, j *job, b *brain.Brain, log *zap.
 		log.Info("session reset", zap.String("ended_session", ended))
 		return b.Messages.Reset
 	case "voice":
-		if !b.TTS.Enabled || !b.TTS.UserToggle {
+		if !b.TTS.UserToggle {
 			break
 		}
 		on, err := m.voiceOn(ctx, j, b)

@@ -29,7 +29,10 @@ type job struct {
 	command string
 	// forOtherBot: a command addressed to another bot (/cmd@other), ignored.
 	forOtherBot bool
-	journalID   int64
+	// notText: a photo, voice note, sticker... that the model cannot read;
+	// the user is told so instead of meeting silence.
+	notText   bool
+	journalID int64
 	// attempts is how often work on it started before (replays).
 	attempts int
 	arrived  time.Time
@@ -50,9 +53,15 @@ func (r *runner) accept(u *models.Update) {
 	ctx := context.WithoutCancel(m.workCtx)
 	msg := u.Message
 	if msg == nil || msg.From == nil || msg.Text == "" {
-		// Nothing to answer (edits, joins, stickers): just confirm it.
+		// Nothing to journal (edits, joins, media): just confirm it.
 		if err := m.cfg.Store.SetOffset(ctx, r.poller(), u.ID); err != nil {
 			r.log.Error("could not save update offset", zap.Error(err))
+		}
+		// Media in a private chat gets a hint rather than silence; in a
+		// group a hint to every sticker would be noise.
+		if msg != nil && msg.From != nil && msg.Chat.Type == models.ChatTypePrivate && hasMedia(msg) {
+			m.enqueue(&job{r: r, requestID: uuid.NewString(), chat: msg.Chat.ID, user: msg.From.ID,
+				messageID: msg.ID, notText: true, arrived: time.Now(), last: m.brain(r.id)})
 		}
 		return
 	}
@@ -245,6 +254,18 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 	}
 }
 
+// notTextReply answers a photo, voice note, sticker or file: the model
+// only reads text.
+const notTextReply = "I can only read text messages. Please write to me."
+
+// hasMedia reports whether msg carries something a user sent on purpose
+// that is not text.
+func hasMedia(msg *models.Message) bool {
+	return len(msg.Photo) > 0 || msg.Voice != nil || msg.Audio != nil || msg.Video != nil ||
+		msg.VideoNote != nil || msg.Document != nil || msg.Sticker != nil || msg.Animation != nil ||
+		msg.Location != nil || msg.Contact != nil
+}
+
 // resendText asks a user to send a message again that could not be
 // handled across restarts.
 const resendText = "Sorry, I could not answer your last message. Please send it again."
@@ -291,6 +312,11 @@ func (m *Manager) handle(j *job) {
 		req.outcome = "denied"
 		log.Info("user not allowed")
 		m.reply(ctx, j, log, req, b.Messages.Denied)
+		return
+	}
+	if j.notText {
+		req.outcome = "not text"
+		m.reply(ctx, j, log, req, notTextReply)
 		return
 	}
 	if j.command != "" {
@@ -346,18 +372,16 @@ func (m *Manager) mode(ctx context.Context, j *job, b *brain.Brain) (claude.Mode
 	return claude.Text, nil
 }
 
-// voiceOn is the user's voice-reply setting: the brain's default, or the
-// user's own choice where the brain lets users toggle.
+// voiceOn is the user's voice-reply setting: the brain's default
+// (tts.enabled), or the user's own choice where the brain lets users
+// toggle (tts.user_toggle), so a brain can also start with voice off.
 func (m *Manager) voiceOn(ctx context.Context, j *job, b *brain.Brain) (bool, error) {
-	if !b.TTS.Enabled {
-		return false, nil
-	}
 	if !b.TTS.UserToggle {
-		return true, nil
+		return b.TTS.Enabled, nil
 	}
 	on, set, err := m.cfg.Store.Voice(ctx, j.r.id, j.user)
 	if err != nil || !set {
-		return true, err
+		return b.TTS.Enabled, err
 	}
 	return on, nil
 }
