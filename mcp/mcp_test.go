@@ -542,3 +542,30 @@ func FuzzSplitText(f *testing.F) {
 		}
 	})
 }
+
+// The parts of a long text are spoken at the same time: the CLI shows no
+// sign of life while a tool runs, so one part after another could outlast
+// the bot's inactivity limit. The stand-in's barrier lets no request
+// through until all three are in flight, so sequential calls fail here.
+func TestTTSPartsAreSpokenConcurrently(t *testing.T) {
+	f := newFixture(t)
+	c := startTool(t, ttsTool(f.cfg))
+	f.oa.Barrier(3)
+	text := strings.Repeat("Each part of this answer is spoken at once. ", 250)
+	var res speechResult
+	success(t, call(t, c, "text_to_speech", map[string]any{"text": text}), &res)
+	if res.Parts != 3 {
+		t.Errorf("%d parts, want 3", res.Parts)
+	}
+}
+
+// One failing part fails the whole call with that part's reason.
+func TestTTSOnePartFailing(t *testing.T) {
+	f := newFixture(t)
+	c := startTool(t, ttsTool(f.cfg))
+	text := strings.Repeat("A sentence. ", 400) + "The end #openai-500."
+	msg := failure(t, call(t, c, "text_to_speech", map[string]any{"text": text}))
+	if !strings.HasPrefix(msg, "openai: 500 server error") {
+		t.Errorf("failure = %q", msg)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -92,18 +93,14 @@ func (t *tts) handle(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 	log.Debug("speech requested", zap.String("text", text))
 
 	parts := splitText(text, MaxSpeechInput)
-	clips := make([][]byte, 0, len(parts))
-	for i, part := range parts {
-		clip, err := t.synthesise(ctx, openai.CreateSpeechRequest{
-			Model: openai.SpeechModel(model), Input: part, Voice: openai.SpeechVoice(voice),
-			ResponseFormat: openai.SpeechResponseFormat(format), Speed: speed,
-		})
-		if err != nil {
-			reason := openAIFailure(err, t.cfg.Timeout)
-			log.Warn("speech failed", zap.Int("part", i+1), zap.Int("parts", len(parts)), zap.String("reason", reason))
-			return mcpgo.NewToolResultError(reason), nil
-		}
-		clips = append(clips, clip)
+	clips, failed, err := t.synthesiseAll(ctx, parts, openai.CreateSpeechRequest{
+		Model: openai.SpeechModel(model), Voice: openai.SpeechVoice(voice),
+		ResponseFormat: openai.SpeechResponseFormat(format), Speed: speed,
+	})
+	if err != nil {
+		reason := openAIFailure(err, t.cfg.Timeout)
+		log.Warn("speech failed", zap.Int("part", failed+1), zap.Int("parts", len(parts)), zap.String("reason", reason))
+		return mcpgo.NewToolResultError(reason), nil
 	}
 	data, err := joinClips(format, clips)
 	if err != nil {
@@ -126,6 +123,51 @@ func (t *tts) handle(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 
 // synthesise makes one speech call within the per-call deadline, body
 // included.
+// speechParallel bounds how many parts of one long text are spoken at once.
+const speechParallel = 4
+
+// synthesiseAll speaks the parts concurrently, at most speechParallel at
+// once, and returns the clips in order. The Claude CLI prints nothing while
+// a tool runs, so a long answer spoken part after part could outlast the
+// bot's inactivity limit (and keeps the user waiting longer). The first
+// failure cancels the rest; failed is its part's index.
+func (t *tts) synthesiseAll(ctx context.Context, parts []string, base openai.CreateSpeechRequest) (clips [][]byte, failed int, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	clips = make([][]byte, len(parts))
+	slots := make(chan struct{}, speechParallel)
+	var (
+		wg   sync.WaitGroup
+		once sync.Once
+	)
+	for i, part := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-ctx.Done():
+				return
+			}
+			req := base
+			req.Input = part
+			clip, perr := t.synthesise(ctx, req)
+			if perr != nil {
+				// Only the first failure counts: the others are its cancellation.
+				once.Do(func() { failed, err = i, perr; cancel() })
+				return
+			}
+			clips[i] = clip
+		}()
+	}
+	wg.Wait()
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err() // the caller's context ended before every part began
+	}
+	return clips, failed, err
+}
+
 func (t *tts) synthesise(ctx context.Context, req openai.CreateSpeechRequest) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()

@@ -74,6 +74,13 @@ type Server struct {
 	requests []Request
 	failures []failure
 	images   map[string][]byte // served for URL answers
+	barrier  *barrier
+}
+
+// barrier holds requests until n of them are in flight at once.
+type barrier struct {
+	n, arrived int
+	all        chan struct{} // closed when the n-th arrives
 }
 
 // NewServer starts a stand-in; Close it when done.
@@ -102,6 +109,15 @@ func (s *Server) FailNext(status int, code, message string) {
 	s.failures = append(s.failures, failure{status, code, message})
 }
 
+// Barrier makes the next n API requests each wait until all n are in
+// flight at once (or their client gives up): a test can prove requests are
+// made concurrently, because sequential ones never get past it.
+func (s *Server) Barrier(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.barrier = &barrier{n: n, all: make(chan struct{})}
+}
+
 // Requests returns the API requests received so far, oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -128,7 +144,24 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rec Request, text
 		f = &s.failures[0]
 		s.failures = s.failures[1:]
 	}
+	var wait chan struct{}
+	if b := s.barrier; b != nil {
+		wait = b.all
+		if b.arrived++; b.arrived == b.n {
+			close(b.all)
+			s.barrier = nil
+		}
+	}
 	s.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-r.Context().Done():
+			return false
+		case <-s.done:
+			return false
+		}
+	}
 	if f == nil {
 		for d, df := range directives {
 			if strings.Contains(text, d) {
