@@ -745,3 +745,19 @@ func TestMediaGetsATextOnlyHint(t *testing.T) {
 		t.Errorf("the model saw %d requests, want only the text one", n)
 	}
 }
+
+// A lost session whose fresh retry also fails gets one reply, the error
+// message, not the "new conversation" notice as well.
+func TestExpiredSessionAndFailureIsOneReply(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  expired: I forgot our chat.\n  error: Oops.\n")}, nil)
+	if err := h.store.UseSession(context.Background(), "alpha", 7, "lost-session", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.exchange(tokenA, 7, "please #fail"); got.Param("text") != "Oops." {
+		t.Fatalf("reply = %q, want the error message", got.Param("text"))
+	}
+	h.waitLog("request")
+	if sent := h.srv.Sent(tokenA, "sendMessage"); len(sent) != 1 {
+		t.Errorf("%d messages sent, want 1: %s", len(sent), describeCalls(sent))
+	}
+}

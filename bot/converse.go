@@ -43,8 +43,11 @@ func (m *Manager) converse(ctx context.Context, j *job, b *brain.Brain, log *zap
 		req.claudeStartup, req.turn1, req.turn2, req.claudeTotal = res.Startup, res.Turn1, res.Turn2, res.Total
 		req.cost = res.CostUSD
 	}
-	if expired {
-		// Told once: the new session is stored, so this will not recur.
+	if expired && err == nil {
+		// Told once, with an answer: the new session is stored, so this
+		// will not recur. A failure gets only the error message (never two
+		// replies); the loss is told with the next answer if its session
+		// was not kept.
 		m.deliverText(ctx, j, log, b.Messages.Expired, false)
 	}
 
