@@ -40,8 +40,10 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 
-	var extraEnv []string
-	if cfg.OpenAIBaseURL != "" { // a flag must reach the MCP servers too
+	// Settings given as flags must reach the MCP servers too, which read
+	// only their environment.
+	extraEnv := []string{"BRAINBOT_LOG_LEVEL=" + cfg.LogLevel}
+	if cfg.OpenAIBaseURL != "" {
 		extraEnv = append(extraEnv, "OPENAI_BASE_URL="+cfg.OpenAIBaseURL)
 	}
 	driver, err := claude.New(claude.Config{
