@@ -111,8 +111,9 @@ func run(ctx context.Context, out io.Writer, brainbot, claudeCmd, brainsDir stri
 		for _, c := range reply.Calls {
 			fmt.Fprintf(out, "  %s ← %s\n", ex.bot, describe(s, ex, c.Method, c.Files, stack.Rendered(c)))
 		}
-		fmt.Fprintf(out, "  %s in %v (turn 1 %s, turn 2 %s, telegram %s)\n\n", verdict(ok, ex.want),
-			reply.Elapsed.Round(time.Millisecond), ms(reply.Summary, "turn1"), ms(reply.Summary, "turn2"), ms(reply.Summary, "send"))
+		fmt.Fprintf(out, "  %s in %v (CLI start %s, turn 1 %s, turn 2 %s, telegram %s)\n\n", verdict(ok, ex.want),
+			reply.Elapsed.Round(time.Millisecond), ms(reply.Summary, "claude_startup"), ms(reply.Summary, "turn1"),
+			ms(reply.Summary, "turn2"), ms(reply.Summary, "send"))
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -197,8 +198,10 @@ func verdict(ok bool, want string) string {
 	return "FAILED: wanted one " + want
 }
 
+// ms formats a duration field of the summary line; "-" for a step that
+// did not happen (turn 2 of a text reply).
 func ms(l stack.Line, key string) string {
-	if v, ok := l.Fields[key].(float64); ok {
+	if v := l.Float(key); v > 0 {
 		return fmt.Sprintf("%.0fms", v)
 	}
 	return "-"
