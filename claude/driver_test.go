@@ -157,6 +157,13 @@ func TestArgs(t *testing.T) {
 	if got := d.args(Request{Mode: Speech}); !slices.Contains(got, SpeechTool) || slices.Contains(got, ImageTool) {
 		t.Errorf("speech args must allow exactly the tts tool: %q", got)
 	}
+	if slices.Contains(d.args(req), "--bare") {
+		t.Error("--bare without Config.Bare")
+	}
+	d.cfg.Bare = true
+	if got := d.args(req); !slices.Contains(got, "--bare") {
+		t.Errorf("Config.Bare: args %q lack --bare", got)
+	}
 }
 
 func TestCLIEnv(t *testing.T) {

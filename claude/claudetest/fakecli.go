@@ -163,6 +163,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.print, "p", false, "print mode")
 	fs.BoolVar(&o.verbose, "verbose", false, "verbose")
 	fs.BoolVar(&o.strictMCP, "strict-mcp-config", false, "only --mcp-config servers")
+	fs.Bool("bare", false, "minimal mode")
 	fs.StringVar(&o.inputFormat, "input-format", "text", "input format")
 	fs.StringVar(&o.outputFormat, "output-format", "text", "output format")
 	fs.StringVar(&o.sessionID, "session-id", "", "new session id")

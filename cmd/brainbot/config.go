@@ -23,6 +23,7 @@ type Config struct {
 	DataDir        string
 	TelegramAPIURL string
 	ClaudeCmd      string
+	ClaudeBare     string // auto, on or off: see claudeBare
 	OpenAIBaseURL  string // empty: OpenAI's own
 
 	LogLevel  string
@@ -53,6 +54,8 @@ var settings = []setting{
 		func(c *Config, v string) error { c.TelegramAPIURL = v; return nil }},
 	{"CLAUDE_CMD", "claude-cmd", "path of the Claude Code CLI", "claude",
 		func(c *Config, v string) error { c.ClaudeCmd = v; return nil }},
+	{"BRAINBOT_CLAUDE_BARE", "claude-bare", "run the CLI with --bare (none of this account's Claude Code hooks, plugins or CLAUDE.md; faster start): on, off, or auto = on when ANTHROPIC_API_KEY or a cloud provider is configured", "auto",
+		func(c *Config, v string) error { c.ClaudeBare = v; return nil }},
 	{"OPENAI_BASE_URL", "openai-base-url", "OpenAI API base URL for the MCP servers (empty: OpenAI's)", "",
 		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
 	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
@@ -156,6 +159,9 @@ func (c *Config) validate() error {
 	if c.ClaudeCmd == "" {
 		bad("CLAUDE_CMD", c.ClaudeCmd, "must name the Claude Code CLI")
 	}
+	if c.ClaudeBare != "auto" && c.ClaudeBare != "on" && c.ClaudeBare != "off" {
+		bad("BRAINBOT_CLAUDE_BARE", c.ClaudeBare, "must be auto, on or off")
+	}
 	// ParseLevel also takes dpanic, panic and fatal, which would hide every
 	// error, and reads "" as info.
 	if level, err := zapcore.ParseLevel(c.LogLevel); err != nil || level > zapcore.ErrorLevel || c.LogLevel == "" {
@@ -203,4 +209,24 @@ func (c *Config) validate() error {
 func isHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// claudeBare decides BRAINBOT_CLAUDE_BARE. --bare keeps the operator's own
+// Claude Code setup (hooks that run commands, plugins, CLAUDE.md memory)
+// away from the bots, but authenticates only with an API key or a cloud
+// provider; auto uses it whenever one of those is configured, so a
+// `claude` login keeps working without it.
+func claudeBare(setting string, getenv func(string) string) bool {
+	switch setting {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	for _, v := range []string{"ANTHROPIC_API_KEY", "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY"} {
+		if getenv(v) != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -30,6 +30,7 @@ func TestConfigDefaults(t *testing.T) {
 		DataDir:        wantData,
 		TelegramAPIURL: "https://api.telegram.org",
 		ClaudeCmd:      "claude",
+		ClaudeBare:     "auto",
 		LogLevel:       "info",
 		MaxClaude:      4,
 		Grace:          30 * time.Second,
@@ -45,6 +46,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		"BRAINBOT_DATA":          "/srv/data",
 		"TELEGRAM_API_URL":       "http://127.0.0.1:8081/",
 		"CLAUDE_CMD":             "/opt/claude",
+		"BRAINBOT_CLAUDE_BARE":   "off",
 		"OPENAI_BASE_URL":        "http://127.0.0.1:9000/v1",
 		"BRAINBOT_LOG_LEVEL":     "debug",
 		"BRAINBOT_LOG_FORMAT":    "json",
@@ -63,6 +65,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		DataDir:        "/srv/data",
 		TelegramAPIURL: "http://127.0.0.1:8081", // trailing slash trimmed
 		ClaudeCmd:      "/opt/claude",
+		ClaudeBare:     "off",
 		OpenAIBaseURL:  "http://127.0.0.1:9000/v1",
 		LogLevel:       "warn", // the flag wins over the variable
 		LogFormat:      "json",
@@ -96,6 +99,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"-claude-cmd", ""}, `CLAUDE_CMD (-claude-cmd) "": must name the Claude Code CLI`},
 		{nil, []string{"-data", ""}, `BRAINBOT_DATA (-data) "": must name a folder`},
 		{nil, []string{"extra"}, `unexpected argument "extra"`},
+		{nil, []string{"-claude-bare", "yes"}, `BRAINBOT_CLAUDE_BARE (-claude-bare) "yes": must be auto, on or off`},
 		{map[string]string{"BRAINBOT_AUDIO_MAX_AGE": "a month"}, nil, `BRAINBOT_AUDIO_MAX_AGE (-audio-max-age) "a month": time: invalid duration "a month"`},
 		{nil, []string{"-image-max-age", "-1h"}, `BRAINBOT_IMAGE_MAX_AGE (-image-max-age) "-1h0m0s": must not be negative`},
 		{nil, []string{"-audio-max-mb", "-5"}, `BRAINBOT_AUDIO_MAX_MB (-audio-max-mb) "-5": must not be negative`},
@@ -117,5 +121,24 @@ func TestConfigReportsAllErrors(t *testing.T) {
 	_, err := parseConfig(t, map[string]string{"BRAINBOT_LOG_LEVEL": "loud", "BRAINBOT_LOG_FORMAT": "xml"})
 	if err == nil || !strings.Contains(err.Error(), "BRAINBOT_LOG_LEVEL") || !strings.Contains(err.Error(), "BRAINBOT_LOG_FORMAT") {
 		t.Fatalf("want both settings named, got %v", err)
+	}
+}
+
+func TestClaudeBare(t *testing.T) {
+	tests := []struct {
+		setting string
+		env     map[string]string
+		want    bool
+	}{
+		{"on", nil, true},
+		{"off", map[string]string{"ANTHROPIC_API_KEY": "k"}, false},
+		{"auto", nil, false}, // a `claude` login: --bare would lose it
+		{"auto", map[string]string{"ANTHROPIC_API_KEY": "k"}, true},
+		{"auto", map[string]string{"CLAUDE_CODE_USE_BEDROCK": "1"}, true},
+	}
+	for _, tt := range tests {
+		if got := claudeBare(tt.setting, func(k string) string { return tt.env[k] }); got != tt.want {
+			t.Errorf("claudeBare(%q, %v) = %v, want %v", tt.setting, tt.env, got, tt.want)
+		}
 	}
 }

@@ -135,6 +135,11 @@ func TestEndToEnd(t *testing.T) {
 		if got := wantText(t, ask(t, s, "narrator", 101, "and again")); got != "You said: and again (message 2)" {
 			t.Errorf("second reply = %q (the session was not resumed)", got)
 		}
+		// With an API key configured, the CLI runs bare: none of this
+		// account's Claude Code hooks, plugins or CLAUDE.md reach the bots.
+		if start := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "brainbot starting" }); len(start) == 0 || start[0].Fields["claude_bare"] != true {
+			t.Errorf("start-up line %v: want claude_bare true", start)
+		}
 		// The system prompt reached the model.
 		reqs := s.Model.Requests()
 		if last := reqs[len(reqs)-1]; !strings.Contains(last.System, "You are a warm storyteller.") {

@@ -51,6 +51,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Self:    m.Executable,
 		DataDir: cfg.DataDir,
 		Env:     extraEnv,
+		Bare:    claudeBare(cfg.ClaudeBare, m.getenv),
 		Log:     log.Named("claude"),
 	})
 	if err != nil {
@@ -80,6 +81,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	log.Info("brainbot starting", zap.String("version", buildVersion()),
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
+		zap.Bool("claude_bare", claudeBare(cfg.ClaudeBare, m.getenv)),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
 	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
