@@ -179,7 +179,13 @@ func (r *runner) brainChanged() {
 	connected := r.client != nil
 	r.mu.Unlock()
 	if ctx != nil && connected {
-		go r.registerCommands(ctx)
+		// Counted with the pollers, so Run does not return while it still
+		// talks to Telegram.
+		r.m.pollers.Add(1)
+		go func() {
+			defer r.m.pollers.Done()
+			r.registerCommands(ctx)
+		}()
 	}
 }
 
