@@ -439,6 +439,13 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 	}
 	h.waitLog("request")
 	waitEmptyJournal(t, h.store)
+	// Every replayed message, the one asked to be resent included, leaves
+	// its summary line.
+	for deadline := time.Now().Add(10 * time.Second); h.logs.FilterMessage("request").Len() < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d summary lines after the replay, want 3", h.logs.FilterMessage("request").Len())
+		}
+	}
 	// Another restart answers nothing twice.
 	h.stop()
 	h.start()

@@ -246,6 +246,7 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 				defer m.work.Done()
 				m.deliverText(m.workCtx, j, log, resendText, false)
 				m.finish(j, log)
+				logSummary(log, j, &request{outcome: "resend asked"})
 			}()
 			continue
 		}
