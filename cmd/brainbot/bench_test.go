@@ -112,7 +112,8 @@ func BenchmarkDriver(b *testing.B) {
 				if variant == "baseline" {
 					command = baselineCLI(b, dir, cli)
 				}
-				d, err := claude.New(claude.Config{Command: command, Self: self, DataDir: data, Env: env})
+				// Ours as it runs with an API key: --bare (BRAINBOT_CLAUDE_BARE=auto).
+				d, err := claude.New(claude.Config{Command: command, Self: self, DataDir: data, Env: env, Bare: variant == "ours"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -215,6 +216,7 @@ while [ $i -lt $n ]; do
 	a=$1; shift; i=$((i+1))
 	case "$a" in
 	--tools|--allowedTools|--permission-mode) shift; i=$((i+1)) ;;
+	--bare) ;;
 	--strict-mcp-config) ;;
 	*) set -- "$@" "$a" ;;
 	esac

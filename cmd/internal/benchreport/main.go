@@ -134,8 +134,8 @@ The same request through the driver alone, without Telegram. *Baseline* does
 what the earlier JavaScript system did: the CLI with every built-in tool and
 permissions skipped, and the file found by listing and stat-ing a flat output
 folder that is never cleaned (10,000 stale files here). Both spawn one CLI per
-message. Ours: no built-in tools, only the one MCP tool, and the file taken from
-the tool's reported path after checking it.
+message. Ours: `+"`--bare`"+` (as with an API key), no built-in tools, only the one MCP
+tool, and the file taken from the tool's reported path after checking it.
 
 `)
 	rows = nil
