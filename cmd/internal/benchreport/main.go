@@ -105,7 +105,7 @@ func write(w io.Writer, r map[string]map[string]float64, machine string) {
 
 Produced by `+"`make bench`"+` (medians; all numbers from one run). Regenerate with
 `+"`make bench`"+`; it rewrites this file. On a shared 2-core VM repeated runs
-differ by up to ~20%: compare numbers within one report, not across reports.
+differ by up to ~20%%: compare numbers within one report, not across reports.
 
 %s
 
