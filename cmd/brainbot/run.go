@@ -46,12 +46,13 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if cfg.OpenAIBaseURL != "" {
 		extraEnv = append(extraEnv, "OPENAI_BASE_URL="+cfg.OpenAIBaseURL)
 	}
+	bare := claudeBare(cfg.ClaudeBare, m.getenv)
 	driver, err := claude.New(claude.Config{
 		Command: cfg.ClaudeCmd,
 		Self:    m.Executable,
 		DataDir: cfg.DataDir,
 		Env:     extraEnv,
-		Bare:    claudeBare(cfg.ClaudeBare, m.getenv),
+		Bare:    bare,
 		Log:     log.Named("claude"),
 	})
 	if err != nil {
@@ -81,7 +82,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	log.Info("brainbot starting", zap.String("version", buildVersion()),
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
-		zap.Bool("claude_bare", claudeBare(cfg.ClaudeBare, m.getenv)),
+		zap.Bool("claude_bare", bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
 	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
