@@ -20,57 +20,47 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/output"
+	"brainbot/toolspec"
 )
 
 // MaxImageBytes caps an image, decoded or downloaded.
 const MaxImageBytes = 20 << 20
 
-// imageModel is what a model accepts.
-type imageModel struct {
-	sizes     []string
-	qualities []string // empty: the parameter is not sent
-	styles    []string // empty: the parameter is not sent
-	// base64Only models always answer b64_json and reject response_format.
-	base64Only bool
-}
-
-var imageModels = map[string]imageModel{
-	openai.CreateImageModelDallE2: {sizes: []string{"256x256", "512x512", "1024x1024"}},
-	openai.CreateImageModelDallE3: {sizes: []string{"1024x1024", "1792x1024", "1024x1792"},
-		qualities: []string{"standard", "hd"}, styles: []string{"vivid", "natural"}},
-	openai.CreateImageModelGptImage1: {sizes: []string{"1024x1024", "1536x1024", "1024x1536", "auto"},
-		qualities: []string{"low", "medium", "high", "auto"}, base64Only: true},
-}
-
-type imageResult struct {
-	Success       bool   `json:"success"`
-	ImagePath     string `json:"image_path"`
-	RevisedPrompt string `json:"revised_prompt"`
-	Bytes         int    `json:"bytes"`
-	Model         string `json:"model"`
-	Size          string `json:"size"`
-	Base64        string `json:"image_base64,omitempty"`
-}
-
 // NewImageServer is the "image-gen" MCP server with the generate_image tool.
 func NewImageServer(cfg Config) *server.MCPServer {
-	return newServer("image-gen", imageTool(cfg))
+	return newServer(toolspec.ImageServer, imageTool(cfg))
 }
 
 func imageTool(cfg Config) server.ServerTool {
 	g := &imageGen{cfg: cfg.withDefaults(), client: openai.NewClientWithConfig(cfg.OpenAI)}
-	tool := mcpgo.NewTool("generate_image",
+	return server.ServerTool{Tool: imageToolSchema(), Handler: g.handle}
+}
+
+// imageToolSchema is generate_image as MCP clients see it; its lists and
+// defaults are toolspec's.
+func imageToolSchema() mcpgo.Tool {
+	var sizes, qualities, styles []string
+	for _, m := range toolspec.ImageModels() {
+		sizes = append(sizes, fmt.Sprintf("%s: %s (default %s)", m.Name, strings.Join(m.Sizes, ", "), m.DefaultSize))
+		if len(m.Qualities) > 0 {
+			qualities = append(qualities, m.Name+": "+strings.Join(m.Qualities, ", "))
+		}
+		if len(m.Styles) > 0 {
+			styles = append(styles, m.Name+": "+strings.Join(m.Styles, ", "))
+		}
+	}
+	return mcpgo.NewTool(toolspec.ImageToolName,
 		mcpgo.WithDescription("Generate an image with OpenAI and save it as a PNG file. Returns JSON with image_path."),
 		mcpgo.WithString("prompt", mcpgo.Required(), mcpgo.Description("What the image shows.")),
-		mcpgo.WithString("model", mcpgo.Description("dall-e-2 (default), dall-e-3 or gpt-image-1."),
-			mcpgo.Enum(openai.CreateImageModelDallE2, openai.CreateImageModelDallE3, openai.CreateImageModelGptImage1)),
-		mcpgo.WithString("size", mcpgo.Description("dall-e-2: 256x256, 512x512, 1024x1024; dall-e-3: 1024x1024, 1792x1024, 1024x1792; gpt-image-1: 1024x1024, 1536x1024, 1024x1536, auto. Default 1024x1024.")),
-		mcpgo.WithString("quality", mcpgo.Description("dall-e-3: standard or hd; gpt-image-1: low, medium, high or auto. Ignored by dall-e-2.")),
-		mcpgo.WithString("style", mcpgo.Description("dall-e-3 only: vivid or natural. Ignored by other models.")),
-		mcpgo.WithString("filename", mcpgo.Description("File name prefix; the tool appends -<unix ms>.png.")),
+		mcpgo.WithString("model", mcpgo.Description(fmt.Sprintf("Image model (default %s).", toolspec.DefaultImageModel)),
+			mcpgo.Enum(toolspec.ImageModelNames()...)),
+		mcpgo.WithString("size", mcpgo.Description(strings.Join(sizes, "; ")+
+			". The dall-e-2 default is 256x256, as for brains; this tool defaulted to 1024x1024 before 2026-11.")),
+		mcpgo.WithString("quality", mcpgo.Description(strings.Join(qualities, "; ")+". Ignored by other models.")),
+		mcpgo.WithString("style", mcpgo.Description(strings.Join(styles, "; ")+". Ignored by other models.")),
+		mcpgo.WithString("filename", mcpgo.Description("File name prefix; the tool appends -<unix ms>"+toolspec.ImageExt+".")),
 		mcpgo.WithBoolean("include_base64", mcpgo.Description("Also return the image as base64 (default false).")),
 	)
-	return server.ServerTool{Tool: tool, Handler: g.handle}
 }
 
 type imageGen struct {
@@ -79,57 +69,81 @@ type imageGen struct {
 }
 
 func (g *imageGen) handle(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	args, problem := imageArgsOf(req)
+	if problem != "" {
+		return mcpgo.NewToolResultError(problem), nil
+	}
+	return g.create(ctx, args), nil
+}
+
+// imageArgsOf reads and checks the arguments a client chose, filling in
+// toolspec's defaults; problem says what is wrong with them. Options the
+// model does not have are dropped rather than refused: they come from a
+// brain written for another model.
+func imageArgsOf(req mcpgo.CallToolRequest) (args toolspec.ImageArgs, problem string) {
 	prompt, err := req.RequireString("prompt")
 	if err != nil || strings.TrimSpace(prompt) == "" {
-		return mcpgo.NewToolResultError("prompt is required and must not be empty"), nil
+		return args, "prompt is required and must not be empty"
 	}
-	modelName := req.GetString("model", openai.CreateImageModelDallE2)
-	model, ok := imageModels[modelName]
+	name := req.GetString("model", toolspec.DefaultImageModel)
+	model, ok := toolspec.LookupImageModel(name)
 	if !ok {
-		return mcpgo.NewToolResultError(fmt.Sprintf("unknown model %q (dall-e-2, dall-e-3 or gpt-image-1)", modelName)), nil
+		return args, fmt.Sprintf("unknown model %q (one of %s)", name, strings.Join(toolspec.ImageModelNames(), ", "))
 	}
-	size := req.GetString("size", openai.CreateImageSize1024x1024)
-	if !slices.Contains(model.sizes, size) {
-		return mcpgo.NewToolResultError(fmt.Sprintf("size %q not supported by %s (one of %s)", size, modelName, strings.Join(model.sizes, ", "))), nil
+	args = toolspec.ImageArgs{
+		Prompt:        prompt,
+		ImageSettings: toolspec.ImageSettings{Model: name, Size: req.GetString("size", model.DefaultSize)},
+		Filename:      req.GetString("filename", ""),
+		IncludeBase64: req.GetBool("include_base64", false),
 	}
-	apiReq := openai.ImageRequest{Prompt: prompt, Model: modelName, Size: size, N: 1}
-	// Options a model does not have are dropped rather than refused: they
-	// come from a brain written for another model.
-	if q := req.GetString("quality", ""); q != "" && len(model.qualities) > 0 {
-		if !slices.Contains(model.qualities, q) {
-			return mcpgo.NewToolResultError(fmt.Sprintf("quality %q not supported by %s (one of %s)", q, modelName, strings.Join(model.qualities, ", "))), nil
+	if !slices.Contains(model.Sizes, args.Size) {
+		return args, fmt.Sprintf("size %q not supported by %s (one of %s)", args.Size, name, strings.Join(model.Sizes, ", "))
+	}
+	if q := req.GetString("quality", ""); q != "" && len(model.Qualities) > 0 {
+		if !slices.Contains(model.Qualities, q) {
+			return args, fmt.Sprintf("quality %q not supported by %s (one of %s)", q, name, strings.Join(model.Qualities, ", "))
 		}
-		apiReq.Quality = q
+		args.Quality = q
 	}
-	if st := req.GetString("style", ""); st != "" && len(model.styles) > 0 {
-		if !slices.Contains(model.styles, st) {
-			return mcpgo.NewToolResultError(fmt.Sprintf("style %q not supported by %s (one of %s)", st, modelName, strings.Join(model.styles, ", "))), nil
+	if st := req.GetString("style", ""); st != "" && len(model.Styles) > 0 {
+		if !slices.Contains(model.Styles, st) {
+			return args, fmt.Sprintf("style %q not supported by %s (one of %s)", st, name, strings.Join(model.Styles, ", "))
 		}
-		apiReq.Style = st
+		args.Style = st
 	}
-	if !model.base64Only {
+	return args, ""
+}
+
+// create draws args.Prompt with args' settings, saves the image under
+// args.Filename and answers the tool's result.
+func (g *imageGen) create(ctx context.Context, args toolspec.ImageArgs) *mcpgo.CallToolResult {
+	apiReq := openai.ImageRequest{Prompt: args.Prompt, Model: args.Model, Size: args.Size, N: 1,
+		Quality: args.Quality, Style: args.Style}
+	// gpt-image models always answer b64_json and reject response_format;
+	// the others answer a URL unless asked for b64_json.
+	if !strings.HasPrefix(args.Model, "gpt-image") {
 		apiReq.ResponseFormat = openai.CreateImageResponseFormatB64JSON
 	}
-	log := g.cfg.Log.With(zap.String("tool", "generate_image"), zap.String("model", modelName), zap.String("size", size))
-	log.Debug("image requested", zap.String("prompt", prompt))
+	log := g.cfg.Log.With(zap.String("tool", toolspec.ImageToolName), zap.String("model", args.Model), zap.String("size", args.Size))
+	log.Debug("image requested", zap.String("prompt", args.Prompt))
 
 	img, revised, err := g.generate(ctx, apiReq)
 	if err != nil {
 		reason := openAIFailure(err, g.cfg.Timeout)
 		log.Warn("image failed", zap.String("reason", reason))
-		return mcpgo.NewToolResultError(reason), nil
+		return mcpgo.NewToolResultError(reason)
 	}
-	path, err := output.Save(filepath.Join(g.cfg.DataDir, output.Image.Dir()), req.GetString("filename", ""), ".png", img, g.cfg.Now())
+	path, err := output.Save(filepath.Join(g.cfg.DataDir, output.Image.Dir()), args.Filename, toolspec.ImageExt, img, g.cfg.Now())
 	if err != nil {
 		log.Error("saving image failed", zap.Error(err))
-		return mcpgo.NewToolResultError("saving the image failed: " + err.Error()), nil
+		return mcpgo.NewToolResultError("saving the image failed: " + err.Error())
 	}
-	res := imageResult{Success: true, ImagePath: path, RevisedPrompt: revised, Bytes: len(img), Model: modelName, Size: size}
-	if req.GetBool("include_base64", false) {
+	res := toolspec.ImageResult{Success: true, ImagePath: path, RevisedPrompt: revised, Bytes: len(img), Model: args.Model, Size: args.Size}
+	if args.IncludeBase64 {
 		res.Base64 = base64.StdEncoding.EncodeToString(img)
 	}
 	log.Info("image saved", zap.String("path", path), zap.Int("bytes", len(img)))
-	return jsonResult(res), nil
+	return jsonResult(res)
 }
 
 // generate makes the image call and fetches the image, within one deadline.

@@ -24,6 +24,7 @@ import (
 
 	"brainbot/mcp/audio"
 	"brainbot/mcp/openaitest"
+	"brainbot/toolspec"
 )
 
 const testKey = "sk-test-do-not-log-0123456789"
@@ -150,7 +151,7 @@ func TestTTSWritesRealAudio(t *testing.T) {
 			f := newFixture(t)
 			c := startTool(t, ttsTool(f.cfg))
 			text := "Hello there. This is a test of the voice reply."
-			var res speechResult
+			var res toolspec.SpeechResult
 			success(t, call(t, c, "text_to_speech", map[string]any{
 				"text": text, "voice": "nova", "speed": 1.25, "format": tt.format,
 				"filename": "bot-narrator-user-42-1761837889351",
@@ -183,7 +184,7 @@ func TestTTSWritesRealAudio(t *testing.T) {
 func TestTTSIncludeBase64(t *testing.T) {
 	f := newFixture(t)
 	c := startTool(t, ttsTool(f.cfg))
-	var res speechResult
+	var res toolspec.SpeechResult
 	success(t, call(t, c, "text_to_speech", map[string]any{"text": "Hi.", "include_base64": true}), &res)
 	data, err := os.ReadFile(res.AudioPath)
 	if err != nil {
@@ -216,7 +217,7 @@ func TestTTSLongTextBecomesOneFile(t *testing.T) {
 		t.Run(tt.format, func(t *testing.T) {
 			f := newFixture(t)
 			c := startTool(t, ttsTool(f.cfg))
-			var res speechResult
+			var res toolspec.SpeechResult
 			success(t, call(t, c, "text_to_speech", map[string]any{"text": text, "format": tt.format}), &res)
 			reqs := f.oa.Requests()
 			if len(reqs) != 3 || res.Parts != 3 {
@@ -279,10 +280,10 @@ func TestHostileFilenamesStayInOutputFolder(t *testing.T) {
 	tts := startTool(t, ttsTool(f.cfg))
 	img := startTool(t, imageTool(f.cfg))
 	for _, name := range []string{"../../etc/passwd", "/tmp/x", "", strings.Repeat("A", 10<<10), "дом/../../ключ", "..\\..\\win"} {
-		var sr speechResult
+		var sr toolspec.SpeechResult
 		success(t, call(t, tts, "text_to_speech", map[string]any{"text": "Hi.", "filename": name}), &sr)
 		assertInside(t, filepath.Join(f.cfg.DataDir, "audio-output"), sr.AudioPath)
-		var ir imageResult
+		var ir toolspec.ImageResult
 		success(t, call(t, img, "generate_image", map[string]any{"prompt": "a cat", "size": "256x256", "filename": name}), &ir)
 		assertInside(t, filepath.Join(f.cfg.DataDir, "image-output"), ir.ImagePath)
 		for _, p := range []string{sr.AudioPath, ir.ImagePath} {
@@ -306,7 +307,7 @@ func TestImageWritesRealPNG(t *testing.T) {
 		t.Run(tt.model, func(t *testing.T) {
 			f := newFixture(t)
 			c := startTool(t, imageTool(f.cfg))
-			var res imageResult
+			var res toolspec.ImageResult
 			success(t, call(t, c, "generate_image", map[string]any{
 				"prompt": "a lighthouse at dusk", "model": tt.model, "size": tt.size, "filename": "bot-a-user-1-5",
 			}), &res)
@@ -360,7 +361,7 @@ func TestImageRejectsBadArguments(t *testing.T) {
 		t.Errorf("%d OpenAI calls for invalid arguments", n)
 	}
 	// Options another model lacks are dropped, not refused.
-	var res imageResult
+	var res toolspec.ImageResult
 	success(t, call(t, c, "generate_image", map[string]any{"prompt": "x", "model": "dall-e-2", "size": "256x256", "style": "vivid", "quality": "hd"}), &res)
 	if r := f.oa.Requests(); len(r) != 1 || r[0].Style != "" || r[0].Quality != "" {
 		t.Errorf("OpenAI saw %+v", r)
@@ -406,9 +407,9 @@ func TestOpenAIFailures(t *testing.T) {
 		t.Error("a 401 message (which quotes the key) was logged")
 	}
 	// Still serving.
-	var sr speechResult
+	var sr toolspec.SpeechResult
 	success(t, call(t, tts, "text_to_speech", map[string]any{"text": "Back to normal."}), &sr)
-	var ir imageResult
+	var ir toolspec.ImageResult
 	success(t, call(t, img, "generate_image", map[string]any{"prompt": "fine", "size": "256x256"}), &ir)
 
 	// Programmatic failures, and an error body that is not OpenAI's JSON.
@@ -552,7 +553,7 @@ func TestTTSPartsAreSpokenConcurrently(t *testing.T) {
 	c := startTool(t, ttsTool(f.cfg))
 	f.oa.Barrier(3)
 	text := strings.Repeat("Each part of this answer is spoken at once. ", 250)
-	var res speechResult
+	var res toolspec.SpeechResult
 	success(t, call(t, c, "text_to_speech", map[string]any{"text": text}), &res)
 	if res.Parts != 3 {
 		t.Errorf("%d parts, want 3", res.Parts)

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/mcp/audio"
+	"brainbot/toolspec"
 )
 
 // rpc talks newline-delimited JSON-RPC to a server under test.
@@ -194,7 +195,7 @@ func TestStdioProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr speechResult
+	var sr toolspec.SpeechResult
 	success(t, res, &sr)
 	assertInside(t, filepath.Join(f.cfg.DataDir, "audio-output"), sr.AudioPath)
 	data, err := os.ReadFile(sr.AudioPath)

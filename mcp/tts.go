@@ -19,6 +19,7 @@ import (
 
 	"brainbot/mcp/audio"
 	"brainbot/output"
+	"brainbot/toolspec"
 )
 
 // MaxSpeechInput is the API's input limit in characters; longer text is
@@ -28,40 +29,34 @@ const MaxSpeechInput = 4096
 // maxSpeechBytes bounds one speech answer (a 4096-character MP3 is ~5 MB).
 const maxSpeechBytes = 64 << 20
 
-var voices = []string{"alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse"}
-
-// speechFormats maps the tool's format to the file extension.
-var speechFormats = map[string]string{"mp3": ".mp3", "opus": ".ogg"}
-
-type speechResult struct {
-	Success    bool   `json:"success"`
-	AudioPath  string `json:"audio_path"`
-	Format     string `json:"format"`
-	Bytes      int    `json:"bytes"`
-	Characters int    `json:"characters"`
-	Voice      string `json:"voice"`
-	Parts      int    `json:"parts"`
-	Base64     string `json:"audio_base64,omitempty"`
-}
-
 // NewTTSServer is the "tts" MCP server with the text_to_speech tool.
 func NewTTSServer(cfg Config) *server.MCPServer {
-	return newServer("tts", ttsTool(cfg))
+	return newServer(toolspec.SpeechServer, ttsTool(cfg))
 }
 
 func ttsTool(cfg Config) server.ServerTool {
 	t := &tts{cfg: cfg.withDefaults(), client: openai.NewClientWithConfig(cfg.OpenAI)}
-	tool := mcpgo.NewTool("text_to_speech",
+	return server.ServerTool{Tool: speechToolSchema(), Handler: t.handle}
+}
+
+// speechToolSchema is text_to_speech as MCP clients see it; its lists and
+// defaults are toolspec's.
+func speechToolSchema() mcpgo.Tool {
+	return mcpgo.NewTool(toolspec.SpeechToolName,
 		mcpgo.WithDescription("Convert text to speech with OpenAI and save it as an audio file. Returns JSON with audio_path."),
 		mcpgo.WithString("text", mcpgo.Required(), mcpgo.Description("The text to speak, verbatim. Long text is spoken in full.")),
-		mcpgo.WithString("voice", mcpgo.Description("OpenAI voice (default alloy)."), mcpgo.Enum(voices...)),
-		mcpgo.WithNumber("speed", mcpgo.Description("Speaking speed, 0.25 to 4.0 (default 1.0)."), mcpgo.Min(0.25), mcpgo.Max(4.0)),
-		mcpgo.WithString("model", mcpgo.Description("Speech model (default tts-1).")),
-		mcpgo.WithString("format", mcpgo.Description("Audio format: mp3 (default) or opus (saved as .ogg)."), mcpgo.Enum("mp3", "opus")),
+		mcpgo.WithString("voice", mcpgo.Description(fmt.Sprintf(
+			"OpenAI voice (default %s, as for brains; this tool defaulted to alloy before 2026-11).", toolspec.DefaultVoice)),
+			mcpgo.Enum(toolspec.Voices()...)),
+		mcpgo.WithNumber("speed", mcpgo.Description(fmt.Sprintf("Speaking speed, %g to %g (default %g).", toolspec.MinSpeed, toolspec.MaxSpeed, toolspec.DefaultSpeed)),
+			mcpgo.Min(toolspec.MinSpeed), mcpgo.Max(toolspec.MaxSpeed)),
+		mcpgo.WithString("model", mcpgo.Description(fmt.Sprintf("Speech model (default %s).", toolspec.DefaultSpeechModel)),
+			mcpgo.Enum(toolspec.SpeechModels()...)),
+		mcpgo.WithString("format", mcpgo.Description(fmt.Sprintf("Audio format (default %s); opus is saved as .ogg.", toolspec.DefaultFormat)),
+			mcpgo.Enum(toolspec.SpeechFormats()...)),
 		mcpgo.WithString("filename", mcpgo.Description("File name prefix; the tool appends -<unix ms> and the extension.")),
 		mcpgo.WithBoolean("include_base64", mcpgo.Description("Also return the audio as base64 (default false).")),
 	)
-	return server.ServerTool{Tool: tool, Handler: t.handle}
 }
 
 type tts struct {
@@ -70,59 +65,83 @@ type tts struct {
 }
 
 func (t *tts) handle(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	args, problem := speechArgsOf(req)
+	if problem != "" {
+		return mcpgo.NewToolResultError(problem), nil
+	}
+	return t.speak(ctx, args), nil
+}
+
+// speechArgsOf reads and checks the arguments a client chose, filling in
+// toolspec's defaults; problem says what is wrong with them.
+func speechArgsOf(req mcpgo.CallToolRequest) (args toolspec.SpeechArgs, problem string) {
 	text, err := req.RequireString("text")
 	if err != nil || strings.TrimSpace(text) == "" {
-		return mcpgo.NewToolResultError("text is required and must not be empty"), nil
+		return args, "text is required and must not be empty"
 	}
-	voice := req.GetString("voice", "alloy")
-	if !slices.Contains(voices, voice) {
-		return mcpgo.NewToolResultError(fmt.Sprintf("unknown voice %q (one of %s)", voice, strings.Join(voices, ", "))), nil
+	args = toolspec.SpeechArgs{
+		Text: text,
+		SpeechSettings: toolspec.SpeechSettings{
+			Voice:  req.GetString("voice", toolspec.DefaultVoice),
+			Speed:  req.GetFloat("speed", toolspec.DefaultSpeed),
+			Model:  req.GetString("model", toolspec.DefaultSpeechModel),
+			Format: req.GetString("format", toolspec.DefaultFormat),
+		},
+		Filename:      req.GetString("filename", ""),
+		IncludeBase64: req.GetBool("include_base64", false),
 	}
-	speed := req.GetFloat("speed", 1.0)
-	if speed < 0.25 || speed > 4.0 {
-		return mcpgo.NewToolResultError(fmt.Sprintf("speed %v out of range 0.25-4.0", speed)), nil
+	switch s := args.SpeechSettings; {
+	case !slices.Contains(toolspec.Voices(), s.Voice):
+		return args, fmt.Sprintf("unknown voice %q (one of %s)", s.Voice, strings.Join(toolspec.Voices(), ", "))
+	case !(s.Speed >= toolspec.MinSpeed && s.Speed <= toolspec.MaxSpeed):
+		return args, fmt.Sprintf("speed %v out of range %g-%g", s.Speed, toolspec.MinSpeed, toolspec.MaxSpeed)
+	case !slices.Contains(toolspec.SpeechModels(), s.Model):
+		return args, fmt.Sprintf("unknown model %q (one of %s)", s.Model, strings.Join(toolspec.SpeechModels(), ", "))
+	case !slices.Contains(toolspec.SpeechFormats(), s.Format):
+		return args, fmt.Sprintf("unknown format %q (one of %s)", s.Format, strings.Join(toolspec.SpeechFormats(), ", "))
 	}
-	format := req.GetString("format", "mp3")
-	ext, ok := speechFormats[format]
-	if !ok {
-		return mcpgo.NewToolResultError(fmt.Sprintf("unknown format %q (mp3 or opus)", format)), nil
-	}
-	model := req.GetString("model", string(openai.TTSModel1))
-	filename := req.GetString("filename", "")
-	log := t.cfg.Log.With(zap.String("tool", "text_to_speech"), zap.String("voice", voice), zap.String("format", format))
-	log.Debug("speech requested", zap.String("text", text))
+	return args, ""
+}
 
-	parts := splitText(text, MaxSpeechInput)
+// speak synthesises args.Text with args' settings, saves the audio under
+// args.Filename and answers the tool's result.
+func (t *tts) speak(ctx context.Context, args toolspec.SpeechArgs) *mcpgo.CallToolResult {
+	ext, ok := toolspec.SpeechExt(args.Format)
+	if !ok {
+		return mcpgo.NewToolResultError(fmt.Sprintf("unknown format %q", args.Format))
+	}
+	log := t.cfg.Log.With(zap.String("tool", toolspec.SpeechToolName), zap.String("voice", args.Voice), zap.String("format", args.Format))
+	log.Debug("speech requested", zap.String("text", args.Text))
+
+	parts := splitText(args.Text, MaxSpeechInput)
 	clips, failed, err := t.synthesiseAll(ctx, parts, openai.CreateSpeechRequest{
-		Model: openai.SpeechModel(model), Voice: openai.SpeechVoice(voice),
-		ResponseFormat: openai.SpeechResponseFormat(format), Speed: speed,
+		Model: openai.SpeechModel(args.Model), Voice: openai.SpeechVoice(args.Voice),
+		ResponseFormat: openai.SpeechResponseFormat(args.Format), Speed: args.Speed,
 	})
 	if err != nil {
 		reason := openAIFailure(err, t.cfg.Timeout)
 		log.Warn("speech failed", zap.Int("part", failed+1), zap.Int("parts", len(parts)), zap.String("reason", reason))
-		return mcpgo.NewToolResultError(reason), nil
+		return mcpgo.NewToolResultError(reason)
 	}
-	data, err := joinClips(format, clips)
+	data, err := joinClips(args.Format, clips)
 	if err != nil {
 		log.Warn("joining speech parts failed", zap.Error(err))
-		return mcpgo.NewToolResultError("audio: cannot join the parts: " + err.Error()), nil
+		return mcpgo.NewToolResultError("audio: cannot join the parts: " + err.Error())
 	}
-	path, err := output.Save(filepath.Join(t.cfg.DataDir, output.Audio.Dir()), filename, ext, data, t.cfg.Now())
+	path, err := output.Save(filepath.Join(t.cfg.DataDir, output.Audio.Dir()), args.Filename, ext, data, t.cfg.Now())
 	if err != nil {
 		log.Error("saving speech failed", zap.Error(err))
-		return mcpgo.NewToolResultError("saving the audio failed: " + err.Error()), nil
+		return mcpgo.NewToolResultError("saving the audio failed: " + err.Error())
 	}
-	res := speechResult{Success: true, AudioPath: path, Format: format, Bytes: len(data),
-		Characters: utf8.RuneCountInString(text), Voice: voice, Parts: len(parts)}
-	if req.GetBool("include_base64", false) {
+	res := toolspec.SpeechResult{Success: true, AudioPath: path, Format: args.Format, Bytes: len(data),
+		Characters: utf8.RuneCountInString(args.Text), Voice: args.Voice, Parts: len(parts)}
+	if args.IncludeBase64 {
 		res.Base64 = base64.StdEncoding.EncodeToString(data)
 	}
 	log.Info("speech saved", zap.String("path", path), zap.Int("bytes", len(data)), zap.Int("characters", res.Characters), zap.Int("parts", len(parts)))
-	return jsonResult(res), nil
+	return jsonResult(res)
 }
 
-// synthesise makes one speech call within the per-call deadline, body
-// included.
 // speechParallel bounds how many parts of one long text are spoken at once.
 const speechParallel = 4
 
@@ -168,6 +187,8 @@ func (t *tts) synthesiseAll(ctx context.Context, parts []string, base openai.Cre
 	return clips, failed, err
 }
 
+// synthesise makes one speech call within the per-call deadline, body
+// included.
 func (t *tts) synthesise(ctx context.Context, req openai.CreateSpeechRequest) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()

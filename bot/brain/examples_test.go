@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"brainbot/toolspec"
 )
 
 // The bot authors' reference and the example brains live in brains/ at the
@@ -99,9 +101,9 @@ func TestREADMECompleteExample(t *testing.T) {
 	if b.Messages != defaultMessages {
 		t.Errorf("README example messages %+v differ from the defaults %+v", b.Messages, defaultMessages)
 	}
-	if b.TTS.Voice != defaultVoice || b.TTS.Speed != defaultSpeed || b.TTS.Model != defaultTTSModel ||
-		b.TTS.Format != defaultFormat || b.Claude.Timeout.D() != defaultTimeout ||
-		b.Image.Model != defaultImageModel || !slices.Equal(b.Image.Keywords, defaultKeywords) {
+	if b.TTS.Voice != toolspec.DefaultVoice || b.TTS.Speed != toolspec.DefaultSpeed || b.TTS.Model != toolspec.DefaultSpeechModel ||
+		b.TTS.Format != toolspec.DefaultFormat || b.Claude.Timeout.D() != defaultTimeout ||
+		b.Image.Model != toolspec.DefaultImageModel || !slices.Equal(b.Image.Keywords, defaultKeywords) {
 		t.Errorf("README example does not show the defaults: %+v", b)
 	}
 }
@@ -122,11 +124,14 @@ func TestREADMEDocumentsEveryField(t *testing.T) {
 			requireMention(t, readme, "`"+name+"."+sub+"`")
 		}
 	}
-	lists := [][]string{ttsVoices, ttsModels, ttsFormats, imageModels}
-	for _, model := range imageModels {
-		lists = append(lists, imageSizes[model])
-		if q := imageQualities[model]; q != nil {
-			lists = append(lists, q)
+	// The tools' catalogues (package toolspec), as the README lists them.
+	lists := [][]string{toolspec.Voices(), toolspec.SpeechModels(), toolspec.SpeechFormats(), toolspec.ImageModelNames()}
+	for _, model := range toolspec.ImageModels() {
+		lists = append(lists, model.Sizes)
+		for _, options := range [][]string{model.Qualities, model.Styles} {
+			if options != nil {
+				lists = append(lists, options)
+			}
 		}
 	}
 	for _, list := range lists {

@@ -6,41 +6,14 @@ import (
 	"slices"
 	"strings"
 	"time"
-)
 
-// The values OpenAI's speech and image APIs accept, and our defaults.
-// brains/README.md documents the same lists; a test keeps them in step.
-var (
-	ttsVoices   = []string{"alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse"}
-	ttsModels   = []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts"}
-	ttsFormats  = []string{"mp3", "opus"}
-	imageModels = []string{"dall-e-2", "dall-e-3", "gpt-image-1"}
-	// Per image model: what size, quality and style accept.
-	imageSizes = map[string][]string{
-		"dall-e-2":    {"256x256", "512x512", "1024x1024"},
-		"dall-e-3":    {"1024x1024", "1792x1024", "1024x1792"},
-		"gpt-image-1": {"1024x1024", "1536x1024", "1024x1536", "auto"},
-	}
-	imageQualities = map[string][]string{
-		"dall-e-3":    {"standard", "hd"},
-		"gpt-image-1": {"low", "medium", "high", "auto"},
-	}
-	imageStyles = map[string][]string{
-		"dall-e-3": {"vivid", "natural"},
-	}
+	"brainbot/toolspec"
 )
 
 const (
-	defaultTimeout    = 120 * time.Second
-	minTimeout        = time.Second
-	maxTimeout        = time.Hour
-	defaultVoice      = "nova"
-	defaultSpeed      = 1.0
-	minSpeed          = 0.25
-	maxSpeed          = 4.0
-	defaultTTSModel   = "tts-1"
-	defaultFormat     = "mp3"
-	defaultImageModel = "dall-e-2"
+	defaultTimeout = 120 * time.Second
+	minTimeout     = time.Second
+	maxTimeout     = time.Hour
 )
 
 var defaultKeywords = []string{"image", "picture", "photo", "draw", "generate", "create a"}
@@ -68,16 +41,16 @@ func applyDefaults(b *Brain, present fieldLines) {
 		b.Claude.Timeout = Duration(defaultTimeout)
 	}
 	if !isSet("tts.speed") {
-		b.TTS.Speed = defaultSpeed
+		b.TTS.Speed = toolspec.DefaultSpeed
 	}
-	orDefault(&b.TTS.Voice, defaultVoice)
-	orDefault(&b.TTS.Model, defaultTTSModel)
-	orDefault(&b.TTS.Format, defaultFormat)
-	orDefault(&b.Image.Model, defaultImageModel)
-	if b.Image.Model == "dall-e-2" {
-		orDefault(&b.Image.Size, "256x256")
-	} else {
-		orDefault(&b.Image.Size, "1024x1024")
+	// The tools' own defaults (package toolspec), so that what a brain
+	// leaves out is what the tool would choose.
+	orDefault(&b.TTS.Voice, toolspec.DefaultVoice)
+	orDefault(&b.TTS.Model, toolspec.DefaultSpeechModel)
+	orDefault(&b.TTS.Format, toolspec.DefaultFormat)
+	orDefault(&b.Image.Model, toolspec.DefaultImageModel)
+	if model, ok := toolspec.LookupImageModel(b.Image.Model); ok {
+		orDefault(&b.Image.Size, model.DefaultSize)
 	}
 	if len(b.Image.Keywords) == 0 {
 		b.Image.Keywords = slices.Clone(defaultKeywords)
@@ -134,24 +107,26 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.timeout", "must be between 1s and 1h, got %v", t)
 	}
 
-	d.oneOf("tts.voice", b.TTS.Voice, ttsVoices, "")
-	if s := b.TTS.Speed; !(s >= minSpeed && s <= maxSpeed) { // NaN (`.nan`) fails too
+	// The values the tools accept (package toolspec).
+	d.oneOf("tts.voice", b.TTS.Voice, toolspec.Voices(), "")
+	if s := b.TTS.Speed; !(s >= toolspec.MinSpeed && s <= toolspec.MaxSpeed) { // NaN (`.nan`) fails too
 		d.reject("tts.speed", "must be between 0.25 and 4.0, got %g", s)
 	}
-	d.oneOf("tts.model", b.TTS.Model, ttsModels, "")
-	d.oneOf("tts.format", b.TTS.Format, ttsFormats, "")
+	d.oneOf("tts.model", b.TTS.Model, toolspec.SpeechModels(), "")
+	d.oneOf("tts.format", b.TTS.Format, toolspec.SpeechFormats(), "")
 
 	img := b.Image
-	if d.oneOf("image.model", img.Model, imageModels, "") {
+	if d.oneOf("image.model", img.Model, toolspec.ImageModelNames(), "") {
+		model, _ := toolspec.LookupImageModel(img.Model)
 		forModel := " for " + img.Model
-		d.oneOf("image.size", img.Size, imageSizes[img.Model], forModel)
-		switch qualities := imageQualities[img.Model]; {
+		d.oneOf("image.size", img.Size, model.Sizes, forModel)
+		switch qualities := model.Qualities; {
 		case len(qualities) > 0 && img.Quality != "":
 			d.oneOf("image.quality", img.Quality, qualities, forModel)
 		case len(qualities) == 0 && img.Quality != "":
 			d.reject("image.quality", "must be left out for %s (it has one quality)", img.Model)
 		}
-		switch styles := imageStyles[img.Model]; {
+		switch styles := model.Styles; {
 		case len(styles) > 0 && img.Style != "":
 			d.oneOf("image.style", img.Style, styles, forModel)
 		case len(styles) == 0 && img.Style != "":

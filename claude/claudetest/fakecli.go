@@ -92,6 +92,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"brainbot/toolspec"
 )
 
 const (
@@ -223,7 +225,7 @@ func checkMCPConfig(path string) error {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return fmt.Errorf("--mcp-config: %w", err)
 	}
-	for _, name := range []string{"tts", "image-gen"} {
+	for _, name := range []string{toolspec.SpeechServer, toolspec.ImageServer} {
 		s, ok := cfg.MCPServers[name]
 		if !ok || s.Type != "stdio" || !filepath.IsAbs(s.Command) {
 			return fmt.Errorf("--mcp-config: server %q missing or not a stdio server with an absolute command", name)
@@ -280,7 +282,7 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		c.emit(c.initEvent())
-		if strings.Contains(text, SpeechTool) || strings.Contains(text, ImageTool) {
+		if strings.Contains(text, toolspec.SpeechTool) || strings.Contains(text, toolspec.ImageTool) {
 			c.toolTurn(text)
 		} else {
 			c.textTurn(text, n)
@@ -395,7 +397,7 @@ func (c *fakeCLI) textTurn(text string, n int) {
 	c.emitUnknown()
 	if d["#calltool"] {
 		// Like a model that uses an allowed tool unasked in turn 1.
-		for _, tool := range []string{SpeechTool, ImageTool} {
+		for _, tool := range []string{toolspec.SpeechTool, toolspec.ImageTool} {
 			if c.allowed(tool) {
 				c.useTool(tool, map[string]any{"text": text, "prompt": text, "filename": "turn1-own-choice"})
 			}
@@ -462,9 +464,9 @@ func longReply() string {
 
 // toolTurn answers a turn-2 message naming one of our tools.
 func (c *fakeCLI) toolTurn(text string) {
-	tool := SpeechTool
-	if strings.Contains(text, ImageTool) {
-		tool = ImageTool
+	tool := toolspec.SpeechTool
+	if strings.Contains(text, toolspec.ImageTool) {
+		tool = toolspec.ImageTool
 	}
 	d := c.directives
 	if d["#notool"] {
@@ -478,7 +480,7 @@ func (c *fakeCLI) toolTurn(text string) {
 		fmt.Fprintln(c.stderr, "fake claude: no tool arguments in the message:", err)
 		args = map[string]any{}
 	}
-	if tool == ImageTool {
+	if tool == toolspec.ImageTool {
 		args["prompt"] = "An illustration of: " + c.firstText
 	}
 	failed := c.useTool(tool, args)
@@ -561,7 +563,7 @@ func writeToolFile(tool string, args map[string]any) (string, error) {
 	}, name)
 	dir, ext, body, key := "audio-output", ".mp3", fakeMP3(), "audio_path"
 	switch {
-	case tool == ImageTool:
+	case tool == toolspec.ImageTool:
 		dir, ext, body, key = "image-output", ".png", fakePNG(), "image_path"
 	case args["format"] == "opus":
 		ext, body = ".ogg", []byte("OggS\x00\x02fake opus audio")
@@ -615,8 +617,8 @@ func textBlock(text string) map[string]any { return map[string]any{"type": "text
 func (c *fakeCLI) initEvent() map[string]any {
 	return map[string]any{
 		"type": "system", "subtype": "init", "cwd": mustGetwd(), "session_id": c.sessionID,
-		"tools": []string{ImageTool, SpeechTool}, "model": c.opts.model, "permissionMode": c.opts.permissionMode,
-		"mcp_servers":    []map[string]string{{"name": "tts", "status": "connected"}, {"name": "image-gen", "status": "connected"}},
+		"tools": []string{toolspec.ImageTool, toolspec.SpeechTool}, "model": c.opts.model, "permissionMode": c.opts.permissionMode,
+		"mcp_servers":    []map[string]string{{"name": toolspec.SpeechServer, "status": "connected"}, {"name": toolspec.ImageServer, "status": "connected"}},
 		"slash_commands": []string{"compact", "context", "cost"}, "apiKeySource": "ANTHROPIC_API_KEY",
 		"claude_code_version": "2.1.328-fake", "output_style": "default", "uuid": uuid.NewString(),
 	}

@@ -11,12 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-)
 
-// Tool names the scripted model recognises in a turn-2 request.
-const (
-	SpeechTool = "mcp__tts__text_to_speech"
-	ImageTool  = "mcp__image-gen__generate_image"
+	"brainbot/toolspec"
 )
 
 // Scripted values tests assert on.
@@ -479,10 +475,10 @@ func previousUserText(msgs []Message) string {
 
 func requestedTool(text string) string {
 	switch {
-	case strings.Contains(text, SpeechTool):
-		return SpeechTool
-	case strings.Contains(text, ImageTool):
-		return ImageTool
+	case strings.Contains(text, toolspec.SpeechTool):
+		return toolspec.SpeechTool
+	case strings.Contains(text, toolspec.ImageTool):
+		return toolspec.ImageTool
 	}
 	return ""
 }
@@ -491,7 +487,7 @@ func requestedTool(text string) string {
 // user's directives.
 func toolInput(tool, current, earlier string) json.RawMessage {
 	input := firstJSONObject(current)
-	if tool == ImageTool {
+	if tool == toolspec.ImageTool {
 		if _, ok := input["prompt"]; !ok {
 			input["prompt"] = earlier
 		}

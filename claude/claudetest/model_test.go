@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"brainbot/toolspec"
 )
 
 // streamed is a response reassembled from its server-sent events.
@@ -147,7 +149,7 @@ func TestModelScript(t *testing.T) {
 			name: "resumed conversation counts the user's messages only",
 			messages: []any{
 				userMsg(textPart("first")), assistant("You said: first (message 1)"),
-				userMsg(textPart(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}},
+				userMsg(textPart(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": toolspec.SpeechTool, "input": map[string]any{}}}},
 				toolResult, assistant(DoneReply),
 				userMsg(reminder, textPart("second")),
 			},
@@ -156,19 +158,19 @@ func TestModelScript(t *testing.T) {
 		{
 			name:      "speech tool request",
 			messages:  []any{userMsg(textPart("hello")), assistant("You said: hello (message 1)"), userMsg(textPart(speechRequest))},
-			tool:      SpeechTool,
+			tool:      toolspec.SpeechTool,
 			toolInput: map[string]any{"text": "He said \"hi\"\nand left", "voice": "nova", "speed": 1.25, "filename": "bot-a-user-1-100", "include_base64": false},
 		},
 		{
 			name:      "image tool request gets a prompt from the user's message",
 			messages:  []any{userMsg(textPart("draw a cat")), assistant("Sure."), userMsg(textPart(imageRequest))},
-			tool:      ImageTool,
+			tool:      toolspec.ImageTool,
 			toolInput: map[string]any{"prompt": "draw a cat", "model": "dall-e-2", "size": "256x256", "filename": "bot-a-user-1-100", "include_base64": false},
 		},
 		{
 			name:      "#evilpath changes the filename",
 			messages:  []any{userMsg(textPart("draw a dog #evilpath")), assistant("Sure."), userMsg(textPart(imageRequest))},
-			tool:      ImageTool,
+			tool:      toolspec.ImageTool,
 			toolInput: map[string]any{"prompt": "draw a dog #evilpath", "model": "dall-e-2", "size": "256x256", "filename": EvilFilename, "include_base64": false},
 		},
 		{
@@ -178,7 +180,7 @@ func TestModelScript(t *testing.T) {
 		},
 		{
 			name:     "tool result",
-			messages: []any{userMsg(textPart(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": SpeechTool, "input": map[string]any{}}}}, toolResult},
+			messages: []any{userMsg(textPart(speechRequest)), map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_1", "name": toolspec.SpeechTool, "input": map[string]any{}}}}, toolResult},
 			text:     DoneReply,
 		},
 		{
@@ -393,7 +395,7 @@ func cliRun(t *testing.T, m *Model, out string, sessionArgs ...string) CLIRun {
 	args := append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--system-prompt", "You are a test bot.", "--system-prompt-snapshot", "off",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", cfgPath,
-		"--allowedTools", SpeechTool + "," + ImageTool, "--permission-mode", "dontAsk"}, sessionArgs...)
+		"--allowedTools", toolspec.SpeechTool + "," + toolspec.ImageTool, "--permission-mode", "dontAsk"}, sessionArgs...)
 	env := append(os.Environ(), "HOME="+home, "ENABLE_TOOL_SEARCH=false")
 	return CLIRun{Path: path, Args: args, Dir: work, Env: append(env, m.Env()...)}
 }
@@ -478,7 +480,7 @@ func TestRealCLITextAndResume(t *testing.T) {
 	}
 	req := m.Requests()[0]
 	if req.Path != "/v1/messages" || !req.Stream || !strings.Contains(req.System, "You are a test bot.") ||
-		!slices.Contains(req.Tools, SpeechTool) || !slices.Contains(req.Tools, ImageTool) || slices.Contains(req.Tools, "Bash") {
+		!slices.Contains(req.Tools, toolspec.SpeechTool) || !slices.Contains(req.Tools, toolspec.ImageTool) || slices.Contains(req.Tools, "Bash") {
 		t.Errorf("the CLI sent path %s stream %v system %q tools %v", req.Path, req.Stream, req.System, req.Tools)
 	}
 
@@ -505,8 +507,8 @@ func TestRealCLIToolFlows(t *testing.T) {
 	tests := []struct {
 		name, prompt, turn2, tool, ext string
 	}{
-		{"speech", "hello", speechRequest, SpeechTool, ".mp3"},
-		{"image", "draw a cat", imageRequest, ImageTool, ".png"},
+		{"speech", "hello", speechRequest, toolspec.SpeechTool, ".mp3"},
+		{"image", "draw a cat", imageRequest, toolspec.ImageTool, ".png"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

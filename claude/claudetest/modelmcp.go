@@ -12,6 +12,8 @@ import (
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"brainbot/toolspec"
 )
 
 // Minimal file contents the stand-in MCP tools write: enough for a type
@@ -34,7 +36,7 @@ const (
 // named test must call RunStandInMCPIfRequested.
 func StandInMCPConfig(dir string, helperArgs ...string) []byte {
 	servers := map[string]any{}
-	for _, name := range []string{"tts", "image-gen"} {
+	for _, name := range []string{toolspec.SpeechServer, toolspec.ImageServer} {
 		servers[name] = map[string]any{
 			"type": "stdio", "command": os.Args[0], "args": helperArgs,
 			"env": map[string]string{standInNameEnv: name, standInDirEnv: dir},
@@ -69,15 +71,15 @@ func RunStandInMCPIfRequested() {
 func ServeStandInMCP(ctx context.Context, name, dir string, in io.Reader, out io.Writer) error {
 	s := server.NewMCPServer("claudetest-"+name, "0.0.1", server.WithToolCapabilities(false))
 	switch name {
-	case "tts":
-		s.AddTool(mcpgo.NewTool("text_to_speech",
+	case toolspec.SpeechServer:
+		s.AddTool(mcpgo.NewTool(toolspec.SpeechToolName,
 			mcpgo.WithDescription("Convert text to speech and save it as an audio file."),
 			mcpgo.WithString("text", mcpgo.Required()),
 			mcpgo.WithString("voice"), mcpgo.WithNumber("speed"), mcpgo.WithString("model"),
 			mcpgo.WithString("format"), mcpgo.WithString("filename"), mcpgo.WithBoolean("include_base64"),
 		), standInHandler(dir, ".mp3", "audio_path", standInMP3))
-	case "image-gen":
-		s.AddTool(mcpgo.NewTool("generate_image",
+	case toolspec.ImageServer:
+		s.AddTool(mcpgo.NewTool(toolspec.ImageToolName,
 			mcpgo.WithDescription("Generate an image and save it as a PNG file."),
 			mcpgo.WithString("prompt", mcpgo.Required()),
 			mcpgo.WithString("model"), mcpgo.WithString("size"), mcpgo.WithString("quality"),

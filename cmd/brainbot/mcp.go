@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	mcpserver "brainbot/mcp"
+	"brainbot/toolspec"
 )
 
 // mcp serves one of our MCP servers on stdin/stdout. The Claude CLI starts
@@ -26,9 +27,9 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 	}
 	var newServer func(mcpserver.Config) *server.MCPServer
 	switch name := fs.Arg(0); name {
-	case "tts":
+	case toolspec.SpeechServer:
 		newServer = mcpserver.NewTTSServer
-	case "image-gen":
+	case toolspec.ImageServer:
 		newServer = mcpserver.NewImageServer
 	default:
 		return usageError{fmt.Errorf("unknown MCP server %q: want tts or image-gen", name)}
