@@ -14,6 +14,7 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/claude"
 	"brainbot/output"
+	"brainbot/toolspec"
 )
 
 // converse runs the message through Claude and sends the reply.
@@ -78,13 +79,12 @@ func (m *Manager) runClaude(ctx context.Context, j *job, b *brain.Brain, log *za
 		Resume:       ok,
 		SystemPrompt: b.SystemPrompt,
 		Model:        b.Claude.Model,
-		WorkDir:      filepath.Join(m.cfg.DataDir, "claude", "bot-"+j.r.id),
 		BotID:        j.r.id,
-		UserID:       j.user,
-		Speech: claude.SpeechOptions{
+		FilePrefix:   output.Prefix(j.r.id, j.user, time.Now()),
+		Speech: toolspec.SpeechSettings{
 			Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,
 		},
-		Image: claude.ImageOptions{
+		Image: toolspec.ImageSettings{
 			Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style,
 		},
 		InactivityTimeout: b.Claude.Timeout.D(),

@@ -86,8 +86,7 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	if req.Mode == claude.Image {
 		kind, ext, data = output.Image, ".png", []byte("\x89PNG-image")
 	}
-	res.FilePrefix = fmt.Sprintf("bot-%s-user-%d-%d", req.BotID, req.UserID, time.Now().UnixNano())
-	res.FileExt = ext
+	res.FilePrefix, res.FileExt = req.FilePrefix, ext
 	if strings.Contains(req.Prompt, "#nofile") {
 		res.FilePath = filepath.Join(f.dataDir, kind.Dir(), "missing"+ext)
 		return res, nil

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
+
+	"brainbot/toolspec"
 )
 
 // Config configures a Driver.
@@ -137,17 +139,26 @@ func (d *Driver) args(req Request) []string {
 }
 
 func checkRequest(req Request) error {
+	_, knownFormat := toolspec.SpeechExt(speechSettings(req).Format)
 	switch {
 	case req.Mode != Text && req.Mode != Speech && req.Mode != Image:
 		return fmt.Errorf("claude: unknown mode %d", req.Mode)
 	case uuid.Validate(req.SessionID) != nil:
 		return fmt.Errorf("claude: session id %q is not a UUID", req.SessionID)
-	case !filepath.IsAbs(req.WorkDir):
-		return fmt.Errorf("claude: working directory %q is not absolute", req.WorkDir)
-	case req.Mode == Speech && req.Speech.Format != "" && req.Speech.Format != "mp3" && req.Speech.Format != "opus":
+	case req.BotID == "" || strings.ContainsAny(req.BotID, `/\`):
+		return fmt.Errorf("claude: bot id %q cannot name a working directory", req.BotID)
+	case req.Mode != Text && req.FilePrefix == "":
+		return fmt.Errorf("claude: a %v request needs a file prefix", req.Mode)
+	case req.Mode == Speech && !knownFormat:
 		return fmt.Errorf("claude: unsupported speech format %q", req.Speech.Format)
 	}
 	return nil
+}
+
+// workDir is the CLI's working directory for a bot. The path must not
+// change: the CLI finds a session to resume by its working directory.
+func (d *Driver) workDir(botID string) string {
+	return filepath.Join(d.cfg.DataDir, "claude", "bot-"+botID)
 }
 
 // Run runs req through a new CLI process and returns what it produced.
@@ -166,7 +177,8 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.MaxDuration <= 0 {
 		req.MaxDuration = defaultMaxDuration
 	}
-	if err := os.MkdirAll(req.WorkDir, 0o750); err != nil {
+	dir := d.workDir(req.BotID)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("claude: working directory: %w", err)
 	}
 	c := &conversation{
@@ -174,12 +186,11 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 		tool:    req.Mode.tool(),
 		res:     &Result{},
 		log:     d.log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume)),
-		results: map[string]Block{},
+		results: map[string]block{},
 		turn:    1,
 	}
 	if c.tool != "" {
-		c.res.FilePrefix = fmt.Sprintf("bot-%s-user-%d-%d", req.BotID, req.UserID, time.Now().UnixMilli())
-		c.res.FileExt = fileExt(req)
+		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
 	}
 	first, err := encodeUserLine(req.Prompt)
 	if err != nil {
@@ -188,7 +199,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 
 	c.spawned = time.Now()
 	c.turnStart = c.spawned
-	p, err := startProcess(ctx, d.cfg.Command, d.args(req), req.WorkDir, cliEnv(os.Environ(), d.cfg.DataDir, d.cfg.Env))
+	p, err := startProcess(ctx, d.cfg.Command, d.args(req), dir, cliEnv(os.Environ(), d.cfg.DataDir, d.cfg.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -226,14 +237,14 @@ type conversation struct {
 	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
 	// makes on its own in turn 1 does not count: it cannot know the file
 	// prefix the caller locates the file by.
-	calls   []Block
-	denials []Denial
-	results map[string]Block // tool_result blocks by tool_use_id
+	calls   []block
+	denials []denial
+	results map[string]block // tool_result blocks by tool_use_id
 
 	// finished: the last result the driver waits for has arrived (or a
 	// failed one); stdin is closed and the CLI should exit.
 	finished bool
-	failed   *TurnResult // a result with is_error
+	failed   *turnResult // a result with is_error
 	failure  error       // another reason the request failed
 }
 
@@ -272,10 +283,10 @@ func (c *conversation) loop(ctx context.Context) error {
 			}
 		case <-inactivity.C:
 			c.p.terminate()
-			return &TimeoutError{Inactivity: true, After: c.req.InactivityTimeout}
+			return &timeoutError{Inactivity: true, After: c.req.InactivityTimeout}
 		case <-overall.C:
 			c.p.terminate()
-			return &TimeoutError{After: c.req.MaxDuration}
+			return &timeoutError{After: c.req.MaxDuration}
 		case <-ctx.Done():
 			c.p.terminate()
 			return fmt.Errorf("claude: request abandoned: %w", context.Cause(ctx))
@@ -294,19 +305,19 @@ func (c *conversation) loop(ctx context.Context) error {
 	}
 }
 
-func (c *conversation) handle(ev Event) {
+func (c *conversation) handle(ev event) {
 	if ce := c.log.Check(zap.DebugLevel, "claude: event"); ce != nil {
 		ce.Write(zap.Stringer("kind", ev.Kind), zap.String("type", ev.Type), zap.String("subtype", ev.Subtype))
 	}
 	switch ev.Kind {
-	case KindInit:
+	case kindInit:
 		if !c.seenInit {
 			c.seenInit = true
 			c.res.Startup = time.Since(c.spawned)
 			c.turnStart = time.Now()
 		}
 		c.noteSession(ev.SessionID)
-	case KindAssistant:
+	case kindAssistant:
 		for _, b := range ev.Blocks {
 			switch {
 			case b.Type == "text" && c.turn == 1 && b.Text != "":
@@ -315,17 +326,17 @@ func (c *conversation) handle(ev Event) {
 				c.calls = append(c.calls, b)
 			}
 		}
-	case KindUser:
+	case kindUser:
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_result" {
 				c.results[b.ToolUseID] = b
 			}
 		}
-	case KindPermissionDenied:
+	case kindPermissionDenied:
 		if c.turn == 2 {
 			c.denials = append(c.denials, ev.Denial)
 		}
-	case KindResult:
+	case kindResult:
 		c.endTurn(ev)
 	default:
 		c.res.UnknownEvents++
@@ -338,7 +349,7 @@ func (c *conversation) noteSession(id string) {
 	}
 }
 
-func (c *conversation) endTurn(ev Event) {
+func (c *conversation) endTurn(ev event) {
 	if c.finished {
 		return // a result after the one we waited for: not ours
 	}
@@ -364,10 +375,10 @@ func (c *conversation) endTurn(ev Event) {
 	case c.turn == 2 || c.tool == "":
 		c.finished = true
 	case c.req.Mode == Speech && strings.TrimSpace(c.res.Text) == "":
-		c.failure = ErrNothingToSpeak
+		c.failure = errNothingToSpeak
 		c.finished = true
 	default:
-		prompt, err := turn2Prompt(c.req, c.res.Text, c.res.FilePrefix)
+		prompt, err := turn2Prompt(c.req, c.res.Text)
 		if err == nil {
 			var line []byte
 			if line, err = encodeUserLine(prompt); err == nil {
@@ -387,7 +398,7 @@ func (c *conversation) endTurn(ev Event) {
 func (c *conversation) outcome(abort error) error {
 	tail := c.p.stderrTail.String()
 	if abort != nil {
-		var te *TimeoutError
+		var te *timeoutError
 		if errors.As(abort, &te) {
 			te.StderrTail = tail
 		}
@@ -395,7 +406,7 @@ func (c *conversation) outcome(abort error) error {
 	}
 	switch {
 	case c.failed != nil:
-		re := &ResultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text, StderrTail: tail}
+		re := &resultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text, StderrTail: tail}
 		// Only the CLI's own words identify an unknown session: any other
 		// failure must not make the caller drop a conversation that exists.
 		if c.req.Resume && (mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)) {
@@ -403,7 +414,7 @@ func (c *conversation) outcome(abort error) error {
 		}
 		return re
 	case !c.finished:
-		ee := &ExitError{Code: c.p.exitCode(), StderrTail: tail}
+		ee := &exitError{Code: c.p.exitCode(), StderrTail: tail}
 		if c.req.Resume && strings.Contains(tail, noConversation) {
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, ee)
 		}
@@ -434,42 +445,59 @@ func (c *conversation) collectFile() error {
 		if !ok {
 			continue
 		}
-		if d, denied := c.denial(call.ID); denied {
-			return fmt.Errorf("%w: %s: %s", ErrToolDenied, c.tool, d.Message)
+		if d, denied := c.findDenial(call.ID); denied {
+			return fmt.Errorf("%w: %s: %s", errToolDenied, c.tool, d.Message)
 		}
 		if r.IsError {
-			return &ToolError{Tool: c.tool, Message: r.Text}
+			return &toolError{Tool: c.tool, Message: r.Text}
 		}
-		var out toolOutput
-		if err := json.Unmarshal([]byte(r.Text), &out); err != nil {
-			return &ToolError{Tool: c.tool, Message: "result is not our JSON: " + err.Error()}
-		}
-		path := out.AudioPath
-		if c.req.Mode == Image {
-			path = out.ImagePath
-		}
-		if !out.Success || path == "" {
-			return &ToolError{Tool: c.tool, Message: "no file reported: " + out.Error}
+		path, err := reportedFile(c.req.Mode, r.Text)
+		if err != nil {
+			return &toolError{Tool: c.tool, Message: err.Error()}
 		}
 		c.res.FilePath = path
 		return nil
 	}
-	if d, denied := c.denial(""); denied {
-		return fmt.Errorf("%w: %s: %s", ErrToolDenied, c.tool, d.Message)
+	if d, denied := c.findDenial(""); denied {
+		return fmt.Errorf("%w: %s: %s", errToolDenied, c.tool, d.Message)
 	}
 	if len(c.calls) > 0 {
-		return &ToolError{Tool: c.tool, Message: "the call got no result"}
+		return &toolError{Tool: c.tool, Message: "the call got no result"}
 	}
 	return fmt.Errorf("%w: %s", ErrToolNotCalled, c.tool)
 }
 
-// denial finds a refusal of the call toolUseID, or with "" of any call of
+// reportedFile takes the file's path from our tool's JSON answer.
+func reportedFile(mode Mode, answer string) (string, error) {
+	var ok bool
+	var path string
+	var err error
+	switch mode {
+	case Speech:
+		var out toolspec.SpeechResult
+		err = json.Unmarshal([]byte(answer), &out)
+		ok, path = out.Success, out.AudioPath
+	case Image:
+		var out toolspec.ImageResult
+		err = json.Unmarshal([]byte(answer), &out)
+		ok, path = out.Success, out.ImagePath
+	}
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("result is not our JSON: %w", err)
+	case !ok || path == "":
+		return "", errors.New("no file reported")
+	}
+	return path, nil
+}
+
+// findDenial finds a refusal of the call toolUseID, or with "" of any call of
 // c.tool.
-func (c *conversation) denial(toolUseID string) (Denial, bool) {
+func (c *conversation) findDenial(toolUseID string) (denial, bool) {
 	for _, d := range c.denials {
 		if toolUseID != "" && d.ToolUseID == toolUseID || toolUseID == "" && d.ToolName == c.tool {
 			return d, true
 		}
 	}
-	return Denial{}, false
+	return denial{}, false
 }

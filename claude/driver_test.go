@@ -19,6 +19,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"brainbot/claude/claudetest"
+	"brainbot/output"
+	"brainbot/toolspec"
 )
 
 func TestMain(m *testing.M) {
@@ -56,11 +58,10 @@ func (e *fakeEnv) request(mode Mode, prompt string) Request {
 		Prompt:            prompt,
 		SessionID:         uuid.NewString(),
 		SystemPrompt:      "You are a test bot.",
-		WorkDir:           filepath.Join(e.data, "claude", "bot-test"),
 		BotID:             "test",
-		UserID:            42,
-		Speech:            SpeechOptions{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "mp3"},
-		Image:             ImageOptions{Model: "dall-e-3", Size: "1024x1024", Quality: "hd", Style: "vivid"},
+		FilePrefix:        output.Prefix("test", 42, time.Now()),
+		Speech:            toolspec.SpeechSettings{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "mp3"},
+		Image:             toolspec.ImageSettings{Model: "dall-e-3", Size: "1024x1024", Quality: "hd", Style: "vivid"},
 		InactivityTimeout: time.Minute, // hang guards only; tests that time out set their own
 		MaxDuration:       2 * time.Minute,
 	}
@@ -150,11 +151,11 @@ func TestArgs(t *testing.T) {
 	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", "/data/claude/mcp.json",
-		"--allowedTools", ImageTool, "--permission-mode", "dontAsk"}
+		"--allowedTools", toolspec.ImageTool, "--permission-mode", "dontAsk"}
 	if got := d.args(req); !slices.Equal(got, want) {
 		t.Errorf("image args\n got %q\nwant %q", got, want)
 	}
-	if got := d.args(Request{Mode: Speech}); !slices.Contains(got, SpeechTool) || slices.Contains(got, ImageTool) {
+	if got := d.args(Request{Mode: Speech}); !slices.Contains(got, toolspec.SpeechTool) || slices.Contains(got, toolspec.ImageTool) {
 		t.Errorf("speech args must allow exactly the tts tool: %q", got)
 	}
 	if slices.Contains(d.args(req), "--bare") {
@@ -183,7 +184,8 @@ func TestRunRejectsBadRequest(t *testing.T) {
 	e := newFakeEnv(t)
 	for name, mutate := range map[string]func(*Request){
 		"session id not a UUID": func(r *Request) { r.SessionID = "abc" },
-		"relative workdir":      func(r *Request) { r.WorkDir = "work" },
+		"bot id with a slash":   func(r *Request) { r.BotID = "../x" },
+		"file without a prefix": func(r *Request) { r.Mode = Image; r.FilePrefix = "" },
 		"unknown mode":          func(r *Request) { r.Mode = Mode(7) },
 		"bad speech format":     func(r *Request) { r.Mode = Speech; r.Speech.Format = "wav" },
 	} {
@@ -221,7 +223,8 @@ func TestTextTurn(t *testing.T) {
 	if res.UnknownEvents != 0 {
 		t.Errorf("UnknownEvents = %d", res.UnknownEvents)
 	}
-	if info, err := os.Stat(req.WorkDir); err != nil || info.Mode().Perm() != 0o750 {
+	// The working directory stays where existing sessions were created.
+	if info, err := os.Stat(filepath.Join(e.data, "claude", "bot-test")); err != nil || info.Mode().Perm() != 0o750 {
 		t.Errorf("working directory not created 0750: %v %v", info, err)
 	}
 }
@@ -245,9 +248,9 @@ func TestResumeUnknownSession(t *testing.T) {
 	if !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("err = %v, want ErrSessionNotFound", err)
 	}
-	var re *ResultError
+	var re *resultError
 	if !errors.As(err, &re) || re.Subtype != "error_during_execution" || !strings.Contains(re.StderrTail, "No conversation found") {
-		t.Errorf("err = %#v, want a *ResultError with the stderr tail", re)
+		t.Errorf("err = %#v, want a *resultError with the stderr tail", re)
 	}
 }
 
@@ -259,21 +262,21 @@ func TestResumeStartupErrorIsNotUnknownSession(t *testing.T) {
 	req := e.request(Text, "hello")
 	req.Resume = true
 	_, err := e.run(t, req)
-	var re *ResultError
+	var re *resultError
 	if !errors.As(err, &re) || re.Subtype != "error_during_execution" || errors.Is(err, ErrSessionNotFound) {
-		t.Fatalf("err = %v, want a *ResultError that is not ErrSessionNotFound", err)
+		t.Fatalf("err = %v, want a *resultError that is not ErrSessionNotFound", err)
 	}
 }
 
 func TestResultError(t *testing.T) {
 	e := newFakeEnv(t)
 	_, err := e.run(t, e.request(Text, "#fail please"))
-	var re *ResultError
+	var re *resultError
 	if !errors.As(err, &re) {
-		t.Fatalf("err = %v, want *ResultError", err)
+		t.Fatalf("err = %v, want *resultError", err)
 	}
 	if re.Subtype != "success" || !strings.HasPrefix(re.Message, "API Error: 400") {
-		t.Errorf("ResultError = %+v", re)
+		t.Errorf("resultError = %+v", re)
 	}
 	if errors.Is(err, ErrSessionNotFound) {
 		t.Error("an API error on a new session reported as ErrSessionNotFound")
@@ -346,12 +349,12 @@ func checkFile(t *testing.T, res *Result, dir, prefixPattern, ext string) {
 }
 
 func TestTurn2PromptQuotesSafely(t *testing.T) {
-	req := Request{Mode: Speech, Speech: SpeechOptions{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "opus"}}
-	prompt, err := turn2Prompt(req, trickyText, "bot-b-user-1-2")
+	req := Request{Mode: Speech, FilePrefix: "bot-b-user-1-2", Speech: toolspec.SpeechSettings{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "opus"}}
+	prompt, err := turn2Prompt(req, trickyText)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(prompt, SpeechTool) || !strings.Contains(prompt, "Only call the tool, no additional response") {
+	if !strings.Contains(prompt, toolspec.SpeechTool) || !strings.Contains(prompt, "Only call the tool, no additional response") {
 		t.Errorf("prompt does not ask for the tool alone:\n%s", prompt)
 	}
 	var args map[string]any
@@ -364,8 +367,8 @@ func TestTurn2PromptQuotesSafely(t *testing.T) {
 		t.Errorf("speech arguments\n got %v\nwant %v", args, want)
 	}
 
-	req = Request{Mode: Image, Image: ImageOptions{Model: "dall-e-2", Size: "256x256"}}
-	prompt, err = turn2Prompt(req, "", "bot-b-user-1-2")
+	req = Request{Mode: Image, FilePrefix: "bot-b-user-1-2", Image: toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}}
+	prompt, err = turn2Prompt(req, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +377,7 @@ func TestTurn2PromptQuotesSafely(t *testing.T) {
 		t.Fatal(err)
 	}
 	want = map[string]any{"model": "dall-e-2", "size": "256x256", "filename": "bot-b-user-1-2", "include_base64": false}
-	if !mapsEqual(args, want) || !strings.Contains(prompt, ImageTool) || !strings.Contains(prompt, `"prompt"`) {
+	if !mapsEqual(args, want) || !strings.Contains(prompt, toolspec.ImageTool) || !strings.Contains(prompt, `"prompt"`) {
 		t.Errorf("image arguments %v in\n%s", args, prompt)
 	}
 }
@@ -399,8 +402,8 @@ func mapsEqual(a, b map[string]any) bool {
 func TestSpeechNothingToSpeak(t *testing.T) {
 	e := newFakeEnv(t)
 	res, err := e.run(t, e.request(Speech, "#empty"))
-	if !errors.Is(err, ErrNothingToSpeak) {
-		t.Fatalf("err = %v, want ErrNothingToSpeak", err)
+	if !errors.Is(err, errNothingToSpeak) {
+		t.Fatalf("err = %v, want errNothingToSpeak", err)
 	}
 	if res.Turn2 != 0 {
 		t.Error("turn 2 ran")
@@ -413,9 +416,9 @@ func TestSpeechNothingToSpeak(t *testing.T) {
 func TestToolError(t *testing.T) {
 	e := newFakeEnv(t)
 	res, err := e.run(t, e.request(Speech, "#toolerror hi"))
-	var te *ToolError
-	if !errors.As(err, &te) || te.Tool != SpeechTool || !strings.Contains(te.Message, "500") {
-		t.Fatalf("err = %v, want *ToolError for %s", err, SpeechTool)
+	var te *toolError
+	if !errors.As(err, &te) || te.Tool != toolspec.SpeechTool || !strings.Contains(te.Message, "500") {
+		t.Fatalf("err = %v, want *toolError for %s", err, toolspec.SpeechTool)
 	}
 	if res == nil || res.Text != "You said: #toolerror hi" {
 		t.Errorf("the turn-1 text is lost on a tool error: %+v", res)
@@ -433,17 +436,17 @@ func TestToolNotCalled(t *testing.T) {
 func TestToolDenied(t *testing.T) {
 	e := newFakeEnv(t)
 	_, err := e.run(t, e.request(Image, "#denied draw"))
-	if !errors.Is(err, ErrToolDenied) {
-		t.Fatalf("err = %v, want ErrToolDenied", err)
+	if !errors.Is(err, errToolDenied) {
+		t.Fatalf("err = %v, want errToolDenied", err)
 	}
 }
 
 func TestExitMidStream(t *testing.T) {
 	e := newFakeEnv(t)
 	_, err := e.run(t, e.request(Text, "#exit"))
-	var ee *ExitError
+	var ee *exitError
 	if !errors.As(err, &ee) || ee.Code != 3 || !strings.Contains(ee.StderrTail, "simulated crash") {
-		t.Fatalf("err = %v, want *ExitError with status 3 and the stderr tail", err)
+		t.Fatalf("err = %v, want *exitError with status 3 and the stderr tail", err)
 	}
 }
 
@@ -452,9 +455,9 @@ func TestInactivityWatchdog(t *testing.T) {
 	req := e.request(Text, "#hang")
 	req.InactivityTimeout = 500 * time.Millisecond
 	_, err := e.run(t, req)
-	var te *TimeoutError
-	if !errors.As(err, &te) || !te.Inactivity || !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want an inactivity *TimeoutError", err)
+	var te *timeoutError
+	if !errors.As(err, &te) || !te.Inactivity || !errors.Is(err, errTimeout) {
+		t.Fatalf("err = %v, want an inactivity *timeoutError", err)
 	}
 }
 
@@ -463,9 +466,9 @@ func TestMaxDuration(t *testing.T) {
 	req := e.request(Text, "#hang")
 	req.MaxDuration = 500 * time.Millisecond
 	_, err := e.run(t, req)
-	var te *TimeoutError
-	if !errors.As(err, &te) || te.Inactivity || te.After != req.MaxDuration || !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want an overall *TimeoutError", err)
+	var te *timeoutError
+	if !errors.As(err, &te) || te.Inactivity || te.After != req.MaxDuration || !errors.Is(err, errTimeout) {
+		t.Fatalf("err = %v, want an overall *timeoutError", err)
 	}
 }
 
@@ -476,8 +479,8 @@ func TestIgnoresSIGTERM(t *testing.T) {
 	req := e.request(Text, "#ignoreterm")
 	req.InactivityTimeout = 300 * time.Millisecond
 	_, err := e.run(t, req)
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
+	if !errors.Is(err, errTimeout) {
+		t.Fatalf("err = %v, want errTimeout", err)
 	}
 }
 
@@ -488,17 +491,17 @@ func TestGrandchildHoldsStdout(t *testing.T) {
 	req := e.request(Text, "#grandchild")
 	req.InactivityTimeout = 500 * time.Millisecond
 	_, err := e.run(t, req)
-	if !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
+	if !errors.Is(err, errTimeout) {
+		t.Fatalf("err = %v, want errTimeout", err)
 	}
 }
 
 func TestGarbageLine(t *testing.T) {
 	e := newFakeEnv(t)
 	_, err := e.run(t, e.request(Text, "#garbage"))
-	var pe *ProtocolError
+	var pe *protocolError
 	if !errors.As(err, &pe) || pe.Line != 2 {
-		t.Fatalf("err = %v, want *ProtocolError on line 2", err)
+		t.Fatalf("err = %v, want *protocolError on line 2", err)
 	}
 }
 
@@ -527,8 +530,8 @@ func TestCLINotFound(t *testing.T) {
 	for _, command := range []string{filepath.Join(dir, "missing"), "brainbot-no-such-claude-cli", notExecutable} {
 		e := newFakeEnv(t)
 		e.d.cfg.Command = command
-		if _, err := e.run(t, e.request(Text, "hi")); !errors.Is(err, ErrCLINotFound) {
-			t.Errorf("%s: err = %v, want ErrCLINotFound", command, err)
+		if _, err := e.run(t, e.request(Text, "hi")); !errors.Is(err, errCLINotFound) {
+			t.Errorf("%s: err = %v, want errCLINotFound", command, err)
 		}
 	}
 }
@@ -540,7 +543,7 @@ func TestContextCancel(t *testing.T) {
 	req := e.request(Text, "#hang")
 	go func() {
 		defer cancel()
-		session := filepath.Join(req.WorkDir, ".fake-sessions", req.SessionID)
+		session := filepath.Join(e.data, "claude", "bot-test", ".fake-sessions", req.SessionID)
 		for range 1000 {
 			if _, err := os.Stat(session); err == nil {
 				return
@@ -549,7 +552,7 @@ func TestContextCancel(t *testing.T) {
 		}
 	}()
 	_, err := e.d.Run(ctx, req)
-	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+	if !errors.Is(err, context.Canceled) || errors.Is(err, errTimeout) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
@@ -562,7 +565,7 @@ func TestConcurrentRequests(t *testing.T) {
 	reqs := make([]Request, 3)
 	for i := range reqs {
 		reqs[i] = e.request(Speech, "#slow number "+string(rune('A'+i)))
-		reqs[i].UserID = int64(i)
+		reqs[i].FilePrefix = output.Prefix("test", int64(i), time.Now())
 		wg.Go(func() { results[i], errs[i] = e.run(t, reqs[i]) })
 	}
 	wg.Wait()
@@ -589,7 +592,7 @@ func BenchmarkDriverOverhead(b *testing.B) {
 	for b.Loop() {
 		_, err := d.Run(context.Background(), Request{
 			Mode: Text, Prompt: "hello", SessionID: uuid.NewString(), SystemPrompt: "bench",
-			WorkDir: filepath.Join(data, "claude", "bot-bench"),
+			BotID: "bench",
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -7,75 +7,77 @@ import (
 	"time"
 )
 
-// Errors a request can end with. Callers check them with errors.Is and
-// errors.As; their Error() texts are for logs (they carry the CLI's stderr
-// tail) and must never be shown to users.
+// Errors a request can end with. The exported ones are those a caller acts
+// on (errors.Is); the others, and the error types below, are kept apart for
+// this package's tests and say what happened in logs. Every Error() text is
+// for logs (they carry the CLI's stderr tail) and must never be shown to
+// users.
 var (
-	// ErrCLINotFound: the CLI command does not exist or is not executable.
-	ErrCLINotFound = errors.New("claude: CLI not found or not executable")
+	// errCLINotFound: the CLI command does not exist or is not executable.
+	errCLINotFound = errors.New("claude: CLI not found or not executable")
 	// ErrSessionNotFound: --resume named a conversation the CLI does not
 	// know (another HOME, another working directory, deleted files). The
 	// caller can start a fresh session. It comes wrapped together with the
-	// *ResultError or *ExitError that revealed it.
+	// *resultError or *exitError that revealed it.
 	ErrSessionNotFound = errors.New("claude: session not found")
-	// ErrNothingToSpeak: a speech request whose turn 1 produced no text.
-	ErrNothingToSpeak = errors.New("claude: empty reply, nothing to speak")
+	// errNothingToSpeak: a speech request whose turn 1 produced no text.
+	errNothingToSpeak = errors.New("claude: empty reply, nothing to speak")
 	// ErrToolNotCalled: turn 2 ended without a call of the requested tool.
 	ErrToolNotCalled = errors.New("claude: tool not called")
-	// ErrToolDenied: the CLI refused the tool call (not in --allowedTools).
-	ErrToolDenied = errors.New("claude: tool call denied")
-	// ErrTimeout is matched by every *TimeoutError.
-	ErrTimeout = errors.New("claude: timeout")
+	// errToolDenied: the CLI refused the tool call (not in --allowedTools).
+	errToolDenied = errors.New("claude: tool call denied")
+	// errTimeout is matched by every *timeoutError.
+	errTimeout = errors.New("claude: timeout")
 )
 
-// ResultError is a turn that ended with a result line whose is_error is
+// resultError is a turn that ended with a result line whose is_error is
 // true, e.g. an API error ("API Error: 400 ...", subtype "success") or
 // "error_during_execution".
-type ResultError struct {
+type resultError struct {
 	Subtype    string
 	Errors     []string
 	Message    string // the result line's "result" text
 	StderrTail string
 }
 
-func (e *ResultError) Error() string {
+func (e *resultError) Error() string {
 	return withStderr(fmt.Sprintf("claude: turn failed (%s): %s%s", e.Subtype, e.Message, listErrors(e.Errors)), e.StderrTail)
 }
 
-// ToolError is a tool call that ran and failed: its tool_result has
+// toolError is a tool call that ran and failed: its tool_result has
 // is_error set, or its JSON does not report success and a file path.
-type ToolError struct {
+type toolError struct {
 	Tool    string
 	Message string
 }
 
-func (e *ToolError) Error() string {
+func (e *toolError) Error() string {
 	return fmt.Sprintf("claude: tool %s failed: %s", e.Tool, e.Message)
 }
 
-// ExitError is a CLI that exited (or closed its stdout) before printing
+// exitError is a CLI that exited (or closed its stdout) before printing
 // the result the driver was waiting for. Code is the exit status, -1 when
 // it was killed by a signal.
-type ExitError struct {
+type exitError struct {
 	Code       int
 	StderrTail string
 }
 
-func (e *ExitError) Error() string {
+func (e *exitError) Error() string {
 	return withStderr(fmt.Sprintf("claude: CLI exited with status %d before its result", e.Code), e.StderrTail)
 }
 
-// TimeoutError ends a request that ran too long: Inactivity means the CLI
+// timeoutError ends a request that ran too long: Inactivity means the CLI
 // printed nothing for After (Request.InactivityTimeout); otherwise the
 // whole request exceeded After (Request.MaxDuration). It matches
-// ErrTimeout.
-type TimeoutError struct {
+// errTimeout.
+type timeoutError struct {
 	Inactivity bool
 	After      time.Duration
 	StderrTail string
 }
 
-func (e *TimeoutError) Error() string {
+func (e *timeoutError) Error() string {
 	what := "request exceeded"
 	if e.Inactivity {
 		what = "no output from CLI for"
@@ -83,24 +85,24 @@ func (e *TimeoutError) Error() string {
 	return withStderr(fmt.Sprintf("claude: timeout: %s %v", what, e.After), e.StderrTail)
 }
 
-// Is makes errors.Is(err, ErrTimeout) true.
-func (e *TimeoutError) Is(target error) bool { return target == ErrTimeout }
+// Is makes errors.Is(err, errTimeout) true.
+func (e *timeoutError) Is(target error) bool { return target == errTimeout }
 
-// ProtocolError is a stdout line that is not one JSON object: the framing
+// protocolError is a stdout line that is not one JSON object: the framing
 // of the stream is broken, so nothing after it can be trusted.
-type ProtocolError struct {
+type protocolError struct {
 	Line int // 1-based line number; 0 when parsing a single line
 	Err  error
 }
 
-func (e *ProtocolError) Error() string {
+func (e *protocolError) Error() string {
 	if e.Line > 0 {
 		return fmt.Sprintf("claude: broken stream-json on stdout line %d: %v", e.Line, e.Err)
 	}
 	return fmt.Sprintf("claude: broken stream-json: %v", e.Err)
 }
 
-func (e *ProtocolError) Unwrap() error { return e.Err }
+func (e *protocolError) Unwrap() error { return e.Err }
 
 func withStderr(msg, tail string) string {
 	if tail = strings.TrimSpace(tail); tail == "" {

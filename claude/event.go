@@ -10,61 +10,61 @@ import (
 	"strings"
 )
 
-// Kind classifies one stdout line of the CLI.
-type Kind uint8
+// kind classifies one stdout line of the CLI.
+type kind uint8
 
 const (
-	// KindOther is a line the driver skips: a type it does not use
+	// kindOther is a line the driver skips: a type it does not use
 	// (system/status, rate_limit_event, stream_event, hook events, types
 	// newer than this code). Skipped lines are counted, never an error.
-	KindOther Kind = iota
-	// KindInit is system/init, re-emitted at the start of every turn.
-	KindInit
-	// KindAssistant is a model message: text and tool_use blocks.
-	KindAssistant
-	// KindUser is a user message as the CLI echoes it: tool_result blocks.
-	KindUser
-	// KindPermissionDenied is system/permission_denied: a tool call refused
+	kindOther kind = iota
+	// kindInit is system/init, re-emitted at the start of every turn.
+	kindInit
+	// kindAssistant is a model message: text and tool_use blocks.
+	kindAssistant
+	// kindUser is a user message as the CLI echoes it: tool_result blocks.
+	kindUser
+	// kindPermissionDenied is system/permission_denied: a tool call refused
 	// because the tool is not in --allowedTools.
-	KindPermissionDenied
-	// KindResult ends a turn.
-	KindResult
+	kindPermissionDenied
+	// kindResult ends a turn.
+	kindResult
 )
 
-func (k Kind) String() string {
+func (k kind) String() string {
 	switch k {
-	case KindInit:
+	case kindInit:
 		return "init"
-	case KindAssistant:
+	case kindAssistant:
 		return "assistant"
-	case KindUser:
+	case kindUser:
 		return "user"
-	case KindPermissionDenied:
+	case kindPermissionDenied:
 		return "permission_denied"
-	case KindResult:
+	case kindResult:
 		return "result"
 	}
 	return "other"
 }
 
-// Event is the part of one stdout line the driver uses.
-type Event struct {
-	Kind Kind
+// event is the part of one stdout line the driver uses.
+type event struct {
+	Kind kind
 	// Type and Subtype are the line's "type" and "subtype" as sent.
 	Type, Subtype string
 	// SessionID is the line's top-level session_id (empty when absent).
 	SessionID string
-	// Blocks are the message content blocks of KindAssistant (text,
-	// tool_use) and KindUser (tool_result) lines, in order.
-	Blocks []Block
-	// Denial is set for KindPermissionDenied.
-	Denial Denial
-	// Result is set for KindResult.
-	Result *TurnResult
+	// Blocks are the message content blocks of kindAssistant (text,
+	// tool_use) and kindUser (tool_result) lines, in order.
+	Blocks []block
+	// Denial is set for kindPermissionDenied.
+	Denial denial
+	// Result is set for kindResult.
+	Result *turnResult
 }
 
-// Block is one message content block.
-type Block struct {
+// block is one message content block.
+type block struct {
 	// Type is "text", "tool_use", "tool_result", or another block type
 	// (e.g. "thinking"), kept with no other fields.
 	Type string
@@ -81,17 +81,17 @@ type Block struct {
 	IsError   bool
 }
 
-// Denial names a tool call the CLI refused (system/permission_denied, or an
+// denial names a tool call the CLI refused (system/permission_denied, or an
 // entry of a result's permission_denials).
-type Denial struct {
+type denial struct {
 	ToolName  string
 	ToolUseID string
 	// Message is the CLI's explanation (permission_denied lines only).
 	Message string
 }
 
-// TurnResult is the "result" line that ends a turn.
-type TurnResult struct {
+// turnResult is the "result" line that ends a turn.
+type turnResult struct {
 	// Subtype is "success", "error_during_execution", "error_max_turns"...
 	// An API error has subtype "success" with IsError true: only IsError
 	// tells whether the turn failed.
@@ -103,16 +103,16 @@ type TurnResult struct {
 	DurationMS int64   // duration_ms
 	NumTurns   int     // num_turns
 	Errors     []string
-	Denials    []Denial // permission_denials
+	Denials    []denial // permission_denials
 }
 
-// ParseEvent decodes one stdout line (surrounding white space, including a
+// parseEvent decodes one stdout line (surrounding white space, including a
 // trailing "\r", is ignored). A line that is not exactly one JSON object is
-// a *ProtocolError; a valid object of a type the driver does not use is an
-// Event of KindOther, not an error. Fields of the wrong JSON type are
+// a *protocolError; a valid object of a type the driver does not use is an
+// Event of kindOther, not an error. Fields of the wrong JSON type are
 // treated as absent. The returned Event does not alias line.
-func ParseEvent(line []byte) (Event, error) {
-	var ev Event
+func parseEvent(line []byte) (event, error) {
+	var ev event
 	var message, result []byte
 	var top topLevel
 	err := members(line, func(key, val []byte) error {
@@ -133,29 +133,29 @@ func ParseEvent(line []byte) (Event, error) {
 		return nil
 	})
 	if err != nil {
-		return Event{}, &ProtocolError{Err: err}
+		return event{}, &protocolError{Err: err}
 	}
 	switch ev.Type {
 	case "system":
 		switch ev.Subtype {
 		case "init":
-			ev.Kind = KindInit
+			ev.Kind = kindInit
 		case "permission_denied":
-			ev.Kind = KindPermissionDenied
-			ev.Denial = Denial{
+			ev.Kind = kindPermissionDenied
+			ev.Denial = denial{
 				ToolName:  str(top.toolName),
 				ToolUseID: str(top.toolUseID),
 				Message:   str(message), // a string here, not an object
 			}
 		}
 	case "assistant", "user":
-		ev.Kind = KindUser
+		ev.Kind = kindUser
 		if ev.Type == "assistant" {
-			ev.Kind = KindAssistant
+			ev.Kind = kindAssistant
 		}
 		ev.Blocks = contentBlocks(message)
 	case "result":
-		ev.Kind = KindResult
+		ev.Kind = kindResult
 		ev.Result = top.turnResult(ev.Subtype, result)
 	}
 	return ev, nil
@@ -207,8 +207,8 @@ func str(raw []byte) string {
 	return s
 }
 
-func (t *topLevel) turnResult(subtype string, result []byte) *TurnResult {
-	r := &TurnResult{Subtype: subtype, IsError: string(t.isError) == "true"}
+func (t *topLevel) turnResult(subtype string, result []byte) *turnResult {
+	r := &turnResult{Subtype: subtype, IsError: string(t.isError) == "true"}
 	r.Text, _ = stringValue(result)
 	r.CostUSD, _ = strconv.ParseFloat(string(t.cost), 64)
 	r.DurationMS, _ = strconv.ParseInt(string(t.duration), 10, 64)
@@ -222,7 +222,7 @@ func (t *topLevel) turnResult(subtype string, result []byte) *TurnResult {
 	_ = elements(t.denials, func(val []byte) error {
 		var d topLevel
 		if members(val, func(key, val []byte) error { d.remember(key, val); return nil }) == nil {
-			r.Denials = append(r.Denials, Denial{ToolName: str(d.toolName), ToolUseID: str(d.toolUseID)})
+			r.Denials = append(r.Denials, denial{ToolName: str(d.toolName), ToolUseID: str(d.toolUseID)})
 		}
 		return nil
 	})
@@ -230,7 +230,7 @@ func (t *topLevel) turnResult(subtype string, result []byte) *TurnResult {
 }
 
 // contentBlocks decodes message.content when it is a list of blocks.
-func contentBlocks(message []byte) []Block {
+func contentBlocks(message []byte) []block {
 	var content []byte
 	if members(message, func(key, val []byte) error {
 		if string(key) == "content" {
@@ -240,7 +240,7 @@ func contentBlocks(message []byte) []Block {
 	}) != nil {
 		return nil
 	}
-	var blocks []Block
+	var blocks []block
 	_ = elements(content, func(val []byte) error {
 		if b, ok := contentBlock(val); ok {
 			blocks = append(blocks, b)
@@ -250,8 +250,8 @@ func contentBlocks(message []byte) []Block {
 	return blocks
 }
 
-func contentBlock(raw []byte) (Block, bool) {
-	var b Block
+func contentBlock(raw []byte) (block, bool) {
+	var b block
 	var content []byte
 	err := members(raw, func(key, val []byte) error {
 		switch string(key) {
@@ -275,19 +275,19 @@ func contentBlock(raw []byte) (Block, bool) {
 		return nil
 	})
 	if err != nil {
-		return Block{}, false
+		return block{}, false
 	}
 	// Keep only the fields that belong to the block's type, so a
 	// malformed block cannot, say, give a text block a tool name.
 	switch b.Type {
 	case "text":
-		return Block{Type: b.Type, Text: b.Text}, true
+		return block{Type: b.Type, Text: b.Text}, true
 	case "tool_use":
-		return Block{Type: b.Type, ID: b.ID, Name: b.Name, Input: b.Input}, true
+		return block{Type: b.Type, ID: b.ID, Name: b.Name, Input: b.Input}, true
 	case "tool_result":
-		return Block{Type: b.Type, Text: toolResultText(content), ToolUseID: b.ToolUseID, IsError: b.IsError}, true
+		return block{Type: b.Type, Text: toolResultText(content), ToolUseID: b.ToolUseID, IsError: b.IsError}, true
 	}
-	return Block{Type: b.Type}, true
+	return block{Type: b.Type}, true
 }
 
 // toolResultText flattens a tool_result's content: a string, or a list of
@@ -306,51 +306,51 @@ func toolResultText(raw []byte) string {
 	return strings.Join(parts, "\n")
 }
 
-// MaxLineSize is the longest stdout line a Reader accepts. A tool_use with
+// maxLineSize is the longest stdout line a Reader accepts. A tool_use with
 // a long text or a base64 payload makes long lines; 16 MiB is far above
 // anything the CLI prints for our tools and still bounds memory.
-const MaxLineSize = 16 << 20
+const maxLineSize = 16 << 20
 
-// Reader reads the CLI's stdout as a sequence of Events.
-type Reader struct {
+// reader reads the CLI's stdout as a sequence of events.
+type reader struct {
 	sc   *bufio.Scanner
 	line int
 }
 
-// NewReader returns a Reader over r. It accepts "\n" and "\r\n" line ends
+// newReader returns a Reader over r. It accepts "\n" and "\r\n" line ends
 // and skips blank lines.
-func NewReader(r io.Reader) *Reader {
+func newReader(r io.Reader) *reader {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), MaxLineSize)
-	return &Reader{sc: sc}
+	sc.Buffer(make([]byte, 0, 64<<10), maxLineSize)
+	return &reader{sc: sc}
 }
 
-// Next returns the next event. It returns io.EOF at the end of input and a
-// *ProtocolError (with its line number) for a line that is not a JSON
-// object or is longer than MaxLineSize; read errors are returned as is.
-func (r *Reader) Next() (Event, error) {
+// next returns the next event. It returns io.EOF at the end of input and a
+// *protocolError (with its line number) for a line that is not a JSON
+// object or is longer than maxLineSize; read errors are returned as is.
+func (r *reader) next() (event, error) {
 	for r.sc.Scan() {
 		r.line++
 		line := r.sc.Bytes()
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		ev, err := ParseEvent(line)
+		ev, err := parseEvent(line)
 		if err != nil {
-			var pe *ProtocolError
+			var pe *protocolError
 			if errors.As(err, &pe) {
 				pe.Line = r.line
 			}
-			return Event{}, err
+			return event{}, err
 		}
 		return ev, nil
 	}
 	err := r.sc.Err()
 	switch {
 	case err == nil:
-		return Event{}, io.EOF
+		return event{}, io.EOF
 	case errors.Is(err, bufio.ErrTooLong):
-		return Event{}, &ProtocolError{Line: r.line + 1, Err: err}
+		return event{}, &protocolError{Line: r.line + 1, Err: err}
 	}
-	return Event{}, err
+	return event{}, err
 }

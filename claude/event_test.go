@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"brainbot/toolspec"
 )
 
 // Lines printed by Claude Code 2.1.328 (captured against a loopback API
@@ -26,41 +28,41 @@ const (
 func TestParseEvent(t *testing.T) {
 	tests := []struct {
 		name, line string
-		want       Event
+		want       event
 	}{
-		{"init", realInit, Event{Kind: KindInit, Type: "system", Subtype: "init", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b"}},
-		{"assistant text", realAPIErrorText, Event{Kind: KindAssistant, Type: "assistant", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
-			Blocks: []Block{{Type: "text", Text: "API Error: 400 bad thing"}}}},
-		{"api error result", realAPIErrorResult, Event{Kind: KindResult, Type: "result", Subtype: "success", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
-			Result: &TurnResult{Subtype: "success", IsError: true, Text: "API Error: 400 bad thing", DurationMS: 143, NumTurns: 1}}},
-		{"unknown resume", realUnknownResume, Event{Kind: KindResult, Type: "result", Subtype: "error_during_execution", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a",
-			Result: &TurnResult{Subtype: "error_during_execution", IsError: true, Errors: []string{"No conversation found with session ID: 0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a"}}}},
+		{"init", realInit, event{Kind: kindInit, Type: "system", Subtype: "init", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b"}},
+		{"assistant text", realAPIErrorText, event{Kind: kindAssistant, Type: "assistant", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
+			Blocks: []block{{Type: "text", Text: "API Error: 400 bad thing"}}}},
+		{"api error result", realAPIErrorResult, event{Kind: kindResult, Type: "result", Subtype: "success", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
+			Result: &turnResult{Subtype: "success", IsError: true, Text: "API Error: 400 bad thing", DurationMS: 143, NumTurns: 1}}},
+		{"unknown resume", realUnknownResume, event{Kind: kindResult, Type: "result", Subtype: "error_during_execution", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a",
+			Result: &turnResult{Subtype: "error_during_execution", IsError: true, Errors: []string{"No conversation found with session ID: 0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a"}}}},
 		{"tool use and thinking", `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hmm"},{"type":"tool_use","id":"toolu_1","name":"mcp__tts__text_to_speech","input":{"text":"a \"b\"","speed":1}}]}}`,
-			Event{Kind: KindAssistant, Type: "assistant", Blocks: []Block{{Type: "thinking"}, {Type: "tool_use", ID: "toolu_1", Name: SpeechTool, Input: json.RawMessage(`{"text":"a \"b\"","speed":1}`)}}}},
+			event{Kind: kindAssistant, Type: "assistant", Blocks: []block{{Type: "thinking"}, {Type: "tool_use", ID: "toolu_1", Name: toolspec.SpeechTool, Input: json.RawMessage(`{"text":"a \"b\"","speed":1}`)}}}},
 		{"tool result list", `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":[{"type":"text","text":"{\"success\":true}"},{"type":"image","source":{}},{"type":"text","text":"more"}],"is_error":false}]}}`,
-			Event{Kind: KindUser, Type: "user", Blocks: []Block{{Type: "tool_result", ToolUseID: "toolu_1", Text: "{\"success\":true}\nmore"}}}},
+			event{Kind: kindUser, Type: "user", Blocks: []block{{Type: "tool_result", ToolUseID: "toolu_1", Text: "{\"success\":true}\nmore"}}}},
 		{"tool result string error", `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"boom","is_error":true}]}}`,
-			Event{Kind: KindUser, Type: "user", Blocks: []Block{{Type: "tool_result", ToolUseID: "t", Text: "boom", IsError: true}}}},
+			event{Kind: kindUser, Type: "user", Blocks: []block{{Type: "tool_result", ToolUseID: "t", Text: "boom", IsError: true}}}},
 		{"permission denied", `{"type":"system","subtype":"permission_denied","tool_name":"mcp__image-gen__generate_image","tool_use_id":"t","message":"not allowed","session_id":"s"}`,
-			Event{Kind: KindPermissionDenied, Type: "system", Subtype: "permission_denied", SessionID: "s", Denial: Denial{ToolName: ImageTool, ToolUseID: "t", Message: "not allowed"}}},
+			event{Kind: kindPermissionDenied, Type: "system", Subtype: "permission_denied", SessionID: "s", Denial: denial{ToolName: toolspec.ImageTool, ToolUseID: "t", Message: "not allowed"}}},
 		{"result with denials and cost", `{"type":"result","subtype":"success","is_error":false,"result":null,"total_cost_usd":0.0125,"num_turns":2,"permission_denials":[{"tool_name":"x","tool_use_id":"t","tool_input":{}}]}`,
-			Event{Kind: KindResult, Type: "result", Subtype: "success", Result: &TurnResult{Subtype: "success", CostUSD: 0.0125, NumTurns: 2, Denials: []Denial{{ToolName: "x", ToolUseID: "t"}}}}},
+			event{Kind: kindResult, Type: "result", Subtype: "success", Result: &turnResult{Subtype: "success", CostUSD: 0.0125, NumTurns: 2, Denials: []denial{{ToolName: "x", ToolUseID: "t"}}}}},
 		{"escaped text", `{"type":"assistant","message":{"content":[{"type":"text","text":"line\nnext \"q\" \\ \u00e9\ud83d\ude00 \ud800x"}]}}`,
-			Event{Kind: KindAssistant, Type: "assistant", Blocks: []Block{{Type: "text", Text: "line\nnext \"q\" \\ é😀 \uFFFDx"}}}},
-		{"other system", `{"type":"system","subtype":"status","status":"requesting"}`, Event{Kind: KindOther, Type: "system", Subtype: "status"}},
-		{"unknown type", "  {\"type\":\"rate_limit_event\",\"rate_limit_info\":{}}\r", Event{Kind: KindOther, Type: "rate_limit_event"}},
-		{"no type", `{}`, Event{Kind: KindOther}},
+			event{Kind: kindAssistant, Type: "assistant", Blocks: []block{{Type: "text", Text: "line\nnext \"q\" \\ é😀 \uFFFDx"}}}},
+		{"other system", `{"type":"system","subtype":"status","status":"requesting"}`, event{Kind: kindOther, Type: "system", Subtype: "status"}},
+		{"unknown type", "  {\"type\":\"rate_limit_event\",\"rate_limit_info\":{}}\r", event{Kind: kindOther, Type: "rate_limit_event"}},
+		{"no type", `{}`, event{Kind: kindOther}},
 		{"wrong field types", `{"type":"result","subtype":7,"is_error":"yes","result":{"a":1},"total_cost_usd":"1"}`,
-			Event{Kind: KindResult, Type: "result", Result: &TurnResult{}}},
+			event{Kind: kindResult, Type: "result", Result: &turnResult{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseEvent([]byte(tt.line))
+			got, err := parseEvent([]byte(tt.line))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("ParseEvent\n got %+v %+v\nwant %+v %+v", got, got.Result, tt.want, tt.want.Result)
+				t.Errorf("parseEvent\n got %+v %+v\nwant %+v %+v", got, got.Result, tt.want, tt.want.Result)
 			}
 		})
 	}
@@ -68,7 +70,7 @@ func TestParseEvent(t *testing.T) {
 
 func TestParseEventDoesNotAliasLine(t *testing.T) {
 	line := []byte(`{"type":"assistant","session_id":"abc","message":{"content":[{"type":"tool_use","id":"t","name":"n","input":{"k":"v"}},{"type":"text","text":"hello"}]}}`)
-	ev, err := ParseEvent(line)
+	ev, err := parseEvent(line)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,20 +88,20 @@ func TestParseEventRejectsBrokenFraming(t *testing.T) {
 		`["type"]`, `"result"`, `42`, `{"a":01}`, `{"a":"\x"}`, "{\"a\":\"tab\there\"}", `{"a":tru}`, `{'a':1}`,
 		`{"a":1,}`, `{"a" 1}`, strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
 	} {
-		_, err := ParseEvent([]byte(line))
-		var pe *ProtocolError
+		_, err := parseEvent([]byte(line))
+		var pe *protocolError
 		if !errors.As(err, &pe) {
-			t.Errorf("ParseEvent(%.40q) = %v, want *ProtocolError", line, err)
+			t.Errorf("parseEvent(%.40q) = %v, want *protocolError", line, err)
 		}
 	}
 }
 
 func TestReader(t *testing.T) {
 	in := realInit + "\r\n\r\n" + realAPIErrorText + "\n" + realAPIErrorResult // no final newline
-	r := NewReader(strings.NewReader(in))
-	var kinds []Kind
+	r := newReader(strings.NewReader(in))
+	var kinds []kind
 	for {
-		ev, err := r.Next()
+		ev, err := r.next()
 		if err == io.EOF {
 			break
 		}
@@ -108,33 +110,33 @@ func TestReader(t *testing.T) {
 		}
 		kinds = append(kinds, ev.Kind)
 	}
-	if want := []Kind{KindInit, KindAssistant, KindResult}; !reflect.DeepEqual(kinds, want) {
+	if want := []kind{kindInit, kindAssistant, kindResult}; !reflect.DeepEqual(kinds, want) {
 		t.Errorf("kinds %v, want %v", kinds, want)
 	}
 }
 
 func TestReaderReportsLineOfBrokenFraming(t *testing.T) {
-	r := NewReader(strings.NewReader(realInit + "\n\nnot json\n" + realInit + "\n"))
-	if _, err := r.Next(); err != nil {
+	r := newReader(strings.NewReader(realInit + "\n\nnot json\n" + realInit + "\n"))
+	if _, err := r.next(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.Next()
-	var pe *ProtocolError
+	_, err := r.next()
+	var pe *protocolError
 	if !errors.As(err, &pe) || pe.Line != 3 {
-		t.Errorf("err = %v, want *ProtocolError on line 3", err)
+		t.Errorf("err = %v, want *protocolError on line 3", err)
 	}
 }
 
 func TestReaderLineTooLong(t *testing.T) {
-	long := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("a", MaxLineSize) + `"}]}}` + "\n"
-	r := NewReader(strings.NewReader(realInit + "\n" + long))
-	if _, err := r.Next(); err != nil {
+	long := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("a", maxLineSize) + `"}]}}` + "\n"
+	r := newReader(strings.NewReader(realInit + "\n" + long))
+	if _, err := r.next(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.Next()
-	var pe *ProtocolError
+	_, err := r.next()
+	var pe *protocolError
 	if !errors.As(err, &pe) || pe.Line != 2 {
-		t.Errorf("err = %v, want *ProtocolError on line 2", err)
+		t.Errorf("err = %v, want *protocolError on line 2", err)
 	}
 }
 
@@ -160,16 +162,16 @@ func FuzzParseEvent(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		ev, err := ParseEvent(line)
+		ev, err := parseEvent(line)
 		trimmed := bytes.TrimLeft(line, " \t\r\n")
 		isObject := json.Valid(line) && len(trimmed) > 0 && trimmed[0] == '{'
 		if (err == nil) != isObject {
-			t.Fatalf("ParseEvent error %v, but json.Valid says object=%v", err, isObject)
+			t.Fatalf("parseEvent error %v, but json.Valid says object=%v", err, isObject)
 		}
 		if err != nil {
-			var pe *ProtocolError
+			var pe *protocolError
 			if !errors.As(err, &pe) {
-				t.Fatalf("error %T is not a *ProtocolError", err)
+				t.Fatalf("error %T is not a *protocolError", err)
 			}
 			return
 		}
@@ -178,7 +180,7 @@ func FuzzParseEvent(f *testing.F) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
 		if err := dec.Decode(&top); err != nil {
-			t.Fatalf("encoding/json cannot decode a line ParseEvent accepted: %v", err)
+			t.Fatalf("encoding/json cannot decode a line parseEvent accepted: %v", err)
 		}
 		checkString := func(field, got string) {
 			var want string
@@ -191,7 +193,7 @@ func FuzzParseEvent(f *testing.F) {
 		checkString("session_id", ev.SessionID)
 		var message map[string]json.RawMessage
 		var content []json.RawMessage
-		if (ev.Kind == KindAssistant || ev.Kind == KindUser) && json.Unmarshal(top["message"], &message) == nil &&
+		if (ev.Kind == kindAssistant || ev.Kind == kindUser) && json.Unmarshal(top["message"], &message) == nil &&
 			json.Unmarshal(message["content"], &content) == nil {
 			var texts []string
 			for _, raw := range content {
@@ -212,7 +214,7 @@ func FuzzParseEvent(f *testing.F) {
 				t.Errorf("text blocks %q, encoding/json says %q", got, texts)
 			}
 		}
-		if (ev.Kind == KindResult) != (ev.Result != nil) {
+		if (ev.Kind == kindResult) != (ev.Result != nil) {
 			t.Errorf("Kind %v with Result %v", ev.Kind, ev.Result)
 		}
 	})
@@ -236,9 +238,9 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(transcript)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := NewReader(bytes.NewReader(transcript))
+		r := newReader(bytes.NewReader(transcript))
 		for {
-			if _, err := r.Next(); err != nil {
+			if _, err := r.next(); err != nil {
 				if err != io.EOF {
 					b.Fatal(err)
 				}

@@ -17,6 +17,7 @@ import (
 
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/openaitest"
+	"brainbot/toolspec"
 )
 
 var updateGolden = flag.Bool("update", false, "re-capture testdata/*.jsonl from the real Claude CLI and rewrite the .golden summaries")
@@ -44,17 +45,18 @@ const turn1Reply = "You said: hello (message 1)"
 var transcripts = []transcript{
 	{name: "text", turns: func(*testing.T) []string { return []string{"hello"} }},
 	{name: "speech", mode: Speech, turns: func(t *testing.T) []string {
-		return []string{"hello", mustTurn2(t, Request{Mode: Speech, Speech: SpeechOptions{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}}, turn1Reply)}
+		return []string{"hello", mustTurn2(t, Request{Mode: Speech, Speech: toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}}, turn1Reply)}
 	}},
 	{name: "image", mode: Image, turns: func(t *testing.T) []string {
-		return []string{"draw a cat", mustTurn2(t, Request{Mode: Image, Image: ImageOptions{Model: "dall-e-2", Size: "256x256"}}, "You said: draw a cat (message 1)")}
+		return []string{"draw a cat", mustTurn2(t, Request{Mode: Image, Image: toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}}, "You said: draw a cat (message 1)")}
 	}},
 	{name: "resume-unknown", resume: true, turns: func(*testing.T) []string { return []string{"hello"} }},
 }
 
 func mustTurn2(t *testing.T, req Request, turn1 string) string {
 	t.Helper()
-	p, err := turn2Prompt(req, turn1, goldenPrefix)
+	req.FilePrefix = goldenPrefix
+	p, err := turn2Prompt(req, turn1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestGoldenTranscripts(t *testing.T) {
 	}
 }
 
-// summarizeLines parses each line on its own with ParseEvent.
+// summarizeLines parses each line on its own with parseEvent.
 func summarizeLines(t *testing.T, data []byte) string {
 	t.Helper()
 	var s summary
@@ -109,7 +111,7 @@ func summarizeLines(t *testing.T, data []byte) string {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		ev, err := ParseEvent(line)
+		ev, err := parseEvent(line)
 		if err != nil {
 			t.Fatalf("line %d: %v", s.n+1, err)
 		}
@@ -122,9 +124,9 @@ func summarizeLines(t *testing.T, data []byte) string {
 func summarizeStream(t *testing.T, data []byte) string {
 	t.Helper()
 	var s summary
-	r := NewReader(bytes.NewReader(data))
+	r := newReader(bytes.NewReader(data))
 	for {
-		ev, err := r.Next()
+		ev, err := r.next()
 		if errors.Is(err, io.EOF) {
 			return s.String()
 		}
@@ -155,7 +157,7 @@ func stable(s string) string {
 	return volatileUUID.ReplaceAllString(s, "<uuid>")
 }
 
-func (s *summary) add(ev Event) {
+func (s *summary) add(ev event) {
 	s.n++
 	fmt.Fprintf(&s.b, "%d %s %s", s.n, ev.Kind, ev.Type)
 	if ev.Subtype != "" {
@@ -176,7 +178,7 @@ func (s *summary) add(ev Event) {
 			fmt.Fprintf(&s.b, "\n  %s", b.Type)
 		}
 	}
-	if ev.Kind == KindPermissionDenied {
+	if ev.Kind == kindPermissionDenied {
 		fmt.Fprintf(&s.b, "\n  denied %s", ev.Denial.ToolName)
 	}
 	if r := ev.Result; r != nil {
@@ -218,12 +220,13 @@ func capture(t *testing.T, tr transcript) []byte {
 		t.Fatal(err)
 	}
 	req := Request{Mode: tr.mode, SessionID: goldenSession, Resume: tr.resume, SystemPrompt: "You are a golden test bot.",
-		WorkDir: filepath.Join(data, "claude", "bot-golden")}
-	if err := os.MkdirAll(req.WorkDir, 0o755); err != nil {
+		BotID: "golden"}
+	work := d.workDir(req.BotID)
+	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// The driver's own command line and environment; CLIRun keeps stdout.
-	run := claudetest.CLIRun{Path: cli, Args: d.args(req), Dir: req.WorkDir, Env: cliEnv(os.Environ(), data, env)}
+	run := claudetest.CLIRun{Path: cli, Args: d.args(req), Dir: work, Env: cliEnv(os.Environ(), data, env)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stdout, err := run.Turns(ctx, tr.turns(t)...)

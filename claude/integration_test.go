@@ -1,4 +1,4 @@
-package claude_test
+package claude
 
 import (
 	"bytes"
@@ -14,9 +14,10 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
-	"brainbot/claude"
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/openaitest"
+	"brainbot/output"
+	"brainbot/toolspec"
 )
 
 // TestIntegration runs the real Claude Code CLI through the driver against
@@ -28,7 +29,7 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("text and resume", func(t *testing.T) {
 		h := newHarness(t, cli, self)
-		req := h.request(claude.Text, "hello")
+		req := h.request(Text, "hello")
 		res, err := h.run(req)
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +38,7 @@ func TestIntegration(t *testing.T) {
 			t.Fatalf("text %q session %q, want the scripted reply in session %s", res.Text, res.SessionID, req.SessionID)
 		}
 
-		next := h.request(claude.Text, "and again")
+		next := h.request(Text, "and again")
 		next.SessionID, next.Resume = res.SessionID, true
 		res, err = h.run(next)
 		if err != nil {
@@ -50,8 +51,8 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("speech", func(t *testing.T) {
 		h := newHarness(t, cli, self)
-		req := h.request(claude.Speech, "say hello")
-		req.Speech = claude.SpeechOptions{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
+		req := h.request(Speech, "say hello")
+		req.Speech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
 		res, err := h.run(req)
 		if err != nil {
 			t.Fatal(err)
@@ -69,8 +70,8 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("image", func(t *testing.T) {
 		h := newHarness(t, cli, self)
-		req := h.request(claude.Image, "draw a cat")
-		req.Image = claude.ImageOptions{Model: "dall-e-2", Size: "256x256"}
+		req := h.request(Image, "draw a cat")
+		req.Image = toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}
 		res, err := h.run(req)
 		if err != nil {
 			t.Fatal(err)
@@ -90,27 +91,27 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("unknown session", func(t *testing.T) {
 		h := newHarness(t, cli, self)
-		req := h.request(claude.Text, "hello")
+		req := h.request(Text, "hello")
 		req.Resume = true
 		_, err := h.run(req)
-		if !errors.Is(err, claude.ErrSessionNotFound) {
+		if !errors.Is(err, ErrSessionNotFound) {
 			t.Fatalf("resume of an unknown session: %v, want ErrSessionNotFound", err)
 		}
 	})
 
 	t.Run("model error", func(t *testing.T) {
 		h := newHarness(t, cli, self)
-		_, err := h.run(h.request(claude.Text, "please #fail"))
-		var re *claude.ResultError
+		_, err := h.run(h.request(Text, "please #fail"))
+		var re *resultError
 		if !errors.As(err, &re) || !strings.Contains(re.Message, "400") {
-			t.Fatalf("a model answering HTTP 400 gave %v, want a *ResultError", err)
+			t.Fatalf("a model answering HTTP 400 gave %v, want a *resultError", err)
 		}
 	})
 
 	t.Run("no shell", func(t *testing.T) {
 		h := newHarness(t, cli, self)
 		target := filepath.Join(t.TempDir(), "pwned")
-		res, err := h.run(h.request(claude.Text, "#bash "+target))
+		res, err := h.run(h.request(Text, "#bash "+target))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,19 +125,19 @@ func TestIntegration(t *testing.T) {
 
 	t.Run("model hangs", func(t *testing.T) {
 		h := newHarness(t, cli, self)
-		req := h.request(claude.Speech, "wait for it #hang")
+		req := h.request(Speech, "wait for it #hang")
 		req.InactivityTimeout = 2 * time.Second
 		_, err := h.run(req)
-		if !errors.Is(err, claude.ErrTimeout) {
-			t.Fatalf("a model that never answers gave %v, want ErrTimeout", err)
+		if !errors.Is(err, errTimeout) {
+			t.Fatalf("a model that never answers gave %v, want errTimeout", err)
 		}
 		// The harness checks the CLI and both MCP servers are gone.
 	})
 
 	t.Run("path traversal", func(t *testing.T) {
 		h := newHarness(t, cli, self)
-		req := h.request(claude.Image, "draw a dog #evilpath")
-		req.Image = claude.ImageOptions{Model: "dall-e-2", Size: "256x256"}
+		req := h.request(Image, "draw a dog #evilpath")
+		req.Image = toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}
 		res, err := h.run(req)
 		// Refusing the name or sanitising it are both fine; a file
 		// outside the output folder is not.
@@ -162,7 +163,7 @@ type harness struct {
 	data   string
 	model  *claudetest.Model
 	openai *openaitest.Server
-	driver *claude.Driver
+	driver *Driver
 }
 
 func newHarness(t *testing.T, cli, self string) *harness {
@@ -181,7 +182,7 @@ func newHarness(t *testing.T, cli, self string) *harness {
 	t.Cleanup(h.checkNoProcessLeft)
 
 	env := append(h.model.Env(), "HOME="+h.home, "OPENAI_BASE_URL="+h.openai.URL, "OPENAI_API_KEY=sk-test-integration")
-	d, err := claude.New(claude.Config{Command: cli, Self: self, DataDir: h.data, Env: env, Log: zaptest.NewLogger(t)})
+	d, err := New(Config{Command: cli, Self: self, DataDir: h.data, Env: env, Log: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,22 +190,21 @@ func newHarness(t *testing.T, cli, self string) *harness {
 	return h
 }
 
-func (h *harness) request(mode claude.Mode, prompt string) claude.Request {
-	return claude.Request{
+func (h *harness) request(mode Mode, prompt string) Request {
+	return Request{
 		Mode:         mode,
 		Prompt:       prompt,
 		SessionID:    uuid.NewString(),
 		SystemPrompt: "You are an integration test bot.",
-		WorkDir:      filepath.Join(h.data, "claude", "bot-it"),
 		BotID:        "it",
-		UserID:       42,
+		FilePrefix:   output.Prefix("it", 42, time.Now()),
 		// Hang guards only: a healthy request takes a few seconds.
 		InactivityTimeout: time.Minute,
 		MaxDuration:       3 * time.Minute,
 	}
 }
 
-func (h *harness) run(req claude.Request) (*claude.Result, error) {
+func (h *harness) run(req Request) (*Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	return h.driver.Run(ctx, req)
@@ -212,7 +212,7 @@ func (h *harness) run(req claude.Request) (*claude.Result, error) {
 
 // checkFile checks the tool's file is in the output folder, named with the
 // driver's prefix, and returns its contents.
-func (h *harness) checkFile(res *claude.Result, folder, ext string) []byte {
+func (h *harness) checkFile(res *Result, folder, ext string) []byte {
 	h.t.Helper()
 	if res.FileExt != ext || !strings.HasPrefix(filepath.Base(res.FilePath), res.FilePrefix) || filepath.Ext(res.FilePath) != ext {
 		h.t.Errorf("file %q, prefix %q, extension %q: want <prefix>-<ms>%s", res.FilePath, res.FilePrefix, res.FileExt, ext)

@@ -47,7 +47,7 @@ type process struct {
 }
 
 type lineEvent struct {
-	ev  Event
+	ev  event
 	err error
 }
 
@@ -97,7 +97,7 @@ func startProcess(ctx context.Context, command string, args []string, dir string
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return nil, fmt.Errorf("%w: %q: %w", ErrCLINotFound, command, err)
+			return nil, fmt.Errorf("%w: %q: %w", errCLINotFound, command, err)
 		}
 		return nil, fmt.Errorf("claude: start CLI: %w", err)
 	}
@@ -144,9 +144,9 @@ func signalGroup(pid int, sig syscall.Signal) error {
 func (p *process) readStdout() {
 	defer p.readers.Done()
 	defer close(p.events)
-	r := NewReader(p.stdout)
+	r := newReader(p.stdout)
 	for {
-		ev, err := r.Next()
+		ev, err := r.next()
 		if errors.Is(err, io.EOF) {
 			return
 		}

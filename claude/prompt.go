@@ -3,22 +3,17 @@ package claude
 import (
 	"encoding/json"
 	"fmt"
-)
 
-// The MCP tools of the two-turn flows, as Claude Code names them
-// (mcp__<server in mcp.json>__<tool>).
-const (
-	SpeechTool = "mcp__tts__text_to_speech"
-	ImageTool  = "mcp__image-gen__generate_image"
+	"brainbot/toolspec"
 )
 
 // tool returns the MCP tool turn 2 of a request must call ("" for Text).
 func (m Mode) tool() string {
 	switch m {
 	case Speech:
-		return SpeechTool
+		return toolspec.SpeechTool
 	case Image:
-		return ImageTool
+		return toolspec.ImageTool
 	}
 	return ""
 }
@@ -53,56 +48,22 @@ func encodeUserLine(text string) ([]byte, error) {
 	return append(line, '\n'), nil
 }
 
-// speechArgs are the text_to_speech arguments (see package mcp).
-type speechArgs struct {
-	Text          string  `json:"text"`
-	Voice         string  `json:"voice,omitempty"`
-	Speed         float64 `json:"speed,omitempty"`
-	Model         string  `json:"model,omitempty"`
-	Format        string  `json:"format"`
-	Filename      string  `json:"filename"`
-	IncludeBase64 bool    `json:"include_base64"`
-}
-
-// imageArgs are the generate_image arguments except the prompt, which
-// Claude writes from the conversation.
-type imageArgs struct {
-	Model         string `json:"model,omitempty"`
-	Size          string `json:"size,omitempty"`
-	Quality       string `json:"quality,omitempty"`
-	Style         string `json:"style,omitempty"`
-	Filename      string `json:"filename"`
-	IncludeBase64 bool   `json:"include_base64"`
-}
-
 // turn2Prompt is the message that makes Claude call the request's tool.
 // The arguments travel as one JSON object produced by json.Marshal, on a
 // line of its own, so the turn-1 text cannot break out of its quotes
 // whatever it contains.
-func turn2Prompt(req Request, turn1Text, prefix string) (string, error) {
+func turn2Prompt(req Request, turn1Text string) (string, error) {
 	var args any
 	var intro, extra string
 	switch req.Mode {
 	case Speech:
-		intro = "Please call the " + SpeechTool + " tool once to turn your previous reply into audio."
-		args = speechArgs{
-			Text:     turn1Text,
-			Voice:    req.Speech.Voice,
-			Speed:    req.Speech.Speed,
-			Model:    req.Speech.Model,
-			Format:   speechFormat(req.Speech),
-			Filename: prefix,
-		}
+		intro = "Please call the " + toolspec.SpeechTool + " tool once to turn your previous reply into audio."
+		args = toolspec.SpeechArgs{Text: turn1Text, SpeechSettings: speechSettings(req), Filename: req.FilePrefix}
 	case Image:
-		intro = "Please call the " + ImageTool + " tool once to create the image the user asked for."
+		intro = "Please call the " + toolspec.ImageTool + " tool once to create the image the user asked for."
 		extra = "Add the \"prompt\" argument yourself: write it from the user's request.\n"
-		args = imageArgs{
-			Model:    req.Image.Model,
-			Size:     req.Image.Size,
-			Quality:  req.Image.Quality,
-			Style:    req.Image.Style,
-			Filename: prefix,
-		}
+		// No prompt: Claude writes it from the conversation.
+		args = toolspec.ImageArgs{ImageSettings: req.Image, Filename: req.FilePrefix}
 	default:
 		return "", fmt.Errorf("claude: mode %v has no second turn", req.Mode)
 	}
@@ -114,30 +75,24 @@ func turn2Prompt(req Request, turn1Text, prefix string) (string, error) {
 		"Only call the tool, no additional response.", nil
 }
 
-func speechFormat(o SpeechOptions) string {
-	if o.Format == "" {
-		return "mp3"
+// speechSettings are the request's speech settings with the format the
+// tool will use when the request names none.
+func speechSettings(req Request) toolspec.SpeechSettings {
+	s := req.Speech
+	if s.Format == "" {
+		s.Format = toolspec.DefaultFormat
 	}
-	return o.Format
+	return s
 }
 
 // fileExt is the extension the request's tool gives its file.
 func fileExt(req Request) string {
-	switch {
-	case req.Mode == Image:
-		return ".png"
-	case req.Mode == Speech && speechFormat(req.Speech) == "opus":
-		return ".ogg"
-	case req.Mode == Speech:
-		return ".mp3"
+	switch req.Mode {
+	case Image:
+		return toolspec.ImageExt
+	case Speech:
+		ext, _ := toolspec.SpeechExt(speechSettings(req).Format) // checked by checkRequest
+		return ext
 	}
 	return ""
-}
-
-// toolOutput is the JSON our MCP tools answer with.
-type toolOutput struct {
-	Success   bool   `json:"success"`
-	AudioPath string `json:"audio_path"`
-	ImagePath string `json:"image_path"`
-	Error     string `json:"error"`
 }

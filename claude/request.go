@@ -7,7 +7,11 @@
 // options in a Request.
 package claude
 
-import "time"
+import (
+	"time"
+
+	"brainbot/toolspec"
+)
 
 // Mode is the kind of reply a request asks for.
 type Mode int
@@ -16,10 +20,11 @@ const (
 	// Text is one turn; the result is Claude's reply text.
 	Text Mode = iota
 	// Speech is turn 1 as text, then a second turn in the same process that
-	// makes Claude call mcp__tts__text_to_speech with exactly that text.
+	// makes Claude call the speech tool (toolspec.SpeechTool) with exactly
+	// that text.
 	Speech
 	// Image is turn 1 (its text may be empty), then a second turn that makes
-	// Claude call mcp__image-gen__generate_image.
+	// Claude call the image tool (toolspec.ImageTool).
 	Image
 )
 
@@ -48,38 +53,24 @@ type Request struct {
 
 	SystemPrompt string
 	Model        string // passed as --model when set
-	// WorkDir is the CLI's working directory: stable per bot, because the
-	// CLI finds sessions to resume by working directory.
-	WorkDir string
+	// BotID names the bot. The CLI runs in the bot's own working
+	// directory, DataDir/claude/bot-<BotID>: the CLI finds the sessions it
+	// resumes by working directory.
+	BotID string
 
-	// BotID and UserID make the file prefix bot-<BotID>-user-<UserID>-<ms>.
-	BotID  string
-	UserID int64
-
-	Speech SpeechOptions
-	Image  ImageOptions
+	// FilePrefix names the file of a speech or image request (see
+	// output.Prefix); the tool writes <FilePrefix>-<unix ms><ext>. Unique
+	// per request, it is how the caller finds the file.
+	FilePrefix string
+	// Speech and Image are the tool's settings chosen by the brain.
+	Speech toolspec.SpeechSettings
+	Image  toolspec.ImageSettings
 
 	// InactivityTimeout ends the request when the CLI prints nothing for
 	// this long (default 120s). MaxDuration caps the whole request
 	// (default 10m).
 	InactivityTimeout time.Duration
 	MaxDuration       time.Duration
-}
-
-// SpeechOptions are the tts tool's parameters chosen by the brain.
-type SpeechOptions struct {
-	Voice  string
-	Speed  float64
-	Model  string
-	Format string // mp3 or opus
-}
-
-// ImageOptions are the image-gen tool's parameters chosen by the brain.
-type ImageOptions struct {
-	Model   string
-	Size    string
-	Quality string
-	Style   string
 }
 
 // Result is what one request produced.
@@ -91,8 +82,9 @@ type Result struct {
 	SessionID string
 
 	// FilePath is the path the MCP tool reported writing (speech, image).
-	// FilePrefix and FileExt are what the driver asked for, so the caller
-	// can locate the file even if the reported path is unusable.
+	// FilePrefix (the request's) and FileExt are what the driver asked
+	// for, so the caller can locate the file even if the reported path is
+	// unusable.
 	FilePath   string
 	FilePrefix string
 	FileExt    string

@@ -31,6 +31,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kind is the kind of generated file; it decides the folder.
@@ -132,4 +133,12 @@ func linkNoClobber(src, dir, stem, ext string) (string, error) {
 		return dst, nil
 	}
 	return "", fmt.Errorf("output: %d names taken for %s%s in %s", maxCollisions, stem, ext, dir)
+}
+
+// Prefix is the file name prefix of one request's generated file:
+// bot-<botID>-user-<userID>-<t in unix ms>. The tool appends -<unix ms>
+// and the extension when it writes; Locate finds the file by it, and
+// Organize files it under the same bot and user.
+func Prefix(botID string, userID int64, t time.Time) string {
+	return "bot-" + botID + "-user-" + strconv.FormatInt(userID, 10) + "-" + strconv.FormatInt(t.UnixMilli(), 10)
 }

@@ -17,6 +17,27 @@ var (
 	safeName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}-1761837902984(-[0-9]+)?\.mp3$`)
 )
 
+// A request's prefix is what the earlier system made, survives
+// sanitising unchanged, and is what Locate finds the tool's file by.
+func TestPrefix(t *testing.T) {
+	at := time.UnixMilli(1761837889351)
+	p := Prefix("mattyatlas", 7764813487, at)
+	if p != "bot-mattyatlas-user-7764813487-1761837889351" {
+		t.Fatalf("Prefix = %q", p)
+	}
+	if SanitizePrefix(p) != p {
+		t.Errorf("sanitising changes %q", p)
+	}
+	dir := t.TempDir()
+	saved, err := Save(dir, p, ".png", []byte("x"), at.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, err := Locate(dir, p, ".png", ""); err != nil || found != saved {
+		t.Errorf("Locate = %q, %v; want %q", found, err, saved)
+	}
+}
+
 func TestSanitizePrefix(t *testing.T) {
 	long := strings.Repeat("a", 10<<10)
 	tests := []struct{ in, want string }{

@@ -19,6 +19,7 @@ import (
 	"brainbot/cmd/internal/stack"
 	"brainbot/mcp/openaitest"
 	"brainbot/output"
+	"brainbot/toolspec"
 )
 
 // Benchmarks of the whole product, for `make bench` and docs/performance.md.
@@ -123,9 +124,9 @@ func BenchmarkDriver(b *testing.B) {
 					start := time.Now()
 					res, err := d.Run(context.Background(), claude.Request{
 						Mode: mode, Prompt: r.text, SessionID: uuid.NewString(), SystemPrompt: "Be brief.",
-						WorkDir: filepath.Join(data, "claude", "bot-bench"), BotID: "bench", UserID: int64(i + 1),
-						Speech: claude.SpeechOptions{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"},
-						Image:  claude.ImageOptions{Model: "dall-e-2", Size: "256x256"},
+						BotID: "bench", FilePrefix: output.Prefix("bench", int64(i+1), time.Now()),
+						Speech: toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"},
+						Image:  toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"},
 					})
 					if err != nil {
 						b.Fatalf("%s %s: %v", variant, r.name, err)
