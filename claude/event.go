@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"strconv"
 	"strings"
 )
 
@@ -106,35 +105,48 @@ type turnResult struct {
 	Denials    []denial // permission_denials
 }
 
+// object is one JSON object's members by exact key. Decoding into a map,
+// not a struct, keeps encoding/json from matching keys case-insensitively:
+// "Type" is not "type".
+type object map[string]json.RawMessage
+
+// asObject decodes raw as an object; anything else (absent, null, another
+// type) gives nil.
+func asObject(raw json.RawMessage) object {
+	var o object
+	if json.Unmarshal(raw, &o) != nil {
+		return nil
+	}
+	return o
+}
+
+// str is the string member key, or "" when it is absent or not a string.
+func (o object) str(key string) string {
+	var s string
+	_ = json.Unmarshal(o[key], &s) // absent or another type: ""
+	return s
+}
+
+// value decodes member key into v, leaving v as it is when the member is
+// absent or of another JSON type.
+func (o object) value(key string, v any) {
+	_ = json.Unmarshal(o[key], v)
+}
+
 // parseEvent decodes one stdout line (surrounding white space, including a
 // trailing "\r", is ignored). A line that is not exactly one JSON object is
 // a *protocolError; a valid object of a type the driver does not use is an
-// Event of kindOther, not an error. Fields of the wrong JSON type are
-// treated as absent. The returned Event does not alias line.
+// event of kindOther, not an error. Fields of the wrong JSON type are
+// treated as absent. The returned event does not alias line.
 func parseEvent(line []byte) (event, error) {
-	var ev event
-	var message, result []byte
-	var top topLevel
-	err := members(line, func(key, val []byte) error {
-		switch string(key) {
-		case "type":
-			ev.Type = internType(val)
-		case "subtype":
-			ev.Subtype, _ = stringValue(val)
-		case "session_id":
-			ev.SessionID, _ = stringValue(val)
-		case "message":
-			message = val
-		case "result":
-			result = val
-		default:
-			top.remember(key, val)
-		}
-		return nil
-	})
-	if err != nil {
+	if trimmed := bytes.TrimLeft(line, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
+		return event{}, &protocolError{Err: errors.New("not a JSON object")}
+	}
+	var top object
+	if err := json.Unmarshal(line, &top); err != nil {
 		return event{}, &protocolError{Err: err}
 	}
+	ev := event{Type: top.str("type"), Subtype: top.str("subtype"), SessionID: top.str("session_id")}
 	switch ev.Type {
 	case "system":
 		switch ev.Subtype {
@@ -142,171 +154,101 @@ func parseEvent(line []byte) (event, error) {
 			ev.Kind = kindInit
 		case "permission_denied":
 			ev.Kind = kindPermissionDenied
-			ev.Denial = denial{
-				ToolName:  str(top.toolName),
-				ToolUseID: str(top.toolUseID),
-				Message:   str(message), // a string here, not an object
-			}
+			// message is a string here, not an object.
+			ev.Denial = denial{ToolName: top.str("tool_name"), ToolUseID: top.str("tool_use_id"), Message: top.str("message")}
 		}
 	case "assistant", "user":
 		ev.Kind = kindUser
 		if ev.Type == "assistant" {
 			ev.Kind = kindAssistant
 		}
-		ev.Blocks = contentBlocks(message)
+		ev.Blocks = contentBlocks(asObject(top["message"]))
 	case "result":
 		ev.Kind = kindResult
-		ev.Result = top.turnResult(ev.Subtype, result)
+		ev.Result = top.turnResult(ev.Subtype)
 	}
 	return ev, nil
 }
 
-// internType avoids allocating for the type names every line carries.
-func internType(raw []byte) string {
-	for _, known := range [...]string{`"system"`, `"assistant"`, `"user"`, `"result"`} {
-		if string(raw) == known {
-			return known[1 : len(known)-1]
-		}
-	}
-	s, _ := stringValue(raw)
-	return s
-}
-
-// topLevel holds the raw values of the top-level members that only some
-// line types use; they are decoded once the type is known.
-type topLevel struct {
-	isError, cost, duration, numTurns, errors, denials []byte
-	toolName, toolUseID                                []byte
-}
-
-func (t *topLevel) remember(key, val []byte) {
-	switch string(key) {
-	case "is_error":
-		t.isError = val
-	case "total_cost_usd":
-		t.cost = val
-	case "duration_ms":
-		t.duration = val
-	case "num_turns":
-		t.numTurns = val
-	case "errors":
-		t.errors = val
-	case "permission_denials":
-		t.denials = val
-	case "tool_name":
-		t.toolName = val
-	case "tool_use_id":
-		t.toolUseID = val
-	}
-}
-
-// str is stringValue for fields where "absent" and "not a string" mean
-// the same: empty.
-func str(raw []byte) string {
-	s, _ := stringValue(raw)
-	return s
-}
-
-func (t *topLevel) turnResult(subtype string, result []byte) *turnResult {
-	r := &turnResult{Subtype: subtype, IsError: string(t.isError) == "true"}
-	r.Text, _ = stringValue(result)
-	r.CostUSD, _ = strconv.ParseFloat(string(t.cost), 64)
-	r.DurationMS, _ = strconv.ParseInt(string(t.duration), 10, 64)
-	r.NumTurns, _ = strconv.Atoi(string(t.numTurns))
-	_ = elements(t.errors, func(val []byte) error {
-		if s, ok := stringValue(val); ok {
+func (o object) turnResult(subtype string) *turnResult {
+	r := &turnResult{Subtype: subtype, Text: o.str("result")}
+	o.value("is_error", &r.IsError)
+	o.value("total_cost_usd", &r.CostUSD)
+	o.value("duration_ms", &r.DurationMS)
+	o.value("num_turns", &r.NumTurns)
+	for _, raw := range elements(o["errors"]) {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
 			r.Errors = append(r.Errors, s)
 		}
-		return nil
-	})
-	_ = elements(t.denials, func(val []byte) error {
-		var d topLevel
-		if members(val, func(key, val []byte) error { d.remember(key, val); return nil }) == nil {
-			r.Denials = append(r.Denials, denial{ToolName: str(d.toolName), ToolUseID: str(d.toolUseID)})
+	}
+	for _, raw := range elements(o["permission_denials"]) {
+		if d := asObject(raw); d != nil {
+			r.Denials = append(r.Denials, denial{ToolName: d.str("tool_name"), ToolUseID: d.str("tool_use_id")})
 		}
-		return nil
-	})
+	}
 	return r
 }
 
-// contentBlocks decodes message.content when it is a list of blocks.
-func contentBlocks(message []byte) []block {
-	var content []byte
-	if members(message, func(key, val []byte) error {
-		if string(key) == "content" {
-			content = val
-		}
-		return nil
-	}) != nil {
+// elements is the elements of raw when it is a list.
+func elements(raw json.RawMessage) []json.RawMessage {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
 		return nil
 	}
+	return list
+}
+
+// contentBlocks decodes message.content when it is a list of blocks.
+func contentBlocks(message object) []block {
 	var blocks []block
-	_ = elements(content, func(val []byte) error {
-		if b, ok := contentBlock(val); ok {
+	for _, raw := range elements(message["content"]) {
+		if b, ok := contentBlock(raw); ok {
 			blocks = append(blocks, b)
 		}
-		return nil
-	})
+	}
 	return blocks
 }
 
-func contentBlock(raw []byte) (block, bool) {
-	var b block
-	var content []byte
-	err := members(raw, func(key, val []byte) error {
-		switch string(key) {
-		case "type":
-			b.Type, _ = stringValue(val)
-		case "text":
-			b.Text, _ = stringValue(val)
-		case "id":
-			b.ID, _ = stringValue(val)
-		case "name":
-			b.Name, _ = stringValue(val)
-		case "input":
-			b.Input = bytes.Clone(val)
-		case "tool_use_id":
-			b.ToolUseID, _ = stringValue(val)
-		case "is_error":
-			b.IsError = string(val) == "true"
-		case "content":
-			content = val
-		}
-		return nil
-	})
-	if err != nil {
+// contentBlock keeps only the fields that belong to the block's type, so
+// a malformed block cannot, say, give a text block a tool name.
+func contentBlock(raw json.RawMessage) (block, bool) {
+	o := asObject(raw)
+	if o == nil {
 		return block{}, false
 	}
-	// Keep only the fields that belong to the block's type, so a
-	// malformed block cannot, say, give a text block a tool name.
+	b := block{Type: o.str("type")}
 	switch b.Type {
 	case "text":
-		return block{Type: b.Type, Text: b.Text}, true
+		b.Text = o.str("text")
 	case "tool_use":
-		return block{Type: b.Type, ID: b.ID, Name: b.Name, Input: b.Input}, true
+		b.ID, b.Name = o.str("id"), o.str("name")
+		// A copy: encoding/json's RawMessage does not alias the line.
+		b.Input = o["input"]
 	case "tool_result":
-		return block{Type: b.Type, Text: toolResultText(content), ToolUseID: b.ToolUseID, IsError: b.IsError}, true
+		b.Text, b.ToolUseID = toolResultText(o["content"]), o.str("tool_use_id")
+		o.value("is_error", &b.IsError)
 	}
-	return block{Type: b.Type}, true
+	return b, true
 }
 
 // toolResultText flattens a tool_result's content: a string, or a list of
 // blocks whose text parts are joined with newlines.
-func toolResultText(raw []byte) string {
-	if s, ok := stringValue(raw); ok {
+func toolResultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
 	var parts []string
-	_ = elements(raw, func(val []byte) error {
-		if b, ok := contentBlock(val); ok && b.Type == "text" {
+	for _, el := range elements(raw) {
+		if b, ok := contentBlock(el); ok && b.Type == "text" {
 			parts = append(parts, b.Text)
 		}
-		return nil
-	})
+	}
 	return strings.Join(parts, "\n")
 }
 
-// maxLineSize is the longest stdout line a Reader accepts. A tool_use with
+// maxLineSize is the longest stdout line a reader accepts. A tool_use with
 // a long text or a base64 payload makes long lines; 16 MiB is far above
 // anything the CLI prints for our tools and still bounds memory.
 const maxLineSize = 16 << 20
@@ -317,7 +259,7 @@ type reader struct {
 	line int
 }
 
-// newReader returns a Reader over r. It accepts "\n" and "\r\n" line ends
+// newReader returns a reader over r. It accepts "\n" and "\r\n" line ends
 // and skips blank lines.
 func newReader(r io.Reader) *reader {
 	sc := bufio.NewScanner(r)
