@@ -685,8 +685,8 @@ func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.queues[queueKey{"gone", 7}] = &userQueue{accepted: m.cfg.QueueSize}
-	m.enqueue(&job{r: r, requestID: "req", chat: 7, user: 7, text: "hi", journalID: id, arrived: time.Now()})
+	m.queues[conversation{bot: "gone", user: 7}] = &queue{accepted: m.cfg.QueueSize}
+	m.enqueue(&incoming{requestID: "req", bot: "gone", chat: 7, user: 7, text: "hi", journalID: id, arrived: time.Now()})
 	m.work.Wait()
 	if p, _ := st.Pending(context.Background(), "gone"); len(p) != 0 {
 		t.Fatalf("journal after dropping = %+v", p)

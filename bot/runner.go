@@ -203,7 +203,7 @@ func (r *runner) registerCommands(ctx context.Context) {
 	if same {
 		return
 	}
-	err := r.m.retry(ctx, func(ctx context.Context) error {
+	err := retry(ctx, r.m.cfg.RetryMin, func(ctx context.Context) error {
 		_, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds})
 		return err
 	})

@@ -24,12 +24,19 @@ const (
 	maxRetryAfter = 5 * time.Minute
 )
 
+// replier sends to one chat through one bot.
+type replier struct {
+	client   *tgbot.Bot
+	chat     int64
+	retryMin time.Duration
+	log      *zap.Logger
+}
+
 // retry runs call until it succeeds, waiting out 429s (retry_after) and
-// backing off on network errors, at most maxAttempts times. Errors that
-// retrying cannot fix (bad request, blocked, unauthorized) return at once;
-// a blocked user's is errBlocked.
-func (m *Manager) retry(ctx context.Context, call func(context.Context) error) error {
-	backoff := m.cfg.RetryMin
+// backing off from backoff on network errors, at most maxAttempts times.
+// Errors that retrying cannot fix (bad request, blocked, unauthorized)
+// return at once; a blocked user's is errBlocked.
+func retry(ctx context.Context, backoff time.Duration, call func(context.Context) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = call(ctx)
@@ -75,16 +82,15 @@ func isPermanent(err error) bool {
 	return errors.As(err, &migrate)
 }
 
-// deliverText sends text to j's chat in parts of at most 4096 characters.
-// With markdown it goes as HTML converted from Claude's Markdown, falling
-// back to plain text for a part Telegram cannot parse. A blocked user is
-// logged at info and reported as errBlocked.
-func (m *Manager) deliverText(ctx context.Context, j *job, log *zap.Logger, text string, markdown bool) error {
-	client, _ := j.r.current()
+// text sends text in parts of at most 4096 characters. With markdown it
+// goes as HTML converted from Claude's Markdown, falling back to plain text
+// for a part Telegram cannot parse. A blocked user is logged at info and
+// reported as errBlocked.
+func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 	for _, part := range splitMessage(text, maxMessageLen) {
 		send := func(text string, mode models.ParseMode) error {
-			return m.retry(ctx, func(ctx context.Context) error {
-				_, err := client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: j.chat, Text: text, ParseMode: mode})
+			return retry(ctx, o.retryMin, func(ctx context.Context) error {
+				_, err := o.client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, Text: text, ParseMode: mode})
 				return err
 			})
 		}
@@ -92,17 +98,17 @@ func (m *Manager) deliverText(ctx context.Context, j *job, log *zap.Logger, text
 		if markdown {
 			err = send(markdownToHTML(part), models.ParseModeHTML)
 			if isEntityError(err) {
-				log.Warn("Telegram rejected the formatted reply; sending it as plain text", zap.Error(err))
+				o.log.Warn("Telegram rejected the formatted reply; sending it as plain text", zap.Error(err))
 				err = send(part, "")
 			}
 		} else {
 			err = send(part, "")
 		}
 		if err != nil {
-			return blockedOr(log, err)
+			return o.blockedOr(err)
 		}
 	}
-	log.Debug("text sent", zap.String("text", text))
+	o.log.Debug("text sent", zap.String("text", text))
 	return nil
 }
 
@@ -110,44 +116,46 @@ func isEntityError(err error) bool {
 	return errors.Is(err, tgbot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities")
 }
 
-func blockedOr(log *zap.Logger, err error) error {
+// errBlocked marks a send the user refused by blocking the bot.
+var errBlocked = errors.New("user blocked the bot")
+
+func (o *replier) blockedOr(err error) error {
 	if errors.Is(err, errBlocked) {
-		log.Info("user blocked the bot: reply dropped", zap.Error(err))
+		o.log.Info("user blocked the bot: reply dropped", zap.Error(err))
 	}
 	return err
 }
 
-// deliverFile uploads the voice file (sendVoice) or image (sendPhoto, or
+// file uploads the voice file (sendVoice) or image (sendPhoto, or
 // sendDocument when Telegram refuses it as a photo).
-func (m *Manager) deliverFile(ctx context.Context, j *job, log *zap.Logger, mode claude.Mode, path string) error {
+func (o *replier) file(ctx context.Context, mode claude.Mode, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	client, _ := j.r.current()
 	name := filepath.Base(path)
 	upload := func() *models.InputFileUpload {
 		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	}
 	if mode == claude.Speech {
-		err = m.retry(ctx, func(ctx context.Context) error {
-			_, err := client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: j.chat, Voice: upload()})
+		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
+			_, err := o.client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, Voice: upload()})
 			return err
 		})
-		return blockedOr(log, err)
+		return o.blockedOr(err)
 	}
-	err = m.retry(ctx, func(ctx context.Context) error {
-		_, err := client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: j.chat, Photo: upload()})
+	err = retry(ctx, o.retryMin, func(ctx context.Context) error {
+		_, err := o.client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, Photo: upload()})
 		return err
 	})
 	if isPhotoRejected(err) {
-		log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
-		err = m.retry(ctx, func(ctx context.Context) error {
-			_, err := client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: j.chat, Document: upload()})
+		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
+		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
+			_, err := o.client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, Document: upload()})
 			return err
 		})
 	}
-	return blockedOr(log, err)
+	return o.blockedOr(err)
 }
 
 // isPhotoRejected: the image is fine as a file but not as a photo (too
@@ -165,8 +173,36 @@ func isPhotoRejected(err error) bool {
 	return false
 }
 
-func (m *Manager) sendChatAction(ctx context.Context, j *job, action models.ChatAction) error {
-	client, _ := j.r.current()
-	_, err := client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: j.chat, Action: action})
-	return err
+func chatAction(mode claude.Mode) models.ChatAction {
+	switch mode {
+	case claude.Speech:
+		return models.ChatActionRecordVoice
+	case claude.Image:
+		return models.ChatActionUploadPhoto
+	}
+	return models.ChatActionTyping
+}
+
+// keepAction shows action in the chat now and every interval until the
+// returned stop is called.
+func (o *replier) keepAction(ctx context.Context, action models.ChatAction, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			_, err := o.client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, Action: action})
+			if err != nil && ctx.Err() == nil {
+				o.log.Debug("chat action not sent", zap.Error(err))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -1,0 +1,165 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/store"
+)
+
+// incoming is one message as it arrived, from Telegram or from the journal
+// of an earlier process: what the pipeline answers.
+type incoming struct {
+	requestID string
+	bot       string
+	chat      int64
+	user      int64
+	messageID int
+	text      string
+	// command is the bot command without "/" and "@bot" ("" for text).
+	command string
+	// forOtherBot: a command addressed to another bot (/cmd@other), ignored.
+	forOtherBot bool
+	// notText: a photo, voice note, sticker... that the model cannot read;
+	// the user is told so instead of meeting silence.
+	notText   bool
+	journalID int64
+	// attempts is how often work on it started before (replays).
+	attempts int
+	arrived  time.Time
+	// client is the bot's Telegram client at arrival, used if the bot is
+	// reconnecting when the answer is sent.
+	client *tgbot.Bot
+	// fallback is the brain at arrival, used if the brain is removed
+	// before the message is answered.
+	fallback *brain.Brain
+}
+
+// conversation is the queue a message waits in: one at a time, in order.
+func (in *incoming) conversation() conversation {
+	return conversation{bot: in.bot, user: in.user}
+}
+
+// accept runs in the polling worker for every update, in order: it
+// journals a text message (and the update offset, atomically) and queues
+// it. It must stay fast; the work happens in the conversation's queue.
+func (r *runner) accept(u *models.Update) {
+	m := r.m
+	ctx := context.WithoutCancel(m.workCtx)
+	msg := u.Message
+	if msg == nil || msg.From == nil || msg.Text == "" {
+		// Nothing to journal (edits, joins, media): just confirm it.
+		if err := m.cfg.Store.SetOffset(ctx, r.poller(), u.ID); err != nil {
+			r.log.Error("could not save update offset", zap.Error(err))
+		}
+		// Media in a private chat gets a hint rather than silence; in a
+		// group a hint to every sticker would be noise.
+		if msg != nil && msg.From != nil && msg.Chat.Type == models.ChatTypePrivate && hasMedia(msg) {
+			in := r.incoming(msg)
+			in.notText = true
+			m.enqueue(in)
+		}
+		return
+	}
+	_, username := r.current()
+	in := r.incoming(msg)
+	in.text = msg.Text
+	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, username)
+	log := in.logger(m.log)
+	log.Debug("message received", zap.String("text", msg.Text))
+	id, err := m.cfg.Store.Journal(ctx, store.Entry{
+		Bot: r.id, Chat: in.chat, User: in.user, MessageID: in.messageID, Text: in.text, Created: in.arrived,
+	}, r.poller(), u.ID)
+	if err != nil {
+		// Answering without a journal beats dropping the message.
+		log.Error("could not journal message; handling it anyway", zap.Error(err))
+	}
+	in.journalID = id
+	m.enqueue(in)
+}
+
+func (r *runner) incoming(msg *models.Message) *incoming {
+	client, _ := r.current()
+	return &incoming{
+		client:    client,
+		requestID: uuid.NewString(),
+		bot:       r.id,
+		chat:      msg.Chat.ID,
+		user:      msg.From.ID,
+		messageID: msg.ID,
+		arrived:   time.Now(),
+		fallback:  r.m.brain(r.id),
+	}
+}
+
+func (in *incoming) logger(base *zap.Logger) *zap.Logger {
+	return base.With(zap.String("request_id", in.requestID), zap.String("bot", in.bot),
+		zap.Int64("user", in.user), zap.Int64("chat", in.chat))
+}
+
+// parseCommand reads the bot command that starts text, recognised only by
+// its bot_command entity as Telegram marks it: "/reset@mybot now" is
+// "reset". A command addressed to another bot is reported as such.
+func parseCommand(text string, entities []models.MessageEntity, username string) (cmd string, forOtherBot bool) {
+	for _, e := range entities {
+		if e.Type != models.MessageEntityTypeBotCommand || e.Offset != 0 {
+			continue
+		}
+		units := utf16.Encode([]rune(text))
+		if e.Length > len(units) || e.Length < 2 {
+			return "", false
+		}
+		word := string(utf16.Decode(units[1:e.Length]))
+		name, target, addressed := strings.Cut(word, "@")
+		if addressed && !strings.EqualFold(target, username) {
+			return "", true
+		}
+		return strings.ToLower(name), false
+	}
+	return "", false
+}
+
+// hasMedia reports whether msg carries something a user sent on purpose
+// that is not text.
+func hasMedia(msg *models.Message) bool {
+	return len(msg.Photo) > 0 || msg.Voice != nil || msg.Audio != nil || msg.Video != nil ||
+		msg.VideoNote != nil || msg.Document != nil || msg.Sticker != nil || msg.Animation != nil ||
+		msg.Location != nil || msg.Contact != nil
+}
+
+// replay re-queues the bot's journaled messages left by an earlier
+// process: each runs again once; one whose work had already been retried
+// gets a request to resend it instead.
+func (m *Manager) replay(ctx context.Context, r *runner) {
+	entries, err := m.cfg.Store.Pending(ctx, r.id)
+	if err != nil {
+		r.log.Error("could not read the journal; unanswered messages are not replayed", zap.Error(err))
+		return
+	}
+	client, username := r.current()
+	for _, e := range entries {
+		in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: e.Chat, user: e.User, messageID: e.MessageID,
+			text: e.Text, journalID: e.ID, attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
+		if strings.HasPrefix(e.Text, "/") {
+			// Entities are not journaled; a leading /word was a command.
+			word, _, _ := strings.Cut(e.Text, " ")
+			in.command, in.forOtherBot = parseCommand(e.Text,
+				[]models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: len(utf16.Encode([]rune(word)))}}, username)
+		}
+		if e.Attempts >= 2 {
+			in.logger(m.log).Warn("journaled message failed after a restart already: asking the user to resend")
+			m.answerAside(in, (*request).askToResend)
+			continue
+		}
+		in.logger(m.log).Info("replaying journaled message", zap.Int("attempts", e.Attempts))
+		m.enqueue(in)
+	}
+}
