@@ -163,3 +163,28 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 		m.enqueue(in)
 	}
 }
+
+// skipUndecodable confirms an update the client library could not decode,
+// so it cannot stall the bot, and tells the person who wrote it, in a
+// private chat or by mentioning the bot in a group. Anything else (a
+// reaction, a boost, a service message) passes silently but for the log.
+func (r *runner) skipUndecodable(updateID int64, bad undecodable) {
+	m := r.m
+	r.log.Warn("undecodable update skipped", zap.Int64("update_id", updateID), zap.Error(bad.err))
+	if err := m.cfg.Store.SetOffset(context.WithoutCancel(m.workCtx), r.poller(), updateID); err != nil {
+		r.log.Error("could not save update offset", zap.Error(err))
+	}
+	client, username := r.current()
+	private := bad.chatType == string(models.ChatTypePrivate)
+	if bad.user == 0 || !private && !mentions(bad.text, username) {
+		return
+	}
+	in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: bad.chat, user: bad.user,
+		arrived: time.Now(), client: client, fallback: m.brain(r.id)}
+	m.answerAside(in, func(req *request) { req.say("unreadable", req.brain.Messages.Unreadable) })
+}
+
+// mentions reports whether text names @username.
+func mentions(text, username string) bool {
+	return username != "" && strings.Contains(strings.ToLower(text), "@"+strings.ToLower(username))
+}

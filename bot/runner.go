@@ -1,11 +1,9 @@
 package bot
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -116,7 +114,11 @@ func (r *runner) serve(ctx context.Context) error {
 		// polling worker keeps journaling in update order.
 		tgbot.WithNotAsyncHandlers(),
 		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
-			r.accept(u)
+			if bad, ok := gate.takeUndecodable(u.ID); ok {
+				r.skipUndecodable(u.ID, bad)
+			} else {
+				r.accept(u)
+			}
 			gate.handled(u.ID)
 		}),
 		tgbot.WithErrorsHandler(func(err error) {
@@ -214,71 +216,4 @@ func (r *runner) registerCommands(ctx context.Context) {
 	r.mu.Lock()
 	r.commands = string(key)
 	r.mu.Unlock()
-}
-
-// confirmGate holds back each getUpdates call until the handler has
-// journaled every update the previous call returned. Telegram takes the
-// next call's offset as confirmation, so without the gate a crash between
-// confirmation and journaling would lose a message.
-type confirmGate struct {
-	next tgbot.HttpClient
-
-	mu          sync.Mutex
-	delivered   int64 // highest update id received
-	done        int64 // highest update id handled
-	handledOnce chan struct{}
-}
-
-func newConfirmGate(next tgbot.HttpClient) *confirmGate {
-	return &confirmGate{next: next, handledOnce: make(chan struct{})}
-}
-
-func (g *confirmGate) handled(id int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.done = max(g.done, id)
-	close(g.handledOnce)
-	g.handledOnce = make(chan struct{})
-}
-
-func (g *confirmGate) Do(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
-		return g.next.Do(req)
-	}
-	for {
-		g.mu.Lock()
-		caughtUp, changed := g.done >= g.delivered, g.handledOnce
-		g.mu.Unlock()
-		if caughtUp {
-			break
-		}
-		select {
-		case <-req.Context().Done():
-			return nil, req.Context().Err()
-		case <-changed:
-		}
-	}
-	resp, err := g.next.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	var updates struct {
-		Result []struct {
-			ID int64 `json:"update_id"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(body, &updates) == nil {
-		g.mu.Lock()
-		for _, u := range updates.Result {
-			g.delivered = max(g.delivered, u.ID)
-		}
-		g.mu.Unlock()
-	}
-	return resp, nil
 }

@@ -137,6 +137,9 @@ type Messages struct {
 	Limit   string `yaml:"limit"`
 	Reset   string `yaml:"reset"`   // confirmation after /reset
 	Expired string `yaml:"expired"` // told once when a lost session had to be restarted
+	// Unreadable answers a message Telegram sent in a form brainbot cannot
+	// decode (a kind of content newer than its Telegram library).
+	Unreadable string `yaml:"unreadable"`
 }
 
 // LimitText is the limit message with LimitPlaceholder replaced by when the

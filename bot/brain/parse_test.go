@@ -233,6 +233,8 @@ func TestParseDefaults(t *testing.T) {
 			Limit:   "You have reached today's message limit. It resets {reset}.",
 			Reset:   "Done: we start a new conversation. What shall we talk about?",
 			Expired: "I had to start a new conversation, so I don't remember what we said before.",
+
+			Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 		},
 	}
 	assertBrain(t, b, want)
@@ -287,7 +289,7 @@ messages:
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.",
-			Reset: "Fresh start.", Expired: "I forgot."},
+			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable},
 	}
 	assertBrain(t, b, want)
 }

@@ -57,6 +57,8 @@ var defaultMessages = Messages{
 	Limit:   "You have reached today's message limit. It resets " + LimitPlaceholder + ".",
 	Reset:   "Done: we start a new conversation. What shall we talk about?",
 	Expired: "I had to start a new conversation, so I don't remember what we said before.",
+
+	Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 }
 
 // applyDefaults fills in every field the file left out. present holds the
@@ -89,6 +91,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	orDefault(&m.Limit, defaultMessages.Limit)
 	orDefault(&m.Reset, defaultMessages.Reset)
 	orDefault(&m.Expired, defaultMessages.Expired)
+	orDefault(&m.Unreadable, defaultMessages.Unreadable)
 }
 
 func orDefault(s *string, def string) {
