@@ -215,18 +215,6 @@ func TestJournal(t *testing.T) {
 	}
 }
 
-func TestOpenRejectsNewerSchema(t *testing.T) {
-	s, path := openTemp(t)
-	if _, err := s.db.Exec(`PRAGMA user_version = 999`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if s2, err := Open(context.Background(), path); err == nil {
-		s2.Close()
-		t.Fatal("opened a database from a newer program")
-	}
-}
-
 // BenchmarkSessions10k stores 10,000 sessions and reports the heap in use
 // afterwards (target: the whole bot process stays under 60 MB).
 func BenchmarkSessions10k(b *testing.B) {
