@@ -295,12 +295,13 @@ func (s *Store) DailyCount(ctx context.Context, bot string, user int64, now time
 	return count, nil
 }
 
-// PruneDaily deletes counters of days before now's, which no limit reads.
+// PruneDaily applies DefaultRetention.
+//
+// Deprecated: call Prune, at start and then periodically (bot.Manager
+// calls this once at start until it does).
 func (s *Store) PruneDaily(ctx context.Context, now time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM daily WHERE day < ?`, day(now)); err != nil {
-		return fmt.Errorf("prune daily counters: %w", err)
-	}
-	return nil
+	_, err := s.Prune(ctx, now, DefaultRetention)
+	return err
 }
 
 // ---- in-flight journal ----
