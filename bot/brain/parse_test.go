@@ -38,7 +38,22 @@ func TestParseRules(t *testing.T) {
 		{name: "a bare string", yaml: "hello\n", want: []string{
 			`t.yaml:1: a brain file must be a mapping of fields (name: ..., system_prompt: ...), got "hello"`}},
 		{name: "syntax error", yaml: minimal + "tts:\n  voice: nova\n   speed: 1\n", want: []string{
-			"t.yaml:7: YAML syntax: mapping values are not allowed in this context"}},
+			"t.yaml:7: YAML syntax: mapping values are not allowed in this context (is this line indented more than the field above it? A value holding \": \" needs quotes)"}},
+		// yaml.v3 reports some syntax errors on the line where the
+		// enclosing block starts, or the one before it; these are the
+		// lines the author must fix.
+		{name: "field indented less than the one above", yaml: minimal + "tts:\n  enabled: true\n voice: nova\n  speed: 1.0\n", want: []string{
+			"t.yaml:7: YAML syntax: did not find expected key (is this line indented like the fields beside it?)"}},
+		{name: "field indented less after a deeper one", yaml: minimal + "tts:\n    enabled: true\n  voice: nova\n", want: []string{
+			"t.yaml:7: YAML syntax: did not find expected key (is this line indented like the fields beside it?)"}},
+		{name: "list item indented less", yaml: minimal + "access:\n  allowed_users:\n    - 11111\n   - 22222\n", want: []string{
+			"t.yaml:8: YAML syntax: did not find expected key (is this line indented like the fields beside it?)"}},
+		{name: "unclosed list", yaml: minimal + "image:\n  enabled: true\n  keywords: [draw, paint\n  model: dall-e-3\n", want: []string{
+			"t.yaml:7: YAML syntax: did not find expected ',' or ']'"}},
+		{name: "unclosed quote", yaml: minimal + "messages:\n  error: \"Oops, try again.\n  busy: Wait.\n", want: []string{
+			"t.yaml:6: YAML syntax: found unexpected end of stream"}},
+		{name: "tab indentation", yaml: minimal + "tts:\n\tvoice: nova\n", want: []string{
+			"t.yaml:6: YAML syntax: found character that cannot start any token (indent with spaces, not tabs; a value starting with @ or ` needs quotes)"}},
 		{name: "two documents", yaml: minimal + "---\nname: Other\n", want: []string{
 			"t.yaml:5: more than one YAML document (---); a brain file holds one"}},
 		{name: "bad id", file: "Story Teller.yaml", yaml: minimal, want: []string{
