@@ -154,6 +154,8 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: image.style: must be left out for dall-e-2 (only dall-e-3 has styles)"}},
 		{name: "image style for dall-e-3", yaml: minimal + "image:\n  model: dall-e-3\n  style: cartoon\n", want: []string{
 			`t.yaml:7: image.style: must be one of vivid, natural for dall-e-3; got "cartoon"`}},
+		{name: "image keywords an empty list", yaml: minimal + "image:\n  enabled: true\n  keywords: []\n", want: []string{
+			"t.yaml:7: image.keywords: must list at least one word or phrase; leave the field out for the defaults (image, picture, photo, draw, generate, \"create a\")"}},
 		{name: "image keyword empty", yaml: minimal + "image:\n  keywords: [draw, \" \"]\n", want: []string{
 			"t.yaml:6: image.keywords[1]: must not be empty"}},
 	}

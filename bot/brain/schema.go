@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -79,7 +80,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	} else {
 		orDefault(&b.Image.Size, "1024x1024")
 	}
-	if len(b.Image.Keywords) == 0 {
+	// An explicit empty list stays empty and fails validation: it would
+	// silently turn picture replies off.
+	if !isSet("image.keywords") {
 		b.Image.Keywords = slices.Clone(defaultKeywords)
 	}
 	m := &b.Messages
@@ -158,6 +161,9 @@ func (d *decoder) validate(b *Brain) {
 			d.reject("image.style", "must be left out for %s (only dall-e-3 has styles)", img.Model)
 		}
 	}
+	if len(img.Keywords) == 0 {
+		d.reject("image.keywords", "must list at least one word or phrase; leave the field out for the defaults (%s)", quoteList(defaultKeywords))
+	}
 	for i, k := range img.Keywords {
 		if strings.TrimSpace(k) == "" {
 			path := fmt.Sprintf("image.keywords[%d]", i)
@@ -192,4 +198,17 @@ func (fl fieldLines) line(path string) int {
 		}
 		path = parentPath(path)
 	}
+}
+
+// quoteList writes words as brains/README.md does: bare, or quoted when
+// they hold a space.
+func quoteList(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = w
+		if strings.Contains(w, " ") {
+			out[i] = strconv.Quote(w)
+		}
+	}
+	return strings.Join(out, ", ")
 }
