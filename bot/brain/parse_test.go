@@ -156,6 +156,13 @@ func TestParseRules(t *testing.T) {
 			`t.yaml:7: image.style: must be one of vivid, natural for dall-e-3; got "cartoon"`}},
 		{name: "image keywords an empty list", yaml: minimal + "image:\n  enabled: true\n  keywords: []\n", want: []string{
 			"t.yaml:7: image.keywords: must list at least one word or phrase; leave the field out for the defaults (image, picture, photo, draw, generate, \"create a\")"}},
+		// Messages.
+		{name: "misspelt placeholder", yaml: minimal + "messages:\n  limit: |\n    That's all for today.\n    Come back {rest}.\n", want: []string{
+			"t.yaml:6: messages.limit: unknown placeholder {rest}; this text may use {reset}"}},
+		{name: "placeholder of another message", yaml: minimal + "messages:\n  busy: \"Still busy; try again {reset}.\"\n", want: []string{
+			"t.yaml:6: messages.busy: unknown placeholder {reset}; this text has no placeholders (only messages.limit has {reset})"}},
+		{name: "placeholders nobody replaces", yaml: minimal + "messages:\n  denied: \"Sorry {name}, ask {owner} for access.\"\n", want: []string{
+			"t.yaml:6: messages.denied: unknown placeholders {name}, {owner}; this text has no placeholders (only messages.limit has {reset})"}},
 		{name: "image keyword empty", yaml: minimal + "image:\n  keywords: [draw, \" \"]\n", want: []string{
 			"t.yaml:6: image.keywords[1]: must not be empty"}},
 	}
