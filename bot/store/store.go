@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -27,9 +28,48 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
-// up to date.
+// up to date (see migrations).
 func Open(ctx context.Context, path string) (*Store, error) {
+	s, err := open(path, "rwc")
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, s.db, len(migrations)); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// OpenExisting opens the database at path, which must exist, and leaves
+// its schema as it is. It is for tools that run beside the service, such
+// as `brainbot backup`: their binary may be older or newer than the
+// service's, and upgrading a database under a running service would pull
+// the schema from under it.
+func OpenExisting(ctx context.Context, path string) (*Store, error) {
+	// SQLite's own error for a missing file does not say which; this one
+	// does, and wraps fs.ErrNotExist.
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s, err := open(path, "rw")
+	if err != nil {
+		return nil, err
+	}
+	// sql.Open connects lazily: connect now, so that a missing file is
+	// reported here and not by the first query.
+	if err := s.db.PingContext(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// open prepares the connection pool; mode is SQLite's URI mode: "rwc"
+// creates a missing file, "rw" does not.
+func open(path, mode string) (*Store, error) {
 	q := url.Values{}
+	q.Set("mode", mode)
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	// NORMAL in WAL mode survives a process crash (kill -9); only a power
@@ -42,91 +82,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &Store{db: db}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("migrate %s: %w", path, err)
-	}
-	return s, nil
+	return &Store{db: db}, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
-
-// migrations are applied in order; the database's user_version records how
-// many have run. Never edit a released step: append a new one.
-var migrations = []string{
-	`CREATE TABLE sessions (
-		bot        TEXT    NOT NULL,
-		user_id    INTEGER NOT NULL,
-		session_id TEXT    NOT NULL,
-		created    INTEGER NOT NULL,
-		last_used  INTEGER NOT NULL,
-		PRIMARY KEY (bot, user_id)
-	) WITHOUT ROWID;
-	CREATE TABLE session_history (
-		bot        TEXT    NOT NULL,
-		user_id    INTEGER NOT NULL,
-		session_id TEXT    NOT NULL,
-		created    INTEGER NOT NULL,
-		ended      INTEGER NOT NULL
-	);
-	CREATE INDEX session_history_by_user ON session_history (bot, user_id);
-	CREATE TABLE voice (
-		bot     TEXT    NOT NULL,
-		user_id INTEGER NOT NULL,
-		on_     INTEGER NOT NULL,
-		PRIMARY KEY (bot, user_id)
-	) WITHOUT ROWID;
-	CREATE TABLE daily (
-		bot     TEXT    NOT NULL,
-		user_id INTEGER NOT NULL,
-		day     TEXT    NOT NULL,
-		count   INTEGER NOT NULL,
-		PRIMARY KEY (bot, user_id, day)
-	) WITHOUT ROWID;
-	CREATE TABLE journal (
-		id         INTEGER PRIMARY KEY AUTOINCREMENT,
-		bot        TEXT    NOT NULL,
-		chat_id    INTEGER NOT NULL,
-		user_id    INTEGER NOT NULL,
-		message_id INTEGER NOT NULL,
-		text       TEXT    NOT NULL,
-		mode       TEXT    NOT NULL DEFAULT '',
-		attempts   INTEGER NOT NULL DEFAULT 0,
-		created    INTEGER NOT NULL
-	);
-	CREATE INDEX journal_by_bot ON journal (bot, id);
-	CREATE TABLE offsets (
-		poller    TEXT    PRIMARY KEY,
-		update_id INTEGER NOT NULL
-	) WITHOUT ROWID;`,
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var version int
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return err
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
-	}
-	for i := version; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("step %d: %w", i+1, err)
-		}
-	}
-	// PRAGMA takes no bound parameters; the value is our own integer.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
@@ -335,12 +295,13 @@ func (s *Store) DailyCount(ctx context.Context, bot string, user int64, now time
 	return count, nil
 }
 
-// PruneDaily deletes counters of days before now's, which no limit reads.
+// PruneDaily applies DefaultRetention.
+//
+// Deprecated: call Prune, at start and then periodically (bot.Manager
+// calls this once at start until it does).
 func (s *Store) PruneDaily(ctx context.Context, now time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM daily WHERE day < ?`, day(now)); err != nil {
-		return fmt.Errorf("prune daily counters: %w", err)
-	}
-	return nil
+	_, err := s.Prune(ctx, now, DefaultRetention)
+	return err
 }
 
 // ---- in-flight journal ----

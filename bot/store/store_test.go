@@ -133,12 +133,6 @@ func TestDailyLimitResetsAtUTCMidnight(t *testing.T) {
 	if ok, _, _ := s.TakeDaily(ctx, "b", 2, 0, t0); !ok {
 		t.Fatal("limit 0 must mean unlimited")
 	}
-	if err := s.PruneDaily(ctx, nextDay); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := s.DailyCount(ctx, "b", 1, t0); n != 0 {
-		t.Fatalf("old day kept after prune: %d", n)
-	}
 }
 
 func TestDailyLimitUnderConcurrency(t *testing.T) {
@@ -212,18 +206,6 @@ func TestJournal(t *testing.T) {
 	}
 	if got, _ := s.Pending(ctx, "b"); len(got) != 1 || got[0].ID != id2 {
 		t.Fatalf("after Done: %+v", got)
-	}
-}
-
-func TestOpenRejectsNewerSchema(t *testing.T) {
-	s, path := openTemp(t)
-	if _, err := s.db.Exec(`PRAGMA user_version = 999`); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	if s2, err := Open(context.Background(), path); err == nil {
-		s2.Close()
-		t.Fatal("opened a database from a newer program")
 	}
 }
 
