@@ -54,7 +54,7 @@ func (p *pipeline) command(r *request) string {
 	case "help":
 		return helpText(b)
 	case "reset":
-		ended, err := p.store.ResetSession(r.ctx, r.in.bot, r.in.user, p.now())
+		ended, err := p.store.ResetSession(r.ctx, r.in.conversation(), p.now())
 		if err != nil {
 			r.log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))
 			return b.Messages.Error

@@ -21,9 +21,15 @@ type incoming struct {
 	requestID string
 	bot       string
 	chat      int64
-	user      int64
+	chatType  models.ChatType
+	// thread is the forum topic the message was posted in (0 elsewhere).
+	thread int
+	user   int64
+	// sender is the author's display name, shown to the model in groups.
+	sender    string
 	messageID int
-	text      string
+	// text is what the user wrote, without the bot's own @mention.
+	text string
 	// command is the bot command without "/" and "@bot" ("" for text).
 	command string
 	// forOtherBot: a command addressed to another bot (/cmd@other), ignored.
@@ -43,40 +49,57 @@ type incoming struct {
 	fallback *brain.Brain
 }
 
-// conversation is the queue a message waits in: one at a time, in order.
-func (in *incoming) conversation() conversation {
-	return conversation{bot: in.bot, user: in.user}
+// conversation is where the message belongs: the queue it waits in (its
+// messages are answered one at a time, in order, so a session is never
+// resumed by two CLI processes at once) and the session it continues.
+func (in *incoming) conversation() store.Conversation {
+	return store.Conversation{Bot: in.bot, Chat: in.chat, Thread: in.thread}
+}
+
+func (in *incoming) inGroup() bool {
+	return in.chatType == models.ChatTypeGroup || in.chatType == models.ChatTypeSupergroup
+}
+
+// prompt is the message as the model reads it: in a group, prefixed with
+// its author's name, so members can be told apart.
+func (in *incoming) prompt() string {
+	if in.inGroup() && in.sender != "" {
+		return in.sender + ": " + in.text
+	}
+	return in.text
 }
 
 // accept runs in the polling worker for every update, in order: it
-// journals a text message (and the update offset, atomically) and queues
-// it. It must stay fast; the work happens in the conversation's queue.
+// journals a message for this bot (and the update offset, atomically) and
+// queues it. Everything else is only confirmed. It must stay fast; the
+// work happens in the conversation's queue.
 func (r *runner) accept(u *models.Update) {
 	m := r.m
-	ctx := context.WithoutCancel(m.workCtx)
+	if u.MyChatMember != nil {
+		r.logMembership(u.MyChatMember)
+	}
 	msg := u.Message
-	if msg == nil || msg.From == nil || msg.Text == "" {
-		// Nothing to journal (edits, joins, media): just confirm it.
-		if err := m.cfg.Store.SetOffset(ctx, r.poller(), u.ID); err != nil {
-			r.log.Error("could not save update offset", zap.Error(err))
-		}
+	text, forMe := r.forMe(msg)
+	if !forMe || text == "" {
+		r.confirm(u.ID)
 		// Media in a private chat gets a hint rather than silence; in a
 		// group a hint to every sticker would be noise.
-		if msg != nil && msg.From != nil && msg.Chat.Type == models.ChatTypePrivate && hasMedia(msg) {
+		if forMe && msg.Chat.Type == models.ChatTypePrivate && hasMedia(msg) {
 			in := r.incoming(msg)
 			in.notText = true
 			m.enqueue(in)
 		}
 		return
 	}
-	_, username := r.current()
+	_, me := r.current()
 	in := r.incoming(msg)
-	in.text = msg.Text
-	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, username)
+	in.text = text
+	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, me.username)
 	log := in.logger(m.log)
-	log.Debug("message received", zap.String("text", msg.Text))
-	id, err := m.cfg.Store.Journal(ctx, store.Entry{
-		Bot: r.id, Chat: in.chat, User: in.user, MessageID: in.messageID, Text: in.text, Created: in.arrived,
+	log.Debug("message received", zap.String("text", text))
+	id, err := m.cfg.Store.Journal(context.WithoutCancel(m.workCtx), store.Entry{
+		Bot: r.id, Chat: in.chat, Thread: in.thread, ChatType: string(in.chatType), User: in.user, Sender: in.sender,
+		MessageID: in.messageID, Text: in.text, Created: in.arrived,
 	}, r.poller(), u.ID)
 	if err != nil {
 		// Answering without a journal beats dropping the message.
@@ -86,18 +109,67 @@ func (r *runner) accept(u *models.Update) {
 	m.enqueue(in)
 }
 
+// forMe reports whether msg is a message for this bot, and its text
+// without the bot's mention. Edits, channel posts and service messages are
+// not; in groups, only what the brain's groups setting lets through is.
+func (r *runner) forMe(msg *models.Message) (text string, ok bool) {
+	if msg == nil || msg.From == nil {
+		return "", false
+	}
+	if !isGroup(msg.Chat) {
+		return msg.Text, true
+	}
+	b := r.m.brain(r.id)
+	if b == nil {
+		return "", false
+	}
+	_, me := r.current()
+	text, ok = addressed(msg, me, b.Groups)
+	if msg.Text == "" {
+		text = "" // a caption: media are not read yet
+	}
+	return text, ok
+}
+
+// confirm records that update id needs no answer.
+func (r *runner) confirm(id int64) {
+	if err := r.m.cfg.Store.SetOffset(context.WithoutCancel(r.m.workCtx), r.poller(), id); err != nil {
+		r.log.Error("could not save update offset", zap.Error(err))
+	}
+}
+
+// logMembership tells the admin the bot was added to or removed from a
+// group.
+func (r *runner) logMembership(c *models.ChatMemberUpdated) {
+	status := c.NewChatMember.Type
+	msg := "bot added to a chat"
+	if status == models.ChatMemberTypeLeft || status == models.ChatMemberTypeBanned {
+		msg = "bot removed from a chat"
+	}
+	r.log.Info(msg, zap.Int64("chat", c.Chat.ID), zap.String("chat_type", string(c.Chat.Type)),
+		zap.String("status", string(status)), zap.Int64("by_user", c.From.ID))
+}
+
 func (r *runner) incoming(msg *models.Message) *incoming {
 	client, _ := r.current()
-	return &incoming{
+	in := &incoming{
 		client:    client,
 		requestID: uuid.NewString(),
 		bot:       r.id,
 		chat:      msg.Chat.ID,
+		chatType:  msg.Chat.Type,
 		user:      msg.From.ID,
 		messageID: msg.ID,
 		arrived:   time.Now(),
 		fallback:  r.m.brain(r.id),
 	}
+	if isGroup(msg.Chat) {
+		in.sender = senderName(msg)
+		if msg.IsTopicMessage {
+			in.thread = msg.MessageThreadID
+		}
+	}
+	return in
 }
 
 func (in *incoming) logger(base *zap.Logger) *zap.Logger {
@@ -144,15 +216,16 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 		r.log.Error("could not read the journal; unanswered messages are not replayed", zap.Error(err))
 		return
 	}
-	client, username := r.current()
+	client, me := r.current()
 	for _, e := range entries {
-		in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: e.Chat, user: e.User, messageID: e.MessageID,
-			text: e.Text, journalID: e.ID, attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
+		in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: e.Chat, chatType: models.ChatType(e.ChatType),
+			thread: e.Thread, user: e.User, sender: e.Sender, messageID: e.MessageID, text: e.Text, journalID: e.ID,
+			attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
 		if strings.HasPrefix(e.Text, "/") {
 			// Entities are not journaled; a leading /word was a command.
 			word, _, _ := strings.Cut(e.Text, " ")
 			in.command, in.forOtherBot = parseCommand(e.Text,
-				[]models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: len(utf16.Encode([]rune(word)))}}, username)
+				[]models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: len(utf16.Encode([]rune(word)))}}, me.username)
 		}
 		if e.Attempts >= 2 {
 			in.logger(m.log).Warn("journaled message failed after a restart already: asking the user to resend")
@@ -171,16 +244,14 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 func (r *runner) skipUndecodable(updateID int64, bad undecodable) {
 	m := r.m
 	r.log.Warn("undecodable update skipped", zap.Int64("update_id", updateID), zap.Error(bad.err))
-	if err := m.cfg.Store.SetOffset(context.WithoutCancel(m.workCtx), r.poller(), updateID); err != nil {
-		r.log.Error("could not save update offset", zap.Error(err))
-	}
-	client, username := r.current()
+	r.confirm(updateID)
+	client, me := r.current()
 	private := bad.chatType == string(models.ChatTypePrivate)
-	if bad.user == 0 || !private && !mentions(bad.text, username) {
+	if bad.user == 0 || !private && !mentions(bad.text, me.username) {
 		return
 	}
-	in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: bad.chat, user: bad.user,
-		arrived: time.Now(), client: client, fallback: m.brain(r.id)}
+	in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: bad.chat, chatType: models.ChatType(bad.chatType),
+		user: bad.user, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
 	m.answerAside(in, func(req *request) { req.say("unreadable", req.brain.Messages.Unreadable) })
 }
 

@@ -89,7 +89,7 @@ type Manager struct {
 	brains   map[string]*brain.Brain
 	bots     map[string]*runner
 	replayed map[string]bool // bots whose journal was replayed in this process
-	queues   map[conversation]*queue
+	queues   map[store.Conversation]*queue
 
 	// stopping is closed when Run's context ends: no new work starts.
 	stopping chan struct{}
@@ -141,7 +141,7 @@ func New(cfg Config) (*Manager, error) {
 		brains:     map[string]*brain.Brain{},
 		bots:       map[string]*runner{},
 		replayed:   map[string]bool{},
-		queues:     map[conversation]*queue{},
+		queues:     map[store.Conversation]*queue{},
 		stopping:   make(chan struct{}),
 		workCtx:    workCtx,
 		cancelWork: cancel,

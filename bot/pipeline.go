@@ -104,7 +104,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 		in:    in,
 		brain: cmp.Or(p.brain(in.bot), in.fallback),
 		log:   log,
-		out:   &replier{client: client, chat: in.chat, retryMin: p.retryMin, log: log},
+		out:   newReplier(client, in, p.retryMin, log),
 		store: p.store,
 		sum:   summary{outcome: "ok"},
 	}
@@ -211,7 +211,7 @@ func (p *pipeline) voiceOn(r *request) (bool, error) {
 // session when there is none or the stored one is gone (expired reports
 // the latter).
 func (p *pipeline) ask(r *request) (res *claude.Result, expired bool, err error) {
-	sess, ok, err := p.store.Session(r.ctx, r.in.bot, r.in.user)
+	sess, ok, err := p.store.Session(r.ctx, r.in.conversation())
 	if err != nil {
 		return nil, false, err
 	}
@@ -232,7 +232,7 @@ func (p *pipeline) ask(r *request) (res *claude.Result, expired bool, err error)
 	// would make the next message's resume fail as a "lost" session.
 	if res != nil && (res.SessionID != "" || err == nil) {
 		id := cmp.Or(res.SessionID, creq.SessionID)
-		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.bot, r.in.user, id, p.now()); serr != nil {
+		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.conversation(), id, p.now()); serr != nil {
 			r.log.Warn("could not save the session", zap.Error(serr))
 		}
 	}
@@ -244,7 +244,7 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	b := r.brain
 	return claude.Request{
 		Mode:         mode,
-		Prompt:       r.in.text,
+		Prompt:       r.in.prompt(),
 		SystemPrompt: b.SystemPrompt,
 		Model:        b.Claude.Model,
 		WorkDir:      filepath.Join(p.dataDir, "claude", "bot-"+r.in.bot),

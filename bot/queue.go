@@ -1,14 +1,10 @@
 package bot
 
-import "go.uber.org/zap"
+import (
+	"go.uber.org/zap"
 
-// conversation names one queue: its messages are answered one at a time,
-// in the order they arrived, so a session is never resumed by two CLI
-// processes at once.
-type conversation struct {
-	bot  string
-	user int64
-}
+	"brainbot/bot/store"
+)
 
 // queue holds one conversation's messages; one goroutine drains it while
 // it is non-empty.
@@ -47,7 +43,7 @@ func (m *Manager) enqueue(in *incoming) {
 
 // drain answers key's messages until its queue is empty or the manager
 // stops (what is left stays journaled for the next start).
-func (m *Manager) drain(key conversation, q *queue) {
+func (m *Manager) drain(key store.Conversation, q *queue) {
 	defer m.work.Done()
 	for {
 		m.mu.Lock()

@@ -27,7 +27,7 @@ type runner struct {
 	cancel   context.CancelFunc
 	stopped  bool
 	client   *tgbot.Bot
-	username string
+	me       self
 	commands string // what setMyCommands last registered, as JSON
 }
 
@@ -140,7 +140,7 @@ func (r *runner) serve(ctx context.Context) error {
 		return err
 	}
 	r.mu.Lock()
-	r.client, r.username = client, me.Username
+	r.client, r.me = client, self{id: me.ID, username: me.Username}
 	r.mu.Unlock()
 	r.registerCommands(ctx)
 	if r.m.takeReplay(r.id) {
@@ -167,11 +167,12 @@ func (r *runner) poller() string {
 	return r.id + "@" + botNumber
 }
 
-// current returns the client and @username once connected.
-func (r *runner) current() (*tgbot.Bot, string) {
+// current returns the client and the bot's Telegram identity once
+// connected.
+func (r *runner) current() (*tgbot.Bot, self) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.client, r.username
+	return r.client, r.me
 }
 
 // brainChanged re-registers the command list if the edit changed it.

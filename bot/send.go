@@ -24,12 +24,33 @@ const (
 	maxRetryAfter = 5 * time.Minute
 )
 
-// replier sends to one chat through one bot.
+// replier sends to one chat (and forum topic) through one bot. In groups
+// its first message replies to the message it answers, so the thread reads
+// naturally among other members' messages.
 type replier struct {
 	client   *tgbot.Bot
 	chat     int64
+	thread   int
+	replyTo  *models.ReplyParameters
 	retryMin time.Duration
 	log      *zap.Logger
+}
+
+func newReplier(client *tgbot.Bot, in *incoming, retryMin time.Duration, log *zap.Logger) *replier {
+	o := &replier{client: client, chat: in.chat, thread: in.thread, retryMin: retryMin, log: log}
+	if in.inGroup() && in.messageID != 0 {
+		// Sent even if the message was deleted meanwhile.
+		o.replyTo = &models.ReplyParameters{MessageID: in.messageID, AllowSendingWithoutReply: true}
+	}
+	return o
+}
+
+// reply returns the reply parameters for the next message: the first
+// replies to the user's message, the rest follow it.
+func (o *replier) reply() *models.ReplyParameters {
+	r := o.replyTo
+	o.replyTo = nil
+	return r
 }
 
 // retry runs call until it succeeds, waiting out 429s (retry_after) and
@@ -88,9 +109,11 @@ func isPermanent(err error) bool {
 // reported as errBlocked.
 func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 	for _, part := range splitMessage(text, maxMessageLen) {
+		replyTo := o.reply()
 		send := func(text string, mode models.ParseMode) error {
 			return retry(ctx, o.retryMin, func(ctx context.Context) error {
-				_, err := o.client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, Text: text, ParseMode: mode})
+				_, err := o.client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
+					ReplyParameters: replyTo, Text: text, ParseMode: mode})
 				return err
 			})
 		}
@@ -134,24 +157,25 @@ func (o *replier) file(ctx context.Context, mode claude.Mode, path string) error
 		return err
 	}
 	name := filepath.Base(path)
+	replyTo := o.reply()
 	upload := func() *models.InputFileUpload {
 		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	}
 	if mode == claude.Speech {
 		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-			_, err := o.client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, Voice: upload()})
+			_, err := o.client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
 			return err
 		})
 		return o.blockedOr(err)
 	}
 	err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-		_, err := o.client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, Photo: upload()})
+		_, err := o.client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
 		return err
 	})
 	if isPhotoRejected(err) {
 		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
 		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-			_, err := o.client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, Document: upload()})
+			_, err := o.client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
 			return err
 		})
 	}
@@ -193,7 +217,7 @@ func (o *replier) keepAction(ctx context.Context, action models.ChatAction, ever
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
-			_, err := o.client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, Action: action})
+			_, err := o.client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, MessageThreadID: o.thread, Action: action})
 			if err != nil && ctx.Err() == nil {
 				o.log.Debug("chat action not sent", zap.Error(err))
 			}

@@ -63,7 +63,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, limits, claude, tts, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, groups, limits, claude, tts, image, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle"}},
 		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
@@ -246,6 +246,7 @@ func TestParseDefaults(t *testing.T) {
 		Name:         "Narrator",
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
+		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second)},
 		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
@@ -308,6 +309,7 @@ messages:
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
 		Access:       Access{AllowedUsers: []int64{11111, 22222}},
+		Groups:       GroupsMention,
 		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second)},
 		TTS:          TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",

@@ -83,6 +83,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.speed") {
 		b.TTS.Speed = defaultSpeed
 	}
+	orDefault(&b.Groups, GroupsMention)
 	orDefault(&b.TTS.Voice, defaultVoice)
 	orDefault(&b.TTS.Model, defaultTTSModel)
 	orDefault(&b.TTS.Format, defaultFormat)
@@ -150,6 +151,7 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.timeout", "must be between 1s and 1h, got %v", t)
 	}
 
+	d.oneOf("groups", b.Groups, []string{GroupsOff, GroupsMention, GroupsAll}, "")
 	d.oneOf("tts.voice", b.TTS.Voice, ttsVoices, "")
 	if s := b.TTS.Speed; !(s >= minSpeed && s <= maxSpeed) { // NaN (`.nan`) fails too
 		d.reject("tts.speed", "must be between 0.25 and 4.0, got %g", s)
