@@ -2,8 +2,10 @@ package brain
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,6 +24,15 @@ var defaultKeywords = []string{"image", "picture", "photo", "draw", "generate", 
 // limit resets, e.g. "in 5h 20m" (see Messages.LimitText).
 const LimitPlaceholder = "{reset}"
 
+// messagePlaceholders lists, per messages field, the placeholders brainbot
+// replaces in that text. Any other {word} in a message is a typo that users
+// would read as written.
+var messagePlaceholders = map[string][]string{"limit": {LimitPlaceholder}}
+
+// placeholder is what looks like one: a word in braces. Other braces, as in
+// "{^_^}", are text.
+var placeholder = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
 // defaultMessages are what users are told when a brain does not say.
 var defaultMessages = Messages{
 	Error:   "Sorry, something went wrong. Please try again.",
@@ -30,6 +41,8 @@ var defaultMessages = Messages{
 	Limit:   "You have reached today's message limit. It resets " + LimitPlaceholder + ".",
 	Reset:   "Done: we start a new conversation. What shall we talk about?",
 	Expired: "I had to start a new conversation, so I don't remember what we said before.",
+
+	Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 }
 
 // applyDefaults fills in every field the file left out. present holds the
@@ -43,6 +56,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.speed") {
 		b.TTS.Speed = toolspec.DefaultSpeed
 	}
+	orDefault(&b.Groups, GroupsMention)
 	// The tools' own defaults (package toolspec), so that what a brain
 	// leaves out is what the tool would choose.
 	orDefault(&b.TTS.Voice, toolspec.DefaultVoice)
@@ -52,7 +66,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if model, ok := toolspec.LookupImageModel(b.Image.Model); ok {
 		orDefault(&b.Image.Size, model.DefaultSize)
 	}
-	if len(b.Image.Keywords) == 0 {
+	// An explicit empty list stays empty and fails validation: it would
+	// silently turn picture replies off.
+	if !isSet("image.keywords") {
 		b.Image.Keywords = slices.Clone(defaultKeywords)
 	}
 	m := &b.Messages
@@ -62,6 +78,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	orDefault(&m.Limit, defaultMessages.Limit)
 	orDefault(&m.Reset, defaultMessages.Reset)
 	orDefault(&m.Expired, defaultMessages.Expired)
+	orDefault(&m.Unreadable, defaultMessages.Unreadable)
 }
 
 func orDefault(s *string, def string) {
@@ -107,6 +124,7 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.timeout", "must be between 1s and 1h, got %v", t)
 	}
 
+	d.oneOf("groups", b.Groups, []string{GroupsOff, GroupsMention, GroupsAll}, "")
 	// The values the tools accept (package toolspec).
 	d.oneOf("tts.voice", b.TTS.Voice, toolspec.Voices(), "")
 	if s := b.TTS.Speed; !(s >= toolspec.MinSpeed && s <= toolspec.MaxSpeed) { // NaN (`.nan`) fails too
@@ -133,12 +151,53 @@ func (d *decoder) validate(b *Brain) {
 			d.reject("image.style", "must be left out for %s (only dall-e-3 has styles)", img.Model)
 		}
 	}
+	if len(img.Keywords) == 0 {
+		d.reject("image.keywords", "must list at least one word or phrase; leave the field out for the defaults (%s)", quoteList(defaultKeywords))
+	}
 	for i, k := range img.Keywords {
 		if strings.TrimSpace(k) == "" {
 			path := fmt.Sprintf("image.keywords[%d]", i)
 			d.reject(path, "must not be empty")
 		}
 	}
+	d.checkPlaceholders(b.Messages)
+}
+
+// checkPlaceholders records, per message text, the placeholders brainbot
+// does not replace there.
+func (d *decoder) checkPlaceholders(m Messages) {
+	v := reflect.ValueOf(m)
+	for i := range v.NumField() {
+		name := yamlName(v.Type().Field(i))
+		allowed := messagePlaceholders[name]
+		var unknown []string
+		for _, p := range placeholder.FindAllString(v.Field(i).String(), -1) {
+			if !slices.Contains(allowed, p) && !slices.Contains(unknown, p) {
+				unknown = append(unknown, p)
+			}
+		}
+		if len(unknown) == 0 {
+			continue
+		}
+		noun := "placeholder"
+		if len(unknown) > 1 {
+			noun += "s"
+		}
+		d.reject("messages."+name, "unknown %s %s; %s", noun, strings.Join(unknown, ", "), placeholdersOf(name))
+	}
+}
+
+// placeholdersOf says which placeholders the messages field name may use.
+func placeholdersOf(name string) string {
+	if allowed := messagePlaceholders[name]; len(allowed) > 0 {
+		return "this text may use " + strings.Join(allowed, ", ")
+	}
+	var others []string
+	for field, allowed := range messagePlaceholders {
+		others = append(others, fmt.Sprintf("messages.%s has %s", field, strings.Join(allowed, ", ")))
+	}
+	slices.Sort(others)
+	return fmt.Sprintf("this text has no placeholders (only %s)", strings.Join(others, "; "))
 }
 
 // oneOf records an error unless value is in allowed, and reports whether it
@@ -167,4 +226,17 @@ func (fl fieldLines) line(path string) int {
 		}
 		path = parentPath(path)
 	}
+}
+
+// quoteList writes words as brains/README.md does: bare, or quoted when
+// they hold a space.
+func quoteList(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = w
+		if strings.Contains(w, " ") {
+			out[i] = strconv.Quote(w)
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -58,6 +58,7 @@ const usage = `brainbot runs Telegram persona bots on the Claude Code CLI.
 Usage:
   brainbot run [flags]            run every bot in the brains folder
   brainbot check [DIR]            validate brain files (default: $BRAINBOT_BRAINS or ./brains)
+  brainbot backup FILE            copy the state database to FILE while brainbot runs
   brainbot mcp tts|image-gen      serve an MCP server on stdio (started by the Claude CLI)
   brainbot version                print the version
 
@@ -79,6 +80,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.check(rest)
 	case "mcp":
 		err = m.mcp(ctx, rest)
+	case "backup":
+		err = m.backup(ctx, rest)
 	case "version":
 		err = m.version(rest)
 	case "-h", "-help", "--help", "help":
