@@ -1,0 +1,150 @@
+// Package ticket decides which calls of brainbot's MCP tools are served.
+//
+// The tools spend money (OpenAI speech and images), and the model can call
+// them whenever it likes. Only one call is legitimate: the one the driver
+// asks for in a request's second turn, with that request's file name
+// prefix. So every Claude CLI process brainbot starts gets its own bearer
+// token (Connect), and when the driver sends turn two it opens a ticket for
+// exactly that call (Process.Open). The tool server claims the ticket on
+// the process's first matching call (Registry.Claim) and serves it with the
+// ticket's settings, whatever the model passed; any other call (turn one,
+// a second call, another tool, another file name, an unknown token) is
+// refused and never reaches OpenAI.
+//
+// Tickets are keyed by process, one open ticket per process, so the rule
+// holds when one process serves many requests in turn: each request
+// starts with Process.Serve, which withdraws whatever the last one left.
+package ticket
+
+import (
+	"crypto/rand"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"brainbot/toolspec"
+)
+
+// Why a call is refused. Claim's errors match these with errors.Is.
+var (
+	ErrUnknownProcess = errors.New("ticket: no CLI process has this token")
+	ErrNotAsked       = errors.New("ticket: the bot asked for no tool call")
+	ErrUsed           = errors.New("ticket: the call the bot asked for was made already")
+	ErrWrongTool      = errors.New("ticket: the bot asked for another tool")
+	ErrWrongFile      = errors.New("ticket: the bot asked for another file name")
+)
+
+// Ticket is the one tool call a request's turn two may make.
+type Ticket struct {
+	// Tool is the tool as Claude names it (toolspec.SpeechTool or
+	// toolspec.ImageTool).
+	Tool string
+	// Prefix is the file name the call must carry: the request's prefix.
+	Prefix string
+	// Speech or Image are the brain's settings the call is served with,
+	// whatever the model passes.
+	Speech toolspec.SpeechSettings
+	Image  toolspec.ImageSettings
+}
+
+// Registry holds the tokens of the running CLI processes and their open
+// tickets. It is safe for concurrent use.
+type Registry struct {
+	mu    sync.Mutex
+	procs map[string]*standing
+}
+
+// standing is what the registry knows of one process.
+type standing struct {
+	log    *zap.Logger // of the request the process works for; nil before Serve
+	ticket *Ticket     // nil: no call is allowed
+	used   bool
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{procs: map[string]*standing{}}
+}
+
+// Process is one CLI process's place in the registry.
+type Process struct {
+	r     *Registry
+	token string
+}
+
+// Connect registers a new CLI process under a fresh random token; its
+// tool calls must carry it (Authorization: Bearer <token>). Close the
+// Process when the CLI has exited.
+func (r *Registry) Connect() *Process {
+	token := rand.Text() // 128 random bits
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.procs[token] = &standing{}
+	return &Process{r: r, token: token}
+}
+
+// Token is the process's bearer token.
+func (p *Process) Token() string { return p.token }
+
+// Serve says which request the process works for from now on: refused
+// calls are logged to log, which should name the request. An open ticket
+// of an earlier request is withdrawn.
+func (p *Process) Serve(log *zap.Logger) {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if s, ok := p.r.procs[p.token]; ok {
+		s.log, s.ticket, s.used = log, nil, false
+	}
+}
+
+// Open allows the process exactly one call: t. It replaces a ticket opened
+// earlier.
+func (p *Process) Open(t Ticket) {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if s, ok := p.r.procs[p.token]; ok {
+		s.ticket, s.used = &t, false
+	}
+}
+
+// Close forgets the process: its token is refused from now on.
+func (p *Process) Close() {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	delete(p.r.procs, p.token)
+}
+
+// Known reports whether token belongs to a running process.
+func (r *Registry) Known(token string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.procs[token]
+	return ok
+}
+
+// Claim takes the ticket of the process with token for a call of tool
+// (as Claude names it) with file name filename, and returns it: the
+// caller serves the call with the ticket's settings. A ticket serves one
+// call. log is the logger of the request the process works for (nil for
+// an unknown token or before Serve), where the caller logs the call or its
+// refusal.
+func (r *Registry) Claim(token, tool, filename string) (t Ticket, log *zap.Logger, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.procs[token]
+	switch {
+	case !ok:
+		return Ticket{}, nil, ErrUnknownProcess
+	case s.ticket == nil:
+		return Ticket{}, s.log, ErrNotAsked
+	case s.used:
+		return Ticket{}, s.log, ErrUsed
+	case s.ticket.Tool != tool:
+		return Ticket{}, s.log, ErrWrongTool
+	case s.ticket.Prefix != filename:
+		return Ticket{}, s.log, ErrWrongFile
+	}
+	s.used = true
+	return *s.ticket, s.log, nil
+}
