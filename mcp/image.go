@@ -32,8 +32,11 @@ func NewImageServer(cfg Config) *server.MCPServer {
 }
 
 func imageTool(cfg Config) server.ServerTool {
-	g := &imageGen{cfg: cfg.withDefaults(), client: openai.NewClientWithConfig(cfg.OpenAI)}
-	return server.ServerTool{Tool: imageToolSchema(), Handler: g.handle}
+	return server.ServerTool{Tool: imageToolSchema(), Handler: newImageGen(cfg).handle}
+}
+
+func newImageGen(cfg Config) *imageGen {
+	return &imageGen{cfg: cfg.withDefaults(), client: openai.NewClientWithConfig(cfg.OpenAI)}
 }
 
 // imageToolSchema is generate_image as MCP clients see it; its lists and
@@ -73,7 +76,7 @@ func (g *imageGen) handle(ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 	if problem != "" {
 		return mcpgo.NewToolResultError(problem), nil
 	}
-	return g.create(ctx, args), nil
+	return g.create(ctx, g.cfg.Log, args), nil
 }
 
 // imageArgsOf reads and checks the arguments a client chose, filling in
@@ -115,8 +118,8 @@ func imageArgsOf(req mcpgo.CallToolRequest) (args toolspec.ImageArgs, problem st
 }
 
 // create draws args.Prompt with args' settings, saves the image under
-// args.Filename and answers the tool's result.
-func (g *imageGen) create(ctx context.Context, args toolspec.ImageArgs) *mcpgo.CallToolResult {
+// args.Filename and answers the tool's result; it logs to log.
+func (g *imageGen) create(ctx context.Context, log *zap.Logger, args toolspec.ImageArgs) *mcpgo.CallToolResult {
 	apiReq := openai.ImageRequest{Prompt: args.Prompt, Model: args.Model, Size: args.Size, N: 1,
 		Quality: args.Quality, Style: args.Style}
 	// gpt-image models always answer b64_json and reject response_format;
@@ -124,7 +127,7 @@ func (g *imageGen) create(ctx context.Context, args toolspec.ImageArgs) *mcpgo.C
 	if !strings.HasPrefix(args.Model, "gpt-image") {
 		apiReq.ResponseFormat = openai.CreateImageResponseFormatB64JSON
 	}
-	log := g.cfg.Log.With(zap.String("tool", toolspec.ImageToolName), zap.String("model", args.Model), zap.String("size", args.Size))
+	log = log.With(zap.String("tool", toolspec.ImageToolName), zap.String("model", args.Model), zap.String("size", args.Size))
 	log.Debug("image requested", zap.String("prompt", args.Prompt))
 
 	img, revised, err := g.generate(ctx, apiReq)

@@ -35,8 +35,11 @@ func NewTTSServer(cfg Config) *server.MCPServer {
 }
 
 func ttsTool(cfg Config) server.ServerTool {
-	t := &tts{cfg: cfg.withDefaults(), client: openai.NewClientWithConfig(cfg.OpenAI)}
-	return server.ServerTool{Tool: speechToolSchema(), Handler: t.handle}
+	return server.ServerTool{Tool: speechToolSchema(), Handler: newTTS(cfg).handle}
+}
+
+func newTTS(cfg Config) *tts {
+	return &tts{cfg: cfg.withDefaults(), client: openai.NewClientWithConfig(cfg.OpenAI)}
 }
 
 // speechToolSchema is text_to_speech as MCP clients see it; its lists and
@@ -69,7 +72,7 @@ func (t *tts) handle(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.Cal
 	if problem != "" {
 		return mcpgo.NewToolResultError(problem), nil
 	}
-	return t.speak(ctx, args), nil
+	return t.speak(ctx, t.cfg.Log, args), nil
 }
 
 // speechArgsOf reads and checks the arguments a client chose, filling in
@@ -104,13 +107,13 @@ func speechArgsOf(req mcpgo.CallToolRequest) (args toolspec.SpeechArgs, problem 
 }
 
 // speak synthesises args.Text with args' settings, saves the audio under
-// args.Filename and answers the tool's result.
-func (t *tts) speak(ctx context.Context, args toolspec.SpeechArgs) *mcpgo.CallToolResult {
+// args.Filename and answers the tool's result; it logs to log.
+func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechArgs) *mcpgo.CallToolResult {
 	ext, ok := toolspec.SpeechExt(args.Format)
 	if !ok {
 		return mcpgo.NewToolResultError(fmt.Sprintf("unknown format %q", args.Format))
 	}
-	log := t.cfg.Log.With(zap.String("tool", toolspec.SpeechToolName), zap.String("voice", args.Voice), zap.String("format", args.Format))
+	log = log.With(zap.String("tool", toolspec.SpeechToolName), zap.String("voice", args.Voice), zap.String("format", args.Format))
 	log.Debug("speech requested", zap.String("text", args.Text))
 
 	parts := splitText(args.Text, MaxSpeechInput)

@@ -26,6 +26,10 @@ const (
 	ImageTool = "mcp__" + ImageServer + "__" + ImageToolName
 )
 
+// ServerPath is the HTTP path at which brainbot serves the MCP server
+// named server, below its tool server's base URL.
+func ServerPath(server string) string { return "/" + server }
+
 // SpeechSettings are the speech tool's options that a brain chooses.
 type SpeechSettings struct {
 	Voice  string  `json:"voice,omitempty"`
