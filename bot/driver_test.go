@@ -9,6 +9,7 @@ import (
 
 	"brainbot/claude"
 	"brainbot/claude/claudetest"
+	"brainbot/mcp/toolstest"
 )
 
 func TestMain(m *testing.M) {
@@ -17,15 +18,18 @@ func TestMain(m *testing.M) {
 }
 
 // withDriver runs requests through the real claude.Driver and the fake
-// CLI (this test binary acting as `claude`).
+// CLI (this test binary acting as `claude`), whose tool calls reach our
+// real tool server.
 func withDriver(t *testing.T) func(*Config) {
 	return func(c *Config) {
+		tools := toolstest.Start(t, c.DataDir, c.Log)
 		d, err := claude.New(claude.Config{
-			Command: os.Args[0],
-			Self:    "/opt/brainbot/brainbot", // named in mcp.json; the fake CLI does not start it
-			DataDir: c.DataDir,
-			Env:     claudetest.FakeCLIEnv(),
-			Log:     c.Log,
+			Command:  os.Args[0],
+			DataDir:  c.DataDir,
+			ToolsURL: tools.URL,
+			Tickets:  tools.Tickets,
+			Env:      claudetest.FakeCLIEnv(),
+			Log:      c.Log,
 		})
 		if err != nil {
 			t.Fatal(err)

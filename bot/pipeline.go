@@ -257,6 +257,7 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 			Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style,
 		},
 		InactivityTimeout: b.Claude.Timeout.D(),
+		Log:               r.log,
 	}
 }
 

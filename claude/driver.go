@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/ticket"
 	"brainbot/toolspec"
 )
 
@@ -21,12 +22,14 @@ type Config struct {
 	// Command is the CLI to run (CLAUDE_CMD): a name looked up in PATH or
 	// a path.
 	Command string
-	// Self is the absolute path of the brainbot executable; mcp.json
-	// starts our MCP servers as `Self mcp tts` and `Self mcp image-gen`.
-	Self string
-	// DataDir is BRAINBOT_DATA (absolute). mcp.json is written to
-	// DataDir/claude, and the CLI and MCP servers get BRAINBOT_DATA.
+	// DataDir is BRAINBOT_DATA (absolute): the CLI's working directories
+	// and the per-process MCP configs live in DataDir/claude.
 	DataDir string
+	// ToolsURL is the base URL of brainbot's MCP tool server
+	// (mcp.ListenHTTP), and Tickets authorises its calls: the driver opens
+	// a ticket for the one call a request's turn two makes.
+	ToolsURL string
+	Tickets  *ticket.Registry
 	// Env holds extra environment entries for the CLI; they win over
 	// inherited ones (see cliEnv).
 	Env []string
@@ -42,9 +45,9 @@ type Config struct {
 // Driver runs requests through the CLI. It is safe for concurrent use;
 // each Run starts its own CLI process.
 type Driver struct {
-	cfg       Config
-	mcpConfig string
-	log       *zap.Logger
+	cfg    Config
+	mcpDir string // the per-process --mcp-config files
+	log    *zap.Logger
 }
 
 const (
@@ -54,65 +57,32 @@ const (
 	noConversation = "No conversation found with session ID"
 )
 
-// New checks cfg and writes DataDir/claude/mcp.json (mode 0600) naming our
-// two MCP servers. The file holds no secrets: the servers inherit the
-// OpenAI settings through the CLI's environment.
+// New checks cfg and prepares DataDir/claude/mcp for the CLIs' MCP
+// configs, removing any a crashed brainbot left: their tokens are dead.
 func New(cfg Config) (*Driver, error) {
 	switch {
 	case cfg.Command == "":
 		return nil, errors.New("claude: Config.Command is empty")
-	case !filepath.IsAbs(cfg.Self):
-		return nil, fmt.Errorf("claude: Config.Self %q is not an absolute path", cfg.Self)
 	case !filepath.IsAbs(cfg.DataDir):
 		return nil, fmt.Errorf("claude: Config.DataDir %q is not an absolute path", cfg.DataDir)
+	case cfg.ToolsURL == "" || cfg.Tickets == nil:
+		return nil, errors.New("claude: Config.ToolsURL and Config.Tickets name the MCP tool server; both are needed")
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	path := filepath.Join(cfg.DataDir, "claude", "mcp.json")
-	if err := writeMCPConfig(path, cfg.Self); err != nil {
-		return nil, fmt.Errorf("claude: write MCP config: %w", err)
+	dir := filepath.Join(cfg.DataDir, "claude", "mcp")
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("claude: MCP config folder: %w", err)
 	}
-	return &Driver{cfg: cfg, mcpConfig: path, log: cfg.Log}, nil
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("claude: MCP config folder: %w", err)
+	}
+	return &Driver{cfg: cfg, mcpDir: dir, log: cfg.Log}, nil
 }
 
-type mcpServer struct {
-	Type    string   `json:"type"`
-	Command string   `json:"command"`
-	Args    []string `json:"args"`
-}
-
-// writeMCPConfig writes the file atomically, so a CLI starting meanwhile
-// never reads half of it.
-func writeMCPConfig(path, self string) error {
-	data, err := json.Marshal(map[string]map[string]mcpServer{"mcpServers": {
-		"tts":       {Type: "stdio", Command: self, Args: []string{"mcp", "tts"}},
-		"image-gen": {Type: "stdio", Command: self, Args: []string{"mcp", "image-gen"}},
-	}})
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".mcp-*.json") // created 0600
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // fails harmlessly after the rename
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
-// args is the CLI's command line for req.
-func (d *Driver) args(req Request) []string {
+// args is the CLI's command line for req, with the process's MCP config.
+func (d *Driver) args(req Request, mcpConfig string) []string {
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
 	if req.Resume {
 		args = append(args, "--resume", req.SessionID)
@@ -126,15 +96,14 @@ func (d *Driver) args(req Request) []string {
 		args = append(args, "--model", req.Model)
 	}
 	// No built-in tools: a Telegram user must never reach a shell, files
-	// or the web on our server. Only our MCP servers, and of their tools
-	// only the one this request needs is allowed (none for text).
-	args = append(args, "--tools", "", "--strict-mcp-config", "--mcp-config", d.mcpConfig)
+	// or the web on our server. Only our two MCP tools, which the CLI may
+	// call at any time but the tool server serves only for the ticket the
+	// driver opens in turn two (package ticket).
+	args = append(args, "--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig)
 	if d.cfg.Bare {
 		args = append(args, "--bare")
 	}
-	if tool := req.Mode.tool(); tool != "" {
-		args = append(args, "--allowedTools", tool)
-	}
+	args = append(args, "--allowedTools", toolspec.SpeechTool+","+toolspec.ImageTool)
 	return append(args, "--permission-mode", "dontAsk")
 }
 
@@ -181,11 +150,27 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("claude: working directory: %w", err)
 	}
+	log := d.log
+	if req.Log != nil {
+		log = req.Log.Named("claude")
+	}
+	// The CLI's tool calls carry this process's token; none is served
+	// until turn two opens the ticket.
+	tools := d.cfg.Tickets.Connect()
+	defer tools.Close()
+	tools.Serve(log)
+	mcpConfig, err := d.writeMCPConfig(tools.Token())
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(mcpConfig)
+
 	c := &conversation{
 		req:     req,
 		tool:    req.Mode.tool(),
+		tools:   tools,
 		res:     &Result{},
-		log:     d.log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume)),
+		log:     log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume)),
 		results: map[string]block{},
 		turn:    1,
 	}
@@ -199,7 +184,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 
 	c.spawned = time.Now()
 	c.turnStart = c.spawned
-	p, err := startProcess(ctx, d.cfg.Command, d.args(req), dir, cliEnv(os.Environ(), d.cfg.DataDir, d.cfg.Env))
+	p, err := startProcess(ctx, d.cfg.Command, d.args(req, mcpConfig), dir, cliEnv(os.Environ(), d.cfg.DataDir, d.cfg.Env))
 	if err != nil {
 		return nil, err
 	}
@@ -223,11 +208,12 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 // conversation is the state of one Run: which turn we are in and what the
 // CLI has said so far.
 type conversation struct {
-	req  Request
-	tool string // the MCP tool turn 2 must call; "" for Text
-	res  *Result
-	log  *zap.Logger
-	p    *process
+	req   Request
+	tool  string          // the MCP tool turn 2 must call; "" for Text
+	tools *ticket.Process // the process's standing with the tool server
+	res   *Result
+	log   *zap.Logger
+	p     *process
 
 	spawned, turnStart time.Time
 	turn               int
@@ -384,6 +370,9 @@ func (c *conversation) endTurn(ev event) {
 			if line, err = encodeUserLine(prompt); err == nil {
 				c.turn = 2
 				c.turnStart = time.Now()
+				// Before the line goes out: the call it asks for is the
+				// one call the tool server will serve.
+				c.tools.Open(ticket.Ticket{Tool: c.tool, Prefix: c.req.FilePrefix, Speech: speechSettings(c.req), Image: c.req.Image})
 				c.send(line)
 				return
 			}

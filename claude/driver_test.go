@@ -19,7 +19,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"brainbot/claude/claudetest"
+	"brainbot/mcp/toolstest"
 	"brainbot/output"
+	"brainbot/ticket"
 	"brainbot/toolspec"
 )
 
@@ -29,27 +31,32 @@ func TestMain(m *testing.M) {
 }
 
 // fakeEnv is a Driver running the fake CLI (the test binary itself) with
-// its own data folder.
+// its own data folder and our real tool server in front of the OpenAI
+// stand-in.
 type fakeEnv struct {
-	d    *Driver
-	data string
+	d     *Driver
+	data  string
+	tools *toolstest.Tools
 }
 
 func newFakeEnv(t *testing.T) *fakeEnv {
 	t.Helper()
 	checkNoLeaks(t)
 	data := t.TempDir()
+	log := zaptest.NewLogger(t)
+	tools := toolstest.Start(t, data, log)
 	d, err := New(Config{
-		Command: os.Args[0],
-		Self:    "/opt/brainbot/brainbot",
-		DataDir: data,
-		Env:     claudetest.FakeCLIEnv(),
-		Log:     zaptest.NewLogger(t),
+		Command:  os.Args[0],
+		DataDir:  data,
+		ToolsURL: tools.URL,
+		Tickets:  tools.Tickets,
+		Env:      claudetest.FakeCLIEnv(),
+		Log:      log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeEnv{d: d, data: data}
+	return &fakeEnv{d: d, data: data, tools: tools}
 }
 
 func (e *fakeEnv) request(mode Mode, prompt string) Request {
@@ -107,29 +114,46 @@ func checkNoLeaks(t *testing.T) {
 	})
 }
 
-func TestNewWritesMCPConfig(t *testing.T) {
+// Each CLI gets its own MCP config naming our two servers over HTTP with
+// its token: private to brainbot's user, and gone with the process.
+func TestMCPConfigPerProcess(t *testing.T) {
 	e := newFakeEnv(t)
-	path := filepath.Join(e.data, "claude", "mcp.json")
-	info, err := os.Stat(path)
+	path, err := e.d.writeMCPConfig("tok123")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if perm := info.Mode().Perm(); perm != 0o600 {
-		t.Errorf("mcp.json mode %v, want 0600", perm)
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 || filepath.Dir(path) != filepath.Join(e.data, "claude", "mcp") {
+		t.Errorf("config %s: %v, %v; want mode 0600 in DataDir/claude/mcp", path, info, err)
 	}
 	data, _ := os.ReadFile(path)
-	want := `{"mcpServers":{"image-gen":{"type":"stdio","command":"/opt/brainbot/brainbot","args":["mcp","image-gen"]},"tts":{"type":"stdio","command":"/opt/brainbot/brainbot","args":["mcp","tts"]}}}`
+	want := `{"mcpServers":{"image-gen":{"type":"http","url":"` + e.tools.URL + `/image-gen","headers":{"Authorization":"Bearer tok123"}},` +
+		`"tts":{"type":"http","url":"` + e.tools.URL + `/tts","headers":{"Authorization":"Bearer tok123"}}}}`
 	if string(data) != want {
-		t.Errorf("mcp.json\n got %s\nwant %s", data, want)
+		t.Errorf("MCP config\n got %s\nwant %s", data, want)
+	}
+	if info, err := os.Stat(filepath.Dir(path)); err != nil || info.Mode().Perm() != 0o700 {
+		t.Errorf("config folder: %v, %v; want mode 0700", info, err)
+	}
+
+	// A config left behind (a crash) is removed by the next start, and a
+	// request leaves none.
+	if _, err := New(e.d.cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.mustRun(t, e.request(Speech, "hello"))
+	if left, _ := os.ReadDir(filepath.Dir(path)); len(left) != 0 {
+		t.Errorf("MCP configs left: %v", left)
 	}
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	dir := t.TempDir()
+	tickets := ticket.NewRegistry()
 	for name, cfg := range map[string]Config{
-		"no command":       {Self: "/bin/brainbot", DataDir: dir},
-		"relative self":    {Command: "claude", Self: "brainbot", DataDir: dir},
-		"relative datadir": {Command: "claude", Self: "/bin/brainbot", DataDir: "data"},
+		"no command":       {DataDir: dir, ToolsURL: "http://127.0.0.1:1", Tickets: tickets},
+		"relative datadir": {Command: "claude", DataDir: "data", ToolsURL: "http://127.0.0.1:1", Tickets: tickets},
+		"no tool server":   {Command: "claude", DataDir: dir, Tickets: tickets},
+		"no tickets":       {Command: "claude", DataDir: dir, ToolsURL: "http://127.0.0.1:1"},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: New accepted %+v", name, cfg)
@@ -138,31 +162,31 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func TestArgs(t *testing.T) {
-	d := &Driver{mcpConfig: "/data/claude/mcp.json"}
+	d := &Driver{}
+	const mcpConfig = "/data/claude/mcp/cli-1.json"
+	tools := toolspec.SpeechTool + "," + toolspec.ImageTool
 	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice"}
 	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
-		"--tools", "", "--strict-mcp-config", "--mcp-config", "/data/claude/mcp.json", "--permission-mode", "dontAsk"}
-	if got := d.args(req); !slices.Equal(got, want) {
+		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
+		"--allowedTools", tools, "--permission-mode", "dontAsk"}
+	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
 		t.Errorf("text args\n got %q\nwant %q", got, want)
 	}
 
 	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x"}
 	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
-		"--tools", "", "--strict-mcp-config", "--mcp-config", "/data/claude/mcp.json",
-		"--allowedTools", toolspec.ImageTool, "--permission-mode", "dontAsk"}
-	if got := d.args(req); !slices.Equal(got, want) {
+		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
+		"--allowedTools", tools, "--permission-mode", "dontAsk"}
+	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
 		t.Errorf("image args\n got %q\nwant %q", got, want)
 	}
-	if got := d.args(Request{Mode: Speech}); !slices.Contains(got, toolspec.SpeechTool) || slices.Contains(got, toolspec.ImageTool) {
-		t.Errorf("speech args must allow exactly the tts tool: %q", got)
-	}
-	if slices.Contains(d.args(req), "--bare") {
+	if slices.Contains(d.args(req, mcpConfig), "--bare") {
 		t.Error("--bare without Config.Bare")
 	}
 	d.cfg.Bare = true
-	if got := d.args(req); !slices.Contains(got, "--bare") {
+	if got := d.args(req, mcpConfig); !slices.Contains(got, "--bare") {
 		t.Errorf("Config.Bare: args %q lack --bare", got)
 	}
 }
@@ -584,7 +608,8 @@ func TestConcurrentRequests(t *testing.T) {
 // (process start, pipes, parsing, teardown), for comparisons over time.
 func BenchmarkDriverOverhead(b *testing.B) {
 	data := b.TempDir()
-	d, err := New(Config{Command: os.Args[0], Self: "/opt/brainbot/brainbot", DataDir: data, Env: claudetest.FakeCLIEnv()})
+	tools := toolstest.Start(b, data, nil)
+	d, err := New(Config{Command: os.Args[0], DataDir: data, ToolsURL: tools.URL, Tickets: tools.Tickets, Env: claudetest.FakeCLIEnv()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -600,15 +625,24 @@ func BenchmarkDriverOverhead(b *testing.B) {
 	}
 }
 
-// Claude may call the allowed tool on its own in turn 1, with a file name
-// of its choosing: that call does not count, turn 2's does.
-func TestTurn1ToolCallIgnored(t *testing.T) {
+// Claude may call a tool on its own in turn 1, with arguments of its
+// choosing: the tool server refuses that call (OpenAI never sees it), and
+// turn 2's call is served with the request's settings.
+func TestTurn1ToolCallRefused(t *testing.T) {
 	e := newFakeEnv(t)
-	res := e.mustRun(t, e.request(Speech, "#calltool hi"))
+	req := e.request(Speech, "#calltool hi")
+	res := e.mustRun(t, req)
 	checkFile(t, res, filepath.Join(e.data, "audio-output"), `^bot-test-user-42-\d{13}$`, ".mp3")
+	reqs := e.tools.OpenAI.Requests()
+	if len(reqs) != 1 || reqs[0].Voice != req.Speech.Voice || reqs[0].Speed != req.Speech.Speed || reqs[0].Input != res.Text {
+		t.Errorf("OpenAI saw %+v; want only turn 2's call, with the request's settings", reqs)
+	}
 
 	_, err := e.run(t, e.request(Image, "#calltool #notool draw"))
 	if !errors.Is(err, ErrToolNotCalled) {
 		t.Errorf("err = %v, want ErrToolNotCalled although turn 1 called the tool", err)
+	}
+	if n := len(e.tools.OpenAI.Requests()); n != 1 {
+		t.Errorf("OpenAI saw %d calls, want still 1", n)
 	}
 }

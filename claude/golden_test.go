@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"brainbot/claude/claudetest"
-	"brainbot/mcp/openaitest"
+	"brainbot/mcp/toolstest"
+	"brainbot/ticket"
 	"brainbot/toolspec"
 )
 
@@ -39,16 +40,22 @@ const goldenSession = "7d3c1e2a-5b4f-4a6e-8c9d-0e1f2a3b4c5d"
 
 const goldenPrefix = "bot-golden-user-42-1700000000000"
 
+// The brain settings of the captured speech and image requests.
+var (
+	goldenSpeech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
+	goldenImage  = toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}
+)
+
 // turn1Reply is the scripted model's deterministic answer to "hello".
 const turn1Reply = "You said: hello (message 1)"
 
 var transcripts = []transcript{
 	{name: "text", turns: func(*testing.T) []string { return []string{"hello"} }},
 	{name: "speech", mode: Speech, turns: func(t *testing.T) []string {
-		return []string{"hello", mustTurn2(t, Request{Mode: Speech, Speech: toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}}, turn1Reply)}
+		return []string{"hello", mustTurn2(t, Request{Mode: Speech, Speech: goldenSpeech}, turn1Reply)}
 	}},
 	{name: "image", mode: Image, turns: func(t *testing.T) []string {
-		return []string{"draw a cat", mustTurn2(t, Request{Mode: Image, Image: toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}}, "You said: draw a cat (message 1)")}
+		return []string{"draw a cat", mustTurn2(t, Request{Mode: Image, Image: goldenImage}, "You said: draw a cat (message 1)")}
 	}},
 	{name: "resume-unknown", resume: true, turns: func(*testing.T) []string { return []string{"hello"} }},
 }
@@ -206,27 +213,34 @@ func capture(t *testing.T, tr transcript) []byte {
 	}
 	model := claudetest.NewModel()
 	defer model.Close()
-	openai := openaitest.NewServer()
-	defer openai.Close()
 
 	dir := t.TempDir()
 	home, data := filepath.Join(dir, "home"), filepath.Join(dir, "data")
 	if err := os.Mkdir(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	env := append(model.Env(), "HOME="+home, "OPENAI_BASE_URL="+openai.URL, "OPENAI_API_KEY=sk-golden")
-	d, err := New(Config{Command: cli, Self: claudetest.BuildBrainbot(t), DataDir: data, Env: env})
+	tools := toolstest.Start(t, data, nil)
+	env := append(model.Env(), "HOME="+home)
+	d, err := New(Config{Command: cli, DataDir: data, ToolsURL: tools.URL, Tickets: tools.Tickets, Env: env})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := Request{Mode: tr.mode, SessionID: goldenSession, Resume: tr.resume, SystemPrompt: "You are a golden test bot.",
-		BotID: "golden"}
+		BotID: "golden", FilePrefix: goldenPrefix, Speech: goldenSpeech, Image: goldenImage}
 	work := d.workDir(req.BotID)
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// The turn-2 call is the one allowed; the scripted turn 1 calls nothing.
+	proc := tools.Tickets.Connect()
+	defer proc.Close()
+	proc.Open(ticket.Ticket{Tool: tr.mode.tool(), Prefix: goldenPrefix, Speech: speechSettings(req), Image: req.Image})
+	mcpConfig, err := d.writeMCPConfig(proc.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
 	// The driver's own command line and environment; CLIRun keeps stdout.
-	run := claudetest.CLIRun{Path: cli, Args: d.args(req), Dir: work, Env: cliEnv(os.Environ(), data, env)}
+	run := claudetest.CLIRun{Path: cli, Args: d.args(req, mcpConfig), Dir: work, Env: cliEnv(os.Environ(), data, env)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stdout, err := run.Turns(ctx, tr.turns(t)...)

@@ -16,19 +16,19 @@ import (
 
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/openaitest"
+	"brainbot/mcp/toolstest"
 	"brainbot/output"
 	"brainbot/toolspec"
 )
 
 // TestIntegration runs the real Claude Code CLI through the driver against
-// the scripted model, with our real MCP servers (`brainbot mcp tts|image-gen`,
-// built from ./cmd/brainbot) talking to the OpenAI stand-in.
+// the scripted model, with our real MCP tool server (package mcp, over
+// HTTP) talking to the OpenAI stand-in.
 func TestIntegration(t *testing.T) {
 	cli := claudetest.RequireCLI(t)
-	self := claudetest.BuildBrainbot(t)
 
 	t.Run("text and resume", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		req := h.request(Text, "hello")
 		res, err := h.run(req)
 		if err != nil {
@@ -50,7 +50,7 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("speech", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		req := h.request(Speech, "say hello")
 		req.Speech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
 		res, err := h.run(req)
@@ -69,7 +69,7 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("image", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		req := h.request(Image, "draw a cat")
 		req.Image = toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}
 		res, err := h.run(req)
@@ -89,8 +89,38 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	t.Run("a model calling the tool on its own in turn one", func(t *testing.T) {
+		for _, tt := range []struct {
+			mode   Mode
+			prompt string
+		}{{Speech, "tell me #owntool"}, {Image, "draw a boat #owntool"}} {
+			h := newHarness(t, cli)
+			req := h.request(tt.mode, tt.prompt)
+			req.Speech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
+			req.Image = toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}
+			res, err := h.run(req)
+			if err != nil {
+				t.Fatalf("%v: %v", tt.mode, err)
+			}
+			// Only turn 2's call reached OpenAI, with the brain's settings
+			// although the model asked for costly ones both times.
+			reqs := h.openai.Requests()
+			switch {
+			case len(reqs) != 1:
+				t.Errorf("%v: OpenAI saw %d calls, want 1: %+v", tt.mode, len(reqs), reqs)
+			case tt.mode == Speech && (reqs[0].Voice != "nova" || reqs[0].Model != "tts-1" || reqs[0].Speed != 1):
+				t.Errorf("speech call %+v, want the brain's nova tts-1 at 1.0", reqs[0])
+			case tt.mode == Image && (reqs[0].Model != "dall-e-2" || reqs[0].Size != "256x256" || reqs[0].Quality != ""):
+				t.Errorf("image call %+v, want the brain's dall-e-2 256x256", reqs[0])
+			}
+			if !strings.HasPrefix(filepath.Base(res.FilePath), req.FilePrefix+"-") {
+				t.Errorf("%v: file %s, want the request's prefix %s", tt.mode, res.FilePath, req.FilePrefix)
+			}
+		}
+	})
+
 	t.Run("unknown session", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		req := h.request(Text, "hello")
 		req.Resume = true
 		_, err := h.run(req)
@@ -100,7 +130,7 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("model error", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		_, err := h.run(h.request(Text, "please #fail"))
 		var re *resultError
 		if !errors.As(err, &re) || !strings.Contains(re.Message, "400") {
@@ -109,7 +139,7 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("no shell", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		target := filepath.Join(t.TempDir(), "pwned")
 		res, err := h.run(h.request(Text, "#bash "+target))
 		if err != nil {
@@ -124,18 +154,18 @@ func TestIntegration(t *testing.T) {
 	})
 
 	t.Run("model hangs", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		req := h.request(Speech, "wait for it #hang")
 		req.InactivityTimeout = 2 * time.Second
 		_, err := h.run(req)
 		if !errors.Is(err, errTimeout) {
 			t.Fatalf("a model that never answers gave %v, want errTimeout", err)
 		}
-		// The harness checks the CLI and both MCP servers are gone.
+		// The harness checks the CLI is gone.
 	})
 
 	t.Run("path traversal", func(t *testing.T) {
-		h := newHarness(t, cli, self)
+		h := newHarness(t, cli)
 		req := h.request(Image, "draw a dog #evilpath")
 		req.Image = toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}
 		res, err := h.run(req)
@@ -166,7 +196,7 @@ type harness struct {
 	driver *Driver
 }
 
-func newHarness(t *testing.T, cli, self string) *harness {
+func newHarness(t *testing.T, cli string) *harness {
 	root := t.TempDir()
 	h := &harness{t: t, root: root, home: filepath.Join(root, "home"), data: filepath.Join(root, "data")}
 	for _, dir := range []string{h.home, h.data} {
@@ -176,13 +206,14 @@ func newHarness(t *testing.T, cli, self string) *harness {
 	}
 	h.model = claudetest.NewModel()
 	t.Cleanup(h.model.Close)
-	h.openai = openaitest.NewServer()
-	t.Cleanup(h.openai.Close)
+	log := zaptest.NewLogger(t)
+	tools := toolstest.Start(t, h.data, log)
+	h.openai = tools.OpenAI
 	// Registered after the servers, so it runs before they close.
 	t.Cleanup(h.checkNoProcessLeft)
 
-	env := append(h.model.Env(), "HOME="+h.home, "OPENAI_BASE_URL="+h.openai.URL, "OPENAI_API_KEY=sk-test-integration")
-	d, err := New(Config{Command: cli, Self: self, DataDir: h.data, Env: env, Log: zaptest.NewLogger(t)})
+	env := append(h.model.Env(), "HOME="+h.home)
+	d, err := New(Config{Command: cli, DataDir: h.data, ToolsURL: tools.URL, Tickets: tools.Tickets, Env: env, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,8 +267,8 @@ func (h *harness) checkInside(path, folder string) []byte {
 }
 
 // checkNoProcessLeft fails the test if any process started for it (they all
-// carry its HOME in their environment: the CLI and the MCP servers) is
-// still alive shortly after the test.
+// carry its HOME in their environment) is still alive shortly after the
+// test.
 func (h *harness) checkNoProcessLeft() {
 	var left []claudetest.Process
 	// Killed processes can take a moment to be reaped; poll as a hang guard.

@@ -10,6 +10,8 @@ package claude
 import (
 	"time"
 
+	"go.uber.org/zap"
+
 	"brainbot/toolspec"
 )
 
@@ -65,6 +67,11 @@ type Request struct {
 	// Speech and Image are the tool's settings chosen by the brain.
 	Speech toolspec.SpeechSettings
 	Image  toolspec.ImageSettings
+
+	// Log receives the driver's lines about this request and the tool
+	// server's refusals of calls its CLI makes, so it should carry the
+	// fields that name the request. The driver's own logger when nil.
+	Log *zap.Logger
 
 	// InactivityTimeout ends the request when the CLI prints nothing for
 	// this long (default 120s). MaxDuration caps the whole request

@@ -38,15 +38,14 @@
 // " (message N)" when it is the N-th message (N > 1) of the session, so a
 // resume is visible.
 //
-// A message naming mcp__tts__text_to_speech or
-// mcp__image-gen__generate_image is a turn 2: the fake reads the JSON
-// arguments object from the line that starts with "{", writes a small real
-// file $BRAINBOT_DATA/audio-output/<filename>-<unix ms>.mp3 (.ogg for
-// format opus) or image-output/<filename>-<unix ms>.png atomically, and
-// answers with a tool_use, a tool_result carrying the tool's JSON
-// ({"success":true,"audio_path":...} or {"success":true,"image_path":...})
-// and a short text. A tool missing from --allowedTools is denied as the
-// real CLI denies it.
+// The --mcp-config must name our two servers over HTTP on loopback with a
+// bearer token, as the driver writes it. A message naming
+// mcp__tts__text_to_speech or mcp__image-gen__generate_image is a turn 2:
+// the fake reads the JSON arguments object from the line that starts with
+// "{", calls the tool on its server with the configured headers (mcp-go's
+// streamable HTTP client) as the real CLI does, and answers with a
+// tool_use, a tool_result carrying the server's answer and a short text.
+// A tool missing from --allowedTools is denied as the real CLI denies it.
 //
 // Directives in the text of a turn-1 message select behaviours:
 //
@@ -60,7 +59,7 @@
 //	#slow       wait about a second before replying
 //	#long       reply with 6000 characters in paragraphs
 //	#empty      reply with no text at all
-//	#calltool   turn 1 calls the allowed tool on its own (filename
+//	#calltool   turn 1 calls each allowed tool on its own (filename
 //	            "turn1-own-choice") before replying
 //	#notool     turn 2 answers with text and calls no tool
 //	#toolerror  turn 2's tool_result is an error
@@ -74,13 +73,11 @@ package claudetest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -92,6 +89,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"brainbot/toolspec"
 )
@@ -156,6 +156,7 @@ type options struct {
 	systemPrompt, snapshot, model, tools    string
 	mcpConfig, allowedTools, permissionMode string
 	toolsSet, systemPromptSet               bool
+	servers                                 map[string]mcpServer
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -201,37 +202,43 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	check(o.toolsSet && o.tools == "", `--tools "" is required`)
 	check(o.strictMCP, "--strict-mcp-config is required")
 	check(o.permissionMode == "dontAsk", "--permission-mode dontAsk is required")
-	if err := checkMCPConfig(o.mcpConfig); err != nil {
+	servers, err := readMCPConfig(o.mcpConfig)
+	if err != nil {
 		problems = append(problems, err.Error())
 	}
+	o.servers = servers
 	if len(problems) > 0 {
 		return o, errors.New(strings.Join(problems, "; "))
 	}
 	return o, nil
 }
 
-func checkMCPConfig(path string) error {
+// mcpServer is an --mcp-config entry the way the driver writes them.
+type mcpServer struct {
+	Type    string            `json:"type"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// readMCPConfig insists on our two servers over HTTP with a bearer token.
+func readMCPConfig(path string) (map[string]mcpServer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("--mcp-config: %w", err)
+		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
 	var cfg struct {
-		MCPServers map[string]struct {
-			Type    string   `json:"type"`
-			Command string   `json:"command"`
-			Args    []string `json:"args"`
-		} `json:"mcpServers"`
+		MCPServers map[string]mcpServer `json:"mcpServers"`
 	}
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return fmt.Errorf("--mcp-config: %w", err)
+		return nil, fmt.Errorf("--mcp-config: %w", err)
 	}
 	for _, name := range []string{toolspec.SpeechServer, toolspec.ImageServer} {
 		s, ok := cfg.MCPServers[name]
-		if !ok || s.Type != "stdio" || !filepath.IsAbs(s.Command) {
-			return fmt.Errorf("--mcp-config: server %q missing or not a stdio server with an absolute command", name)
+		if !ok || s.Type != "http" || !strings.HasPrefix(s.URL, "http://127.0.0.1:") || !strings.HasPrefix(s.Headers["Authorization"], "Bearer ") {
+			return nil, fmt.Errorf("--mcp-config: server %q missing or not a loopback http server with a bearer token", name)
 		}
 	}
-	return nil
+	return cfg.MCPServers, nil
 }
 
 // fakeCLI is one run of the fake.
@@ -503,7 +510,6 @@ func (c *fakeCLI) useTool(tool string, args map[string]any) (failed bool) {
 	c.emit(c.assistant(map[string]any{"type": "tool_use", "id": id, "name": tool, "input": json.RawMessage(input)}))
 
 	var content string
-	var err error
 	isError := true
 	switch {
 	case d["#denied"] || !c.allowed(tool):
@@ -514,12 +520,7 @@ func (c *fakeCLI) useTool(tool string, args map[string]any) (failed bool) {
 	case d["#toolerror"]:
 		content = "Error: the OpenAI request failed with status 500"
 	default:
-		content, err = writeToolFile(tool, args)
-		if err != nil {
-			content = "Error: " + err.Error()
-		} else {
-			isError = false
-		}
+		content, isError = c.callTool(tool, args)
 	}
 	c.emit(c.toolResult(id, content, isError))
 	return isError
@@ -547,60 +548,42 @@ func toolArgs(text string) (map[string]any, error) {
 	return nil, errors.New("no line starts with {")
 }
 
-// writeToolFile does what our MCP server would: write the file atomically
-// under BRAINBOT_DATA and describe it in the tool's JSON.
-func writeToolFile(tool string, args map[string]any) (string, error) {
-	data := os.Getenv("BRAINBOT_DATA")
-	if data == "" {
-		return "", errors.New("BRAINBOT_DATA is not set")
+// callTool calls tool on its server from --mcp-config, with the
+// configured headers, as the real CLI does; it returns the result's text
+// and whether it is an error.
+func (c *fakeCLI) callTool(tool string, args map[string]any) (string, bool) {
+	server, name := toolspec.SpeechServer, toolspec.SpeechToolName
+	if tool == toolspec.ImageTool {
+		server, name = toolspec.ImageServer, toolspec.ImageToolName
 	}
-	name, _ := args["filename"].(string)
-	name = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
-			return r
-		}
-		return -1
-	}, name)
-	dir, ext, body, key := "audio-output", ".mp3", fakeMP3(), "audio_path"
-	switch {
-	case tool == toolspec.ImageTool:
-		dir, ext, body, key = "image-output", ".png", fakePNG(), "image_path"
-	case args["format"] == "opus":
-		ext, body = ".ogg", []byte("OggS\x00\x02fake opus audio")
-	}
-	dir = filepath.Join(data, dir)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d%s", name, time.Now().UnixMilli(), ext))
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	s := c.opts.servers[server]
+	mc, err := client.NewStreamableHttpClient(s.URL, transport.WithHTTPHeaders(s.Headers))
 	if err != nil {
-		return "", err
+		return "Error: " + err.Error(), true
 	}
-	_, werr := tmp.Write(body)
-	if err := errors.Join(werr, tmp.Close()); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
+	defer mc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // the driver bounds the fake
+	defer cancel()
+	var init mcpgo.InitializeRequest
+	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcpgo.Implementation{Name: "claude-fake", Version: "2.1.328-fake"}
+	if _, err := mc.Initialize(ctx, init); err != nil {
+		return "Error: MCP server " + server + ": " + err.Error(), true
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
+	var req mcpgo.CallToolRequest
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := mc.CallTool(ctx, req)
+	if err != nil {
+		return "Error: " + err.Error(), true
 	}
-	out, err := json.Marshal(map[string]any{"success": true, key: path, "bytes": len(body)})
-	return string(out), err
-}
-
-// fakeMP3 is an ID3 header and one silent MPEG-1 Layer III frame header.
-func fakeMP3() []byte {
-	return append([]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), 0xFF, 0xFB, 0x90, 0x64, 0, 0, 0, 0)
-}
-
-func fakePNG() []byte {
-	img := image.NewRGBA(image.Rect(0, 0, 1, 1))
-	img.Set(0, 0, color.RGBA{R: 200, A: 255})
-	var b bytes.Buffer
-	_ = png.Encode(&b, img)
-	return b.Bytes()
+	var texts []string
+	for _, content := range res.Content {
+		if tc, ok := mcpgo.AsTextContent(content); ok {
+			texts = append(texts, tc.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), res.IsError
 }
 
 // emit writes one stdout line.

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,8 @@ const (
 	NoToolReply = "I would rather not call that tool."
 	// EvilFilename replaces the tool's filename when the user said #evilpath.
 	EvilFilename = "../../evil"
+	// OwnFilename is the file name of "#owntool"'s calls.
+	OwnFilename = "own-choice"
 	// BashDefaultPath is what "#bash" without a path asks to touch.
 	BashDefaultPath = "brainbot-bash-was-here"
 	// LongReplyLength is the length in characters of the "#long" reply.
@@ -80,9 +84,14 @@ const (
 //     {"command":"touch <path>"} (path defaults to BashDefaultPath,
 //     relative to the CLI's working directory); a CLI run with --tools ""
 //     must refuse it, and the model then answers "Done.".
+//   - "#owntool" answers, in one message, a tool_use of each of our file
+//     tools the request offers, with the dearest settings (dall-e-3
+//     1792x1024 hd vivid; tts-1-hd, onyx, speed 4) and the file name
+//     OwnFilename: a model spending money on its own in turn one.
 //   - Directives in the user's message before a tool request: "#evilpath"
 //     makes the tool_use's filename "../../evil"; "#notool" answers text
-//     (NoToolReply) instead of calling the tool.
+//     (NoToolReply) instead of calling the tool; "#owntool" puts its
+//     costly settings into the call.
 //
 // Tests can also add a delay to every answer (SetDelay) and make the next
 // requests fail with an HTTP status (FailNext).
@@ -362,8 +371,8 @@ func (m *Model) hold(r *http.Request) {
 
 // answer is what the script decided for one request.
 type answer struct {
-	text string
-	tool *toolUse
+	text  string
+	tools []toolUse // in one message, like parallel tool calls
 
 	fail, hang, slow bool
 }
@@ -397,14 +406,17 @@ func script(req Request) answer {
 			a.text = NoToolReply
 			return a
 		}
-		a.tool = &toolUse{name: tool, input: toolInput(tool, current, earlier)}
+		a.tools = []toolUse{{name: tool, input: toolInput(tool, current, earlier)}}
 	case strings.Contains(current, "#bash"):
 		input, _ := json.Marshal(map[string]string{"command": "touch " + bashPath(current)})
-		a.tool = &toolUse{name: "Bash", input: input}
+		a.tools = []toolUse{{name: "Bash", input: input}}
 	case strings.Contains(current, "#long"):
 		a.text = scriptedLongReply()
 	default:
 		a.text = fmt.Sprintf("You said: %s (message %d)", current, countUserMessages(req.Messages))
+		if strings.Contains(current, "#owntool") {
+			a.tools = ownToolCalls(req.Tools, current) // none offered: the text
+		}
 	}
 	return a
 }
@@ -495,8 +507,35 @@ func toolInput(tool, current, earlier string) json.RawMessage {
 	if strings.Contains(earlier, "#evilpath") || strings.Contains(current, "#evilpath") {
 		input["filename"] = EvilFilename
 	}
+	if strings.Contains(earlier, "#owntool") {
+		// Keeps asking for its own costly settings in turn 2 too.
+		maps.Copy(input, costlyArgs[tool])
+	}
 	data, _ := json.Marshal(input) // values came from JSON: cannot fail
 	return data
+}
+
+// costlyArgs are the settings a model of "#owntool" picks for itself: the
+// dearest OpenAI offers, where the test brains choose cheap ones.
+var costlyArgs = map[string]map[string]any{
+	toolspec.SpeechTool: {"voice": "onyx", "speed": 4.0, "model": "tts-1-hd"},
+	toolspec.ImageTool:  {"model": "dall-e-3", "size": "1792x1024", "quality": "hd", "style": "vivid"},
+}
+
+// ownToolCalls are "#owntool"'s turn-1 calls: each of our file tools the
+// CLI offers, with costly settings and a file name of its own.
+func ownToolCalls(offered []string, text string) []toolUse {
+	var calls []toolUse
+	for _, tool := range []string{toolspec.SpeechTool, toolspec.ImageTool} {
+		if !slices.Contains(offered, tool) {
+			continue
+		}
+		input := map[string]any{"text": text, "prompt": text, "filename": OwnFilename}
+		maps.Copy(input, costlyArgs[tool])
+		data, _ := json.Marshal(input) // strings and numbers: cannot fail
+		calls = append(calls, toolUse{name: tool, input: data})
+	}
+	return calls
 }
 
 // firstJSONObject decodes the first complete JSON object in text; an empty
@@ -577,15 +616,17 @@ func newMessage(n int, model string, a answer, inputTokens int) message {
 		Usage: usage{InputTokens: inputTokens},
 	}
 	stop := "end_turn"
-	if a.tool != nil {
+	if len(a.tools) > 0 {
 		stop = "tool_use"
-		msg.Content = append(msg.Content, contentBlock{
-			Type:  "tool_use",
-			ID:    fmt.Sprintf("toolu_scripted_%04d", n),
-			Name:  a.tool.name,
-			Input: a.tool.input,
-		})
-		msg.Usage.OutputTokens = len(a.tool.input)/4 + 1
+		for i, tool := range a.tools {
+			msg.Content = append(msg.Content, contentBlock{
+				Type:  "tool_use",
+				ID:    fmt.Sprintf("toolu_scripted_%04d_%d", n, i),
+				Name:  tool.name,
+				Input: tool.input,
+			})
+			msg.Usage.OutputTokens += len(tool.input)/4 + 1
+		}
 	} else {
 		text := a.text
 		msg.Content = append(msg.Content, contentBlock{Type: "text", Text: &text})

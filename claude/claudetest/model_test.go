@@ -118,6 +118,43 @@ Only call the tool.`
 
 const imageRequest = `Please use the mcp__image-gen__generate_image tool with these arguments: {"model":"dall-e-2","size":"256x256","filename":"bot-a-user-1-100","include_base64":false}`
 
+// "#owntool" calls each of our file tools the request offers, in one
+// message, with costly settings of its own; turn 2 asks for them too.
+func TestModelOwnToolCalls(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	tools := []any{map[string]any{"name": toolspec.SpeechTool}, map[string]any{"name": toolspec.ImageTool}, map[string]any{"name": "Other"}}
+	resp := post(t, m, "/v1/messages", map[string]any{
+		"model": "claude-test", "max_tokens": 1000, "tools": tools,
+		"messages": []any{userMsg(textPart("draw a cat #owntool"))},
+	})
+	var msg struct {
+		Content []struct {
+			Type  string         `json:"type"`
+			Name  string         `json:"name"`
+			Input map[string]any `json:"input"`
+		} `json:"content"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&msg); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range msg.Content {
+		names = append(names, c.Name)
+		if c.Type != "tool_use" || c.Input["filename"] != OwnFilename {
+			t.Errorf("block %+v: want a tool_use with file name %q", c, OwnFilename)
+		}
+	}
+	if !slices.Equal(names, []string{toolspec.SpeechTool, toolspec.ImageTool}) || msg.Content[1].Input["size"] != "1792x1024" {
+		t.Errorf("turn-1 calls %v %+v; want both file tools, the image one 1792x1024", names, msg.Content)
+	}
+
+	got := ask(t, m, userMsg(textPart("draw a cat #owntool")), map[string]any{"role": "assistant", "content": []any{textPart("Done.")}}, userMsg(textPart(imageRequest)))
+	if got.toolName != toolspec.ImageTool || got.toolInput["model"] != "dall-e-3" || got.toolInput["filename"] != "bot-a-user-1-100" {
+		t.Errorf("turn-2 call %s %v; want dall-e-3 with the asked-for file name", got.toolName, got.toolInput)
+	}
+}
+
 func TestModelScript(t *testing.T) {
 	m := NewModel()
 	defer m.Close()

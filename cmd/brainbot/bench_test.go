@@ -17,7 +17,7 @@ import (
 	"brainbot/claude"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
-	"brainbot/mcp/openaitest"
+	"brainbot/mcp/toolstest"
 	"brainbot/output"
 	"brainbot/toolspec"
 )
@@ -98,23 +98,21 @@ func BenchmarkDriver(b *testing.B) {
 	cli := claudetest.RequireCLI(b)
 	model := claudetest.NewModel()
 	defer model.Close()
-	openAI := openaitest.NewServer()
-	defer openAI.Close()
-	self := brainbotBinary(b)
 	for _, variant := range []string{"ours", "baseline"} {
 		for _, r := range benchRequests {
 			b.Run(variant+"/"+r.name, func(b *testing.B) {
 				dir := b.TempDir()
 				data := filepath.Join(dir, "data")
 				fillStale(b, data, 10_000)
-				env := append(model.Env(), "HOME="+filepath.Join(dir, "home"),
-					"OPENAI_API_KEY=sk-bench-key", "OPENAI_BASE_URL="+openAI.URL)
+				tools := toolstest.Start(b, data, nil)
+				env := append(model.Env(), "HOME="+filepath.Join(dir, "home"))
 				command := cli
 				if variant == "baseline" {
 					command = baselineCLI(b, dir, cli)
 				}
 				// Ours as it runs with an API key: --bare (BRAINBOT_CLAUDE_BARE=auto).
-				d, err := claude.New(claude.Config{Command: command, Self: self, DataDir: data, Env: env, Bare: variant == "ours"})
+				d, err := claude.New(claude.Config{Command: command, DataDir: data, ToolsURL: tools.URL, Tickets: tools.Tickets,
+					Env: env, Bare: variant == "ours"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -231,8 +229,8 @@ IS_SANDBOX=1 exec ` + strconv.Quote(cli) + ` "$@" --dangerously-skip-permissions
 }
 
 // BenchmarkMemory reports resident memory: brainbot idle, brainbot with
-// 10,000 stored sessions, and one Claude CLI process with its MCP servers
-// while it answers.
+// 10,000 stored sessions, and one Claude CLI process while it answers (the
+// MCP tools run inside brainbot).
 func BenchmarkMemory(b *testing.B) {
 	b.Run("brainbot-idle", func(b *testing.B) {
 		s := newStack(b, nil)
@@ -262,26 +260,21 @@ func BenchmarkMemory(b *testing.B) {
 	b.Run("claude-process", func(b *testing.B) {
 		s := newStack(b, nil)
 		p := s.Send("speaker", 77, "#slow speak to me") // the model waits 1s: the CLI is alive
-		var peakCLI, peakMCP float64
+		var peak float64
 		deadline := time.Now().Add(time.Minute)
 		for time.Now().Before(deadline) {
-			cli, mcp := 0.0, 0.0
+			cli := 0.0
 			for _, proc := range claudetest.ProcessesWithEnv("HOME=" + s.Home) {
-				switch {
-				case proc.PID == s.PID():
-				case strings.Contains(proc.Cmdline, " mcp "):
-					mcp += rssMBOrZero(proc.PID)
-				default:
+				if proc.PID != s.PID() {
 					cli += rssMBOrZero(proc.PID)
 				}
 			}
-			peakCLI, peakMCP = max(peakCLI, cli), max(peakMCP, mcp)
+			peak = max(peak, cli)
 			if _, err := p.Wait(timeoutCtx(b, 10*time.Millisecond)); err == nil {
 				break
 			}
 		}
-		b.ReportMetric(peakCLI, "cli-rss-MB")
-		b.ReportMetric(peakMCP, "mcp-servers-rss-MB")
+		b.ReportMetric(peak, "cli-rss-MB")
 		b.ReportMetric(0, "ns/op")
 	})
 }

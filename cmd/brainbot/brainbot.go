@@ -26,23 +26,15 @@ type Main struct {
 	Environ []string
 	// Terminal says whether Stderr is a terminal (console logs by default).
 	Terminal bool
-	// Executable is the absolute path of this program: the Claude CLI
-	// starts our MCP servers through it.
-	Executable string
 }
 
 func newMain() *Main {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
-	}
 	return &Main{
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		Environ:    os.Environ(),
-		Terminal:   isatty.IsTerminal(os.Stderr.Fd()),
-		Executable: exe,
+		Stdin:    os.Stdin,
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+		Environ:  os.Environ(),
+		Terminal: isatty.IsTerminal(os.Stderr.Fd()),
 	}
 }
 
@@ -59,7 +51,7 @@ Usage:
   brainbot run [flags]            run every bot in the brains folder
   brainbot check [DIR]            validate brain files (default: $BRAINBOT_BRAINS or ./brains)
   brainbot backup FILE            copy the state database to FILE while brainbot runs
-  brainbot mcp tts|image-gen      serve an MCP server on stdio (started by the Claude CLI)
+  brainbot mcp tts|image-gen      serve a tool as an MCP server on stdio, for other MCP clients
   brainbot version                print the version
 
 Run "brainbot <command> -h" for a command's flags.

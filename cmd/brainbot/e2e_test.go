@@ -16,10 +16,11 @@ import (
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/mcp/openaitest"
 )
 
 // The end-to-end suite: brainbot run as a separate process, the real
-// Claude Code CLI, our MCP servers started by it, and stand-ins for
+// Claude Code CLI, our MCP tools (served by brainbot), and stand-ins for
 // Telegram, the model and OpenAI. Every scenario goes through Telegram
 // only and checks what a user would see.
 
@@ -354,22 +355,59 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("a hostile filename leaves no file outside the output folder", func(t *testing.T) {
-		// The tool saves under a sanitised name that no longer carries the
-		// request's prefix, so the bot cannot prove the file is this
-		// request's: it apologises rather than guess.
+		// The call does not carry the request's file name, so it is not
+		// the call the bot asked for: refused before OpenAI, and the bot
+		// apologises.
 		before := len(s.OpenAI.Requests())
 		r := ask(t, s, "painter", 606, "draw a fox #evilpath")
 		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
 			t.Errorf("reply = %q", got)
 		}
-		// The tool ran (so it had a file to write) with the hostile name.
-		if reqs := s.OpenAI.Requests(); len(reqs) != before+1 || !strings.Contains(reqs[len(reqs)-1].Prompt, "fox") {
-			t.Fatalf("want one image request for the fox, OpenAI saw %d new", len(reqs)-before)
+		// The call with the hostile name was made, and refused.
+		if refused := refusedCalls(s, 606); len(refused) != 1 || !strings.Contains(refused[0].Str("error"), "file name") {
+			t.Fatalf("want one refused call with the hostile file name, got %v", refused)
+		}
+		if n := len(s.OpenAI.Requests()) - before; n != 0 {
+			t.Errorf("OpenAI saw %d requests for a refused call", n)
 		}
 		// ../../evil from image-output is the folder holding BRAINBOT_DATA.
 		for _, dir := range []string{s.DataDir, filepath.Dir(s.DataDir)} {
 			if matches, _ := filepath.Glob(filepath.Join(dir, "evil*")); len(matches) > 0 {
 				t.Errorf("file written outside the output folder: %v", matches)
+			}
+		}
+	})
+
+	t.Run("a model spending on its own gets only the call the bot asks for", func(t *testing.T) {
+		// The model calls both file tools in turn one with the dearest
+		// settings, and asks for them again in turn two.
+		for _, tt := range []struct {
+			bot, text, method, folder string
+			user                      int64
+			brains                    func(openaitest.Request) bool
+		}{
+			{"speaker", "tell me a story #owntool", "sendVoice", "audio-output", 609,
+				func(r openaitest.Request) bool { return r.Voice == "nova" && r.Model == "tts-1" && r.Speed == 1 }},
+			{"painter", "draw a castle #owntool", "sendPhoto", "image-output", 610,
+				func(r openaitest.Request) bool {
+					return r.Model == "dall-e-2" && r.Size == "256x256" && r.Quality == "" && r.Style == ""
+				}},
+		} {
+			before := len(s.OpenAI.Requests())
+			r := ask(t, s, tt.bot, tt.user, tt.text)
+			if got := r.Methods(); len(got) != 1 || got[0] != tt.method {
+				t.Fatalf("%s: want exactly one %s, got %v\n%s", tt.bot, tt.method, got, r.Summary.Raw)
+			}
+			if files := organised(t, filepath.Join(s.DataDir, tt.folder, "bot-"+tt.bot, fmt.Sprintf("user-%d", tt.user))); len(files) != 1 {
+				t.Errorf("%s: organised files %v, want one", tt.bot, files)
+			}
+			if reqs := s.OpenAI.Requests()[before:]; len(reqs) != 1 || !tt.brains(reqs[0]) {
+				t.Errorf("%s: OpenAI saw %+v; want one call with the brain's settings", tt.bot, reqs)
+			}
+			// The turn-one calls reached brainbot and were refused, in the
+			// request's log.
+			if refused := refusedCalls(s, tt.user); len(refused) != 2 {
+				t.Errorf("%s: %d refused calls logged, want the 2 of turn one: %v", tt.bot, len(refused), refused)
 			}
 		}
 	})
@@ -468,6 +506,14 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
+// refusedCalls are the warn lines of tool calls refused for a user's
+// requests.
+func refusedCalls(s *stack.Stack, user int64) []stack.Line {
+	return s.Logs().Find(0, func(l stack.Line) bool {
+		return l.Msg == "tool call refused" && l.Level == "warn" && l.Int("user") == user && l.Str("request_id") != ""
+	})
+}
+
 // organised lists the files in an organised output folder.
 func organised(t *testing.T, dir string) []string {
 	t.Helper()
@@ -503,7 +549,7 @@ func waitLogFrom(t *testing.T, s *stack.Stack, from int, match func(stack.Line) 
 }
 
 // waitNoChildren waits until no process but brainbot itself runs with the
-// stack's HOME: every Claude CLI and MCP server it started has ended.
+// stack's HOME: every Claude CLI it started has ended.
 func waitNoChildren(t *testing.T, s *stack.Stack) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

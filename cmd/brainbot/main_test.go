@@ -14,7 +14,7 @@ import (
 func runMain(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Environ: env, Executable: "/usr/bin/brainbot"}
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Environ: env}
 	code = m.Run(context.Background(), args)
 	return code, out.String(), errOut.String()
 }

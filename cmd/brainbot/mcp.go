@@ -13,12 +13,13 @@ import (
 	"brainbot/toolspec"
 )
 
-// mcp serves one of our MCP servers on stdin/stdout. The Claude CLI starts
-// it (see claude's mcp.json) with our environment passed through, so it
-// reads BRAINBOT_DATA, OPENAI_API_KEY and OPENAI_BASE_URL from there.
-// Stdout carries JSON-RPC: logs go to stderr as JSON lines.
+// mcp serves one of our MCP servers on stdin/stdout, for MCP clients other
+// than brainbot's own CLIs (`brainbot run` serves the tools itself, over
+// HTTP). It reads BRAINBOT_DATA, OPENAI_API_KEY and OPENAI_BASE_URL from
+// its environment. Stdout carries JSON-RPC: logs go to stderr as JSON
+// lines.
 func (m *Main) mcp(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("mcp", "mcp tts|image-gen\n\nServes an MCP server on stdio. The Claude CLI starts these; you do not.\nEnvironment: BRAINBOT_DATA, OPENAI_API_KEY, OPENAI_BASE_URL, BRAINBOT_LOG_LEVEL.")
+	fs := m.newFlagSet("mcp", "mcp tts|image-gen\n\nServes an MCP server on stdio, for other MCP clients (brainbot run serves the same tools to its bots itself).\nEnvironment: BRAINBOT_DATA, OPENAI_API_KEY, OPENAI_BASE_URL, BRAINBOT_LOG_LEVEL.")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -53,10 +54,16 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 	if dataDir, err = filepath.Abs(dataDir); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA: %w", err)
 	}
-	openaiCfg := openai.DefaultConfig(m.getenv("OPENAI_API_KEY"))
-	if base := m.getenv("OPENAI_BASE_URL"); base != "" {
-		openaiCfg.BaseURL = base
-	}
-	s := newServer(mcpserver.Config{DataDir: dataDir, OpenAI: openaiCfg, Log: log})
+	s := newServer(mcpserver.Config{DataDir: dataDir, OpenAI: m.openAIConfig(m.getenv("OPENAI_BASE_URL")), Log: log})
 	return mcpserver.Serve(ctx, s, m.Stdin, m.Stdout, log)
+}
+
+// openAIConfig configures the tools' OpenAI client: the key only from the
+// environment (a flag would show in ps), the base URL when one is given.
+func (m *Main) openAIConfig(baseURL string) openai.ClientConfig {
+	c := openai.DefaultConfig(m.getenv("OPENAI_API_KEY"))
+	if baseURL != "" {
+		c.BaseURL = baseURL
+	}
+	return c
 }

@@ -12,7 +12,9 @@ import (
 	"brainbot/bot"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	mcpserver "brainbot/mcp"
 	"brainbot/output"
+	"brainbot/ticket"
 )
 
 // run serves every bot in the brains folder until ctx ends (SIGINT or
@@ -40,20 +42,35 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 
-	// Settings given as flags must reach the MCP servers too, which read
-	// only their environment.
-	extraEnv := []string{"BRAINBOT_LOG_LEVEL=" + cfg.LogLevel}
-	if cfg.OpenAIBaseURL != "" {
-		extraEnv = append(extraEnv, "OPENAI_BASE_URL="+cfg.OpenAIBaseURL)
+	// The tools are served from this process to the CLIs the driver
+	// starts, on loopback; a call is served only for the ticket the driver
+	// opens in the request's turn two (package ticket). Started before the
+	// bots, stopped after them.
+	tickets := ticket.NewRegistry()
+	tools, err := mcpserver.ListenHTTP(mcpserver.Config{
+		DataDir: cfg.DataDir,
+		OpenAI:  m.openAIConfig(cfg.OpenAIBaseURL),
+		Log:     log.Named("tools"),
+	}, tickets, "127.0.0.1:0")
+	if err != nil {
+		return err
 	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), toolsStopGrace)
+		defer cancel()
+		if err := tools.Shutdown(ctx); err != nil {
+			log.Warn("the MCP tool server did not stop cleanly", zap.Error(err))
+		}
+	}()
+
 	bare := claudeBare(cfg.ClaudeBare, m.getenv)
 	driver, err := claude.New(claude.Config{
-		Command: cfg.ClaudeCmd,
-		Self:    m.Executable,
-		DataDir: cfg.DataDir,
-		Env:     extraEnv,
-		Bare:    bare,
-		Log:     log.Named("claude"),
+		Command:  cfg.ClaudeCmd,
+		DataDir:  cfg.DataDir,
+		ToolsURL: tools.URL,
+		Tickets:  tickets,
+		Bare:     bare,
+		Log:      log.Named("claude"),
 	})
 	if err != nil {
 		return err
@@ -81,7 +98,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	log.Info("brainbot starting", zap.String("version", buildVersion()),
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
-		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
+		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd), zap.String("tools", tools.URL),
 		zap.Bool("claude_bare", bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
 	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
@@ -94,6 +111,10 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	log.Info("brainbot stopped")
 	return nil
 }
+
+// toolsStopGrace bounds the tool server's shutdown. It comes after the
+// bots have stopped, so only a call whose CLI is already gone can be left.
+const toolsStopGrace = 5 * time.Second
 
 // pruneEvery is how often retention limits are applied.
 const pruneEvery = time.Hour

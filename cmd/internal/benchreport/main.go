@@ -111,7 +111,7 @@ differ by up to ~20%%: compare numbers within one report, not across reports.
 
 The model is a scripted stand-in that answers at once, so the times below are
 everything *but* the model: Telegram (a stand-in on loopback), brainbot, the
-real Claude Code CLI 2.1.328, our MCP servers and an OpenAI stand-in.
+real Claude Code CLI 2.1.328, our MCP tools and an OpenAI stand-in.
 
 ## One message, end to end (ms)
 
@@ -135,8 +135,9 @@ The same request through the driver alone, without Telegram. *Baseline* does
 what the earlier JavaScript system did: the CLI with every built-in tool and
 permissions skipped, and the file found by listing and stat-ing a flat output
 folder that is never cleaned (10,000 stale files here). Both spawn one CLI per
-message. Ours: `+"`--bare`"+` (as with an API key), no built-in tools, only the one MCP
-tool, and the file taken from the tool's reported path after checking it.
+message. Ours: `+"`--bare`"+` (as with an API key), no built-in tools, our two MCP
+tools served by brainbot over HTTP (only the call turn two asks for is served),
+and the file taken from the tool's reported path after checking it.
 
 `)
 	rows = nil
@@ -162,7 +163,6 @@ tool, and the file taken from the tool's reported path after checking it.
 		{"brainbot idle, 5 bots", cell{bench: "BenchmarkMemory/brainbot-idle", unit: "rss-MB"}, ""},
 		{"brainbot with 10,000 stored sessions", cell{bench: "BenchmarkMemory/brainbot-10k-sessions", unit: "rss-MB"}, "≤ 60"},
 		{"one Claude CLI process while it answers", cell{bench: "BenchmarkMemory/claude-process", unit: "cli-rss-MB"}, ""},
-		{"its two MCP servers (brainbot mcp)", cell{bench: "BenchmarkMemory/claude-process", unit: "mcp-servers-rss-MB"}, ""},
 	})
 }
 

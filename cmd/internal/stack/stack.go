@@ -1,8 +1,8 @@
 // Package stack runs the whole product offline, as users meet it:
 // `brainbot run` as a separate process, talking to a Bot API stand-in
 // (bot/telegramtest), the real Claude Code CLI talking to a scripted
-// Messages API (claude/claudetest), and, through the CLI, our own MCP
-// servers calling an OpenAI stand-in (mcp/openaitest). Everything between
+// Messages API (claude/claudetest) and calling brainbot's own MCP tools,
+// which call an OpenAI stand-in (mcp/openaitest). Everything between
 // Telegram and OpenAI is the real product.
 //
 // The end-to-end suite, `make demo` and the benchmark report drive it
@@ -166,8 +166,8 @@ func (s *Stack) Start(ctx context.Context) error {
 	cmd := exec.Command(s.cfg.Brainbot, "run")
 	cmd.Env = s.Env()
 	cmd.Dir = s.cfg.Dir
-	// Its own process group, so that Close can take the CLI and MCP servers
-	// down with it if a test fails half-way.
+	// Its own process group, so that Close can take the CLIs down with it
+	// if a test fails half-way.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
