@@ -184,7 +184,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 
 	c.spawned = time.Now()
 	c.turnStart = c.spawned
-	p, err := startProcess(ctx, d.cfg.Command, d.args(req, mcpConfig), dir, cliEnv(os.Environ(), d.cfg.DataDir, d.cfg.Env))
+	p, err := startProcess(ctx, d.cfg.Command, d.args(req, mcpConfig), dir, cliEnv(os.Environ(), d.cfg.Env))
 	if err != nil {
 		return nil, err
 	}

@@ -194,13 +194,60 @@ func TestArgs(t *testing.T) {
 func TestCLIEnv(t *testing.T) {
 	parent := []string{"PATH=/bin", "CLAUDECODE=1", "CLAUDE_CODE_ENTRYPOINT=cli", "CLAUDE_CODE_SSE_PORT=123",
 		"CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CONFIG_DIR=/c",
-		"OPENAI_API_KEY=k", "ENABLE_TOOL_SEARCH=true"}
-	got := cliEnv(parent, "/data", []string{"EXTRA=1"})
+		"OPENAI_API_KEY=k", "BOT_TOKEN=1:x", "ENABLE_TOOL_SEARCH=true", "ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p"}
+	got := cliEnv(parent, []string{"EXTRA=1"})
 	want := []string{"PATH=/bin", "CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CONFIG_DIR=/c", "OPENAI_API_KEY=k", "ENABLE_TOOL_SEARCH=true",
-		"ENABLE_TOOL_SEARCH=false", "BRAINBOT_DATA=/data", "EXTRA=1"}
+		"CLAUDE_CONFIG_DIR=/c", "ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p",
+		"ENABLE_TOOL_SEARCH=false", "EXTRA=1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("cliEnv\n got %q\nwant %q", got, want)
+	}
+}
+
+// The CLI sees only the variables it needs: no bot's token, no OpenAI key
+// (the tools run in brainbot), nothing off the allow-list.
+func TestCLIGetsOnlyTheEnvironmentItNeeds(t *testing.T) {
+	for k, v := range map[string]string{
+		"NARRATOR_TOKEN": "123456:narrator-secret", "PAINTER_TOKEN": "654321:painter-secret",
+		"OPENAI_API_KEY": "sk-openai-secret", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+		"DATABASE_URL": "postgres://secret", "BRAINBOT_LOG_LEVEL": "debug",
+		"CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli",
+		"ANTHROPIC_API_KEY": "sk-ant-kept", "AWS_REGION": "eu-west-1", "CLOUD_ML_REGION": "us-east5",
+		"LC_ALL": "C.UTF-8", "https_proxy": "http://proxy:3128", "NO_PROXY": "localhost",
+		"CLAUDE_CODE_USE_BEDROCK": "1", "TZ": "UTC",
+	} {
+		t.Setenv(k, v)
+	}
+	e := newFakeEnv(t)
+	res := e.mustRun(t, e.request(Text, "#env"))
+	got := map[string]string{}
+	for _, kv := range strings.Split(res.Text, "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	for _, secret := range []string{"narrator-secret", "painter-secret", "sk-openai-secret", "postgres://secret"} {
+		if strings.Contains(res.Text, secret) {
+			t.Errorf("the CLI's environment holds %q", secret)
+		}
+	}
+	for _, k := range []string{"ANTHROPIC_API_KEY", "AWS_REGION", "CLOUD_ML_REGION", "LC_ALL", "https_proxy", "NO_PROXY",
+		"CLAUDE_CODE_USE_BEDROCK", "TZ", "PATH", "HOME"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("the CLI lacks %s", k)
+		}
+	}
+	if got["ENABLE_TOOL_SEARCH"] != "false" {
+		t.Errorf("ENABLE_TOOL_SEARCH = %q, want the driver's false", got["ENABLE_TOOL_SEARCH"])
+	}
+	fake := map[string]bool{}
+	for _, kv := range claudetest.FakeCLIEnv() {
+		k, _, _ := strings.Cut(kv, "=")
+		fake[k] = true
+	}
+	for k := range got {
+		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && !fake[k] {
+			t.Errorf("the CLI got %s, which is off the list", k)
+		}
 	}
 }
 

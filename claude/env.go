@@ -1,48 +1,73 @@
 package claude
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
-// keptClaudeCodeVars are CLAUDE_CODE_* variables an operator sets on
-// purpose to choose a provider, authenticate or quiet the CLI. Every other
-// CLAUDE_CODE_* variable, and CLAUDECODE, is what a running Claude Code
-// session sets for its own children (CLAUDECODE=1, CLAUDE_CODE_ENTRYPOINT,
-// CLAUDE_CODE_SSE_PORT...): inherited by accident when brainbot is started
-// from inside one, they would change how our CLI behaves.
-var keptClaudeCodeVars = map[string]bool{
-	"CLAUDE_CODE_USE_BEDROCK":                  true,
-	"CLAUDE_CODE_USE_VERTEX":                   true,
-	"CLAUDE_CODE_USE_FOUNDRY":                  true,
-	"CLAUDE_CODE_SKIP_BEDROCK_AUTH":            true,
-	"CLAUDE_CODE_SKIP_VERTEX_AUTH":             true,
-	"CLAUDE_CODE_OAUTH_TOKEN":                  true,
-	"CLAUDE_CODE_API_KEY_HELPER_TTL_MS":        true,
-	"CLAUDE_CODE_CLIENT_CERT":                  true,
-	"CLAUDE_CODE_CLIENT_KEY":                   true,
-	"CLAUDE_CODE_CLIENT_KEY_PASSPHRASE":        true,
-	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": true,
-	"CLAUDE_CODE_MAX_OUTPUT_TOKENS":            true,
+// The CLI's environment is an allow-list: brainbot's own holds every bot's
+// Telegram token and the OpenAI key, none of which the CLI needs (the
+// tools run in brainbot). It gets what any program needs, the network's
+// proxy and certificate settings, and the model provider's own variables.
+var (
+	allowedEnvNames = []string{
+		"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR",
+		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+		"http_proxy", "https_proxy", "no_proxy", "all_proxy",
+		"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+		// Where Claude Code keeps its settings and sessions.
+		"CLAUDE_CONFIG_DIR",
+		// Vertex AI (Google credentials and region).
+		"CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT",
+		// Model-side switches an operator may set.
+		"DISABLE_PROMPT_CACHING", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING", "API_TIMEOUT_MS",
+	}
+	allowedEnvPrefixes = []string{
+		"LC_",
+		// The Anthropic API, and Vertex's and Foundry's ANTHROPIC_VERTEX_*
+		// and ANTHROPIC_FOUNDRY_*.
+		"ANTHROPIC_",
+		// Bedrock (credentials, profile, region, bearer token), Foundry's
+		// Azure credentials, Vertex's per-model regions.
+		"AWS_", "AZURE_", "VERTEX_REGION_",
+	}
+	// keptClaudeCodeVars are the CLAUDE_CODE_* variables an operator sets
+	// on purpose to choose a provider, authenticate or quiet the CLI.
+	// Every other one, and CLAUDECODE, is what a running Claude Code
+	// session sets for its own children (CLAUDECODE=1,
+	// CLAUDE_CODE_ENTRYPOINT, CLAUDE_CODE_SSE_PORT...): inherited by
+	// accident when brainbot is started from inside one, they would change
+	// how our CLI behaves.
+	keptClaudeCodeVars = []string{
+		"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
+		"CLAUDE_CODE_SKIP_BEDROCK_AUTH", "CLAUDE_CODE_SKIP_VERTEX_AUTH", "CLAUDE_CODE_SKIP_FOUNDRY_AUTH",
+		"CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
+		"CLAUDE_CODE_CLIENT_CERT", "CLAUDE_CODE_CLIENT_KEY", "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+	}
+)
+
+// allowedEnv reports whether the CLI may inherit the variable name.
+func allowedEnv(name string) bool {
+	if slices.Contains(allowedEnvNames, name) || slices.Contains(keptClaudeCodeVars, name) {
+		return true
+	}
+	return slices.ContainsFunc(allowedEnvPrefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
-// cliEnv builds the CLI's environment: the parent's minus accidental
-// Claude Code variables (see keptClaudeCodeVars), then the variables the
-// driver needs, then extra. Later entries win (os/exec keeps the last of
-// duplicate keys), so Config.Env can deliberately set anything. The CLI
-// hands its environment on to our stdio MCP servers, which is how they get
-// BRAINBOT_DATA and the OpenAI settings without secrets in mcp.json.
-func cliEnv(parent []string, dataDir string, extra []string) []string {
-	env := make([]string, 0, len(parent)+2+len(extra))
+// cliEnv builds the CLI's environment: the parent's variables on the
+// allow-list (allowedEnv), then the variables the driver needs, then
+// extra. Later entries win (os/exec keeps the last of duplicate keys), so
+// Config.Env can deliberately set anything.
+func cliEnv(parent []string, extra []string) []string {
+	env := make([]string, 0, 16+len(extra))
 	for _, kv := range parent {
-		name, _, _ := strings.Cut(kv, "=")
-		if name == "CLAUDECODE" || strings.HasPrefix(name, "CLAUDE_CODE_") && !keptClaudeCodeVars[name] {
-			continue
+		if name, _, _ := strings.Cut(kv, "="); allowedEnv(name) {
+			env = append(env, kv)
 		}
-		env = append(env, kv)
 	}
-	env = append(env,
-		// With few tools the CLI would still hide MCP tools behind a
-		// ToolSearch round trip unless told not to.
-		"ENABLE_TOOL_SEARCH=false",
-		"BRAINBOT_DATA="+dataDir,
-	)
+	// With few tools the CLI would still hide MCP tools behind a
+	// ToolSearch round trip unless told not to.
+	env = append(env, "ENABLE_TOOL_SEARCH=false")
 	return append(env, extra...)
 }

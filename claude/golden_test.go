@@ -240,7 +240,7 @@ func capture(t *testing.T, tr transcript) []byte {
 		t.Fatal(err)
 	}
 	// The driver's own command line and environment; CLIRun keeps stdout.
-	run := claudetest.CLIRun{Path: cli, Args: d.args(req, mcpConfig), Dir: work, Env: cliEnv(os.Environ(), data, env)}
+	run := claudetest.CLIRun{Path: cli, Args: d.args(req, mcpConfig), Dir: work, Env: cliEnv(os.Environ(), env)}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stdout, err := run.Turns(ctx, tr.turns(t)...)

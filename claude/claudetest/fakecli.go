@@ -59,6 +59,8 @@
 //	#slow       wait about a second before replying
 //	#long       reply with 6000 characters in paragraphs
 //	#empty      reply with no text at all
+//	#env        reply with the fake's environment, one NAME=value a line,
+//	            sorted
 //	#calltool   turn 1 calls each allowed tool on its own (filename
 //	            "turn1-own-choice") before replying
 //	#notool     turn 2 answers with text and calls no tool
@@ -83,6 +85,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -426,6 +429,10 @@ func (c *fakeCLI) textTurn(text string, n int) {
 		reply = longReply()
 	case d["#empty"]:
 		reply = ""
+	case d["#env"]:
+		env := os.Environ()
+		slices.Sort(env)
+		reply = strings.Join(env, "\n")
 	}
 	if reply != "" {
 		c.emit(c.assistant(textBlock(reply)))
