@@ -341,7 +341,9 @@ func (c *conversation) endTurn(ev event) {
 	}
 	r := ev.Result
 	c.noteSession(ev.SessionID)
-	c.res.CostUSD += r.CostUSD
+	// total_cost_usd is the process's running total (checked on CLI
+	// 2.1.328): the last one is the request's.
+	c.res.CostUSD = r.CostUSD
 	if c.turn == 1 {
 		c.res.Turn1 = time.Since(c.turnStart)
 		// Separate text blocks (around tool calls) are separate

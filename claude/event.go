@@ -98,7 +98,7 @@ type turnResult struct {
 	IsError bool
 	// Text is the "result" field (null becomes "").
 	Text       string
-	CostUSD    float64 // total_cost_usd
+	CostUSD    float64 // total_cost_usd: the process's running total
 	DurationMS int64   // duration_ms
 	NumTurns   int     // num_turns
 	Errors     []string

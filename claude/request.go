@@ -96,7 +96,8 @@ type Result struct {
 	FilePrefix string
 	FileExt    string
 
-	// CostUSD is the CLI's total_cost_usd summed over turns.
+	// CostUSD is what the request cost: the CLI's total_cost_usd of its
+	// last turn, a running total over the process.
 	CostUSD float64
 	// Startup is spawn to first system/init; Turn1 and Turn2 are each
 	// turn's wall time (Turn2 zero for text); Total is spawn to exit.

@@ -256,6 +256,7 @@ type fakeCLI struct {
 	denials    []map[string]any // of the current turn, for its result
 	failed     bool
 	seq        int
+	cost       float64 // spent so far by this process
 }
 
 func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -653,10 +654,12 @@ type resultFields struct {
 }
 
 func (c *fakeCLI) resultEvent(f resultFields) map[string]any {
-	cost := turnCost
-	if f.turns == 0 {
-		cost = 0
+	// Like the real CLI, total_cost_usd is the process's running total,
+	// not the turn's.
+	if f.turns > 0 {
+		c.cost += turnCost
 	}
+	cost := c.cost
 	r := map[string]any{
 		"type": "result", "subtype": f.subtype, "is_error": f.isError, "duration_ms": 12, "duration_api_ms": 10,
 		"num_turns": f.turns, "session_id": c.sessionID, "total_cost_usd": cost,
