@@ -16,7 +16,7 @@ import (
 )
 
 func TestTextReplyAndSessions(t *testing.T) {
-	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "claude:\n  timeout: 45s\n")}, nil)
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "claude:\n  timeout: 45s\n  max_budget_usd: 0.05\n")}, nil)
 	got := h.exchange(tokenA, 7, "hello **world**")
 	if got.Method != "sendMessage" || got.ChatID() != 7 || got.Param("text") != "You said: hello <b>world</b>" || got.Param("parse_mode") != "HTML" {
 		t.Fatalf("reply = %+v", got)
@@ -31,7 +31,8 @@ func TestTextReplyAndSessions(t *testing.T) {
 		t.Fatalf("sessions: first %q resume=%v, second %q resume=%v", first.SessionID, first.Resume, second.SessionID, second.Resume)
 	}
 	if first.InactivityTimeout != 45*time.Second || first.SystemPrompt != "Be brief." || first.BotID != "alpha" ||
-		!strings.HasPrefix(first.FilePrefix, "bot-alpha-user-7-") || first.Mode != claude.Text {
+		!strings.HasPrefix(first.FilePrefix, "bot-alpha-user-7-") || first.Mode != claude.Text ||
+		first.MaxTurns != 3 || first.MaxBudgetUSD != 0.05 {
 		t.Errorf("request = %+v", first)
 	}
 	sess, ok, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: 7})

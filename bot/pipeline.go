@@ -256,6 +256,8 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		Image: toolspec.ImageSettings{
 			Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style,
 		},
+		MaxTurns:          b.Claude.MaxTurns,
+		MaxBudgetUSD:      b.Claude.MaxBudgetUSD,
 		InactivityTimeout: b.Claude.Timeout.D(),
 		Log:               r.log,
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +105,12 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 		args = append(args, "--bare")
 	}
 	args = append(args, "--allowedTools", toolspec.SpeechTool+","+toolspec.ImageTool)
+	if req.MaxTurns > 0 {
+		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
+	}
+	if req.MaxBudgetUSD > 0 {
+		args = append(args, "--max-budget-usd", strconv.FormatFloat(req.MaxBudgetUSD, 'f', -1, 64))
+	}
 	return append(args, "--permission-mode", "dontAsk")
 }
 
@@ -400,8 +407,13 @@ func (c *conversation) outcome(abort error) error {
 		re := &resultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text, StderrTail: tail}
 		// Only the CLI's own words identify an unknown session: any other
 		// failure must not make the caller drop a conversation that exists.
-		if c.req.Resume && (mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)) {
+		switch {
+		case c.req.Resume && (mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)):
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, re)
+		case re.Subtype == "error_max_turns":
+			return fmt.Errorf("%w (--max-turns %d): %w", errMaxTurns, c.req.MaxTurns, re)
+		case re.Subtype == "error_max_budget_usd":
+			return fmt.Errorf("%w (--max-budget-usd %g): %w", errMaxBudget, c.req.MaxBudgetUSD, re)
 		}
 		return re
 	case !c.finished:

@@ -182,6 +182,10 @@ func TestArgs(t *testing.T) {
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
 		t.Errorf("image args\n got %q\nwant %q", got, want)
 	}
+	req.MaxTurns, req.MaxBudgetUSD = 3, 0.25
+	if got := d.args(req, mcpConfig); !slices.Equal(got[len(got)-6:len(got)-2], []string{"--max-turns", "3", "--max-budget-usd", "0.25"}) {
+		t.Errorf("bounds: args %q", got)
+	}
 	if slices.Contains(d.args(req, mcpConfig), "--bare") {
 		t.Error("--bare without Config.Bare")
 	}
@@ -248,6 +252,31 @@ func TestCLIGetsOnlyTheEnvironmentItNeeds(t *testing.T) {
 		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && !fake[k] {
 			t.Errorf("the CLI got %s, which is off the list", k)
 		}
+	}
+}
+
+// A brain's bounds reach the CLI, and hitting one is its own error: the
+// caller answers with the brain's error text and the log says which.
+func TestRunBounds(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Speech, "hello")
+	req.MaxTurns = 1 // turn 2 needs the tool call and the answer to its result
+	if _, err := e.run(t, req); !errors.Is(err, errMaxTurns) {
+		t.Errorf("speech with max turns 1: %v, want errMaxTurns", err)
+	}
+	req = e.request(Speech, "hello")
+	req.MaxTurns = 2
+	e.mustRun(t, req)
+
+	req = e.request(Text, "hello")
+	req.MaxBudgetUSD = 0.001 // one fake turn costs 0.0025
+	if _, err := e.run(t, req); !errors.Is(err, errMaxBudget) {
+		t.Errorf("text over budget: %v, want errMaxBudget", err)
+	}
+	req = e.request(Speech, "hello")
+	req.MaxBudgetUSD = 0.004 // turn 1 fits, turn 2 does not
+	if _, err := e.run(t, req); !errors.Is(err, errMaxBudget) {
+		t.Errorf("speech over budget in turn 2: %v, want errMaxBudget", err)
 	}
 }
 

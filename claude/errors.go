@@ -26,6 +26,12 @@ var (
 	ErrToolNotCalled = errors.New("claude: tool not called")
 	// errToolDenied: the CLI refused the tool call (not in --allowedTools).
 	errToolDenied = errors.New("claude: tool call denied")
+	// errMaxTurns: a turn needed more model round trips than
+	// Request.MaxTurns (result subtype error_max_turns).
+	errMaxTurns = errors.New("claude: stopped at the request's turn limit")
+	// errMaxBudget: the request cost more than Request.MaxBudgetUSD
+	// (result subtype error_max_budget_usd).
+	errMaxBudget = errors.New("claude: stopped at the request's budget")
 	// errTimeout is matched by every *timeoutError.
 	errTimeout = errors.New("claude: timeout")
 )

@@ -98,6 +98,9 @@ func TestIntegration(t *testing.T) {
 			req := h.request(tt.mode, tt.prompt)
 			req.Speech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
 			req.Image = toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}
+			// Two round trips a turn are enough, even with the refused
+			// call in turn one.
+			req.MaxTurns = 2
 			res, err := h.run(req)
 			if err != nil {
 				t.Fatalf("%v: %v", tt.mode, err)
@@ -116,6 +119,21 @@ func TestIntegration(t *testing.T) {
 			if !strings.HasPrefix(filepath.Base(res.FilePath), req.FilePrefix+"-") {
 				t.Errorf("%v: file %s, want the request's prefix %s", tt.mode, res.FilePath, req.FilePrefix)
 			}
+		}
+	})
+
+	t.Run("bounds", func(t *testing.T) {
+		h := newHarness(t, cli)
+		req := h.request(Speech, "say hello")
+		req.Speech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
+		req.MaxTurns = 1 // turn 2 needs the tool call and the answer to its result
+		if _, err := h.run(req); !errors.Is(err, errMaxTurns) {
+			t.Errorf("speech with --max-turns 1: %v, want errMaxTurns", err)
+		}
+		req = h.request(Text, "hello")
+		req.MaxBudgetUSD = 0.000001 // less than any turn costs
+		if _, err := h.run(req); !errors.Is(err, errMaxBudget) {
+			t.Errorf("text over --max-budget-usd: %v, want errMaxBudget", err)
 		}
 	})
 

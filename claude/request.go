@@ -68,6 +68,14 @@ type Request struct {
 	Speech toolspec.SpeechSettings
 	Image  toolspec.ImageSettings
 
+	// MaxTurns bounds the model's round trips in each turn (--max-turns;
+	// turn two of a voice or image reply needs 2: the tool call and the
+	// answer to its result). MaxBudgetUSD bounds what the request may cost
+	// (--max-budget-usd; the CLI checks it after each turn). Zero: no
+	// bound.
+	MaxTurns     int
+	MaxBudgetUSD float64
+
 	// Log receives the driver's lines about this request and the tool
 	// server's refusals of calls its CLI makes, so it should carry the
 	// fields that name the request. The driver's own logger when nil.

@@ -119,6 +119,12 @@ type Claude struct {
 	Model string `yaml:"model"`
 	// Timeout is the inactivity limit for one request (default 120s).
 	Timeout Duration `yaml:"timeout"`
+	// MaxTurns bounds the model's round trips in each turn of a request
+	// (default 3; a voice or picture reply's second turn needs 2).
+	MaxTurns int `yaml:"max_turns"`
+	// MaxBudgetUSD bounds what one request may cost the Claude account
+	// (0, the default: no limit).
+	MaxBudgetUSD float64 `yaml:"max_budget_usd"`
 }
 
 // TTS configures voice replies (the tts MCP tool).

@@ -118,6 +118,12 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 0s"}},
 		{name: "timeout too long", yaml: minimal + "claude:\n  timeout: 2h\n", want: []string{
 			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 2h0m0s"}},
+		{name: "max turns zero", yaml: minimal + "claude:\n  max_turns: 0\n", want: []string{
+			"t.yaml:6: claude.max_turns: must be between 1 and 100, got 0"}},
+		{name: "max turns too few for voice", yaml: minimal + "claude:\n  max_turns: 1\ntts:\n  enabled: true\n", want: []string{
+			"t.yaml:6: claude.max_turns: must be at least 2 when voice or picture replies are on (the tool call and the answer to its result), got 1"}},
+		{name: "max budget negative", yaml: minimal + "claude:\n  max_budget_usd: -1\n", want: []string{
+			"t.yaml:6: claude.max_budget_usd: must be 0 (no limit) or more, got -1"}},
 
 		// TTS.
 		{name: "tts voice", yaml: minimal + "tts:\n  voice: bob\n", want: []string{
@@ -247,7 +253,7 @@ func TestParseDefaults(t *testing.T) {
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
 		Groups:       GroupsMention,
-		Claude:       Claude{Timeout: Duration(120 * time.Second)},
+		Claude:       Claude{Timeout: Duration(120 * time.Second), MaxTurns: 3},
 		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
@@ -275,6 +281,8 @@ limits:
 claude:
   model: sonnet
   timeout: 90s
+  max_turns: 5
+  max_budget_usd: 0.25
 tts:
   enabled: true
   voice: onyx
@@ -310,7 +318,7 @@ messages:
 		SystemPrompt: "You tell stories.",
 		Access:       Access{AllowedUsers: []int64{11111, 22222}},
 		Groups:       GroupsMention,
-		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second)},
+		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second), MaxTurns: 5, MaxBudgetUSD: 0.25},
 		TTS:          TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},

@@ -16,6 +16,12 @@ const (
 	defaultTimeout = 120 * time.Second
 	minTimeout     = time.Second
 	maxTimeout     = time.Hour
+	// A turn of our two-turn flow takes the model one round trip, or two
+	// with a tool call (the call, then the answer to its result); one more
+	// leaves room for a model that tries a tool on its own.
+	defaultMaxTurns = 3
+	maxMaxTurns     = 100
+	toolMinTurns    = 2
 )
 
 var defaultKeywords = []string{"image", "picture", "photo", "draw", "generate", "create a"}
@@ -52,6 +58,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	isSet := func(path string) bool { _, ok := present[path]; return ok }
 	if !isSet("claude.timeout") {
 		b.Claude.Timeout = Duration(defaultTimeout)
+	}
+	if !isSet("claude.max_turns") {
+		b.Claude.MaxTurns = defaultMaxTurns
 	}
 	if !isSet("tts.speed") {
 		b.TTS.Speed = toolspec.DefaultSpeed
@@ -122,6 +131,15 @@ func (d *decoder) validate(b *Brain) {
 	}
 	if t := b.Claude.Timeout.D(); t < minTimeout || t > maxTimeout {
 		d.reject("claude.timeout", "must be between 1s and 1h, got %v", t)
+	}
+	switch n := b.Claude.MaxTurns; {
+	case n < 1 || n > maxMaxTurns:
+		d.reject("claude.max_turns", "must be between 1 and %d, got %d", maxMaxTurns, n)
+	case n < toolMinTurns && (b.TTS.Enabled || b.TTS.UserToggle || b.Image.Enabled):
+		d.reject("claude.max_turns", "must be at least %d when voice or picture replies are on (the tool call and the answer to its result), got %d", toolMinTurns, n)
+	}
+	if usd := b.Claude.MaxBudgetUSD; !(usd >= 0) { // NaN fails too
+		d.reject("claude.max_budget_usd", "must be 0 (no limit) or more, got %g", usd)
 	}
 
 	d.oneOf("groups", b.Groups, []string{GroupsOff, GroupsMention, GroupsAll}, "")

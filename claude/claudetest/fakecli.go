@@ -47,6 +47,11 @@
 // tool_use, a tool_result carrying the server's answer and a short text.
 // A tool missing from --allowedTools is denied as the real CLI denies it.
 //
+// --max-turns ends a turn needing more model round trips (a tool call and
+// the answer to its result are two) with an error_max_turns result;
+// --max-budget-usd ends the turn whose running cost (0.0025 a turn) passes
+// it with error_max_budget_usd, as the real CLI does.
+//
 // Directives in the text of a turn-1 message select behaviours:
 //
 //	#fail       the turn ends in an is_error result "API Error: 400 ..."
@@ -160,6 +165,8 @@ type options struct {
 	mcpConfig, allowedTools, permissionMode string
 	toolsSet, systemPromptSet               bool
 	servers                                 map[string]mcpServer
+	maxTurns                                int
+	maxBudget                               float64
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -181,6 +188,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.mcpConfig, "mcp-config", "", "MCP config file")
 	fs.StringVar(&o.allowedTools, "allowedTools", "", "allowed tools")
 	fs.StringVar(&o.permissionMode, "permission-mode", "default", "permission mode")
+	fs.IntVar(&o.maxTurns, "max-turns", 0, "model round trips per turn")
+	fs.Float64Var(&o.maxBudget, "max-budget-usd", 0, "spending limit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -413,6 +422,9 @@ func (c *fakeCLI) textTurn(text string, n int) {
 				c.useTool(tool, map[string]any{"text": text, "prompt": text, "filename": "turn1-own-choice"})
 			}
 		}
+		if c.stoppedAtMaxTurns(2) {
+			return
+		}
 	}
 	if d["#fail"] {
 		msg := `API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"fake failure"}}`
@@ -441,6 +453,19 @@ func (c *fakeCLI) textTurn(text string, n int) {
 	c.emitUnknown()
 	c.emit(c.resultEvent(resultFields{subtype: "success", result: reply, turns: 1, denials: c.denials}))
 	c.denials = nil
+}
+
+// stoppedAtMaxTurns ends the turn as the real CLI does when it needs
+// rounds model round trips and --max-turns allows fewer: the result
+// error_max_turns, after the tool ran.
+func (c *fakeCLI) stoppedAtMaxTurns(rounds int) bool {
+	if c.opts.maxTurns <= 0 || rounds <= c.opts.maxTurns {
+		return false
+	}
+	c.emit(c.resultEvent(resultFields{subtype: "error_max_turns", isError: true, turns: rounds,
+		errors: []string{fmt.Sprintf("Reached maximum number of turns (%d)", c.opts.maxTurns)}}))
+	c.failed = true
+	return true
 }
 
 // emitUnknown writes two events of types the driver skips (#unknown).
@@ -499,6 +524,9 @@ func (c *fakeCLI) toolTurn(text string) {
 		args["prompt"] = "An illustration of: " + c.firstText
 	}
 	failed := c.useTool(tool, args)
+	if c.stoppedAtMaxTurns(2) { // the call, and the answer to its result
+		return
+	}
 	reply := "Done."
 	if failed {
 		reply = "The tool did not work."
@@ -660,6 +688,11 @@ func (c *fakeCLI) resultEvent(f resultFields) map[string]any {
 		c.cost += turnCost
 	}
 	cost := c.cost
+	if b := c.opts.maxBudget; b > 0 && cost > b && !f.isError {
+		// The turn ran; its result says the process is over budget.
+		f.subtype, f.isError, f.errors = "error_max_budget_usd", true, []string{fmt.Sprintf("Reached maximum budget ($%g)", b)}
+		c.failed = true
+	}
 	r := map[string]any{
 		"type": "result", "subtype": f.subtype, "is_error": f.isError, "duration_ms": 12, "duration_api_ms": 10,
 		"num_turns": f.turns, "session_id": c.sessionID, "total_cost_usd": cost,
