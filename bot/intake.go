@@ -38,6 +38,9 @@ type incoming struct {
 	// the user is told so instead of meeting silence.
 	notText   bool
 	journalID int64
+	// charged: an earlier process counted it against the daily limit
+	// (replays).
+	charged bool
 	// attempts is how often work on it started before (replays).
 	attempts int
 	arrived  time.Time
@@ -87,7 +90,9 @@ func (r *runner) accept(u *models.Update) {
 		if forMe && msg.Chat.Type == models.ChatTypePrivate && hasMedia(msg) {
 			in := r.incoming(msg)
 			in.notText = true
-			m.enqueue(in)
+			if m.admit(in) {
+				m.enqueue(in)
+			}
 		}
 		return
 	}
@@ -95,6 +100,10 @@ func (r *runner) accept(u *models.Update) {
 	in := r.incoming(msg)
 	in.text = text
 	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, me.username)
+	if !m.admit(in) {
+		r.confirm(u.ID)
+		return
+	}
 	log := in.logger(m.log)
 	log.Debug("message received", zap.String("text", text))
 	id, err := m.cfg.Store.Journal(context.WithoutCancel(m.workCtx), store.Entry{
@@ -220,7 +229,7 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 	for _, e := range entries {
 		in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: e.Chat, chatType: models.ChatType(e.ChatType),
 			thread: e.Thread, user: e.User, sender: e.Sender, messageID: e.MessageID, text: e.Text, journalID: e.ID,
-			attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
+			charged: e.Mode != "", attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
 		if strings.HasPrefix(e.Text, "/") {
 			// Entities are not journaled; a leading /word was a command.
 			word, _, _ := strings.Cut(e.Text, " ")

@@ -47,10 +47,16 @@ type Config struct {
 	// MaxClaude caps concurrent Claude requests over all bots
 	// (BRAINBOT_MAX_CLAUDE, default 4); the rest wait.
 	MaxClaude int
-	// QueueSize caps the messages one user may have in progress with one
-	// bot, waiting or being answered (default 5); beyond it the user gets
-	// the brain's busy message.
+	// QueueSize caps the messages waiting in one conversation besides the
+	// one being answered (default 5). Beyond it a message is dropped, and
+	// the first one dropped in a burst gets the brain's busy message.
 	QueueSize int
+	// MaxWaitingPerBot caps one bot's requests waiting for a Claude slot
+	// (default 50), and MaxWait how long one waits (default 2m); beyond
+	// either the user gets the brain's busy message. Slots go to the bots
+	// in turn, so a busy bot cannot starve the others.
+	MaxWaitingPerBot int
+	MaxWait          time.Duration
 	// Grace is how long requests in flight may finish after Run's context
 	// ends (default 30s); then they are cancelled.
 	Grace time.Duration
@@ -120,6 +126,8 @@ func New(cfg Config) (*Manager, error) {
 	setDefault(&cfg.APIURL, "https://api.telegram.org")
 	setDefault(&cfg.MaxClaude, 4)
 	setDefault(&cfg.QueueSize, 5)
+	setDefault(&cfg.MaxWaitingPerBot, 50)
+	setDefault(&cfg.MaxWait, 2*time.Minute)
 	setDefault(&cfg.Grace, 30*time.Second)
 	setDefault(&cfg.PollTimeout, 50*time.Second)
 	setDefault(&cfg.ChatActionEvery, 4*time.Second)
@@ -154,7 +162,7 @@ func New(cfg Config) (*Manager, error) {
 		log:         cfg.Log,
 		brain:       m.brain,
 		client:      m.client,
-		slots:       make(chan struct{}, cfg.MaxClaude),
+		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait),
 		stopping:    m.stopping,
 		actionEvery: cfg.ChatActionEvery,
 		retryMin:    cfg.RetryMin,

@@ -37,8 +37,8 @@ type pipeline struct {
 	// current Telegram client (nil while it connects).
 	brain  func(bot string) *brain.Brain
 	client func(bot string) *tgbot.Bot
-	// slots holds one token per Claude request allowed to run at once.
-	slots chan struct{}
+	// slots are the Claude requests allowed to run at once.
+	slots *slots
 	// stopping is closed when no new Claude request may start.
 	stopping    <-chan struct{}
 	actionEvery time.Duration
@@ -112,7 +112,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *pipeline) converse(r *request) {
-	if r.in.attempts == 0 && !p.takeDaily(r) {
+	if !r.in.charged && !p.takeDaily(r) {
 		return
 	}
 	mode, err := p.mode(r)
@@ -121,26 +121,21 @@ func (p *pipeline) converse(r *request) {
 		return
 	}
 	r.sum.mode = mode
-	// The status shows while the request waits and runs, until the reply
-	// is out.
-	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
-
-	// Journaled before waiting for a slot: the daily limit has counted the
-	// message, and a replay must not count it again.
-	if r.in.journalID != 0 {
-		if err := p.store.Attempt(r.ctx, r.in.journalID, mode.String()); err != nil {
-			r.log.Warn("could not journal the attempt", zap.Error(err))
-		}
-	}
-	select {
-	case p.slots <- struct{}{}:
-	case <-p.stopping:
-		r.interrupted()
+	// The daily limit has counted the message: a replay must not again.
+	p.journal(r, "charge", p.store.Charged)
+	if !p.waitForSlot(r) {
 		return
 	}
+	// Only now does work start: a message that never got this far is
+	// replayed after a restart as if new, never met with "please resend".
+	p.journal(r, "attempt", p.store.Attempt)
 	r.sum.queueWait = time.Since(r.in.arrived)
+	// The status shows while the request runs, until the reply is out;
+	// not while it waits, so a crowd waiting for Claude does not flood
+	// Telegram with chat actions.
+	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
 	res, expired, err := p.ask(r)
-	<-p.slots
+	p.slots.release()
 	r.sum.noteClaude(res)
 	if expired && err == nil {
 		// Told once, with an answer: the new session is stored, so this
@@ -160,6 +155,32 @@ func (p *pipeline) converse(r *request) {
 	default:
 		path, err := p.organize(r, res)
 		r.replyFile(res, path, err)
+	}
+}
+
+// waitForSlot waits for the request's turn to run a Claude request; false
+// means it was answered instead (too many waiting) or shutdown came first.
+func (p *pipeline) waitForSlot(r *request) bool {
+	err := p.slots.acquire(r.ctx, r.in.bot, p.stopping)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errNoSlot):
+		r.log.Info("too many requests waiting for Claude: told the user to try again", zap.Error(err))
+		r.say("busy", r.brain.Messages.Busy)
+	default:
+		r.interrupted()
+	}
+	return false
+}
+
+// journal records a step of the request in its journal entry.
+func (p *pipeline) journal(r *request, step string, record func(context.Context, int64, string) error) {
+	if r.in.journalID == 0 {
+		return
+	}
+	if err := record(r.ctx, r.in.journalID, r.sum.mode.String()); err != nil {
+		r.log.Warn("could not journal the "+step, zap.Error(err))
 	}
 }
 

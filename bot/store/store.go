@@ -329,7 +329,9 @@ type Entry struct {
 	Sender    string // the sender's display name, for group prompts
 	MessageID int
 	Text      string
-	Mode      string
+	// Mode is set once the message was counted against the daily limit
+	// (see Charged).
+	Mode string
 	// Attempts counts how often work on it started (see Attempt).
 	Attempts int
 	Created  time.Time
@@ -386,6 +388,15 @@ func (s *Store) Offset(ctx context.Context, poller string) (int64, error) {
 		return 0, fmt.Errorf("read update offset: %w", err)
 	}
 	return id, nil
+}
+
+// Charged records that the entry was counted against its user's daily
+// limit and will be answered in mode: a replay must not count it again.
+func (s *Store) Charged(ctx context.Context, id int64, mode string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE journal SET mode = ? WHERE id = ?`, mode, id); err != nil {
+		return fmt.Errorf("journal charge: %w", err)
+	}
+	return nil
 }
 
 // Attempt records that work on the entry starts now, with the chosen mode.
