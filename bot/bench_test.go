@@ -164,7 +164,7 @@ func BenchmarkCrowd(b *testing.B) {
 		for _, e := range h.logs.All()[logsBefore:] {
 			f := e.ContextMap()
 			if e.Message == "request" && f["outcome"] == "ok" {
-				waits[f["bot"].(string)] = append(waits[f["bot"].(string)], f["queue_wait"].(time.Duration))
+				waits[f["bot"].(string)] = append(waits[f["bot"].(string)], time.Duration(f["queue_wait_ms"].(int64))*time.Millisecond)
 			}
 		}
 		for _, id := range bots {

@@ -43,7 +43,8 @@ func TestTextReplyAndSessions(t *testing.T) {
 	// One summary line per request, with the fields an operator reads.
 	summary := h.waitLog("request")
 	fields := summary.ContextMap()
-	for _, k := range []string{"request_id", "bot", "user", "chat", "mode", "outcome", "queue_wait", "turn1", "turn2", "locate", "send", "total", "cost_usd"} {
+	for _, k := range []string{"request_id", "bot", "user", "chat", "mode", "outcome", "queue_wait_ms", "claude_startup_ms",
+		"turn1_ms", "turn2_ms", "claude_total_ms", "locate_ms", "send_ms", "total_ms", "cost_usd"} {
 		if _, ok := fields[k]; !ok {
 			t.Errorf("summary line lacks %s: %v", k, fields)
 		}

@@ -241,6 +241,7 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 			in.command, in.forOtherBot = parseCommand(e.Text,
 				[]models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: len(utf16.Encode([]rune(word)))}}, me.username)
 		}
+		m.cfg.Metrics.JournalReplays.WithLabelValues(r.id).Inc()
 		if e.Attempts >= 2 {
 			in.logger(m.log).Warn("journaled message failed after a restart already: asking the user to resend")
 			m.answerAside(in, (*request).askToResend)
@@ -258,6 +259,7 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 func (r *runner) skipUndecodable(updateID int64, bad undecodable) {
 	m := r.m
 	r.log.Warn("undecodable update skipped", zap.Int64("update_id", updateID), zap.Error(bad.err))
+	m.cfg.Metrics.UndecodableUpdates.WithLabelValues(r.id).Inc()
 	r.confirm(updateID)
 	client, me := r.current()
 	private := bad.chatType == string(models.ChatTypePrivate)

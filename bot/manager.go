@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/metrics"
 )
 
 // Claude runs one request through the model; *claude.Driver implements it.
@@ -73,6 +76,8 @@ type Config struct {
 	Claude Claude
 	Store  *store.Store
 	Log    *zap.Logger
+	// Metrics receives the bots' metrics (a private set when nil).
+	Metrics *metrics.Metrics
 	// LookupEnv resolves brains' token_env (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
 	// OnToken, if set, is called with every bot token as soon as it is
@@ -142,6 +147,9 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	workCtx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
 		cfg:        cfg,
@@ -162,10 +170,11 @@ func New(cfg Config) (*Manager, error) {
 		log:         cfg.Log,
 		brain:       m.brain,
 		client:      m.client,
-		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait),
+		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning, cfg.Metrics.ClaudeWaiting),
 		stopping:    m.stopping,
 		actionEvery: cfg.ChatActionEvery,
-		retryMin:    cfg.RetryMin,
+		caller:      caller{backoff: cfg.RetryMin, metrics: cfg.Metrics},
+		metrics:     cfg.Metrics,
 	}
 	return m, nil
 }
@@ -264,6 +273,26 @@ func (m *Manager) brain(id string) *brain.Brain {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.brains[id]
+}
+
+// Ready reports whether every bot polls Telegram: each has had an answer
+// from getUpdates within a long poll and a margin. The error names the
+// bots that have not.
+func (m *Manager) Ready() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	window := m.cfg.PollTimeout + 30*time.Second
+	var stale []string
+	for id, r := range m.bots {
+		if last := r.lastPoll.Load(); last == 0 || time.Since(time.Unix(0, last)) > window {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		return fmt.Errorf("not polling Telegram: %s", strings.Join(stale, ", "))
+	}
+	return nil
 }
 
 // client returns bot id's Telegram client (nil while it connects or once

@@ -21,6 +21,7 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/metrics"
 	"brainbot/output"
 )
 
@@ -42,19 +43,21 @@ type pipeline struct {
 	// stopping is closed when no new Claude request may start.
 	stopping    <-chan struct{}
 	actionEvery time.Duration
-	retryMin    time.Duration
+	caller      caller
+	metrics     *metrics.Metrics
 }
 
 // request is one message's trip through the pipeline. It is owned by the
 // one goroutine that serves it.
 type request struct {
-	ctx   context.Context
-	in    *incoming
-	brain *brain.Brain // nil if the bot's brain was removed
-	log   *zap.Logger
-	out   *replier // the chat the answer goes to
-	store *store.Store
-	sum   summary
+	ctx     context.Context
+	in      *incoming
+	brain   *brain.Brain // nil if the bot's brain was removed
+	log     *zap.Logger
+	out     *replier // the chat the answer goes to
+	store   *store.Store
+	metrics *metrics.Metrics
+	sum     summary
 	// keepJournal: shutdown cut the request short; its journal entry
 	// stays, so the next start answers the message.
 	keepJournal bool
@@ -102,13 +105,14 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 		return in.client
 	}
 	return &request{
-		ctx:   ctx,
-		in:    in,
-		brain: cmp.Or(p.brain(in.bot), in.fallback),
-		log:   log,
-		out:   newReplier(client, in, p.retryMin, log),
-		store: p.store,
-		sum:   summary{outcome: "ok"},
+		ctx:     ctx,
+		in:      in,
+		brain:   cmp.Or(p.brain(in.bot), in.fallback),
+		log:     log,
+		out:     newReplier(p.caller, client, in, log),
+		store:   p.store,
+		metrics: p.metrics,
+		sum:     summary{outcome: "ok"},
 	}
 }
 
@@ -406,7 +410,9 @@ func (r *request) finish() {
 			r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
 		}
 	}
-	r.sum.write(r.log, time.Since(r.in.arrived))
+	total := time.Since(r.in.arrived)
+	r.sum.write(r.log, total)
+	r.sum.count(r.metrics, r.in.bot, total)
 }
 
 // notTextReply answers a photo, voice note, sticker or file: the model
@@ -435,12 +441,26 @@ func (s *summary) noteClaude(res *claude.Result) {
 }
 
 // write logs the line every message gets, whatever became of it: the
-// admin's record of the request.
+// admin's record of the request (docs/operations.md lists its fields).
+// Durations are whole milliseconds, the unit in the key.
 func (s *summary) write(log *zap.Logger, total time.Duration) {
 	log.Info("request",
 		zap.String("mode", s.mode.String()), zap.String("outcome", s.outcome),
-		zap.Duration("queue_wait", s.queueWait), zap.Duration("claude_startup", s.claudeStartup),
-		zap.Duration("turn1", s.turn1), zap.Duration("turn2", s.turn2), zap.Duration("claude_total", s.claudeTotal),
-		zap.Duration("locate", s.locate), zap.Duration("send", s.send),
-		zap.Duration("total", total), zap.Float64("cost_usd", s.cost))
+		zap.Int64("queue_wait_ms", s.queueWait.Milliseconds()), zap.Int64("claude_startup_ms", s.claudeStartup.Milliseconds()),
+		zap.Int64("turn1_ms", s.turn1.Milliseconds()), zap.Int64("turn2_ms", s.turn2.Milliseconds()),
+		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),
+		zap.Int64("locate_ms", s.locate.Milliseconds()), zap.Int64("send_ms", s.send.Milliseconds()),
+		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost))
+}
+
+// count adds the request to the metrics.
+func (s *summary) count(m *metrics.Metrics, bot string, total time.Duration) {
+	m.Requests.WithLabelValues(bot, s.mode.String(), s.outcome).Inc()
+	for stage, d := range map[string]time.Duration{"queue_wait": s.queueWait, "cli_start": s.claudeStartup,
+		"turn1": s.turn1, "turn2": s.turn2, "locate": s.locate, "upload": s.send, "total": total} {
+		m.ObserveStage(stage, d)
+	}
+	if s.cost > 0 {
+		m.CostUSD.WithLabelValues(bot).Add(s.cost)
+	}
 }

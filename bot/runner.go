@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
@@ -28,6 +29,9 @@ type runner struct {
 	stopped bool
 	client  *tgbot.Bot
 	me      self
+	// lastPoll is when Telegram last answered getUpdates (unix ns; 0:
+	// never).
+	lastPoll atomic.Int64
 	// albums remembers the albums whose first message arrived (polling
 	// worker only).
 	albums albums
@@ -110,7 +114,7 @@ func (r *runner) serve(ctx context.Context) error {
 	defer stopPoll()
 	var fatalMu sync.Mutex
 	var fatal error
-	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second})
+	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second}, r.polled)
 	client, err := tgbot.New(r.token,
 		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
 		tgbot.WithSkipGetMe(), // called below, under our context and retry
@@ -163,6 +167,13 @@ func (r *runner) serve(ctx context.Context) error {
 		fatal = errPollStopped
 	}
 	return fatal
+}
+
+// polled records that Telegram answered a getUpdates call just now.
+func (r *runner) polled() {
+	now := time.Now()
+	r.lastPoll.Store(now.UnixNano())
+	r.m.cfg.Metrics.LastPoll.WithLabelValues(r.id).Set(float64(now.Unix()))
 }
 
 // poller names this brain's Telegram bot for the update offset: the
@@ -221,7 +232,7 @@ func (r *runner) register(ctx context.Context) {
 	}
 	wait := r.m.cfg.RetryMin
 	for {
-		err := retry(ctx, r.m.cfg.RetryMin, func(ctx context.Context) error {
+		err := r.m.pipeline.caller.retry(ctx, "setMyCommands", func(ctx context.Context) error {
 			if _, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds}); err != nil {
 				return err
 			}

@@ -17,10 +17,19 @@ type slots struct {
 	maxWaiting int
 	maxWait    time.Duration
 
+	// running and waiting follow how many requests hold a slot and wait.
+	running, waitingGauge gauge
+
 	mu    sync.Mutex
 	free  int
 	lines map[string][]*waiter
 	turns []string // bots with a non-empty line, in the order they are served
+}
+
+// gauge is the part of a Prometheus gauge slots moves.
+type gauge interface {
+	Inc()
+	Dec()
 }
 
 type waiter struct {
@@ -31,8 +40,9 @@ type waiter struct {
 // full or it waited too long.
 var errNoSlot = errors.New("no Claude slot: too many requests waiting")
 
-func newSlots(n, maxWaiting int, maxWait time.Duration) *slots {
-	return &slots{free: n, maxWaiting: maxWaiting, maxWait: maxWait, lines: map[string][]*waiter{}}
+func newSlots(n, maxWaiting int, maxWait time.Duration, running, waiting gauge) *slots {
+	return &slots{free: n, maxWaiting: maxWaiting, maxWait: maxWait, lines: map[string][]*waiter{},
+		running: running, waitingGauge: waiting}
 }
 
 // acquire waits for a slot for bot. It returns errNoSlot when the bot's
@@ -43,6 +53,7 @@ func (s *slots) acquire(ctx context.Context, bot string, stop <-chan struct{}) e
 	if s.free > 0 && len(s.turns) == 0 {
 		s.free--
 		s.mu.Unlock()
+		s.running.Inc()
 		return nil
 	}
 	if len(s.lines[bot]) >= s.maxWaiting {
@@ -55,12 +66,15 @@ func (s *slots) acquire(ctx context.Context, bot string, stop <-chan struct{}) e
 	}
 	s.lines[bot] = append(s.lines[bot], w)
 	s.mu.Unlock()
+	s.waitingGauge.Inc()
+	defer s.waitingGauge.Dec()
 
 	timeout := time.NewTimer(s.maxWait)
 	defer timeout.Stop()
 	var err error
 	select {
 	case <-w.granted:
+		s.running.Inc()
 		return nil
 	case <-timeout.C:
 		err = errNoSlot
@@ -71,6 +85,7 @@ func (s *slots) acquire(ctx context.Context, bot string, stop <-chan struct{}) e
 	}
 	if !s.leave(bot, w) {
 		// Granted while giving up: hand the slot on.
+		s.running.Inc()
 		s.release()
 	}
 	return err
@@ -107,6 +122,7 @@ func (s *slots) waiting(bot string) int {
 // release frees a slot: the bot whose turn it is gets it, then goes to
 // the back of the round.
 func (s *slots) release() {
+	s.running.Dec()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.turns) == 0 {

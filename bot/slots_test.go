@@ -1,6 +1,9 @@
 package bot
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"context"
 	"errors"
 	"sync"
@@ -8,8 +11,10 @@ import (
 	"time"
 )
 
+func newGauge() prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOpts{Name: "g"}) }
+
 func TestSlotsRoundRobin(t *testing.T) {
-	s := newSlots(1, 10, time.Minute)
+	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
 	if err := s.acquire(context.Background(), "a", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +51,7 @@ func TestSlotsRoundRobin(t *testing.T) {
 }
 
 func TestSlotsBounds(t *testing.T) {
-	s := newSlots(1, 1, 50*time.Millisecond)
+	s := newSlots(1, 1, 50*time.Millisecond, newGauge(), newGauge())
 	ctx := context.Background()
 	if err := s.acquire(ctx, "a", nil); err != nil {
 		t.Fatal(err)
@@ -68,6 +73,9 @@ func TestSlotsBounds(t *testing.T) {
 	if s.waiting("a")+s.waiting("b") != 0 {
 		t.Error("a waiter that gave up is still in line")
 	}
+	if running, waiting := testutil.ToFloat64(s.running.(prometheus.Gauge)), testutil.ToFloat64(s.waitingGauge.(prometheus.Gauge)); running != 1 || waiting != 0 {
+		t.Errorf("gauges: %v running, %v waiting; want 1 and 0", running, waiting)
+	}
 	// The one slot is still held by the first acquire, and comes back.
 	s.release()
 	if err := s.acquire(ctx, "c", nil); err != nil {
@@ -78,7 +86,7 @@ func TestSlotsBounds(t *testing.T) {
 // A waiter granted the slot at the moment it gives up hands it on rather
 // than losing it.
 func TestSlotsGrantWhileGivingUp(t *testing.T) {
-	s := newSlots(1, 5, time.Minute)
+	s := newSlots(1, 5, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
 	if err := s.acquire(ctx, "a", nil); err != nil {
 		t.Fatal(err)

@@ -112,8 +112,8 @@ func run(ctx context.Context, out io.Writer, brainbot, claudeCmd, brainsDir stri
 			fmt.Fprintf(out, "  %s ← %s\n", ex.bot, describe(s, ex, c.Method, c.Files, stack.Rendered(c)))
 		}
 		fmt.Fprintf(out, "  %s in %v (CLI start %s, turn 1 %s, turn 2 %s, telegram %s)\n\n", verdict(ok, ex.want),
-			reply.Elapsed.Round(time.Millisecond), ms(reply.Summary, "claude_startup"), ms(reply.Summary, "turn1"),
-			ms(reply.Summary, "turn2"), ms(reply.Summary, "send"))
+			reply.Elapsed.Round(time.Millisecond), ms(reply.Summary, "claude_startup_ms"), ms(reply.Summary, "turn1_ms"),
+			ms(reply.Summary, "turn2_ms"), ms(reply.Summary, "send_ms"))
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
