@@ -64,11 +64,9 @@ func conflictWith(b *Brain, others []*Brain) *Error {
 		case o.Telegram.source() != b.Telegram.source():
 			continue
 		case b.Telegram.TokenEnv != "":
-			return &Error{File: b.Path, Line: b.lines.line("telegram.token_env"), Field: "telegram.token_env",
-				Msg: fmt.Sprintf("%s is already the token of %s; Telegram allows one bot per token", b.Telegram.TokenEnv, o.Path)}
+			return b.tokenError("%s is already the token of %s; Telegram allows one bot per token", b.Telegram.TokenEnv, o.Path)
 		default:
-			return &Error{File: b.Path, Line: b.lines.line("telegram.token"), Field: "telegram.token",
-				Msg: fmt.Sprintf("the same token is already used by %s; Telegram allows one bot per token", o.Path)}
+			return b.tokenError("the same token is already used by %s; Telegram allows one bot per token", o.Path)
 		}
 	}
 	return nil
