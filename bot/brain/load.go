@@ -45,6 +45,17 @@ func LoadDir(dir string) ([]*Brain, error) {
 	return brains, errs.err()
 }
 
+// LoadFile parses one brain file and reports its problems as LoadDir does
+// for each file of a folder, an unreadable file included, always as Errors.
+// Conflicts between files (ids, tokens) need the folder: see LoadDir.
+func LoadFile(path string) (*Brain, error) {
+	b, err := Parse(path)
+	if err != nil {
+		return nil, asErrors(path, err)
+	}
+	return b, nil
+}
+
 // asErrors turns Parse's error into Errors, so that a file that cannot be
 // read is reported like any other problem.
 func asErrors(path string, err error) Errors {
