@@ -63,7 +63,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, limits, claude, tts, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, groups, limits, claude, tts, image, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle"}},
 		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
@@ -253,6 +253,7 @@ func TestParseDefaults(t *testing.T) {
 		Name:         "Narrator",
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
+		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second)},
 		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
@@ -264,6 +265,8 @@ func TestParseDefaults(t *testing.T) {
 			Limit:   "You have reached today's message limit. It resets {reset}.",
 			Reset:   "Done: we start a new conversation. What shall we talk about?",
 			Expired: "I had to start a new conversation, so I don't remember what we said before.",
+
+			Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 		},
 	}
 	assertBrain(t, b, want)
@@ -313,12 +316,13 @@ messages:
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
 		Access:       Access{AllowedUsers: []int64{11111, 22222}},
+		Groups:       GroupsMention,
 		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second)},
 		TTS:          TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.",
-			Reset: "Fresh start.", Expired: "I forgot."},
+			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable},
 	}
 	assertBrain(t, b, want)
 }

@@ -68,6 +68,8 @@ var defaultMessages = Messages{
 	Limit:   "You have reached today's message limit. It resets " + LimitPlaceholder + ".",
 	Reset:   "Done: we start a new conversation. What shall we talk about?",
 	Expired: "I had to start a new conversation, so I don't remember what we said before.",
+
+	Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 }
 
 // applyDefaults fills in every field the file left out. present holds the
@@ -81,6 +83,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.speed") {
 		b.TTS.Speed = defaultSpeed
 	}
+	orDefault(&b.Groups, GroupsMention)
 	orDefault(&b.TTS.Voice, defaultVoice)
 	orDefault(&b.TTS.Model, defaultTTSModel)
 	orDefault(&b.TTS.Format, defaultFormat)
@@ -102,6 +105,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	orDefault(&m.Limit, defaultMessages.Limit)
 	orDefault(&m.Reset, defaultMessages.Reset)
 	orDefault(&m.Expired, defaultMessages.Expired)
+	orDefault(&m.Unreadable, defaultMessages.Unreadable)
 }
 
 func orDefault(s *string, def string) {
@@ -151,6 +155,7 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.timeout", "must be between 1s and 1h, got %v", t)
 	}
 
+	d.oneOf("groups", b.Groups, []string{GroupsOff, GroupsMention, GroupsAll}, "")
 	d.oneOf("tts.voice", b.TTS.Voice, ttsVoices, "")
 	if s := b.TTS.Speed; !(s >= minSpeed && s <= maxSpeed) { // NaN (`.nan`) fails too
 		d.reject("tts.speed", "must be between 0.25 and 4.0, got %g", s)

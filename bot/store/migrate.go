@@ -64,9 +64,33 @@ var migrations = []migration{
 		poller    TEXT    PRIMARY KEY,
 		update_id INTEGER NOT NULL
 	) WITHOUT ROWID;`},
-	// 2: Prune deletes ended sessions by age; without this index it would
-	// scan the whole history, which grows with every /reset.
-	{2, `CREATE INDEX session_history_by_ended ON session_history (ended);`},
+	// 2: sessions belong to a conversation, a chat and in forum groups one
+	// of its topics, not to a user: what someone told a bot privately must
+	// not surface in a group. A private chat's id is its user's id, so the
+	// sessions of release 1 stay with their private chats. The journal
+	// keeps what a group message needs to be answered after a restart.
+	// Prune deletes ended sessions by age; without the index on ended it
+	// would scan the whole history, which grows with every /reset.
+	{2, `ALTER TABLE sessions RENAME TO sessions_by_user;
+	CREATE TABLE sessions (
+		bot        TEXT    NOT NULL,
+		chat_id    INTEGER NOT NULL,
+		thread_id  INTEGER NOT NULL,
+		session_id TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		last_used  INTEGER NOT NULL,
+		PRIMARY KEY (bot, chat_id, thread_id)
+	) WITHOUT ROWID;
+	INSERT INTO sessions SELECT bot, user_id, 0, session_id, created, last_used FROM sessions_by_user;
+	DROP TABLE sessions_by_user;
+	DROP INDEX session_history_by_user;
+	ALTER TABLE session_history RENAME COLUMN user_id TO chat_id;
+	ALTER TABLE session_history ADD COLUMN thread_id INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX session_history_by_chat ON session_history (bot, chat_id, thread_id);
+	ALTER TABLE journal ADD COLUMN thread_id INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE journal ADD COLUMN chat_type TEXT NOT NULL DEFAULT 'private';
+	ALTER TABLE journal ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+	CREATE INDEX session_history_by_ended ON session_history (ended);`},
 }
 
 // migrate brings db from its recorded version to target, all steps in one

@@ -62,11 +62,11 @@ func TestUpgradeFromEveryRelease(t *testing.T) {
 func checkRelease1Rows(t *testing.T, s *Store) {
 	ctx := context.Background()
 	at := time.UnixMilli(1741559400000).UTC()
-	sess, ok, err := s.Session(ctx, "narrator", 1001)
+	sess, ok, err := s.Session(ctx, Conversation{Bot: "narrator", Chat: 1001})
 	if err != nil || !ok || sess.ID != "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41" || !sess.LastUsed.Equal(at.Add(time.Minute)) {
 		t.Errorf("session = %+v, %v, %v", sess, ok, err)
 	}
-	hist, err := s.SessionHistory(ctx, "narrator", 1001)
+	hist, err := s.SessionHistory(ctx, Conversation{Bot: "narrator", Chat: 1001})
 	if err != nil || len(hist) != 1 || hist[0].ID != "c3e8a1f4-7d2b-4e9c-8a5f-6b1d0e2c9f37" {
 		t.Errorf("history = %+v, %v", hist, err)
 	}

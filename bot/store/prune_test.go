@@ -22,7 +22,7 @@ func TestPruneByAge(t *testing.T) {
 		id string
 		at time.Time
 	}{{"old", now.Add(-101 * oneDay)}, {"recent", now.Add(-100 * oneDay)}, {"current", now.Add(-10 * oneDay)}} {
-		if err := s.UseSession(ctx, "b", 1, use.id, use.at); err != nil {
+		if err := s.UseSession(ctx, Conversation{Bot: "b", Chat: 1}, use.id, use.at); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,11 +42,11 @@ func TestPruneByAge(t *testing.T) {
 			t.Errorf("counter of %s = %d, want %d", day(at), n, want)
 		}
 	}
-	hist, err := s.SessionHistory(ctx, "b", 1)
+	hist, err := s.SessionHistory(ctx, Conversation{Bot: "b", Chat: 1})
 	if err != nil || len(hist) != 1 || hist[0].ID != "recent" {
 		t.Errorf("history after prune = %+v, %v; want only recent", hist, err)
 	}
-	if cur, ok, _ := s.Session(ctx, "b", 1); !ok || cur.ID != "current" {
+	if cur, ok, _ := s.Session(ctx, Conversation{Bot: "b", Chat: 1}); !ok || cur.ID != "current" {
 		t.Errorf("current session = %+v, %v; pruning must keep it", cur, ok)
 	}
 }

@@ -8,6 +8,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -107,7 +108,16 @@ func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // ---- sessions ----
 
-// Session is a (bot, user)'s Claude conversation.
+// Conversation is where a Claude session lives: a bot's chat, and in a
+// forum supergroup one topic of it (Thread, 0 elsewhere). A private chat is
+// its own conversation; a group is one shared conversation.
+type Conversation struct {
+	Bot    string
+	Chat   int64
+	Thread int
+}
+
+// Session is a conversation's Claude session.
 type Session struct {
 	ID       string
 	Created  time.Time
@@ -121,12 +131,13 @@ type PastSession struct {
 	Ended   time.Time
 }
 
-// Session returns the user's current session; ok is false if there is none.
-func (s *Store) Session(ctx context.Context, bot string, user int64) (sess Session, ok bool, err error) {
+// Session returns the conversation's current session; ok is false if
+// there is none.
+func (s *Store) Session(ctx context.Context, c Conversation) (sess Session, ok bool, err error) {
 	var created, used int64
 	err = s.db.QueryRowContext(ctx,
-		`SELECT session_id, created, last_used FROM sessions WHERE bot = ? AND user_id = ?`,
-		bot, user).Scan(&sess.ID, &created, &used)
+		`SELECT session_id, created, last_used FROM sessions WHERE bot = ? AND chat_id = ? AND thread_id = ?`,
+		c.Bot, c.Chat, c.Thread).Scan(&sess.ID, &created, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, false, nil
 	}
@@ -137,17 +148,17 @@ func (s *Store) Session(ctx context.Context, bot string, user int64) (sess Sessi
 	return sess, true, nil
 }
 
-// UseSession makes id the user's current session and marks it used at now.
-// A different current session is moved to the history first.
-func (s *Store) UseSession(ctx context.Context, bot string, user int64, id string, now time.Time) error {
+// UseSession makes id the conversation's current session and marks it
+// used at now. A different current session is moved to the history first.
+func (s *Store) UseSession(ctx context.Context, c Conversation, id string, now time.Time) error {
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		if err := archiveSession(ctx, tx, bot, user, id, now); err != nil {
+		if err := archiveSession(ctx, tx, c, id, now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO sessions (bot, user_id, session_id, created, last_used) VALUES (?, ?, ?, ?, ?)
-			 ON CONFLICT (bot, user_id) DO UPDATE SET last_used = excluded.last_used`,
-			bot, user, id, ms(now), ms(now))
+			`INSERT INTO sessions (bot, chat_id, thread_id, session_id, created, last_used) VALUES (?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (bot, chat_id, thread_id) DO UPDATE SET last_used = excluded.last_used`,
+			c.Bot, c.Chat, c.Thread, id, ms(now), ms(now))
 		return err
 	})
 	if err != nil {
@@ -156,19 +167,20 @@ func (s *Store) UseSession(ctx context.Context, bot string, user int64, id strin
 	return nil
 }
 
-// ResetSession ends the user's current session, keeping it in the history,
-// so the next message starts a new conversation. It returns the ended id
-// ("" if there was none).
-func (s *Store) ResetSession(ctx context.Context, bot string, user int64, now time.Time) (ended string, err error) {
+// ResetSession ends the conversation's current session, keeping it in the
+// history, so the next message starts a new conversation. It returns the
+// ended id ("" if there was none).
+func (s *Store) ResetSession(ctx context.Context, c Conversation, now time.Time) (ended string, err error) {
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE bot = ? AND user_id = ?`, bot, user).Scan(&ended)
+		err := tx.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE bot = ? AND chat_id = ? AND thread_id = ?`,
+			c.Bot, c.Chat, c.Thread).Scan(&ended)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return archiveSession(ctx, tx, bot, user, "", now)
+		return archiveSession(ctx, tx, c, "", now)
 	})
 	if err != nil {
 		return "", fmt.Errorf("reset session: %w", err)
@@ -178,27 +190,27 @@ func (s *Store) ResetSession(ctx context.Context, bot string, user int64, now ti
 
 // archiveSession moves the current session, unless it is keep, to the
 // history.
-func archiveSession(ctx context.Context, tx *sql.Tx, bot string, user int64, keep string, now time.Time) error {
+func archiveSession(ctx context.Context, tx *sql.Tx, c Conversation, keep string, now time.Time) error {
 	res, err := tx.ExecContext(ctx,
-		`INSERT INTO session_history (bot, user_id, session_id, created, ended)
-		 SELECT bot, user_id, session_id, created, ? FROM sessions
-		 WHERE bot = ? AND user_id = ? AND session_id <> ?`,
-		ms(now), bot, user, keep)
+		`INSERT INTO session_history (bot, chat_id, thread_id, session_id, created, ended)
+		 SELECT bot, chat_id, thread_id, session_id, created, ? FROM sessions
+		 WHERE bot = ? AND chat_id = ? AND thread_id = ? AND session_id <> ?`,
+		ms(now), c.Bot, c.Chat, c.Thread, keep)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE bot = ? AND user_id = ?`, bot, user)
+	_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE bot = ? AND chat_id = ? AND thread_id = ?`, c.Bot, c.Chat, c.Thread)
 	return err
 }
 
-// SessionHistory lists the user's ended sessions, oldest first.
-func (s *Store) SessionHistory(ctx context.Context, bot string, user int64) ([]PastSession, error) {
+// SessionHistory lists the conversation's ended sessions, oldest first.
+func (s *Store) SessionHistory(ctx context.Context, c Conversation) ([]PastSession, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT session_id, created, ended FROM session_history WHERE bot = ? AND user_id = ? ORDER BY rowid`,
-		bot, user)
+		`SELECT session_id, created, ended FROM session_history WHERE bot = ? AND chat_id = ? AND thread_id = ? ORDER BY rowid`,
+		c.Bot, c.Chat, c.Thread)
 	if err != nil {
 		return nil, fmt.Errorf("read session history: %w", err)
 	}
@@ -311,10 +323,15 @@ type Entry struct {
 	ID        int64 // assigned by Journal
 	Bot       string
 	Chat      int64
+	Thread    int    // forum topic, 0 elsewhere
+	ChatType  string // private, group, supergroup
 	User      int64
+	Sender    string // the sender's display name, for group prompts
 	MessageID int
 	Text      string
-	Mode      string
+	// Mode is set once the message was counted against the daily limit
+	// (see Charged).
+	Mode string
 	// Attempts counts how often work on it started (see Attempt).
 	Attempts int
 	Created  time.Time
@@ -328,8 +345,9 @@ func (s *Store) Journal(ctx context.Context, e Entry, poller string, updateID in
 	var id int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created) VALUES (?, ?, ?, ?, ?, ?, 0, ?)`,
-			e.Bot, e.Chat, e.User, e.MessageID, e.Text, e.Mode, ms(e.Created))
+			`INSERT INTO journal (bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, mode, attempts, created)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
+			e.Bot, e.Chat, e.Thread, cmp.Or(e.ChatType, "private"), e.User, e.Sender, e.MessageID, e.Text, e.Mode, ms(e.Created))
 		if err != nil {
 			return err
 		}
@@ -372,6 +390,15 @@ func (s *Store) Offset(ctx context.Context, poller string) (int64, error) {
 	return id, nil
 }
 
+// Charged records that the entry was counted against its user's daily
+// limit and will be answered in mode: a replay must not count it again.
+func (s *Store) Charged(ctx context.Context, id int64, mode string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE journal SET mode = ? WHERE id = ?`, mode, id); err != nil {
+		return fmt.Errorf("journal charge: %w", err)
+	}
+	return nil
+}
+
 // Attempt records that work on the entry starts now, with the chosen mode.
 func (s *Store) Attempt(ctx context.Context, id int64, mode string) error {
 	if _, err := s.db.ExecContext(ctx, `UPDATE journal SET attempts = attempts + 1, mode = ? WHERE id = ?`, mode, id); err != nil {
@@ -391,7 +418,8 @@ func (s *Store) Done(ctx context.Context, id int64) error {
 // Pending lists bot's unanswered entries in arrival order.
 func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, bot, chat_id, user_id, message_id, text, mode, attempts, created FROM journal WHERE bot = ? ORDER BY id`, bot)
+		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, mode, attempts, created
+		 FROM journal WHERE bot = ? ORDER BY id`, bot)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}
@@ -400,7 +428,7 @@ func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var created int64
-		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.User, &e.MessageID, &e.Text, &e.Mode, &e.Attempts, &created); err != nil {
+		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.Thread, &e.ChatType, &e.User, &e.Sender, &e.MessageID, &e.Text, &e.Mode, &e.Attempts, &created); err != nil {
 			return nil, fmt.Errorf("read journal: %w", err)
 		}
 		e.Created = fromMS(created)

@@ -19,7 +19,7 @@ func TestBackupCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close() // open, as under a running service
-	if err := db.UseSession(ctx, "narrator", 1001, "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41", time.Now()); err != nil {
+	if err := db.UseSession(ctx, store.Conversation{Bot: "narrator", Chat: 1001}, "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -33,7 +33,7 @@ func TestBackupCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer copied.Close()
-	if s, ok, err := copied.Session(ctx, "narrator", 1001); !ok || err != nil || s.ID != "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41" {
+	if s, ok, err := copied.Session(ctx, store.Conversation{Bot: "narrator", Chat: 1001}); !ok || err != nil || s.ID != "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41" {
 		t.Fatalf("backup's session = %+v, %v, %v", s, ok, err)
 	}
 
