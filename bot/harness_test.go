@@ -36,6 +36,8 @@ type fakeClaude struct {
 	release  chan struct{}
 	running  int
 	maxRun   int
+	// turn is how long every request takes (0: at once).
+	turn time.Duration
 }
 
 func newFakeClaude(dataDir string) *fakeClaude {
@@ -56,6 +58,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}()
 	if req.Resume && !known {
 		return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
+	}
+	if f.turn > 0 {
+		time.Sleep(f.turn)
 	}
 	if strings.Contains(req.Prompt, "#crash") {
 		// The CLI died before its init event: no session was created,
@@ -137,6 +142,13 @@ type harness struct {
 // fresh stand-in.
 func newHarness(t testing.TB, brains map[string]string, cfg func(*Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, brains, cfg, nil)
+}
+
+// newHarnessWith is newHarness with before run on the harness before the
+// Manager starts (to arm the stand-in's failures, say).
+func newHarnessWith(t testing.TB, brains map[string]string, cfg func(*Config), before func(*harness)) *harness {
+	t.Helper()
 	h := &harness{t: t, srv: telegramtest.NewServer(), brains: t.TempDir(), data: t.TempDir(), cfg: cfg}
 	t.Cleanup(h.srv.Close)
 	for id, y := range brains {
@@ -149,6 +161,9 @@ func newHarness(t testing.TB, brains map[string]string, cfg func(*Config)) *harn
 	h.store = st
 	t.Cleanup(func() { st.Close() })
 	h.claude = newFakeClaude(h.data)
+	if before != nil {
+		before(h)
+	}
 	h.start()
 	return h
 }
