@@ -120,7 +120,7 @@ func residentMB() (float64, bool) {
 func BenchmarkCrowd(b *testing.B) {
 	const users, turn = 200, 20 * time.Millisecond
 	bots := []string{"alpha", "beta", "gamma"}
-	tokens := map[string]string{"alpha": tokenA, "beta": tokenB, "gamma": "1003:token-c"}
+	tokens := map[string]string{"alpha": tokenA, "beta": tokenB, "gamma": tokenC}
 	brains := map[string]string{}
 	for _, id := range bots {
 		brains[id] = brainFile(tokens[id], "")

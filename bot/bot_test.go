@@ -166,7 +166,7 @@ func TestModes(t *testing.T) {
 	h := newHarness(t, map[string]string{
 		"voice":  brainFile(tokenA, "tts:\n  enabled: true\n"),
 		"both":   brainFile(tokenB, "tts:\n  enabled: true\n  send_text_too: true\nimage:\n  enabled: true\n  send_text_too: true\n"),
-		"artist": brainFile("1003:token-c", "image:\n  enabled: true\n"),
+		"artist": brainFile(tokenC, "image:\n  enabled: true\n"),
 	}, nil)
 	v := h.exchange(tokenA, 7, "tell me a story")
 	if v.Method != "sendVoice" || string(v.Files["voice"].Data) != "OggS-voice" || !strings.HasSuffix(v.Files["voice"].Name, ".ogg") {
@@ -176,12 +176,12 @@ func TestModes(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(h.data, "audio-output", "bot-voice", "user-7", "*.ogg")); len(m) != 1 {
 		t.Fatalf("organised voice files = %v", m)
 	}
-	p := h.exchange("1003:token-c", 7, "Draw me a cat")
+	p := h.exchange(tokenC, 7, "Draw me a cat")
 	if p.Method != "sendPhoto" || string(p.Files["photo"].Data) != "\x89PNG-image" {
 		t.Fatalf("image reply = %s", p.Method)
 	}
 	for _, text := range []string{"I want to withdraw money", "photography tips", "regenerate the answer"} {
-		if got := h.exchange("1003:token-c", 7, text); got.Method != "sendMessage" {
+		if got := h.exchange(tokenC, 7, text); got.Method != "sendMessage" {
 			t.Errorf("%q answered with %s", text, got.Method)
 		}
 	}
@@ -525,8 +525,8 @@ func TestHotReload(t *testing.T) {
 	}
 	h.srv.SendText(tokenA, 7, 7, "/start")
 	// A new brain starts a bot.
-	h.writeBrain("beta", brainFile("1003:token-c", "greeting: Beta.\n"))
-	if got := h.exchange("1003:token-c", 7, "/start"); got.Param("text") != "Beta." {
+	h.writeBrain("beta", brainFile(tokenC, "greeting: Beta.\n"))
+	if got := h.exchange(tokenC, 7, "/start"); got.Param("text") != "Beta." {
 		t.Fatalf("new bot = %q", got.Param("text"))
 	}
 	if n := len(h.srv.Sent(tokenA)); n != 2 {

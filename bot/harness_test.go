@@ -111,9 +111,11 @@ func (f *fakeClaude) requests() []claude.Request {
 	return append([]claude.Request(nil), f.calls...)
 }
 
+// BotFather tokens: brain.Parse rejects an inline token of another form.
 const (
-	tokenA = "1001:token-a"
-	tokenB = "1002:token-b"
+	tokenA = "1001:AAEtoken-a_0123456789abcdefghijklmn"
+	tokenB = "1002:AAEtoken-b_0123456789abcdefghijklmn"
+	tokenC = "1003:AAEtoken-c_0123456789abcdefghijklmn"
 )
 
 // brainFile is a minimal valid brain with token and extra YAML.
