@@ -193,10 +193,12 @@ func setDefault[T comparable](v *T, def T) {
 // returns an error only if the brains folder cannot be watched. A Manager
 // runs once.
 func (m *Manager) Run(ctx context.Context) error {
-	if err := m.cfg.Store.PruneDaily(ctx, m.cfg.Now()); err != nil {
-		m.log.Warn("could not prune old daily counters", zap.Error(err))
-	}
 	pollCtx, stopPolling := context.WithCancel(ctx)
+	m.pollers.Add(1)
+	go func() {
+		defer m.pollers.Done()
+		m.pruneStore(pollCtx)
+	}()
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
@@ -221,6 +223,30 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("bot: %w", err)
 	}
 	return nil
+}
+
+// pruneEvery is how often the store drops what its retention no longer
+// keeps (old daily counters and ended sessions).
+const pruneEvery = time.Hour
+
+// pruneStore prunes the store now and every pruneEvery until ctx ends.
+func (m *Manager) pruneStore(ctx context.Context) {
+	tick := time.NewTicker(pruneEvery)
+	defer tick.Stop()
+	for {
+		p, err := m.cfg.Store.Prune(ctx, m.cfg.Now(), store.DefaultRetention)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.log.Warn("could not prune the store", zap.Error(err))
+		case p.Daily+p.History > 0:
+			m.log.Info("pruned the store", zap.Int64("daily_counters", p.Daily), zap.Int64("ended_sessions", p.History))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // apply follows one brains-folder change: start, restart or stop that bot.

@@ -307,15 +307,6 @@ func (s *Store) DailyCount(ctx context.Context, bot string, user int64, now time
 	return count, nil
 }
 
-// PruneDaily applies DefaultRetention.
-//
-// Deprecated: call Prune, at start and then periodically (bot.Manager
-// calls this once at start until it does).
-func (s *Store) PruneDaily(ctx context.Context, now time.Time) error {
-	_, err := s.Prune(ctx, now, DefaultRetention)
-	return err
-}
-
 // ---- in-flight journal ----
 
 // Entry is one accepted message that has not been answered yet.
