@@ -93,3 +93,17 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// Every subcommand reads the configuration through the one loader, so a
+// bad setting is reported the same way by each (issue 10: mcp and check
+// used to read variables by hand).
+func TestSubcommandsReportBadSettingsAlike(t *testing.T) {
+	const want = `BRAINBOT_LOG_LEVEL (-log-level) "loud": must be debug, info, warn or error`
+	for _, args := range [][]string{{"run"}, {"mcp", "tts"}, {"check", t.TempDir()}} {
+		code, _, stderr := runMain(t, []string{"BRAINBOT_LOG_LEVEL=loud"}, args...)
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("brainbot %v with BRAINBOT_LOG_LEVEL=loud: exit %d, stderr %q; want exit %d and %q",
+				args, code, stderr, exitUsage, want)
+		}
+	}
+}

@@ -34,26 +34,22 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "brainbot.db"))
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, store.FileName))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 
-	// Settings given as flags must reach the MCP servers too, which read
-	// only their environment.
-	extraEnv := []string{"BRAINBOT_LOG_LEVEL=" + cfg.LogLevel}
-	if cfg.OpenAIBaseURL != "" {
-		extraEnv = append(extraEnv, "OPENAI_BASE_URL="+cfg.OpenAIBaseURL)
-	}
 	bare := claudeBare(cfg.ClaudeBare, m.getenv)
 	driver, err := claude.New(claude.Config{
 		Command: cfg.ClaudeCmd,
 		Self:    m.Executable,
 		DataDir: cfg.DataDir,
-		Env:     extraEnv,
-		Bare:    bare,
-		Log:     log.Named("claude"),
+		// Settings given as flags must reach the MCP servers too, which
+		// read only their environment.
+		Env:  cfg.environ(),
+		Bare: bare,
+		Log:  log.Named("claude"),
 	})
 	if err != nil {
 		return err
@@ -76,7 +72,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := m.lookupEnv("OPENAI_API_KEY"); !ok {
+	if cfg.OpenAIKey == "" {
 		log.Warn("OPENAI_API_KEY is not set: voice and image replies will fail")
 	}
 	log.Info("brainbot starting", zap.String("version", buildVersion()),
