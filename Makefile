@@ -47,10 +47,18 @@ bench: claude-cli
 demo: build claude-cli
 	$(GO) run ./cmd/demo -brainbot $(BIN) -claude $(CLAUDE_BIN) -brains brains
 
+# staticcheck comes from the module proxy at a pinned version rather than
+# from go.mod, so that the module's requirements stay what brainbot imports.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# lint fails on unformatted code, vet and staticcheck findings, and a go.mod
+# or go.sum that `go mod tidy` would change.
 lint:
 	@out=$$(gofmt -l . | grep -v '^.cache/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
 
 # run starts brainbot with the brains in ./brains; set the tokens named by
 # their token_env, OPENAI_API_KEY, and CLAUDE_CMD (see README.md).
