@@ -57,6 +57,7 @@ const usage = `brainbot runs Telegram persona bots on the Claude Code CLI.
 
 Usage:
   brainbot run [flags]            run every bot in the brains folder
+  brainbot doctor [flags]         check what run needs (CLI, credentials, folders, tokens) and print each check
   brainbot check [DIR]            validate brain files (default: $BRAINBOT_BRAINS or ./brains)
   brainbot mcp tts|image-gen      serve an MCP server on stdio (started by the Claude CLI)
   brainbot version                print the version
@@ -79,7 +80,9 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.check(rest)
 	case "mcp":
 		err = m.mcp(ctx, rest)
-	case "version":
+	case "doctor":
+		err = m.doctor(ctx, rest)
+	case "version", "-version", "--version":
 		err = m.version(rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(m.Stdout, usage)
@@ -97,6 +100,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return exitUsage
 	case errors.Is(err, errReported):
 		return exitError
+	case errors.Is(err, errNotStarted):
+		return exitUsage
 	default:
 		fmt.Fprintf(m.Stderr, "brainbot %s: %v\n", cmd, err)
 		return exitError
@@ -112,6 +117,11 @@ func (e usageError) Unwrap() error { return e.err }
 
 // errReported means the command already told the user what went wrong.
 var errReported = errors.New("failure already reported")
+
+// errNotStarted means run refused to start for a problem of its
+// configuration or installation, already logged: exit code 2, which the
+// systemd unit does not restart on (RestartPreventExitStatus).
+var errNotStarted = errors.New("not started: configuration problem already reported")
 
 // newFlagSet returns a flag set whose -h output explains the command.
 func (m *Main) newFlagSet(name, synopsis string) *flag.FlagSet {

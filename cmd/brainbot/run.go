@@ -25,11 +25,19 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 
 	secrets := newSecretSet(m.Environ)
-	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: cfg.LogFormat, File: cfg.LogFile}, m.Stderr, m.Terminal, secrets)
+	checks := m.preflight(ctx, cfg, secrets.Add)
+	logFile := cfg.LogFile
+	if checks.failedCheck(checkLog) {
+		logFile = "" // say why on stderr alone
+	}
+	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: cfg.LogFormat, File: logFile}, m.Stderr, m.Terminal, secrets)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
+	if !logPreflight(log, checks) {
+		return errNotStarted
+	}
 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
@@ -72,14 +80,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if cfg.OpenAIKey == "" {
-		log.Warn("OPENAI_API_KEY is not set: voice and image replies will fail")
-	}
 	log.Info("brainbot starting", zap.String("version", buildVersion()),
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
-		zap.Bool("claude_bare", bare),
+		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
+	log.Info(checks.summary("running"))
 	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
 	}, pruneEvery, log)
