@@ -4,7 +4,7 @@
 //	brainbot doctor              check what run needs and print each check
 //	brainbot check [DIR]         validate brain files (file:line per problem)
 //	brainbot mcp tts|image-gen   the stdio MCP servers the Claude CLI starts
-//	brainbot version             print the version
+//	brainbot version             print brainbot's and the Claude CLI's versions
 package main
 
 import (

@@ -80,7 +80,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log.Info("brainbot starting", zap.String("version", buildVersion()),
+	v, rev := buildVersion()
+	log.Info("brainbot starting", zap.String("version", v), zap.String("revision", rev),
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
 		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
