@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"brainbot/bot/store"
 	"bytes"
 	"context"
 	"fmt"
@@ -22,7 +23,7 @@ func benchHarness(b *testing.B) *harness {
 	})
 	ctx := context.Background()
 	for u := int64(100_000); u < 110_000; u++ {
-		if err := h.store.UseSession(ctx, "alpha", u, fmt.Sprintf("session-%d", u), time.Now()); err != nil {
+		if err := h.store.UseSession(ctx, store.Conversation{Bot: "alpha", Chat: u}, fmt.Sprintf("session-%d", u), time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}

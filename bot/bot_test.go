@@ -36,7 +36,7 @@ func TestTextReplyAndSessions(t *testing.T) {
 	if first.InactivityTimeout != 45*time.Second || first.SystemPrompt != "Be brief." || first.BotID != "alpha" || first.UserID != 7 || first.Mode != claude.Text {
 		t.Errorf("request = %+v", first)
 	}
-	sess, ok, _ := h.store.Session(context.Background(), "alpha", 7)
+	sess, ok, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: 7})
 	if !ok || sess.ID != first.SessionID {
 		t.Errorf("stored session = %+v, %v", sess, ok)
 	}
@@ -115,11 +115,11 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("text without entity = %+v", got[7])
 	}
 
-	before, _, _ := h.store.Session(context.Background(), "alpha", 7)
+	before, _, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: 7})
 	if got := h.exchange(tokenA, 7, "/reset"); got.Param("text") != "Fresh start." {
 		t.Fatalf("/reset = %q", got.Param("text"))
 	}
-	hist, _ := h.store.SessionHistory(context.Background(), "alpha", 7)
+	hist, _ := h.store.SessionHistory(context.Background(), store.Conversation{Bot: "alpha", Chat: 7})
 	if len(hist) != 1 || hist[0].ID != before.ID {
 		t.Fatalf("history after reset = %+v, want %s", hist, before.ID)
 	}
@@ -257,12 +257,13 @@ func TestPerUserOrderUnderConcurrency(t *testing.T) {
 
 func TestBusyAndGlobalLimit(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  busy: Hold on.\n")},
-		func(c *Config) { c.MaxClaude = 2; c.QueueSize = 2 })
+		func(c *Config) { c.MaxClaude = 2; c.QueueSize = 1 })
 	// Users 1-3 each start a blocked request; only two run at once.
 	for u := int64(1); u <= 3; u++ {
 		h.srv.SendText(tokenA, u, u, "#wait")
 	}
-	// User 1 queues one more (fits: 2 in progress) and one too many (busy).
+	// User 1 queues one more (fits: one waits besides the one answered) and
+	// one too many (busy).
 	h.srv.SendText(tokenA, 1, 1, "queued")
 	h.srv.SendText(tokenA, 1, 1, "overflow")
 	if got := h.waitSent(tokenA, 1); got[0].Param("text") != "Hold on." || got[0].ChatID() != 1 {
@@ -297,7 +298,7 @@ func TestBusyAndGlobalLimit(t *testing.T) {
 func TestExpiredSessionStartsFresh(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  expired: I forgot our chat.\n")}, nil)
 	ctx := context.Background()
-	if err := h.store.UseSession(ctx, "alpha", 7, "lost-session", time.Now()); err != nil {
+	if err := h.store.UseSession(ctx, store.Conversation{Bot: "alpha", Chat: 7}, "lost-session", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	h.srv.SendText(tokenA, 7, 7, "remember me?")
@@ -305,8 +306,8 @@ func TestExpiredSessionStartsFresh(t *testing.T) {
 	if got[0].Param("text") != "I forgot our chat." || got[1].Param("text") != "You said: remember me?" {
 		t.Fatalf("replies = %s", describeCalls(got))
 	}
-	sess, _, _ := h.store.Session(ctx, "alpha", 7)
-	hist, _ := h.store.SessionHistory(ctx, "alpha", 7)
+	sess, _, _ := h.store.Session(ctx, store.Conversation{Bot: "alpha", Chat: 7})
+	hist, _ := h.store.SessionHistory(ctx, store.Conversation{Bot: "alpha", Chat: 7})
 	if sess.ID == "lost-session" || len(hist) != 1 || hist[0].ID != "lost-session" {
 		t.Fatalf("session %q, history %+v", sess.ID, hist)
 	}
@@ -629,7 +630,7 @@ func TestSessionNotStoredWhenCLINeverStartedIt(t *testing.T) {
 	if got := h.exchange(tokenA, 7, "#crash"); got.Param("text") != "Oops." {
 		t.Fatalf("crash reply = %q", got.Param("text"))
 	}
-	if sess, ok, _ := h.store.Session(context.Background(), "alpha", 7); ok {
+	if sess, ok, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: 7}); ok {
 		t.Fatalf("session %q stored though the CLI never started it", sess.ID)
 	}
 	if got := h.exchange(tokenA, 7, "hello"); got.Param("text") != "You said: hello" {
@@ -680,17 +681,11 @@ func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := m.newRunner("gone", tokenA)
-	id, err := st.Journal(context.Background(), store.Entry{Bot: "gone", Chat: 7, User: 7, Text: "hi", Created: time.Now()}, r.poller(), 1)
-	if err != nil {
-		t.Fatal(err)
+	m.queues[store.Conversation{Bot: "gone", Chat: 7}] = &queue{accepted: m.cfg.QueueSize + 1}
+	if m.admit(&incoming{requestID: "req", bot: "gone", chat: 7, user: 7, text: "hi", arrived: time.Now()}) {
+		t.Fatal("admitted into a full queue")
 	}
-	m.queues[queueKey{"gone", 7}] = &userQueue{accepted: m.cfg.QueueSize}
-	m.enqueue(&job{r: r, requestID: "req", chat: 7, user: 7, text: "hi", journalID: id, arrived: time.Now()})
 	m.work.Wait()
-	if p, _ := st.Pending(context.Background(), "gone"); len(p) != 0 {
-		t.Fatalf("journal after dropping = %+v", p)
-	}
 }
 
 // tts.enabled is each user's default; with user_toggle a brain can start
@@ -757,7 +752,7 @@ func TestMediaGetsATextOnlyHint(t *testing.T) {
 // message, not the "new conversation" notice as well.
 func TestExpiredSessionAndFailureIsOneReply(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  expired: I forgot our chat.\n  error: Oops.\n")}, nil)
-	if err := h.store.UseSession(context.Background(), "alpha", 7, "lost-session", time.Now()); err != nil {
+	if err := h.store.UseSession(context.Background(), store.Conversation{Bot: "alpha", Chat: 7}, "lost-session", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.exchange(tokenA, 7, "please #fail"); got.Param("text") != "Oops." {

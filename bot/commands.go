@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -42,9 +41,11 @@ func helpText(b *brain.Brain) string {
 	return sb.String()
 }
 
-// command answers a bot command without the model and returns the reply.
-func (m *Manager) command(ctx context.Context, j *job, b *brain.Brain, log *zap.Logger) string {
-	switch j.command {
+// command carries out a bot command without the model and returns the
+// reply.
+func (p *pipeline) command(r *request) string {
+	b := r.brain
+	switch r.in.command {
 	case "start":
 		if b.Greeting != "" {
 			return b.Greeting
@@ -53,26 +54,26 @@ func (m *Manager) command(ctx context.Context, j *job, b *brain.Brain, log *zap.
 	case "help":
 		return helpText(b)
 	case "reset":
-		ended, err := m.cfg.Store.ResetSession(ctx, j.r.id, j.user, m.cfg.Now())
+		ended, err := p.store.ResetSession(r.ctx, r.in.conversation(), p.now())
 		if err != nil {
-			log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))
+			r.log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))
 			return b.Messages.Error
 		}
-		log.Info("session reset", zap.String("ended_session", ended))
+		r.log.Info("session reset", zap.String("ended_session", ended))
 		return b.Messages.Reset
 	case "voice":
 		if !b.TTS.UserToggle {
 			break
 		}
-		on, err := m.voiceOn(ctx, j, b)
+		on, err := p.voiceOn(r)
 		if err == nil {
-			err = m.cfg.Store.SetVoice(ctx, j.r.id, j.user, !on)
+			err = p.store.SetVoice(r.ctx, r.in.bot, r.in.user, !on)
 		}
 		if err != nil {
-			log.Error("request failed", zap.String("phase", "voice"), zap.Error(err))
+			r.log.Error("request failed", zap.String("phase", "voice"), zap.Error(err))
 			return b.Messages.Error
 		}
-		log.Info("voice replies switched", zap.Bool("voice", !on))
+		r.log.Info("voice replies switched", zap.Bool("voice", !on))
 		if on {
 			return "Voice replies are off: I will answer in text."
 		}

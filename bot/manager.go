@@ -1,9 +1,10 @@
 // Package bot is the Telegram side of brainbot: one long-polling
-// go-telegram/bot client per brain, and for every message the path from
-// arrival to reply: access, commands, the daily limit, the reply mode, a
-// per-user queue, the Claude request, and sending only the generated file
-// (or the text) back, with retries, a crash-safe journal and one summary log
-// line per request.
+// go-telegram/bot client per brain (runner.go), the intake of updates into
+// a crash-safe journal (intake.go), a queue per conversation (queue.go),
+// and for every message the path from queue to reply in pipeline.go:
+// access, commands, the daily limit, the reply mode, the Claude request,
+// and sending only the generated file (or the text) back (send.go), with
+// one summary log line per request.
 //
 // Brains are looked up per message, so an edited brain file applies to the
 // next message; only a changed token restarts that bot's client.
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	tgbot "github.com/go-telegram/bot"
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
@@ -45,10 +47,16 @@ type Config struct {
 	// MaxClaude caps concurrent Claude requests over all bots
 	// (BRAINBOT_MAX_CLAUDE, default 4); the rest wait.
 	MaxClaude int
-	// QueueSize caps the messages one user may have in progress with one
-	// bot, waiting or being answered (default 5); beyond it the user gets
-	// the brain's busy message.
+	// QueueSize caps the messages waiting in one conversation besides the
+	// one being answered (default 5). Beyond it a message is dropped, and
+	// the first one dropped in a burst gets the brain's busy message.
 	QueueSize int
+	// MaxWaitingPerBot caps one bot's requests waiting for a Claude slot
+	// (default 50), and MaxWait how long one waits (default 2m); beyond
+	// either the user gets the brain's busy message. Slots go to the bots
+	// in turn, so a busy bot cannot starve the others.
+	MaxWaitingPerBot int
+	MaxWait          time.Duration
 	// Grace is how long requests in flight may finish after Run's context
 	// ends (default 30s); then they are cancelled.
 	Grace time.Duration
@@ -75,17 +83,19 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Manager runs the bots of a brains folder.
+// Manager runs the bots of a brains folder: it starts, restarts and stops
+// their Telegram clients as brains change, and queues their messages for
+// the pipeline.
 type Manager struct {
-	cfg Config
-	log *zap.Logger
-	sem chan struct{} // one slot per allowed concurrent Claude request
+	cfg      Config
+	log      *zap.Logger
+	pipeline *pipeline
 
 	mu       sync.Mutex
 	brains   map[string]*brain.Brain
 	bots     map[string]*runner
 	replayed map[string]bool // bots whose journal was replayed in this process
-	queues   map[queueKey]*userQueue
+	queues   map[store.Conversation]*queue
 
 	// stopping is closed when Run's context ends: no new work starts.
 	stopping chan struct{}
@@ -116,6 +126,8 @@ func New(cfg Config) (*Manager, error) {
 	setDefault(&cfg.APIURL, "https://api.telegram.org")
 	setDefault(&cfg.MaxClaude, 4)
 	setDefault(&cfg.QueueSize, 5)
+	setDefault(&cfg.MaxWaitingPerBot, 50)
+	setDefault(&cfg.MaxWait, 2*time.Minute)
 	setDefault(&cfg.Grace, 30*time.Second)
 	setDefault(&cfg.PollTimeout, 50*time.Second)
 	setDefault(&cfg.ChatActionEvery, 4*time.Second)
@@ -131,18 +143,31 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Now = time.Now
 	}
 	workCtx, cancel := context.WithCancel(context.Background())
-	return &Manager{
+	m := &Manager{
 		cfg:        cfg,
 		log:        cfg.Log,
-		sem:        make(chan struct{}, cfg.MaxClaude),
 		brains:     map[string]*brain.Brain{},
 		bots:       map[string]*runner{},
 		replayed:   map[string]bool{},
-		queues:     map[queueKey]*userQueue{},
+		queues:     map[store.Conversation]*queue{},
 		stopping:   make(chan struct{}),
 		workCtx:    workCtx,
 		cancelWork: cancel,
-	}, nil
+	}
+	m.pipeline = &pipeline{
+		store:       cfg.Store,
+		claude:      cfg.Claude,
+		dataDir:     cfg.DataDir,
+		now:         cfg.Now,
+		log:         cfg.Log,
+		brain:       m.brain,
+		client:      m.client,
+		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait),
+		stopping:    m.stopping,
+		actionEvery: cfg.ChatActionEvery,
+		retryMin:    cfg.RetryMin,
+	}
+	return m, nil
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -239,6 +264,19 @@ func (m *Manager) brain(id string) *brain.Brain {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.brains[id]
+}
+
+// client returns bot id's Telegram client (nil while it connects or once
+// the bot is stopped).
+func (m *Manager) client(id string) *tgbot.Bot {
+	m.mu.Lock()
+	r := m.bots[id]
+	m.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	client, _ := r.current()
+	return client
 }
 
 // takeReplay reports whether bot id's journal is still to be replayed in

@@ -1,11 +1,9 @@
 package bot
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,7 +27,7 @@ type runner struct {
 	cancel   context.CancelFunc
 	stopped  bool
 	client   *tgbot.Bot
-	username string
+	me       self
 	commands string // what setMyCommands last registered, as JSON
 }
 
@@ -116,7 +114,11 @@ func (r *runner) serve(ctx context.Context) error {
 		// polling worker keeps journaling in update order.
 		tgbot.WithNotAsyncHandlers(),
 		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
-			r.accept(u)
+			if bad, ok := gate.takeUndecodable(u.ID); ok {
+				r.skipUndecodable(u.ID, bad)
+			} else {
+				r.accept(u)
+			}
 			gate.handled(u.ID)
 		}),
 		tgbot.WithErrorsHandler(func(err error) {
@@ -138,7 +140,7 @@ func (r *runner) serve(ctx context.Context) error {
 		return err
 	}
 	r.mu.Lock()
-	r.client, r.username = client, me.Username
+	r.client, r.me = client, self{id: me.ID, username: me.Username}
 	r.mu.Unlock()
 	r.registerCommands(ctx)
 	if r.m.takeReplay(r.id) {
@@ -165,11 +167,12 @@ func (r *runner) poller() string {
 	return r.id + "@" + botNumber
 }
 
-// current returns the client and @username once connected.
-func (r *runner) current() (*tgbot.Bot, string) {
+// current returns the client and the bot's Telegram identity once
+// connected.
+func (r *runner) current() (*tgbot.Bot, self) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.client, r.username
+	return r.client, r.me
 }
 
 // brainChanged re-registers the command list if the edit changed it.
@@ -203,7 +206,7 @@ func (r *runner) registerCommands(ctx context.Context) {
 	if same {
 		return
 	}
-	err := r.m.retry(ctx, func(ctx context.Context) error {
+	err := retry(ctx, r.m.cfg.RetryMin, func(ctx context.Context) error {
 		_, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds})
 		return err
 	})
@@ -214,71 +217,4 @@ func (r *runner) registerCommands(ctx context.Context) {
 	r.mu.Lock()
 	r.commands = string(key)
 	r.mu.Unlock()
-}
-
-// confirmGate holds back each getUpdates call until the handler has
-// journaled every update the previous call returned. Telegram takes the
-// next call's offset as confirmation, so without the gate a crash between
-// confirmation and journaling would lose a message.
-type confirmGate struct {
-	next tgbot.HttpClient
-
-	mu          sync.Mutex
-	delivered   int64 // highest update id received
-	done        int64 // highest update id handled
-	handledOnce chan struct{}
-}
-
-func newConfirmGate(next tgbot.HttpClient) *confirmGate {
-	return &confirmGate{next: next, handledOnce: make(chan struct{})}
-}
-
-func (g *confirmGate) handled(id int64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.done = max(g.done, id)
-	close(g.handledOnce)
-	g.handledOnce = make(chan struct{})
-}
-
-func (g *confirmGate) Do(req *http.Request) (*http.Response, error) {
-	if !strings.HasSuffix(req.URL.Path, "/getUpdates") {
-		return g.next.Do(req)
-	}
-	for {
-		g.mu.Lock()
-		caughtUp, changed := g.done >= g.delivered, g.handledOnce
-		g.mu.Unlock()
-		if caughtUp {
-			break
-		}
-		select {
-		case <-req.Context().Done():
-			return nil, req.Context().Err()
-		case <-changed:
-		}
-	}
-	resp, err := g.next.Do(req)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return resp, err
-	}
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	var updates struct {
-		Result []struct {
-			ID int64 `json:"update_id"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(body, &updates) == nil {
-		g.mu.Lock()
-		for _, u := range updates.Result {
-			g.delivered = max(g.delivered, u.ID)
-		}
-		g.mu.Unlock()
-	}
-	return resp, nil
 }

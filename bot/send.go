@@ -24,12 +24,40 @@ const (
 	maxRetryAfter = 5 * time.Minute
 )
 
+// replier sends to one chat (and forum topic) through one bot. In groups
+// its first message replies to the message it answers, so the thread reads
+// naturally among other members' messages.
+type replier struct {
+	client   *tgbot.Bot
+	chat     int64
+	thread   int
+	replyTo  *models.ReplyParameters
+	retryMin time.Duration
+	log      *zap.Logger
+}
+
+func newReplier(client *tgbot.Bot, in *incoming, retryMin time.Duration, log *zap.Logger) *replier {
+	o := &replier{client: client, chat: in.chat, thread: in.thread, retryMin: retryMin, log: log}
+	if in.inGroup() && in.messageID != 0 {
+		// Sent even if the message was deleted meanwhile.
+		o.replyTo = &models.ReplyParameters{MessageID: in.messageID, AllowSendingWithoutReply: true}
+	}
+	return o
+}
+
+// reply returns the reply parameters for the next message: the first
+// replies to the user's message, the rest follow it.
+func (o *replier) reply() *models.ReplyParameters {
+	r := o.replyTo
+	o.replyTo = nil
+	return r
+}
+
 // retry runs call until it succeeds, waiting out 429s (retry_after) and
-// backing off on network errors, at most maxAttempts times. Errors that
-// retrying cannot fix (bad request, blocked, unauthorized) return at once;
-// a blocked user's is errBlocked.
-func (m *Manager) retry(ctx context.Context, call func(context.Context) error) error {
-	backoff := m.cfg.RetryMin
+// backing off from backoff on network errors, at most maxAttempts times.
+// Errors that retrying cannot fix (bad request, blocked, unauthorized)
+// return at once; a blocked user's is errBlocked.
+func retry(ctx context.Context, backoff time.Duration, call func(context.Context) error) error {
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = call(ctx)
@@ -75,16 +103,17 @@ func isPermanent(err error) bool {
 	return errors.As(err, &migrate)
 }
 
-// deliverText sends text to j's chat in parts of at most 4096 characters.
-// With markdown it goes as HTML converted from Claude's Markdown, falling
-// back to plain text for a part Telegram cannot parse. A blocked user is
-// logged at info and reported as errBlocked.
-func (m *Manager) deliverText(ctx context.Context, j *job, log *zap.Logger, text string, markdown bool) error {
-	client, _ := j.r.current()
+// text sends text in parts of at most 4096 characters. With markdown it
+// goes as HTML converted from Claude's Markdown, falling back to plain text
+// for a part Telegram cannot parse. A blocked user is logged at info and
+// reported as errBlocked.
+func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 	for _, part := range splitMessage(text, maxMessageLen) {
+		replyTo := o.reply()
 		send := func(text string, mode models.ParseMode) error {
-			return m.retry(ctx, func(ctx context.Context) error {
-				_, err := client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: j.chat, Text: text, ParseMode: mode})
+			return retry(ctx, o.retryMin, func(ctx context.Context) error {
+				_, err := o.client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
+					ReplyParameters: replyTo, Text: text, ParseMode: mode})
 				return err
 			})
 		}
@@ -92,17 +121,17 @@ func (m *Manager) deliverText(ctx context.Context, j *job, log *zap.Logger, text
 		if markdown {
 			err = send(markdownToHTML(part), models.ParseModeHTML)
 			if isEntityError(err) {
-				log.Warn("Telegram rejected the formatted reply; sending it as plain text", zap.Error(err))
+				o.log.Warn("Telegram rejected the formatted reply; sending it as plain text", zap.Error(err))
 				err = send(part, "")
 			}
 		} else {
 			err = send(part, "")
 		}
 		if err != nil {
-			return blockedOr(log, err)
+			return o.blockedOr(err)
 		}
 	}
-	log.Debug("text sent", zap.String("text", text))
+	o.log.Debug("text sent", zap.String("text", text))
 	return nil
 }
 
@@ -110,44 +139,47 @@ func isEntityError(err error) bool {
 	return errors.Is(err, tgbot.ErrorBadRequest) && strings.Contains(err.Error(), "can't parse entities")
 }
 
-func blockedOr(log *zap.Logger, err error) error {
+// errBlocked marks a send the user refused by blocking the bot.
+var errBlocked = errors.New("user blocked the bot")
+
+func (o *replier) blockedOr(err error) error {
 	if errors.Is(err, errBlocked) {
-		log.Info("user blocked the bot: reply dropped", zap.Error(err))
+		o.log.Info("user blocked the bot: reply dropped", zap.Error(err))
 	}
 	return err
 }
 
-// deliverFile uploads the voice file (sendVoice) or image (sendPhoto, or
+// file uploads the voice file (sendVoice) or image (sendPhoto, or
 // sendDocument when Telegram refuses it as a photo).
-func (m *Manager) deliverFile(ctx context.Context, j *job, log *zap.Logger, mode claude.Mode, path string) error {
+func (o *replier) file(ctx context.Context, mode claude.Mode, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	client, _ := j.r.current()
 	name := filepath.Base(path)
+	replyTo := o.reply()
 	upload := func() *models.InputFileUpload {
 		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	}
 	if mode == claude.Speech {
-		err = m.retry(ctx, func(ctx context.Context) error {
-			_, err := client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: j.chat, Voice: upload()})
+		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
+			_, err := o.client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
 			return err
 		})
-		return blockedOr(log, err)
+		return o.blockedOr(err)
 	}
-	err = m.retry(ctx, func(ctx context.Context) error {
-		_, err := client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: j.chat, Photo: upload()})
+	err = retry(ctx, o.retryMin, func(ctx context.Context) error {
+		_, err := o.client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
 		return err
 	})
 	if isPhotoRejected(err) {
-		log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
-		err = m.retry(ctx, func(ctx context.Context) error {
-			_, err := client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: j.chat, Document: upload()})
+		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
+		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
+			_, err := o.client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
 			return err
 		})
 	}
-	return blockedOr(log, err)
+	return o.blockedOr(err)
 }
 
 // isPhotoRejected: the image is fine as a file but not as a photo (too
@@ -165,8 +197,36 @@ func isPhotoRejected(err error) bool {
 	return false
 }
 
-func (m *Manager) sendChatAction(ctx context.Context, j *job, action models.ChatAction) error {
-	client, _ := j.r.current()
-	_, err := client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: j.chat, Action: action})
-	return err
+func chatAction(mode claude.Mode) models.ChatAction {
+	switch mode {
+	case claude.Speech:
+		return models.ChatActionRecordVoice
+	case claude.Image:
+		return models.ChatActionUploadPhoto
+	}
+	return models.ChatActionTyping
+}
+
+// keepAction shows action in the chat now and every interval until the
+// returned stop is called.
+func (o *replier) keepAction(ctx context.Context, action models.ChatAction, every time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			_, err := o.client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, MessageThreadID: o.thread, Action: action})
+			if err != nil && ctx.Err() == nil {
+				o.log.Debug("chat action not sent", zap.Error(err))
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

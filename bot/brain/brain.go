@@ -27,16 +27,31 @@ type Brain struct {
 	Telegram     Telegram `yaml:"telegram"`
 	SystemPrompt string   `yaml:"system_prompt"`
 	Access       Access   `yaml:"access"`
-	Limits       Limits   `yaml:"limits"`
-	Claude       Claude   `yaml:"claude"`
-	TTS          TTS      `yaml:"tts"`
-	Image        Image    `yaml:"image"`
-	Messages     Messages `yaml:"messages"`
+	// Groups says which group messages the bot answers: GroupsOff,
+	// GroupsMention (default) or GroupsAll.
+	Groups   string   `yaml:"groups"`
+	Limits   Limits   `yaml:"limits"`
+	Claude   Claude   `yaml:"claude"`
+	TTS      TTS      `yaml:"tts"`
+	Image    Image    `yaml:"image"`
+	Messages Messages `yaml:"messages"`
 
 	// lines locates the fields the file sets, for problems found after
 	// parsing (conflicts between files).
 	lines fieldLines
 }
+
+// The values of Brain.Groups.
+const (
+	// GroupsOff: the bot answers nothing in groups.
+	GroupsOff = "off"
+	// GroupsMention: only commands for the bot, messages that mention it
+	// and replies to its messages.
+	GroupsMention = "mention"
+	// GroupsAll: every message the bot receives (with Telegram's privacy
+	// mode on, that is still only the ones addressed to it).
+	GroupsAll = "all"
+)
 
 // ErrNoToken is wrapped by ResolveToken when the token's environment
 // variable is unset or empty.
@@ -137,6 +152,9 @@ type Messages struct {
 	Limit   string `yaml:"limit"`
 	Reset   string `yaml:"reset"`   // confirmation after /reset
 	Expired string `yaml:"expired"` // told once when a lost session had to be restarted
+	// Unreadable answers a message Telegram sent in a form brainbot cannot
+	// decode (a kind of content newer than its Telegram library).
+	Unreadable string `yaml:"unreadable"`
 }
 
 // LimitText is the limit message with LimitPlaceholder replaced by when the

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -74,7 +73,7 @@ func fileID(name string) string {
 }
 
 // yamlErrorLine matches yaml.v3's syntax errors, "yaml: line 3: ...".
-var yamlErrorLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlErrorLine = regexp.MustCompile(`^yaml: (?:line \d+: )?(.*)$`)
 
 // document parses data as exactly one YAML document holding a mapping and
 // returns that mapping, or nil after recording why not.
@@ -87,7 +86,7 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		return nil
 	}
 	if err != nil {
-		d.addSyntaxError(err)
+		d.addSyntaxError(data, err)
 		return nil
 	}
 	var extra yaml.Node
@@ -96,7 +95,7 @@ func (d *decoder) document(data []byte) *yaml.Node {
 		d.addf(extra.Line, "", "more than one YAML document (---); a brain file holds one")
 		return nil
 	case !errors.Is(err, io.EOF):
-		d.addSyntaxError(err)
+		d.addSyntaxError(data, err)
 		return nil
 	}
 
@@ -118,11 +117,67 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	return root
 }
 
-func (d *decoder) addSyntaxError(err error) {
+// addSyntaxError records err, yaml.v3's syntax error in data, on the line
+// the author has to fix. yaml.v3 reports many problems on the line before
+// the block that holds them ("did not find expected key" for a field
+// indented one space less than the one above it points at the section's
+// first field, or at the section itself), so its line is not used: the
+// problem is on the first line whose addition makes data fail that way.
+func (d *decoder) addSyntaxError(data []byte, err error) {
+	problem := syntaxProblem(err)
+	d.addf(syntaxLine(data, problem), "", "YAML syntax: %s%s", problem, syntaxHints[problem])
+}
+
+// syntaxHints explain yaml.v3's wording of the mistakes authors make most.
+var syntaxHints = map[string]string{
+	"did not find expected key":                      " (is this line indented like the fields beside it?)",
+	"mapping values are not allowed in this context": " (is this line indented more than the field above it? A value holding \": \" needs quotes)",
+	"found character that cannot start any token":    " (indent with spaces, not tabs; a value starting with @ or ` needs quotes)",
+}
+
+// syntaxProblem is a yaml.v3 error's message without its "yaml: line N: ".
+func syntaxProblem(err error) string {
 	if m := yamlErrorLine.FindStringSubmatch(err.Error()); m != nil {
-		line, _ := strconv.Atoi(m[1]) // the pattern admits digits only
-		d.addf(line, "", "YAML syntax: %s", m[2])
-		return
+		return m[1]
 	}
-	d.addf(1, "", "YAML syntax: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+	return err.Error()
+}
+
+// syntaxLine finds the first line n such that data's first n lines fail to
+// parse with problem, by bisection: a prefix that ends before the problem
+// parses (or fails otherwise, at its truncated end) and one that holds it
+// fails the same way. An unclosed quote or bracket is found on the line
+// that opens it.
+func syntaxLine(data []byte, problem string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines[len(lines)-1]) == 0 {
+		lines = lines[:len(lines)-1]
+	}
+	fails := func(n int) bool {
+		return firstSyntaxProblem(bytes.Join(lines[:n], nil)) == problem
+	}
+	lo, hi := 1, len(lines) // fails(hi) holds: it is the whole file
+	for lo < hi {
+		if mid := (lo + hi) / 2; fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi
+}
+
+// firstSyntaxProblem is the problem of the first syntax error in data's
+// documents, "" if there is none.
+func firstSyntaxProblem(data []byte) string {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		switch err := dec.Decode(&doc); {
+		case errors.Is(err, io.EOF):
+			return ""
+		case err != nil:
+			return syntaxProblem(err)
+		}
+	}
 }

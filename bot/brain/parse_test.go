@@ -38,7 +38,22 @@ func TestParseRules(t *testing.T) {
 		{name: "a bare string", yaml: "hello\n", want: []string{
 			`t.yaml:1: a brain file must be a mapping of fields (name: ..., system_prompt: ...), got "hello"`}},
 		{name: "syntax error", yaml: minimal + "tts:\n  voice: nova\n   speed: 1\n", want: []string{
-			"t.yaml:7: YAML syntax: mapping values are not allowed in this context"}},
+			"t.yaml:7: YAML syntax: mapping values are not allowed in this context (is this line indented more than the field above it? A value holding \": \" needs quotes)"}},
+		// yaml.v3 reports some syntax errors on the line where the
+		// enclosing block starts, or the one before it; these are the
+		// lines the author must fix.
+		{name: "field indented less than the one above", yaml: minimal + "tts:\n  enabled: true\n voice: nova\n  speed: 1.0\n", want: []string{
+			"t.yaml:7: YAML syntax: did not find expected key (is this line indented like the fields beside it?)"}},
+		{name: "field indented less after a deeper one", yaml: minimal + "tts:\n    enabled: true\n  voice: nova\n", want: []string{
+			"t.yaml:7: YAML syntax: did not find expected key (is this line indented like the fields beside it?)"}},
+		{name: "list item indented less", yaml: minimal + "access:\n  allowed_users:\n    - 11111\n   - 22222\n", want: []string{
+			"t.yaml:8: YAML syntax: did not find expected key (is this line indented like the fields beside it?)"}},
+		{name: "unclosed list", yaml: minimal + "image:\n  enabled: true\n  keywords: [draw, paint\n  model: dall-e-3\n", want: []string{
+			"t.yaml:7: YAML syntax: did not find expected ',' or ']'"}},
+		{name: "unclosed quote", yaml: minimal + "messages:\n  error: \"Oops, try again.\n  busy: Wait.\n", want: []string{
+			"t.yaml:6: YAML syntax: found unexpected end of stream"}},
+		{name: "tab indentation", yaml: minimal + "tts:\n\tvoice: nova\n", want: []string{
+			"t.yaml:6: YAML syntax: found character that cannot start any token (indent with spaces, not tabs; a value starting with @ or ` needs quotes)"}},
 		{name: "two documents", yaml: minimal + "---\nname: Other\n", want: []string{
 			"t.yaml:5: more than one YAML document (---); a brain file holds one"}},
 		{name: "bad id", file: "Story Teller.yaml", yaml: minimal, want: []string{
@@ -48,7 +63,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, limits, claude, tts, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, groups, limits, claude, tts, image, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle"}},
 		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
@@ -139,6 +154,15 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: image.style: must be left out for dall-e-2 (only dall-e-3 has styles)"}},
 		{name: "image style for dall-e-3", yaml: minimal + "image:\n  model: dall-e-3\n  style: cartoon\n", want: []string{
 			`t.yaml:7: image.style: must be one of vivid, natural for dall-e-3; got "cartoon"`}},
+		{name: "image keywords an empty list", yaml: minimal + "image:\n  enabled: true\n  keywords: []\n", want: []string{
+			"t.yaml:7: image.keywords: must list at least one word or phrase; leave the field out for the defaults (image, picture, photo, draw, generate, \"create a\")"}},
+		// Messages.
+		{name: "misspelt placeholder", yaml: minimal + "messages:\n  limit: |\n    That's all for today.\n    Come back {rest}.\n", want: []string{
+			"t.yaml:6: messages.limit: unknown placeholder {rest}; this text may use {reset}"}},
+		{name: "placeholder of another message", yaml: minimal + "messages:\n  busy: \"Still busy; try again {reset}.\"\n", want: []string{
+			"t.yaml:6: messages.busy: unknown placeholder {reset}; this text has no placeholders (only messages.limit has {reset})"}},
+		{name: "placeholders nobody replaces", yaml: minimal + "messages:\n  denied: \"Sorry {name}, ask {owner} for access.\"\n", want: []string{
+			"t.yaml:6: messages.denied: unknown placeholders {name}, {owner}; this text has no placeholders (only messages.limit has {reset})"}},
 		{name: "image keyword empty", yaml: minimal + "image:\n  keywords: [draw, \" \"]\n", want: []string{
 			"t.yaml:6: image.keywords[1]: must not be empty"}},
 	}
@@ -222,6 +246,7 @@ func TestParseDefaults(t *testing.T) {
 		Name:         "Narrator",
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
+		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second)},
 		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
@@ -233,6 +258,8 @@ func TestParseDefaults(t *testing.T) {
 			Limit:   "You have reached today's message limit. It resets {reset}.",
 			Reset:   "Done: we start a new conversation. What shall we talk about?",
 			Expired: "I had to start a new conversation, so I don't remember what we said before.",
+
+			Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 		},
 	}
 	assertBrain(t, b, want)
@@ -282,12 +309,13 @@ messages:
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
 		Access:       Access{AllowedUsers: []int64{11111, 22222}},
+		Groups:       GroupsMention,
 		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second)},
 		TTS:          TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.",
-			Reset: "Fresh start.", Expired: "I forgot."},
+			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable},
 	}
 	assertBrain(t, b, want)
 }

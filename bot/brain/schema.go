@@ -2,8 +2,10 @@ package brain
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -49,6 +51,15 @@ var defaultKeywords = []string{"image", "picture", "photo", "draw", "generate", 
 // limit resets, e.g. "in 5h 20m" (see Messages.LimitText).
 const LimitPlaceholder = "{reset}"
 
+// messagePlaceholders lists, per messages field, the placeholders brainbot
+// replaces in that text. Any other {word} in a message is a typo that users
+// would read as written.
+var messagePlaceholders = map[string][]string{"limit": {LimitPlaceholder}}
+
+// placeholder is what looks like one: a word in braces. Other braces, as in
+// "{^_^}", are text.
+var placeholder = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
+
 // defaultMessages are what users are told when a brain does not say.
 var defaultMessages = Messages{
 	Error:   "Sorry, something went wrong. Please try again.",
@@ -57,6 +68,8 @@ var defaultMessages = Messages{
 	Limit:   "You have reached today's message limit. It resets " + LimitPlaceholder + ".",
 	Reset:   "Done: we start a new conversation. What shall we talk about?",
 	Expired: "I had to start a new conversation, so I don't remember what we said before.",
+
+	Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 }
 
 // applyDefaults fills in every field the file left out. present holds the
@@ -70,6 +83,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.speed") {
 		b.TTS.Speed = defaultSpeed
 	}
+	orDefault(&b.Groups, GroupsMention)
 	orDefault(&b.TTS.Voice, defaultVoice)
 	orDefault(&b.TTS.Model, defaultTTSModel)
 	orDefault(&b.TTS.Format, defaultFormat)
@@ -79,7 +93,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	} else {
 		orDefault(&b.Image.Size, "1024x1024")
 	}
-	if len(b.Image.Keywords) == 0 {
+	// An explicit empty list stays empty and fails validation: it would
+	// silently turn picture replies off.
+	if !isSet("image.keywords") {
 		b.Image.Keywords = slices.Clone(defaultKeywords)
 	}
 	m := &b.Messages
@@ -89,6 +105,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	orDefault(&m.Limit, defaultMessages.Limit)
 	orDefault(&m.Reset, defaultMessages.Reset)
 	orDefault(&m.Expired, defaultMessages.Expired)
+	orDefault(&m.Unreadable, defaultMessages.Unreadable)
 }
 
 func orDefault(s *string, def string) {
@@ -134,6 +151,7 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.timeout", "must be between 1s and 1h, got %v", t)
 	}
 
+	d.oneOf("groups", b.Groups, []string{GroupsOff, GroupsMention, GroupsAll}, "")
 	d.oneOf("tts.voice", b.TTS.Voice, ttsVoices, "")
 	if s := b.TTS.Speed; !(s >= minSpeed && s <= maxSpeed) { // NaN (`.nan`) fails too
 		d.reject("tts.speed", "must be between 0.25 and 4.0, got %g", s)
@@ -158,12 +176,53 @@ func (d *decoder) validate(b *Brain) {
 			d.reject("image.style", "must be left out for %s (only dall-e-3 has styles)", img.Model)
 		}
 	}
+	if len(img.Keywords) == 0 {
+		d.reject("image.keywords", "must list at least one word or phrase; leave the field out for the defaults (%s)", quoteList(defaultKeywords))
+	}
 	for i, k := range img.Keywords {
 		if strings.TrimSpace(k) == "" {
 			path := fmt.Sprintf("image.keywords[%d]", i)
 			d.reject(path, "must not be empty")
 		}
 	}
+	d.checkPlaceholders(b.Messages)
+}
+
+// checkPlaceholders records, per message text, the placeholders brainbot
+// does not replace there.
+func (d *decoder) checkPlaceholders(m Messages) {
+	v := reflect.ValueOf(m)
+	for i := range v.NumField() {
+		name := yamlName(v.Type().Field(i))
+		allowed := messagePlaceholders[name]
+		var unknown []string
+		for _, p := range placeholder.FindAllString(v.Field(i).String(), -1) {
+			if !slices.Contains(allowed, p) && !slices.Contains(unknown, p) {
+				unknown = append(unknown, p)
+			}
+		}
+		if len(unknown) == 0 {
+			continue
+		}
+		noun := "placeholder"
+		if len(unknown) > 1 {
+			noun += "s"
+		}
+		d.reject("messages."+name, "unknown %s %s; %s", noun, strings.Join(unknown, ", "), placeholdersOf(name))
+	}
+}
+
+// placeholdersOf says which placeholders the messages field name may use.
+func placeholdersOf(name string) string {
+	if allowed := messagePlaceholders[name]; len(allowed) > 0 {
+		return "this text may use " + strings.Join(allowed, ", ")
+	}
+	var others []string
+	for field, allowed := range messagePlaceholders {
+		others = append(others, fmt.Sprintf("messages.%s has %s", field, strings.Join(allowed, ", ")))
+	}
+	slices.Sort(others)
+	return fmt.Sprintf("this text has no placeholders (only %s)", strings.Join(others, "; "))
 }
 
 // oneOf records an error unless value is in allowed, and reports whether it
@@ -192,4 +251,17 @@ func (fl fieldLines) line(path string) int {
 		}
 		path = parentPath(path)
 	}
+}
+
+// quoteList writes words as brains/README.md does: bare, or quoted when
+// they hold a space.
+func quoteList(words []string) string {
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = w
+		if strings.Contains(w, " ") {
+			out[i] = strconv.Quote(w)
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -8,11 +8,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -27,9 +29,48 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the database at path and brings its schema
-// up to date.
+// up to date (see migrations).
 func Open(ctx context.Context, path string) (*Store, error) {
+	s, err := open(path, "rwc")
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, s.db, len(migrations)); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// OpenExisting opens the database at path, which must exist, and leaves
+// its schema as it is. It is for tools that run beside the service, such
+// as `brainbot backup`: their binary may be older or newer than the
+// service's, and upgrading a database under a running service would pull
+// the schema from under it.
+func OpenExisting(ctx context.Context, path string) (*Store, error) {
+	// SQLite's own error for a missing file does not say which; this one
+	// does, and wraps fs.ErrNotExist.
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	s, err := open(path, "rw")
+	if err != nil {
+		return nil, err
+	}
+	// sql.Open connects lazily: connect now, so that a missing file is
+	// reported here and not by the first query.
+	if err := s.db.PingContext(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// open prepares the connection pool; mode is SQLite's URI mode: "rwc"
+// creates a missing file, "rw" does not.
+func open(path, mode string) (*Store, error) {
 	q := url.Values{}
+	q.Set("mode", mode)
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	// NORMAL in WAL mode survives a process crash (kill -9); only a power
@@ -42,91 +83,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	s := &Store{db: db}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("migrate %s: %w", path, err)
-	}
-	return s, nil
+	return &Store{db: db}, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
-
-// migrations are applied in order; the database's user_version records how
-// many have run. Never edit a released step: append a new one.
-var migrations = []string{
-	`CREATE TABLE sessions (
-		bot        TEXT    NOT NULL,
-		user_id    INTEGER NOT NULL,
-		session_id TEXT    NOT NULL,
-		created    INTEGER NOT NULL,
-		last_used  INTEGER NOT NULL,
-		PRIMARY KEY (bot, user_id)
-	) WITHOUT ROWID;
-	CREATE TABLE session_history (
-		bot        TEXT    NOT NULL,
-		user_id    INTEGER NOT NULL,
-		session_id TEXT    NOT NULL,
-		created    INTEGER NOT NULL,
-		ended      INTEGER NOT NULL
-	);
-	CREATE INDEX session_history_by_user ON session_history (bot, user_id);
-	CREATE TABLE voice (
-		bot     TEXT    NOT NULL,
-		user_id INTEGER NOT NULL,
-		on_     INTEGER NOT NULL,
-		PRIMARY KEY (bot, user_id)
-	) WITHOUT ROWID;
-	CREATE TABLE daily (
-		bot     TEXT    NOT NULL,
-		user_id INTEGER NOT NULL,
-		day     TEXT    NOT NULL,
-		count   INTEGER NOT NULL,
-		PRIMARY KEY (bot, user_id, day)
-	) WITHOUT ROWID;
-	CREATE TABLE journal (
-		id         INTEGER PRIMARY KEY AUTOINCREMENT,
-		bot        TEXT    NOT NULL,
-		chat_id    INTEGER NOT NULL,
-		user_id    INTEGER NOT NULL,
-		message_id INTEGER NOT NULL,
-		text       TEXT    NOT NULL,
-		mode       TEXT    NOT NULL DEFAULT '',
-		attempts   INTEGER NOT NULL DEFAULT 0,
-		created    INTEGER NOT NULL
-	);
-	CREATE INDEX journal_by_bot ON journal (bot, id);
-	CREATE TABLE offsets (
-		poller    TEXT    PRIMARY KEY,
-		update_id INTEGER NOT NULL
-	) WITHOUT ROWID;`,
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var version int
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
-		return err
-	}
-	if version > len(migrations) {
-		return fmt.Errorf("database schema version %d is newer than this program's %d", version, len(migrations))
-	}
-	for i := version; i < len(migrations); i++ {
-		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
-			return fmt.Errorf("step %d: %w", i+1, err)
-		}
-	}
-	// PRAGMA takes no bound parameters; the value is our own integer.
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, len(migrations))); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
 
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
@@ -147,7 +108,16 @@ func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // ---- sessions ----
 
-// Session is a (bot, user)'s Claude conversation.
+// Conversation is where a Claude session lives: a bot's chat, and in a
+// forum supergroup one topic of it (Thread, 0 elsewhere). A private chat is
+// its own conversation; a group is one shared conversation.
+type Conversation struct {
+	Bot    string
+	Chat   int64
+	Thread int
+}
+
+// Session is a conversation's Claude session.
 type Session struct {
 	ID       string
 	Created  time.Time
@@ -161,12 +131,13 @@ type PastSession struct {
 	Ended   time.Time
 }
 
-// Session returns the user's current session; ok is false if there is none.
-func (s *Store) Session(ctx context.Context, bot string, user int64) (sess Session, ok bool, err error) {
+// Session returns the conversation's current session; ok is false if
+// there is none.
+func (s *Store) Session(ctx context.Context, c Conversation) (sess Session, ok bool, err error) {
 	var created, used int64
 	err = s.db.QueryRowContext(ctx,
-		`SELECT session_id, created, last_used FROM sessions WHERE bot = ? AND user_id = ?`,
-		bot, user).Scan(&sess.ID, &created, &used)
+		`SELECT session_id, created, last_used FROM sessions WHERE bot = ? AND chat_id = ? AND thread_id = ?`,
+		c.Bot, c.Chat, c.Thread).Scan(&sess.ID, &created, &used)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, false, nil
 	}
@@ -177,17 +148,17 @@ func (s *Store) Session(ctx context.Context, bot string, user int64) (sess Sessi
 	return sess, true, nil
 }
 
-// UseSession makes id the user's current session and marks it used at now.
-// A different current session is moved to the history first.
-func (s *Store) UseSession(ctx context.Context, bot string, user int64, id string, now time.Time) error {
+// UseSession makes id the conversation's current session and marks it
+// used at now. A different current session is moved to the history first.
+func (s *Store) UseSession(ctx context.Context, c Conversation, id string, now time.Time) error {
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
-		if err := archiveSession(ctx, tx, bot, user, id, now); err != nil {
+		if err := archiveSession(ctx, tx, c, id, now); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx,
-			`INSERT INTO sessions (bot, user_id, session_id, created, last_used) VALUES (?, ?, ?, ?, ?)
-			 ON CONFLICT (bot, user_id) DO UPDATE SET last_used = excluded.last_used`,
-			bot, user, id, ms(now), ms(now))
+			`INSERT INTO sessions (bot, chat_id, thread_id, session_id, created, last_used) VALUES (?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (bot, chat_id, thread_id) DO UPDATE SET last_used = excluded.last_used`,
+			c.Bot, c.Chat, c.Thread, id, ms(now), ms(now))
 		return err
 	})
 	if err != nil {
@@ -196,19 +167,20 @@ func (s *Store) UseSession(ctx context.Context, bot string, user int64, id strin
 	return nil
 }
 
-// ResetSession ends the user's current session, keeping it in the history,
-// so the next message starts a new conversation. It returns the ended id
-// ("" if there was none).
-func (s *Store) ResetSession(ctx context.Context, bot string, user int64, now time.Time) (ended string, err error) {
+// ResetSession ends the conversation's current session, keeping it in the
+// history, so the next message starts a new conversation. It returns the
+// ended id ("" if there was none).
+func (s *Store) ResetSession(ctx context.Context, c Conversation, now time.Time) (ended string, err error) {
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE bot = ? AND user_id = ?`, bot, user).Scan(&ended)
+		err := tx.QueryRowContext(ctx, `SELECT session_id FROM sessions WHERE bot = ? AND chat_id = ? AND thread_id = ?`,
+			c.Bot, c.Chat, c.Thread).Scan(&ended)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		return archiveSession(ctx, tx, bot, user, "", now)
+		return archiveSession(ctx, tx, c, "", now)
 	})
 	if err != nil {
 		return "", fmt.Errorf("reset session: %w", err)
@@ -218,27 +190,27 @@ func (s *Store) ResetSession(ctx context.Context, bot string, user int64, now ti
 
 // archiveSession moves the current session, unless it is keep, to the
 // history.
-func archiveSession(ctx context.Context, tx *sql.Tx, bot string, user int64, keep string, now time.Time) error {
+func archiveSession(ctx context.Context, tx *sql.Tx, c Conversation, keep string, now time.Time) error {
 	res, err := tx.ExecContext(ctx,
-		`INSERT INTO session_history (bot, user_id, session_id, created, ended)
-		 SELECT bot, user_id, session_id, created, ? FROM sessions
-		 WHERE bot = ? AND user_id = ? AND session_id <> ?`,
-		ms(now), bot, user, keep)
+		`INSERT INTO session_history (bot, chat_id, thread_id, session_id, created, ended)
+		 SELECT bot, chat_id, thread_id, session_id, created, ? FROM sessions
+		 WHERE bot = ? AND chat_id = ? AND thread_id = ? AND session_id <> ?`,
+		ms(now), c.Bot, c.Chat, c.Thread, keep)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil
 	}
-	_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE bot = ? AND user_id = ?`, bot, user)
+	_, err = tx.ExecContext(ctx, `DELETE FROM sessions WHERE bot = ? AND chat_id = ? AND thread_id = ?`, c.Bot, c.Chat, c.Thread)
 	return err
 }
 
-// SessionHistory lists the user's ended sessions, oldest first.
-func (s *Store) SessionHistory(ctx context.Context, bot string, user int64) ([]PastSession, error) {
+// SessionHistory lists the conversation's ended sessions, oldest first.
+func (s *Store) SessionHistory(ctx context.Context, c Conversation) ([]PastSession, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT session_id, created, ended FROM session_history WHERE bot = ? AND user_id = ? ORDER BY rowid`,
-		bot, user)
+		`SELECT session_id, created, ended FROM session_history WHERE bot = ? AND chat_id = ? AND thread_id = ? ORDER BY rowid`,
+		c.Bot, c.Chat, c.Thread)
 	if err != nil {
 		return nil, fmt.Errorf("read session history: %w", err)
 	}
@@ -335,12 +307,13 @@ func (s *Store) DailyCount(ctx context.Context, bot string, user int64, now time
 	return count, nil
 }
 
-// PruneDaily deletes counters of days before now's, which no limit reads.
+// PruneDaily applies DefaultRetention.
+//
+// Deprecated: call Prune, at start and then periodically (bot.Manager
+// calls this once at start until it does).
 func (s *Store) PruneDaily(ctx context.Context, now time.Time) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM daily WHERE day < ?`, day(now)); err != nil {
-		return fmt.Errorf("prune daily counters: %w", err)
-	}
-	return nil
+	_, err := s.Prune(ctx, now, DefaultRetention)
+	return err
 }
 
 // ---- in-flight journal ----
@@ -350,10 +323,15 @@ type Entry struct {
 	ID        int64 // assigned by Journal
 	Bot       string
 	Chat      int64
+	Thread    int    // forum topic, 0 elsewhere
+	ChatType  string // private, group, supergroup
 	User      int64
+	Sender    string // the sender's display name, for group prompts
 	MessageID int
 	Text      string
-	Mode      string
+	// Mode is set once the message was counted against the daily limit
+	// (see Charged).
+	Mode string
 	// Attempts counts how often work on it started (see Attempt).
 	Attempts int
 	Created  time.Time
@@ -367,8 +345,9 @@ func (s *Store) Journal(ctx context.Context, e Entry, poller string, updateID in
 	var id int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created) VALUES (?, ?, ?, ?, ?, ?, 0, ?)`,
-			e.Bot, e.Chat, e.User, e.MessageID, e.Text, e.Mode, ms(e.Created))
+			`INSERT INTO journal (bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, mode, attempts, created)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
+			e.Bot, e.Chat, e.Thread, cmp.Or(e.ChatType, "private"), e.User, e.Sender, e.MessageID, e.Text, e.Mode, ms(e.Created))
 		if err != nil {
 			return err
 		}
@@ -411,6 +390,15 @@ func (s *Store) Offset(ctx context.Context, poller string) (int64, error) {
 	return id, nil
 }
 
+// Charged records that the entry was counted against its user's daily
+// limit and will be answered in mode: a replay must not count it again.
+func (s *Store) Charged(ctx context.Context, id int64, mode string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE journal SET mode = ? WHERE id = ?`, mode, id); err != nil {
+		return fmt.Errorf("journal charge: %w", err)
+	}
+	return nil
+}
+
 // Attempt records that work on the entry starts now, with the chosen mode.
 func (s *Store) Attempt(ctx context.Context, id int64, mode string) error {
 	if _, err := s.db.ExecContext(ctx, `UPDATE journal SET attempts = attempts + 1, mode = ? WHERE id = ?`, mode, id); err != nil {
@@ -430,7 +418,8 @@ func (s *Store) Done(ctx context.Context, id int64) error {
 // Pending lists bot's unanswered entries in arrival order.
 func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, bot, chat_id, user_id, message_id, text, mode, attempts, created FROM journal WHERE bot = ? ORDER BY id`, bot)
+		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, mode, attempts, created
+		 FROM journal WHERE bot = ? ORDER BY id`, bot)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}
@@ -439,7 +428,7 @@ func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var created int64
-		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.User, &e.MessageID, &e.Text, &e.Mode, &e.Attempts, &created); err != nil {
+		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.Thread, &e.ChatType, &e.User, &e.Sender, &e.MessageID, &e.Text, &e.Mode, &e.Attempts, &created); err != nil {
 			return nil, fmt.Errorf("read journal: %w", err)
 		}
 		e.Created = fromMS(created)

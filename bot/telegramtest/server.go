@@ -197,11 +197,37 @@ func (s *Server) SendMessage(token string, msg map[string]any) int64 {
 		msg["message_id"] = b.nextMsg
 		b.nextMsg++
 	}
+	return s.queueLocked(b, map[string]any{"message": msg})
+}
+
+// SendUpdate queues an update given as raw JSON, exactly as Telegram
+// would send it (its update_id is replaced by the next one in sequence),
+// and returns the update id. It is how tests send kinds of update the
+// client library may not know.
+func (s *Server) SendUpdate(token string, raw []byte) int64 {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		panic(fmt.Sprintf("telegramtest: update is not a JSON object: %v", err))
+	}
+	delete(fields, "update_id")
+	upd := make(map[string]any, len(fields))
+	for k, v := range fields {
+		upd[k] = v
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queueLocked(s.botLocked(token), upd)
+}
+
+// queueLocked queues fields (everything but update_id) as the bot's next
+// update.
+func (s *Server) queueLocked(b *botState, fields map[string]any) int64 {
 	id := b.nextUpdate
 	b.nextUpdate++
-	raw, err := json.Marshal(map[string]any{"update_id": id, "message": msg})
+	fields["update_id"] = id
+	raw, err := json.Marshal(fields)
 	if err != nil {
-		panic(fmt.Sprintf("telegramtest: message not encodable: %v", err))
+		panic(fmt.Sprintf("telegramtest: update not encodable: %v", err))
 	}
 	b.updates = append(b.updates, update{ID: id, JSON: raw})
 	s.notifyLocked()

@@ -247,7 +247,7 @@ func BenchmarkMemory(b *testing.B) {
 			}
 			defer db.Close()
 			for u := int64(1); u <= 10_000; u++ {
-				if err := db.UseSession(context.Background(), "narrator", u, uuid.NewString(), time.Now()); err != nil {
+				if err := db.UseSession(context.Background(), store.Conversation{Bot: "narrator", Chat: u}, uuid.NewString(), time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}

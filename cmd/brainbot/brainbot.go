@@ -60,6 +60,7 @@ Usage:
   brainbot run [flags]            run every bot in the brains folder
   brainbot doctor [flags]         check what run needs (CLI, credentials, folders, tokens) and print each check
   brainbot check [DIR]            validate brain files (default: $BRAINBOT_BRAINS or ./brains)
+  brainbot backup FILE            copy the state database to FILE while brainbot runs
   brainbot mcp tts|image-gen      serve an MCP server on stdio (started by the Claude CLI)
   brainbot version                print the versions of brainbot and of the Claude Code CLI (also --version)
 
@@ -83,6 +84,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.mcp(ctx, rest)
 	case "doctor":
 		err = m.doctor(ctx, rest)
+	case "backup":
+		err = m.backup(ctx, rest)
 	case "version", "-version", "--version":
 		err = m.version(ctx, rest)
 	case "-h", "-help", "--help", "help":

@@ -1,0 +1,444 @@
+package bot
+
+// The path of one message, top to bottom. serve decides what kind of answer
+// the message gets; converse runs it through Claude; the outcome methods of
+// request at the end send the one reply. Every path starts in begin and
+// ends in the deferred finish, so each message clears its journal entry
+// and writes its summary line exactly once, whatever happens in between.
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"time"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/store"
+	"brainbot/claude"
+	"brainbot/output"
+)
+
+// pipeline answers messages: everything between a conversation's queue
+// and the reply. One pipeline serves every bot; a message's own state
+// lives in its request.
+type pipeline struct {
+	store   *store.Store
+	claude  Claude
+	dataDir string
+	now     func() time.Time
+	log     *zap.Logger
+	// brain returns a bot's current brain (nil once removed); client its
+	// current Telegram client (nil while it connects).
+	brain  func(bot string) *brain.Brain
+	client func(bot string) *tgbot.Bot
+	// slots are the Claude requests allowed to run at once.
+	slots *slots
+	// stopping is closed when no new Claude request may start.
+	stopping    <-chan struct{}
+	actionEvery time.Duration
+	retryMin    time.Duration
+}
+
+// request is one message's trip through the pipeline. It is owned by the
+// one goroutine that serves it.
+type request struct {
+	ctx   context.Context
+	in    *incoming
+	brain *brain.Brain // nil if the bot's brain was removed
+	log   *zap.Logger
+	out   *replier // the chat the answer goes to
+	store *store.Store
+	sum   summary
+	// keepJournal: shutdown cut the request short; its journal entry
+	// stays, so the next start answers the message.
+	keepJournal bool
+}
+
+// serve answers one message from its conversation's queue.
+func (p *pipeline) serve(ctx context.Context, in *incoming) {
+	r := p.begin(ctx, in)
+	defer r.finish()
+	b := r.brain
+	switch {
+	case b == nil:
+		r.drop("dropped")
+	case in.forOtherBot:
+		r.drop("ignored")
+	case len(b.Access.AllowedUsers) > 0 && !slices.Contains(b.Access.AllowedUsers, in.user):
+		r.log.Info("user not allowed")
+		r.say("denied", b.Messages.Denied)
+	case in.notText:
+		r.say("not text", notTextReply)
+	case in.command != "":
+		r.say("command", p.command(r))
+	default:
+		p.converse(r)
+	}
+}
+
+// serveAside answers a message with answer, outside its queue.
+func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*request)) {
+	r := p.begin(ctx, in)
+	defer r.finish()
+	if r.brain == nil {
+		r.drop("dropped")
+		return
+	}
+	answer(r)
+}
+
+func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
+	log := in.logger(p.log)
+	client := p.client(in.bot)
+	if client == nil {
+		client = in.client
+	}
+	return &request{
+		ctx:   ctx,
+		in:    in,
+		brain: cmp.Or(p.brain(in.bot), in.fallback),
+		log:   log,
+		out:   newReplier(client, in, p.retryMin, log),
+		store: p.store,
+		sum:   summary{outcome: "ok"},
+	}
+}
+
+// converse runs the message through Claude and sends the reply.
+func (p *pipeline) converse(r *request) {
+	if !r.in.charged && !p.takeDaily(r) {
+		return
+	}
+	mode, err := p.mode(r)
+	if err != nil {
+		r.fail("mode", err)
+		return
+	}
+	r.sum.mode = mode
+	// The daily limit has counted the message: a replay must not again.
+	p.journal(r, "charge", p.store.Charged)
+	if !p.waitForSlot(r) {
+		return
+	}
+	// Only now does work start: a message that never got this far is
+	// replayed after a restart as if new, never met with "please resend".
+	p.journal(r, "attempt", p.store.Attempt)
+	r.sum.queueWait = time.Since(r.in.arrived)
+	// The status shows while the request runs, until the reply is out;
+	// not while it waits, so a crowd waiting for Claude does not flood
+	// Telegram with chat actions.
+	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
+	res, expired, err := p.ask(r)
+	p.slots.release()
+	r.sum.noteClaude(res)
+	if expired && err == nil {
+		// Told once, with an answer: the new session is stored, so this
+		// will not recur. A failure gets only the error message (never two
+		// replies); the loss is told with the next answer if its session
+		// was not kept.
+		r.out.text(r.ctx, r.brain.Messages.Expired, false)
+	}
+	switch {
+	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil:
+		r.log.Warn("speech failed; sending the text reply instead", zap.String("phase", "claude"), zap.Error(err))
+		r.replyText(res.Text)
+	case err != nil:
+		r.fail("claude", err)
+	case mode == claude.Text:
+		r.replyText(res.Text)
+	default:
+		path, err := p.organize(r, res)
+		r.replyFile(res, path, err)
+	}
+}
+
+// waitForSlot waits for the request's turn to run a Claude request; false
+// means it was answered instead (too many waiting) or shutdown came first.
+func (p *pipeline) waitForSlot(r *request) bool {
+	err := p.slots.acquire(r.ctx, r.in.bot, p.stopping)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errNoSlot):
+		r.log.Info("too many requests waiting for Claude: told the user to try again", zap.Error(err))
+		r.say("busy", r.brain.Messages.Busy)
+	default:
+		r.interrupted()
+	}
+	return false
+}
+
+// journal records a step of the request in its journal entry.
+func (p *pipeline) journal(r *request, step string, record func(context.Context, int64, string) error) {
+	if r.in.journalID == 0 {
+		return
+	}
+	if err := record(r.ctx, r.in.journalID, r.sum.mode.String()); err != nil {
+		r.log.Warn("could not journal the "+step, zap.Error(err))
+	}
+}
+
+// takeDaily counts the message against the user's daily limit; false
+// means the request has been answered (limit reached, or an error).
+func (p *pipeline) takeDaily(r *request) bool {
+	ok, resetAt, err := p.store.TakeDaily(r.ctx, r.in.bot, r.in.user, r.brain.Limits.PerUserPerDay, p.now())
+	switch {
+	case err != nil:
+		r.fail("limit", err)
+	case !ok:
+		r.say("limited", r.brain.Messages.LimitText(resetAt.Sub(p.now())))
+	}
+	return err == nil && ok
+}
+
+// mode decides the reply kind: image when the brain can draw and the message
+// asks for a picture, else speech when voice replies are on for the user,
+// else text.
+func (p *pipeline) mode(r *request) (claude.Mode, error) {
+	if r.brain.Image.Enabled && asksForImage(r.in.text, r.brain.Image.Keywords) {
+		return claude.Image, nil
+	}
+	on, err := p.voiceOn(r)
+	if err != nil {
+		return claude.Text, err
+	}
+	if on {
+		return claude.Speech, nil
+	}
+	return claude.Text, nil
+}
+
+// voiceOn is the user's voice-reply setting: the brain's default
+// (tts.enabled), or the user's own choice where the brain lets users
+// toggle (tts.user_toggle), so a brain can also start with voice off.
+func (p *pipeline) voiceOn(r *request) (bool, error) {
+	if !r.brain.TTS.UserToggle {
+		return r.brain.TTS.Enabled, nil
+	}
+	on, set, err := p.store.Voice(r.ctx, r.in.bot, r.in.user)
+	if err != nil || !set {
+		return r.brain.TTS.Enabled, err
+	}
+	return on, nil
+}
+
+// ask runs the request in the conversation's session, starting a new
+// session when there is none or the stored one is gone (expired reports
+// the latter).
+func (p *pipeline) ask(r *request) (res *claude.Result, expired bool, err error) {
+	sess, ok, err := p.store.Session(r.ctx, r.in.conversation())
+	if err != nil {
+		return nil, false, err
+	}
+	creq := p.claudeRequest(r, r.sum.mode)
+	creq.SessionID, creq.Resume = sess.ID, ok
+	if !ok {
+		creq.SessionID = uuid.NewString()
+	}
+	res, err = p.claude.Run(r.ctx, creq)
+	if err != nil && creq.Resume && errors.Is(err, claude.ErrSessionNotFound) {
+		r.log.Warn("stored session is gone; starting a new one", zap.String("lost_session", creq.SessionID))
+		expired = true
+		creq.SessionID, creq.Resume = uuid.NewString(), false
+		res, err = p.claude.Run(r.ctx, creq)
+	}
+	// Keep the session the CLI reported, or ours once a request succeeded.
+	// A CLI that failed before reporting one never created it: storing it
+	// would make the next message's resume fail as a "lost" session.
+	if res != nil && (res.SessionID != "" || err == nil) {
+		id := cmp.Or(res.SessionID, creq.SessionID)
+		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.conversation(), id, p.now()); serr != nil {
+			r.log.Warn("could not save the session", zap.Error(serr))
+		}
+	}
+	return res, expired, err
+}
+
+// claudeRequest is what the driver needs from the brain and the message.
+func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
+	b := r.brain
+	return claude.Request{
+		Mode:         mode,
+		Prompt:       r.in.prompt(),
+		SystemPrompt: b.SystemPrompt,
+		Model:        b.Claude.Model,
+		WorkDir:      filepath.Join(p.dataDir, "claude", "bot-"+r.in.bot),
+		BotID:        r.in.bot,
+		UserID:       r.in.user,
+		Speech: claude.SpeechOptions{
+			Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,
+		},
+		Image: claude.ImageOptions{
+			Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style,
+		},
+		InactivityTimeout: b.Claude.Timeout.D(),
+	}
+}
+
+// organize finds the file the tool wrote and moves it under
+// <kind>-output/bot-<id>/user-<uid>/.
+func (p *pipeline) organize(r *request, res *claude.Result) (string, error) {
+	kind := output.Audio
+	if r.sum.mode == claude.Image {
+		kind = output.Image
+	}
+	start := time.Now()
+	defer func() { r.sum.locate = time.Since(start) }()
+	path, err := output.Locate(filepath.Join(p.dataDir, kind.Dir()), res.FilePrefix, res.FileExt, res.FilePath)
+	if err != nil {
+		return "", err
+	}
+	return output.Organize(p.dataDir, path, kind, r.in.bot, r.in.user)
+}
+
+// The outcomes. Each sends at most the one reply and sets the summary's
+// outcome; none finishes the request (serve's deferred finish does).
+
+// say answers with one plain message that needs no model.
+func (r *request) say(outcome, text string) {
+	r.sum.outcome = outcome
+	if err := r.timeSend(func() error { return r.out.text(r.ctx, text, false) }); err != nil && !errors.Is(err, errBlocked) {
+		r.sum.outcome = "failed"
+	}
+}
+
+// replyText sends Claude's text, split and formatted.
+func (r *request) replyText(text string) {
+	if text == "" {
+		r.fail("reply", errors.New("empty reply"))
+		return
+	}
+	err := r.timeSend(func() error { return r.out.text(r.ctx, text, true) })
+	switch {
+	case errors.Is(err, errBlocked):
+		r.sum.outcome = "blocked"
+	case err != nil:
+		r.fail("send", err)
+	}
+}
+
+// replyFile sends the generated voice note or image found at path (and
+// the text too when the brain asks). Speech that cannot be sent as a file
+// falls back to its text.
+func (r *request) replyFile(res *claude.Result, path string, located error) {
+	speechText := ""
+	textToo := r.brain.Image.SendTextToo
+	if r.sum.mode == claude.Speech {
+		speechText, textToo = res.Text, r.brain.TTS.SendTextToo
+	}
+	if located != nil {
+		if speechText != "" {
+			r.log.Warn("voice file not found; sending the text reply instead", zap.String("phase", "locate"), zap.Error(located))
+			r.replyText(speechText)
+			return
+		}
+		r.fail("locate", located)
+		return
+	}
+	err := r.timeSend(func() error { return r.out.file(r.ctx, r.sum.mode, path) })
+	switch {
+	case errors.Is(err, errBlocked):
+		r.sum.outcome = "blocked"
+		return
+	case err != nil && speechText != "":
+		r.log.Warn("voice message not sent; sending the text reply instead", zap.String("phase", "send"), zap.Error(err))
+		r.replyText(speechText)
+		return
+	case err != nil:
+		r.fail("send", err)
+		return
+	}
+	if textToo && res.Text != "" {
+		if err := r.out.text(r.ctx, res.Text, true); err != nil && !errors.Is(err, errBlocked) {
+			r.log.Warn("text after the file not sent", zap.Error(err))
+		}
+	}
+}
+
+// fail tells the user the brain's error text once and logs the one error
+// line for the request.
+func (r *request) fail(phase string, cause error) {
+	if r.ctx.Err() != nil {
+		r.log.Warn("request interrupted by shutdown; it will be replayed", zap.String("phase", phase))
+		r.interrupted()
+		return
+	}
+	r.sum.outcome = "error"
+	r.log.Error("request failed", zap.String("phase", phase), zap.Error(cause))
+	r.out.text(r.ctx, r.brain.Messages.Error, false)
+}
+
+// interrupted: shutdown cut the work short. The journal entry stays and
+// the next start replays it, so the user gets a real answer.
+func (r *request) interrupted() {
+	r.sum.outcome = "interrupted"
+	r.keepJournal = true
+}
+
+// drop answers nothing: the message was not for this bot, or its bot is
+// gone.
+func (r *request) drop(outcome string) { r.sum.outcome = outcome }
+
+// askToResend answers a journaled message that failed across restarts.
+func (r *request) askToResend() { r.say("resend asked", resendText) }
+
+// timeSend runs send and records how long it took.
+func (r *request) timeSend(send func() error) error {
+	start := time.Now()
+	err := send()
+	r.sum.send = time.Since(start)
+	return err
+}
+
+// finish clears the journal entry of an answered message and writes the
+// summary line. serve and serveAside defer it; nothing else calls it.
+func (r *request) finish() {
+	if r.in.journalID != 0 && !r.keepJournal {
+		if err := r.store.Done(context.WithoutCancel(r.ctx), r.in.journalID); err != nil {
+			r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
+		}
+	}
+	r.sum.write(r.log, time.Since(r.in.arrived))
+}
+
+// notTextReply answers a photo, voice note, sticker or file: the model
+// only reads text.
+const notTextReply = "I can only read text messages. Please write to me."
+
+// resendText asks a user to send a message again that could not be
+// handled across restarts.
+const resendText = "Sorry, I could not answer your last message. Please send it again."
+
+// summary is what the one summary line of a request says.
+type summary struct {
+	mode    claude.Mode
+	outcome string
+	// claudeStartup (spawn to the CLI's init) and claudeTotal (spawn to
+	// exit) tell the CLI's share of the time from ours.
+	queueWait, claudeStartup, turn1, turn2, claudeTotal, locate, send time.Duration
+	cost                                                              float64
+}
+
+func (s *summary) noteClaude(res *claude.Result) {
+	if res != nil {
+		s.claudeStartup, s.turn1, s.turn2, s.claudeTotal = res.Startup, res.Turn1, res.Turn2, res.Total
+		s.cost = res.CostUSD
+	}
+}
+
+// write logs the line every message gets, whatever became of it: the
+// admin's record of the request.
+func (s *summary) write(log *zap.Logger, total time.Duration) {
+	log.Info("request",
+		zap.String("mode", s.mode.String()), zap.String("outcome", s.outcome),
+		zap.Duration("queue_wait", s.queueWait), zap.Duration("claude_startup", s.claudeStartup),
+		zap.Duration("turn1", s.turn1), zap.Duration("turn2", s.turn2), zap.Duration("claude_total", s.claudeTotal),
+		zap.Duration("locate", s.locate), zap.Duration("send", s.send),
+		zap.Duration("total", total), zap.Float64("cost_usd", s.cost))
+}

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migration is one numbered step of the schema. A database at version n has
+// had steps 1 to n applied; SQLite's PRAGMA user_version records n.
+type migration struct {
+	version int
+	sql     string
+}
+
+// migrations are applied in order on Open. A released step is never edited
+// (databases in the field already ran it): append a new one, and add
+// testdata/schema-v<N>.sql for the release it upgrades from (see
+// migrate_test.go).
+var migrations = []migration{
+	// 1: the first released schema.
+	{1, `CREATE TABLE sessions (
+		bot        TEXT    NOT NULL,
+		user_id    INTEGER NOT NULL,
+		session_id TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		last_used  INTEGER NOT NULL,
+		PRIMARY KEY (bot, user_id)
+	) WITHOUT ROWID;
+	CREATE TABLE session_history (
+		bot        TEXT    NOT NULL,
+		user_id    INTEGER NOT NULL,
+		session_id TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		ended      INTEGER NOT NULL
+	);
+	CREATE INDEX session_history_by_user ON session_history (bot, user_id);
+	CREATE TABLE voice (
+		bot     TEXT    NOT NULL,
+		user_id INTEGER NOT NULL,
+		on_     INTEGER NOT NULL,
+		PRIMARY KEY (bot, user_id)
+	) WITHOUT ROWID;
+	CREATE TABLE daily (
+		bot     TEXT    NOT NULL,
+		user_id INTEGER NOT NULL,
+		day     TEXT    NOT NULL,
+		count   INTEGER NOT NULL,
+		PRIMARY KEY (bot, user_id, day)
+	) WITHOUT ROWID;
+	CREATE TABLE journal (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		bot        TEXT    NOT NULL,
+		chat_id    INTEGER NOT NULL,
+		user_id    INTEGER NOT NULL,
+		message_id INTEGER NOT NULL,
+		text       TEXT    NOT NULL,
+		mode       TEXT    NOT NULL DEFAULT '',
+		attempts   INTEGER NOT NULL DEFAULT 0,
+		created    INTEGER NOT NULL
+	);
+	CREATE INDEX journal_by_bot ON journal (bot, id);
+	CREATE TABLE offsets (
+		poller    TEXT    PRIMARY KEY,
+		update_id INTEGER NOT NULL
+	) WITHOUT ROWID;`},
+	// 2: sessions belong to a conversation, a chat and in forum groups one
+	// of its topics, not to a user: what someone told a bot privately must
+	// not surface in a group. A private chat's id is its user's id, so the
+	// sessions of release 1 stay with their private chats. The journal
+	// keeps what a group message needs to be answered after a restart.
+	// Prune deletes ended sessions by age; without the index on ended it
+	// would scan the whole history, which grows with every /reset.
+	{2, `ALTER TABLE sessions RENAME TO sessions_by_user;
+	CREATE TABLE sessions (
+		bot        TEXT    NOT NULL,
+		chat_id    INTEGER NOT NULL,
+		thread_id  INTEGER NOT NULL,
+		session_id TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		last_used  INTEGER NOT NULL,
+		PRIMARY KEY (bot, chat_id, thread_id)
+	) WITHOUT ROWID;
+	INSERT INTO sessions SELECT bot, user_id, 0, session_id, created, last_used FROM sessions_by_user;
+	DROP TABLE sessions_by_user;
+	DROP INDEX session_history_by_user;
+	ALTER TABLE session_history RENAME COLUMN user_id TO chat_id;
+	ALTER TABLE session_history ADD COLUMN thread_id INTEGER NOT NULL DEFAULT 0;
+	CREATE INDEX session_history_by_chat ON session_history (bot, chat_id, thread_id);
+	ALTER TABLE journal ADD COLUMN thread_id INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE journal ADD COLUMN chat_type TEXT NOT NULL DEFAULT 'private';
+	ALTER TABLE journal ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+	CREATE INDEX session_history_by_ended ON session_history (ended);`},
+}
+
+// migrate brings db from its recorded version to target, all steps in one
+// transaction: an upgrade that fails leaves the database as it was, still
+// usable by the release that wrote it.
+func migrate(ctx context.Context, db *sql.DB, target int) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("database schema version %d is newer than this program's %d: run the newer brainbot, or restore a backup made by this one",
+			version, len(migrations))
+	}
+	if version >= target {
+		return nil
+	}
+	for _, m := range migrations[version:target] {
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("schema step %d: %w", m.version, err)
+		}
+	}
+	// PRAGMA takes no bound parameters; the value is our own integer.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, target)); err != nil {
+		return fmt.Errorf("record schema version: %w", err)
+	}
+	return tx.Commit()
+}

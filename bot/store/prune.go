@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Retention bounds what the store keeps that no request reads any more.
+// A zero field keeps that kind of row for ever.
+type Retention struct {
+	// DailyDays is how many UTC days of message counters are kept, today
+	// included. Limits read only today's.
+	DailyDays int
+	// History is how long an ended session stays in the session history
+	// after it ended.
+	History time.Duration
+}
+
+// DefaultRetention keeps today's and yesterday's counters, and ended
+// sessions for 90 days (brainbot never resumes them; they are there for an
+// admin looking into a past conversation).
+var DefaultRetention = Retention{DailyDays: 2, History: 90 * 24 * time.Hour}
+
+// Pruned counts the rows Prune deleted.
+type Pruned struct {
+	Daily, History int64
+}
+
+// Prune deletes the daily counters and ended sessions that r no longer
+// keeps at now. Current sessions, voice toggles and the journal are never
+// pruned.
+func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
+	var p Pruned
+	if r.DailyDays > 0 {
+		oldest := day(now.UTC().AddDate(0, 0, 1-r.DailyDays))
+		res, err := s.db.ExecContext(ctx, `DELETE FROM daily WHERE day < ?`, oldest)
+		if err != nil {
+			return p, fmt.Errorf("prune daily counters: %w", err)
+		}
+		p.Daily, _ = res.RowsAffected() // SQLite always knows it
+	}
+	if r.History > 0 {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM session_history WHERE ended < ?`, ms(now.Add(-r.History)))
+		if err != nil {
+			return p, fmt.Errorf("prune session history: %w", err)
+		}
+		p.History, _ = res.RowsAffected()
+	}
+	return p, nil
+}
