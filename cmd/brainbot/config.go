@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,21 +117,19 @@ func parseMB(v string, bytes *int64) error {
 
 func formatMB(bytes int64) string { return strconv.FormatInt(bytes>>20, 10) }
 
-// loadConfig is readConfig for the subcommands that take a flag per
-// setting (run, doctor): it registers them on fs, parses args, and a flag
-// wins over its variable. These subcommands take no other arguments.
-func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
+// loadConfig is readConfig for the subcommands that take settings as
+// flags: those named in flagged (every setting when none is named, as for
+// run and doctor) are registered on fs and parsed from args, and a flag
+// wins over its variable. The arguments after the flags are fs.Args().
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, flagged ...string) (Config, error) {
 	flags := make(map[string]*string, len(settings))
 	for _, s := range settings {
-		if s.flag != "" {
+		if s.flag != "" && (len(flagged) == 0 || slices.Contains(flagged, s.env)) {
 			flags[s.env] = fs.String(s.flag, envOrDefault(s, getenv), fmt.Sprintf("%s (env %s)", s.usage, s.env))
 		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	return readConfig(func(s setting) string {
 		if v, ok := flags[s.env]; ok {
@@ -138,6 +137,15 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Co
 		}
 		return envOrDefault(s, getenv)
 	})
+}
+
+// noArgs fails for arguments left after the flags of a subcommand that
+// takes none.
+func noArgs(fs *flag.FlagSet) error {
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
 }
 
 // envConfig is readConfig for the subcommands without setting flags

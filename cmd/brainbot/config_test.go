@@ -99,7 +99,6 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"-grace", "-1s"}, `BRAINBOT_GRACE (-grace) "-1s": must not be negative`},
 		{nil, []string{"-claude-cmd", ""}, `CLAUDE_CMD (-claude-cmd) "": must name the Claude Code CLI`},
 		{nil, []string{"-data", ""}, `BRAINBOT_DATA (-data) "": must name a folder`},
-		{nil, []string{"extra"}, `unexpected argument "extra"`},
 		{nil, []string{"-claude-bare", "yes"}, `BRAINBOT_CLAUDE_BARE (-claude-bare) "yes": must be auto, on or off`},
 		{map[string]string{"BRAINBOT_AUDIO_MAX_AGE": "a month"}, nil, `BRAINBOT_AUDIO_MAX_AGE (-audio-max-age) "a month": time: invalid duration "a month"`},
 		{nil, []string{"-image-max-age", "-1h"}, `BRAINBOT_IMAGE_MAX_AGE (-image-max-age) "-1h0m0s": must not be negative`},

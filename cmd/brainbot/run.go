@@ -20,6 +20,9 @@ import (
 func (m *Main) run(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("run", "run [flags]\n\nRuns every bot in the brains folder. Each flag has an environment variable of the same meaning; the flag wins.")
 	cfg, err := loadConfig(fs, args, m.getenv)
+	if err == nil {
+		err = noArgs(fs)
+	}
 	if err != nil {
 		return usageError{err}
 	}
