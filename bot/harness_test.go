@@ -135,6 +135,13 @@ type harness struct {
 // fresh stand-in.
 func newHarness(t testing.TB, brains map[string]string, cfg func(*Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, brains, cfg, nil)
+}
+
+// newHarnessWith is newHarness with before run on the harness before the
+// Manager starts (to arm the stand-in's failures, say).
+func newHarnessWith(t testing.TB, brains map[string]string, cfg func(*Config), before func(*harness)) *harness {
+	t.Helper()
 	h := &harness{t: t, srv: telegramtest.NewServer(), brains: t.TempDir(), data: t.TempDir(), cfg: cfg}
 	t.Cleanup(h.srv.Close)
 	for id, y := range brains {
@@ -147,6 +154,9 @@ func newHarness(t testing.TB, brains map[string]string, cfg func(*Config)) *harn
 	h.store = st
 	t.Cleanup(func() { st.Close() })
 	h.claude = newFakeClaude(h.data)
+	if before != nil {
+		before(h)
+	}
 	h.start()
 	return h
 }

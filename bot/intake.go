@@ -83,6 +83,11 @@ func (r *runner) accept(u *models.Update) {
 	}
 	msg := u.Message
 	text, forMe := r.forMe(msg)
+	if forMe && r.albums.seen(msg) {
+		// The rest of an album: its first message answers for it.
+		r.confirm(u.ID)
+		return
+	}
 	if !forMe || text == "" {
 		r.confirm(u.ID)
 		// Media in a private chat gets a hint rather than silence; in a

@@ -95,9 +95,11 @@ func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*re
 
 func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 	log := in.logger(p.log)
-	client := p.client(in.bot)
-	if client == nil {
-		client = in.client
+	client := func() *tgbot.Bot {
+		if c := p.client(in.bot); c != nil {
+			return c
+		}
+		return in.client
 	}
 	return &request{
 		ctx:   ctx,

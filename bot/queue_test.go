@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"brainbot/bot/telegramtest"
 	"context"
 	"fmt"
 	"strings"
@@ -133,5 +134,55 @@ func TestWaitingMessageSurvivesRestarts(t *testing.T) {
 	}
 	if n, _ := h.store.DailyCount(context.Background(), "alpha", 2, time.Now()); n != 1 {
 		t.Errorf("daily count %d, want 1", n)
+	}
+}
+
+// A failing setMyCommands is retried in the background: it never holds up
+// polling, so messages are answered meanwhile.
+func TestCommandRegistrationNeverDelaysPolling(t *testing.T) {
+	srvFail := func(h *harness) {
+		h.srv.Fail(tokenA, telegramtest.Rule{Method: "setMyCommands", Err: telegramtest.APIError{Code: 502, Description: "Bad Gateway"}})
+	}
+	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, "")},
+		func(c *Config) { c.RetryMin = 10 * time.Second }, srvFail)
+	if got := h.exchange(tokenA, 7, "hello"); got.Param("text") != "You said: hello" {
+		t.Fatalf("reply while the command list fails = %q", got.Param("text"))
+	}
+}
+
+// A changed token (one revoked and regenerated in @BotFather) loses no
+// request: one running when the old token stops working is answered
+// through the new one.
+func TestTokenChangeLosesNoRequest(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")},
+		func(c *Config) { c.RetryMin = 300 * time.Millisecond })
+	h.srv.SendText(tokenA, 7, 7, "#wait long answer")
+	for len(h.claude.requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.srv.Unauthorize(tokenA)
+	close(h.claude.release)
+	h.writeBrain("alpha", brainFile(tokenB, ""))
+	if got := h.waitSent(tokenB, 1)[0]; got.ChatID() != 7 || got.Param("text") != "You said: #wait long answer" {
+		t.Fatalf("after the token change = %+v", got)
+	}
+}
+
+// The photos of an album arrive as separate messages sharing a
+// media_group_id; they are one message to answer.
+func TestAlbumGetsOneReply(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	for i := range 3 {
+		h.srv.SendMessage(tokenA, map[string]any{"chat": map[string]any{"id": 7, "type": "private"},
+			"from": map[string]any{"id": 7, "first_name": "Ann"}, "date": 1, "media_group_id": "13919228427634190",
+			"photo": []any{map[string]any{"file_id": fmt.Sprint("p", i), "file_unique_id": fmt.Sprint("u", i), "width": 90, "height": 90}}})
+	}
+	h.srv.SendText(tokenA, 7, 7, "probe")
+	waitFor(t, func() bool {
+		sent := h.srv.Sent(tokenA)
+		return len(sent) > 0 && sent[len(sent)-1].Param("text") == "You said: probe"
+	})
+	if sent := h.srv.Sent(tokenA); len(sent) != 2 {
+		t.Fatalf("sent %s, want one reply to the album and one to the probe", describeCalls(sent))
 	}
 }

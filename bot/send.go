@@ -28,7 +28,9 @@ const (
 // its first message replies to the message it answers, so the thread reads
 // naturally among other members' messages.
 type replier struct {
-	client   *tgbot.Bot
+	// client is the bot's Telegram client, looked up on every attempt: a
+	// brain edit may replace the token while a reply is on its way.
+	client   func() *tgbot.Bot
 	chat     int64
 	thread   int
 	replyTo  *models.ReplyParameters
@@ -36,7 +38,7 @@ type replier struct {
 	log      *zap.Logger
 }
 
-func newReplier(client *tgbot.Bot, in *incoming, retryMin time.Duration, log *zap.Logger) *replier {
+func newReplier(client func() *tgbot.Bot, in *incoming, retryMin time.Duration, log *zap.Logger) *replier {
 	o := &replier{client: client, chat: in.chat, thread: in.thread, retryMin: retryMin, log: log}
 	if in.inGroup() && in.messageID != 0 {
 		// Sent even if the message was deleted meanwhile.
@@ -92,9 +94,11 @@ func retry(ctx context.Context, backoff time.Duration, call func(context.Context
 }
 
 // isPermanent: Telegram answered, and the same call would fail again. Other
-// answers (5xx: Telegram's own trouble) are transient like network errors.
+// answers (5xx: Telegram's own trouble) are transient like network errors,
+// and so is 401: a revoked token is usually being replaced by a brain
+// edit, and the next attempt goes out through the new one.
 func isPermanent(err error) bool {
-	for _, e := range []error{tgbot.ErrorBadRequest, tgbot.ErrorUnauthorized, tgbot.ErrorNotFound, tgbot.ErrorConflict} {
+	for _, e := range []error{tgbot.ErrorBadRequest, tgbot.ErrorNotFound, tgbot.ErrorConflict} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -112,7 +116,7 @@ func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 		replyTo := o.reply()
 		send := func(text string, mode models.ParseMode) error {
 			return retry(ctx, o.retryMin, func(ctx context.Context) error {
-				_, err := o.client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
+				_, err := o.client().SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
 					ReplyParameters: replyTo, Text: text, ParseMode: mode})
 				return err
 			})
@@ -163,19 +167,19 @@ func (o *replier) file(ctx context.Context, mode claude.Mode, path string) error
 	}
 	if mode == claude.Speech {
 		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-			_, err := o.client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
+			_, err := o.client().SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
 			return err
 		})
 		return o.blockedOr(err)
 	}
 	err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-		_, err := o.client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
+		_, err := o.client().SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
 		return err
 	})
 	if isPhotoRejected(err) {
 		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
 		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-			_, err := o.client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
+			_, err := o.client().SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
 			return err
 		})
 	}
@@ -217,7 +221,7 @@ func (o *replier) keepAction(ctx context.Context, action models.ChatAction, ever
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
-			_, err := o.client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, MessageThreadID: o.thread, Action: action})
+			_, err := o.client().SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, MessageThreadID: o.thread, Action: action})
 			if err != nil && ctx.Err() == nil {
 				o.log.Debug("chat action not sent", zap.Error(err))
 			}
