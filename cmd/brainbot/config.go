@@ -139,13 +139,17 @@ func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, fla
 	})
 }
 
-// noArgs fails for arguments left after the flags of a subcommand that
-// takes none.
-func noArgs(fs *flag.FlagSet) error {
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+// runConfig reads the configuration of run and doctor: every setting as
+// a flag, and no other argument. Its errors are usage errors.
+func (m *Main) runConfig(fs *flag.FlagSet, args []string) (Config, error) {
+	cfg, err := loadConfig(fs, args, m.getenv)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	return nil
+	if err != nil {
+		return Config{}, usageError{err}
+	}
+	return cfg, nil
 }
 
 // envConfig is readConfig for the subcommands without setting flags

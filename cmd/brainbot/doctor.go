@@ -14,12 +14,9 @@ import (
 // without.
 func (m *Main) doctor(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("doctor", "doctor [flags]\n\nChecks what brainbot run needs and prints each check: ok, warn or fail. Exits 1 if one fails.\nIt reads run's flags and variables: run it as the service's user, with its environment.")
-	cfg, err := loadConfig(fs, args, m.getenv)
-	if err == nil {
-		err = noArgs(fs)
-	}
+	cfg, err := m.runConfig(fs, args)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 	secrets := newSecretSet(m.Environ)
 	r := m.preflight(ctx, cfg, secrets.Add)

@@ -19,12 +19,9 @@ import (
 // SIGTERM), then lets requests in flight finish within the grace period.
 func (m *Main) run(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("run", "run [flags]\n\nRuns every bot in the brains folder. Each flag has an environment variable of the same meaning; the flag wins.")
-	cfg, err := loadConfig(fs, args, m.getenv)
-	if err == nil {
-		err = noArgs(fs)
-	}
+	cfg, err := m.runConfig(fs, args)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 
 	secrets := newSecretSet(m.Environ)
