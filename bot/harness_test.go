@@ -36,6 +36,8 @@ type fakeClaude struct {
 	release  chan struct{}
 	running  int
 	maxRun   int
+	// turn is how long every request takes (0: at once).
+	turn time.Duration
 }
 
 func newFakeClaude(dataDir string) *fakeClaude {
@@ -56,6 +58,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}()
 	if req.Resume && !known {
 		return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
+	}
+	if f.turn > 0 {
+		time.Sleep(f.turn)
 	}
 	if strings.Contains(req.Prompt, "#crash") {
 		// The CLI died before its init event: no session was created,

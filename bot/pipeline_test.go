@@ -70,7 +70,7 @@ func TestEveryOutcomeWritesOneSummaryLine(t *testing.T) {
 
 // waitSummaries waits until n summary lines are logged, then a moment
 // more, so a second line for any request would be seen too.
-func waitSummaries(t *testing.T, logs *observer.ObservedLogs, n int) []observer.LoggedEntry {
+func waitSummaries(t testing.TB, logs *observer.ObservedLogs, n int) []observer.LoggedEntry {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for logs.FilterMessage("request").Len() < n {
