@@ -267,7 +267,7 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 	m.brains[c.ID] = c.Brain
 	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
 	if err != nil {
-		log.Error("bot not started: no token", zap.Error(err))
+		log.Warn("bot not started: no token", zap.Error(err))
 		if old != nil {
 			delete(m.bots, c.ID)
 			old.stop()

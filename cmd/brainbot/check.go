@@ -18,12 +18,13 @@ func (m *Main) check(args []string) error {
 	if fs.NArg() > 1 {
 		return usageError{fmt.Errorf("want at most one folder, got %d arguments", fs.NArg())}
 	}
-	dir := fs.Arg(0)
-	if dir == "" {
-		dir = m.getenv("BRAINBOT_BRAINS")
+	cfg, err := envConfig(m.getenv)
+	if err != nil {
+		return usageError{err}
 	}
-	if dir == "" {
-		dir = lookupSetting("BRAINBOT_BRAINS").def
+	dir := cfg.BrainsDir
+	if fs.NArg() == 1 {
+		dir = fs.Arg(0)
 	}
 	brains, err := brain.LoadDir(dir)
 	if err == nil && len(brains) == 0 {

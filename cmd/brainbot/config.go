@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,9 +16,10 @@ import (
 	"brainbot/output"
 )
 
-// Config is everything `brainbot run` reads from its environment and
-// flags. It is read in one place (loadConfig) and checked in one place
-// (validate); every error names the variable and the flag it came from.
+// Config is everything brainbot reads from its environment and flags. It
+// is read in one place (readConfig, for every subcommand), checked in one
+// place (validate) and then normalised (normalize); every error names the
+// variable and the flag it came from.
 type Config struct {
 	BrainsDir      string
 	DataDir        string
@@ -25,6 +27,9 @@ type Config struct {
 	ClaudeCmd      string
 	ClaudeBare     string // auto, on or off: see claudeBare
 	OpenAIBaseURL  string // empty: OpenAI's own
+	// OpenAIKey is for the voice and image tools. It has no flag: flags
+	// show in ps.
+	OpenAIKey string
 
 	LogLevel  string
 	LogFormat string // json, console, or empty for "console on a terminal, else json"
@@ -40,48 +45,68 @@ type Config struct {
 // setting ties one Config field to its environment variable and flag, so
 // that the default, the help text and the error messages agree.
 type setting struct {
-	env, flag, usage, def string
+	env, flag, usage, def string // flag is empty for a variable without one
 	// set parses a value into the Config.
 	set func(c *Config, v string) error
+	// get formats the Config's value back, for the processes run starts.
+	get func(c *Config) string
 }
 
 var settings = []setting{
 	{"BRAINBOT_BRAINS", "brains", "folder of brain files", "./brains",
-		func(c *Config, v string) error { c.BrainsDir = v; return nil }},
+		func(c *Config, v string) error { c.BrainsDir = v; return nil },
+		func(c *Config) string { return c.BrainsDir }},
 	{"BRAINBOT_DATA", "data", "state root: sessions store, audio-output/, image-output/, Claude working dirs", "./data",
-		func(c *Config, v string) error { c.DataDir = v; return nil }},
+		func(c *Config, v string) error { c.DataDir = v; return nil },
+		func(c *Config) string { return c.DataDir }},
 	{"TELEGRAM_API_URL", "telegram-api-url", "Bot API base URL", "https://api.telegram.org",
-		func(c *Config, v string) error { c.TelegramAPIURL = v; return nil }},
+		func(c *Config, v string) error { c.TelegramAPIURL = v; return nil },
+		func(c *Config) string { return c.TelegramAPIURL }},
 	{"CLAUDE_CMD", "claude-cmd", "path of the Claude Code CLI", "claude",
-		func(c *Config, v string) error { c.ClaudeCmd = v; return nil }},
+		func(c *Config, v string) error { c.ClaudeCmd = v; return nil },
+		func(c *Config) string { return c.ClaudeCmd }},
 	{"BRAINBOT_CLAUDE_BARE", "claude-bare", "run the CLI with --bare (none of this account's Claude Code hooks, plugins or CLAUDE.md; faster start): on, off, or auto = on when ANTHROPIC_API_KEY or a cloud provider is configured", "auto",
-		func(c *Config, v string) error { c.ClaudeBare = v; return nil }},
+		func(c *Config, v string) error { c.ClaudeBare = v; return nil },
+		func(c *Config) string { return c.ClaudeBare }},
 	{"OPENAI_BASE_URL", "openai-base-url", "OpenAI API base URL for the MCP servers (empty: OpenAI's)", "",
-		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
+		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil },
+		func(c *Config) string { return c.OpenAIBaseURL }},
+	{"OPENAI_API_KEY", "", "OpenAI API key for the voice and image tools", "",
+		func(c *Config, v string) error { c.OpenAIKey = v; return nil },
+		func(c *Config) string { return c.OpenAIKey }},
 	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
-		func(c *Config, v string) error { c.LogLevel = v; return nil }},
+		func(c *Config, v string) error { c.LogLevel = v; return nil },
+		func(c *Config) string { return c.LogLevel }},
 	{"BRAINBOT_LOG_FORMAT", "log-format", "json or console (default: console on a terminal, else json)", "",
-		func(c *Config, v string) error { c.LogFormat = v; return nil }},
+		func(c *Config, v string) error { c.LogFormat = v; return nil },
+		func(c *Config) string { return c.LogFormat }},
 	{"BRAINBOT_LOG_FILE", "log-file", "also write logs to this file, rotated", "",
-		func(c *Config, v string) error { c.LogFile = v; return nil }},
+		func(c *Config, v string) error { c.LogFile = v; return nil },
+		func(c *Config) string { return c.LogFile }},
 	{"BRAINBOT_MAX_CLAUDE", "max-claude", "Claude processes running at once; the rest wait", "4",
-		func(c *Config, v string) (err error) { c.MaxClaude, err = strconv.Atoi(v); return err }},
+		func(c *Config, v string) (err error) { c.MaxClaude, err = strconv.Atoi(v); return err },
+		func(c *Config) string { return strconv.Itoa(c.MaxClaude) }},
 	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
-		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err }},
+		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err },
+		func(c *Config) string { return c.Grace.String() }},
 	{"BRAINBOT_AUDIO_MAX_AGE", "audio-max-age", "delete voice notes older than this (0: keep)", "0",
 		func(c *Config, v string) (err error) {
 			c.AudioRetention.MaxAge, err = time.ParseDuration(v)
 			return err
-		}},
+		},
+		func(c *Config) string { return c.AudioRetention.MaxAge.String() }},
 	{"BRAINBOT_AUDIO_MAX_MB", "audio-max-mb", "keep at most this many MB of voice notes, oldest deleted first (0: no limit)", "0",
-		func(c *Config, v string) error { return parseMB(v, &c.AudioRetention.MaxBytes) }},
+		func(c *Config, v string) error { return parseMB(v, &c.AudioRetention.MaxBytes) },
+		func(c *Config) string { return formatMB(c.AudioRetention.MaxBytes) }},
 	{"BRAINBOT_IMAGE_MAX_AGE", "image-max-age", "delete images older than this (0: keep)", "0",
 		func(c *Config, v string) (err error) {
 			c.ImageRetention.MaxAge, err = time.ParseDuration(v)
 			return err
-		}},
+		},
+		func(c *Config) string { return c.ImageRetention.MaxAge.String() }},
 	{"BRAINBOT_IMAGE_MAX_MB", "image-max-mb", "keep at most this many MB of images, oldest deleted first (0: no limit)", "0",
-		func(c *Config, v string) error { return parseMB(v, &c.ImageRetention.MaxBytes) }},
+		func(c *Config, v string) error { return parseMB(v, &c.ImageRetention.MaxBytes) },
+		func(c *Config) string { return formatMB(c.ImageRetention.MaxBytes) }},
 }
 
 func parseMB(v string, bytes *int64) error {
@@ -90,42 +115,90 @@ func parseMB(v string, bytes *int64) error {
 	return err
 }
 
-// loadConfig reads the environment, then the flags in args (a flag wins
-// over its variable), and validates the result.
-func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
-	values := make(map[string]*string, len(settings))
+func formatMB(bytes int64) string { return strconv.FormatInt(bytes>>20, 10) }
+
+// loadConfig is readConfig for the subcommands that take settings as
+// flags: those named in flagged (every setting when none is named, as for
+// run and doctor) are registered on fs and parsed from args, and a flag
+// wins over its variable. The arguments after the flags are fs.Args().
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, flagged ...string) (Config, error) {
+	flags := make(map[string]*string, len(settings))
 	for _, s := range settings {
-		def := s.def
-		if v := getenv(s.env); v != "" {
-			def = v
+		if s.flag != "" && (len(flagged) == 0 || slices.Contains(flagged, s.env)) {
+			flags[s.env] = fs.String(s.flag, envOrDefault(s, getenv), fmt.Sprintf("%s (env %s)", s.usage, s.env))
 		}
-		values[s.env] = fs.String(s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	return readConfig(func(s setting) string {
+		if v, ok := flags[s.env]; ok {
+			return *v
+		}
+		return envOrDefault(s, getenv)
+	})
+}
+
+// runConfig reads the configuration of run and doctor: every setting as
+// a flag, and no other argument. Its errors are usage errors.
+func (m *Main) runConfig(fs *flag.FlagSet, args []string) (Config, error) {
+	cfg, err := loadConfig(fs, args, m.getenv)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err != nil {
+		return Config{}, usageError{err}
+	}
+	return cfg, nil
+}
+
+// envConfig is readConfig for the subcommands without setting flags
+// (check, mcp, version): the environment alone.
+func envConfig(getenv func(string) string) (Config, error) {
+	return readConfig(func(s setting) string { return envOrDefault(s, getenv) })
+}
+
+func envOrDefault(s setting, getenv func(string) string) string {
+	if v := getenv(s.env); v != "" {
+		return v
+	}
+	return s.def
+}
+
+// readConfig parses every setting's value, validates the result and
+// normalises it. It reports every problem at once.
+func readConfig(value func(setting) string) (Config, error) {
 	var c Config
 	var errs []error
 	for _, s := range settings {
-		if err := s.set(&c, *values[s.env]); err != nil {
-			errs = append(errs, settingError(s, *values[s.env], err))
+		if err := s.set(&c, value(s)); err != nil {
+			errs = append(errs, settingError(s, value(s), err))
 		}
 	}
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	return c, c.normalize()
 }
 
+// settingError names the setting, and the value unless it is a secret.
 func settingError(s setting, value string, err error) error {
 	var numErr *strconv.NumError
 	if errors.As(err, &numErr) {
 		err = numErr.Err
 	}
-	return fmt.Errorf("%s (-%s) %q: %w", s.env, s.flag, value, err)
+	return fmt.Errorf("%s %q: %w", s.name(), value, err)
+}
+
+// name is how messages name the setting: its variable and its flag.
+func (s setting) name() string {
+	if s.flag == "" {
+		return s.env
+	}
+	return fmt.Sprintf("%s (-%s)", s.env, s.flag)
 }
 
 func lookupSetting(env string) setting {
@@ -137,8 +210,8 @@ func lookupSetting(env string) setting {
 	panic("no setting " + env)
 }
 
-// validate checks the settings that parsed; each error names the variable
-// and flag so an admin knows what to fix.
+// validate checks the settings that parsed, and changes nothing; each
+// error names the variable and flag so an admin knows what to fix.
 func (c *Config) validate() error {
 	var errs []error
 	bad := func(env, value, msg string) {
@@ -187,14 +260,16 @@ func (c *Config) validate() error {
 			bad(r.ageEnv, r.retention.MaxAge.String(), "must not be negative")
 		}
 		if r.retention.MaxBytes < 0 {
-			bad(r.mbEnv, strconv.FormatInt(r.retention.MaxBytes>>20, 10), "must not be negative")
+			bad(r.mbEnv, formatMB(r.retention.MaxBytes), "must not be negative")
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	// Everything downstream (the CLI's working dirs, the MCP servers it
-	// spawns elsewhere) needs absolute paths.
+	return errors.Join(errs...)
+}
+
+// normalize puts valid settings in the form the rest of the program
+// needs: absolute folders (the CLI's working dirs and the MCP servers it
+// spawns run elsewhere) and a Bot API URL without a trailing slash.
+func (c *Config) normalize() error {
 	var err error
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
@@ -204,6 +279,19 @@ func (c *Config) validate() error {
 	}
 	c.TelegramAPIURL = strings.TrimRight(c.TelegramAPIURL, "/")
 	return nil
+}
+
+// environ is the configuration as variables, for the processes brainbot
+// starts: the MCP servers read only their environment, and must see what
+// flags set too. Settings without a flag are in the environment already.
+func (c *Config) environ() []string {
+	var env []string
+	for _, s := range settings {
+		if s.flag != "" {
+			env = append(env, s.env+"="+s.get(c))
+		}
+	}
+	return env
 }
 
 func isHTTPURL(s string) bool {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,6 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"-grace", "-1s"}, `BRAINBOT_GRACE (-grace) "-1s": must not be negative`},
 		{nil, []string{"-claude-cmd", ""}, `CLAUDE_CMD (-claude-cmd) "": must name the Claude Code CLI`},
 		{nil, []string{"-data", ""}, `BRAINBOT_DATA (-data) "": must name a folder`},
-		{nil, []string{"extra"}, `unexpected argument "extra"`},
 		{nil, []string{"-claude-bare", "yes"}, `BRAINBOT_CLAUDE_BARE (-claude-bare) "yes": must be auto, on or off`},
 		{map[string]string{"BRAINBOT_AUDIO_MAX_AGE": "a month"}, nil, `BRAINBOT_AUDIO_MAX_AGE (-audio-max-age) "a month": time: invalid duration "a month"`},
 		{nil, []string{"-image-max-age", "-1h"}, `BRAINBOT_IMAGE_MAX_AGE (-image-max-age) "-1h0m0s": must not be negative`},
@@ -139,6 +139,48 @@ func TestClaudeBare(t *testing.T) {
 	for _, tt := range tests {
 		if got := claudeBare(tt.setting, func(k string) string { return tt.env[k] }); got != tt.want {
 			t.Errorf("claudeBare(%q, %v) = %v, want %v", tt.setting, tt.env, got, tt.want)
+		}
+	}
+}
+
+// validate reports problems and changes nothing: making paths absolute and
+// trimming the URL is normalize's job (issue 10).
+func TestConfigValidateOnlyValidates(t *testing.T) {
+	c := Config{
+		BrainsDir: "brains", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
+		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
+	}
+	before := c
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c != before {
+		t.Errorf("validate changed the config:\n got %+v\nwant %+v", c, before)
+	}
+}
+
+// The MCP servers read only their environment: run hands them every
+// setting as it took effect, flags included, with absolute folders.
+func TestConfigEnviron(t *testing.T) {
+	c, err := parseConfig(t, map[string]string{"BRAINBOT_LOG_LEVEL": "debug", "OPENAI_API_KEY": "sk-secret-key"},
+		"-log-level", "warn", "-data", "rel/data", "-openai-base-url", "http://127.0.0.1:9000/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := c.environ()
+	wantData, _ := filepath.Abs("rel/data")
+	for _, want := range []string{"BRAINBOT_LOG_LEVEL=warn", "BRAINBOT_DATA=" + wantData, "OPENAI_BASE_URL=http://127.0.0.1:9000/v1", "BRAINBOT_GRACE=30s"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("environ() lacks %s: %q", want, env)
+		}
+	}
+	back, err := envConfig((&Main{Environ: env}).getenv)
+	if err != nil || back.LogLevel != "warn" || back.DataDir != wantData {
+		t.Errorf("environ() read back = %+v, %v", back, err)
+	}
+	for _, kv := range env {
+		if strings.Contains(kv, "sk-secret-key") {
+			t.Errorf("environ() repeats the OpenAI key (it is in the environment already): %s", kv)
 		}
 	}
 }

@@ -74,6 +74,9 @@ func TestUsage(t *testing.T) {
 		{[]string{"check", "a", "b"}, exitUsage, "", "at most one folder"},
 		{[]string{"run", "-h"}, exitOK, "", "BRAINBOT_MAX_CLAUDE"},
 		{[]string{"run", "-log-level", "loud"}, exitUsage, "", `BRAINBOT_LOG_LEVEL (-log-level) "loud"`},
+		{[]string{"run", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{[]string{"doctor", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{[]string{"backup", "-log-level", "debug", "f.db"}, exitUsage, "", "flag provided but not defined: -log-level"},
 		{[]string{"mcp", "-h"}, exitOK, "", "Usage: brainbot mcp"},
 		{[]string{"mcp", "nope"}, exitUsage, "", `unknown MCP server "nope"`},
 		{[]string{"version"}, exitOK, "brainbot ", ""},
@@ -91,5 +94,19 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every subcommand reads the configuration through the one loader, so a
+// bad setting is reported the same way by each (issue 10: mcp and check
+// used to read variables by hand).
+func TestSubcommandsReportBadSettingsAlike(t *testing.T) {
+	const want = `BRAINBOT_LOG_LEVEL (-log-level) "loud": must be debug, info, warn or error`
+	for _, args := range [][]string{{"run"}, {"mcp", "tts"}, {"check", t.TempDir()}} {
+		code, _, stderr := runMain(t, []string{"BRAINBOT_LOG_LEVEL=loud"}, args...)
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("brainbot %v with BRAINBOT_LOG_LEVEL=loud: exit %d, stderr %q; want exit %d and %q",
+				args, code, stderr, exitUsage, want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/sashabaranov/go-openai"
@@ -34,28 +33,21 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 		return usageError{fmt.Errorf("unknown MCP server %q: want tts or image-gen", name)}
 	}
 
-	level := m.getenv("BRAINBOT_LOG_LEVEL")
-	if level == "" {
-		level = "info"
-	}
-	log, err := newLogger(logSettings{Level: level, Format: "json"}, m.Stderr, false, newSecretSet(m.Environ))
+	cfg, err := envConfig(m.getenv)
 	if err != nil {
-		return usageError{fmt.Errorf("BRAINBOT_LOG_LEVEL %q: %w", level, err)}
+		return usageError{err}
+	}
+	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: "json"}, m.Stderr, false, newSecretSet(m.Environ))
+	if err != nil {
+		return err
 	}
 	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
 	log = log.With(zap.String("server", fs.Arg(0)))
 
-	dataDir := m.getenv("BRAINBOT_DATA")
-	if dataDir == "" {
-		dataDir = lookupSetting("BRAINBOT_DATA").def
+	openaiCfg := openai.DefaultConfig(cfg.OpenAIKey)
+	if cfg.OpenAIBaseURL != "" {
+		openaiCfg.BaseURL = cfg.OpenAIBaseURL
 	}
-	if dataDir, err = filepath.Abs(dataDir); err != nil {
-		return fmt.Errorf("BRAINBOT_DATA: %w", err)
-	}
-	openaiCfg := openai.DefaultConfig(m.getenv("OPENAI_API_KEY"))
-	if base := m.getenv("OPENAI_BASE_URL"); base != "" {
-		openaiCfg.BaseURL = base
-	}
-	s := newServer(mcpserver.Config{DataDir: dataDir, OpenAI: openaiCfg, Log: log})
+	s := newServer(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openaiCfg, Log: log})
 	return mcpserver.Serve(ctx, s, m.Stdin, m.Stdout, log)
 }

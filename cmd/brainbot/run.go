@@ -19,41 +19,45 @@ import (
 // SIGTERM), then lets requests in flight finish within the grace period.
 func (m *Main) run(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("run", "run [flags]\n\nRuns every bot in the brains folder. Each flag has an environment variable of the same meaning; the flag wins.")
-	cfg, err := loadConfig(fs, args, m.getenv)
+	cfg, err := m.runConfig(fs, args)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 
 	secrets := newSecretSet(m.Environ)
-	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: cfg.LogFormat, File: cfg.LogFile}, m.Stderr, m.Terminal, secrets)
+	checks := m.preflight(ctx, cfg, secrets.Add)
+	logFile := cfg.LogFile
+	if checks.failedCheck(checkLog) {
+		logFile = "" // say why on stderr alone
+	}
+	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: cfg.LogFormat, File: logFile}, m.Stderr, m.Terminal, secrets)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
+	if !logPreflight(log, checks) {
+		return errNotStarted
+	}
 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "brainbot.db"))
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, store.FileName))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 
-	// Settings given as flags must reach the MCP servers too, which read
-	// only their environment.
-	extraEnv := []string{"BRAINBOT_LOG_LEVEL=" + cfg.LogLevel}
-	if cfg.OpenAIBaseURL != "" {
-		extraEnv = append(extraEnv, "OPENAI_BASE_URL="+cfg.OpenAIBaseURL)
-	}
 	bare := claudeBare(cfg.ClaudeBare, m.getenv)
 	driver, err := claude.New(claude.Config{
 		Command: cfg.ClaudeCmd,
 		Self:    m.Executable,
 		DataDir: cfg.DataDir,
-		Env:     extraEnv,
-		Bare:    bare,
-		Log:     log.Named("claude"),
+		// Settings given as flags must reach the MCP servers too, which
+		// read only their environment.
+		Env:  cfg.environ(),
+		Bare: bare,
+		Log:  log.Named("claude"),
 	})
 	if err != nil {
 		return err
@@ -76,14 +80,13 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := m.lookupEnv("OPENAI_API_KEY"); !ok {
-		log.Warn("OPENAI_API_KEY is not set: voice and image replies will fail")
-	}
-	log.Info("brainbot starting", zap.String("version", buildVersion()),
+	v, rev := buildVersion()
+	log.Info("brainbot starting", zap.String("version", v), zap.String("revision", rev),
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd),
-		zap.Bool("claude_bare", bare),
+		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
+	log.Info(checks.summary("running"))
 	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
 	}, pruneEvery, log)
