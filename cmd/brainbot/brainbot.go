@@ -59,7 +59,7 @@ const usage = `brainbot runs Telegram persona bots on the Claude Code CLI.
 Usage:
   brainbot run [flags]            run every bot in the brains folder
   brainbot doctor [flags]         check what run needs (CLI, credentials, folders, tokens) and print each check
-  brainbot check [DIR]            validate brain files (default: $BRAINBOT_BRAINS or ./brains)
+  brainbot check [DIR|FILE]       validate brain files (default: $BRAINBOT_BRAINS or ./brains)
   brainbot backup FILE            copy the state database to FILE while brainbot runs
   brainbot mcp tts|image-gen      serve an MCP server on stdio (started by the Claude CLI)
   brainbot version                print the versions of brainbot and of the Claude Code CLI (also --version)

@@ -71,7 +71,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{[]string{"--help"}, exitOK, "brainbot run", ""},
 		{[]string{"check", "-h"}, exitOK, "", "Usage: brainbot check"},
-		{[]string{"check", "a", "b"}, exitUsage, "", "at most one folder"},
+		{[]string{"check", "a", "b"}, exitUsage, "", "at most one folder or file"},
 		{[]string{"run", "-h"}, exitOK, "", "BRAINBOT_MAX_CLAUDE"},
 		{[]string{"run", "-log-level", "loud"}, exitUsage, "", `BRAINBOT_LOG_LEVEL (-log-level) "loud"`},
 		{[]string{"run", "extra"}, exitUsage, "", `unexpected argument "extra"`},
@@ -108,5 +108,22 @@ func TestSubcommandsReportBadSettingsAlike(t *testing.T) {
 			t.Errorf("brainbot %v with BRAINBOT_LOG_LEVEL=loud: exit %d, stderr %q; want exit %d and %q",
 				args, code, stderr, exitUsage, want)
 		}
+	}
+}
+
+// check takes one brain file as well as a folder, and reports its problems
+// the same way.
+func TestCheckOneFile(t *testing.T) {
+	code, stdout, stderr := runMain(t, nil, "check", "../../brains/voice.yaml")
+	if code != exitOK || !strings.Contains(stdout, "ok  ../../brains/voice.yaml") {
+		t.Fatalf("check voice.yaml = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: Bad\nsystem_prompt: x\ntelegram:\n  token_env: BAD_TOKEN\ntts:\n  speed: 9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runMain(t, nil, "check", bad)
+	if code != exitError || !strings.Contains(stderr, bad+":6: tts.speed:") {
+		t.Fatalf("check bad.yaml = %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -230,7 +229,8 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), 
 		r.ok("brains folder", fmt.Sprintf("%d brain files in %s", len(brains)+len(r.bots), cfg.BrainsDir))
 	}
 
-	owners := map[string]*brain.Brain{} // token → the first brain using it
+	tokens := brain.ResolveTokens(brains, m.lookupEnv)
+	refused := tokenProblems(brains, tokens)
 	var asks []telegramCheck
 	for _, b := range brains {
 		token, err := b.ResolveToken(m.lookupEnv)
@@ -245,16 +245,11 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), 
 		onToken(token)
 		r.bots = append(r.bots, botState{name: b.ID, running: true})
 		checkOpenAIKey(b, cfg, r)
-		switch owner := owners[token]; {
-		case !botToken.MatchString(token):
-			r.fail("bot "+b.ID, fmt.Sprintf("the %s is not a BotFather token (digits, a colon, then letters, digits, - and _)", b.Telegram))
-		case owner != nil:
-			r.fail("bot "+b.ID, fmt.Sprintf("its %s is also the token of bot %s (%s): Telegram lets one client poll a token, so both fail; give each brain its own bot from @BotFather",
-				b.Telegram, owner.ID, owner.Telegram))
-		default:
-			owners[token] = b
-			asks = append(asks, telegramCheck{brain: b, token: token})
+		if problem, bad := refused[b.ID]; bad {
+			r.fail("bot "+b.ID, problem)
+			continue
 		}
+		asks = append(asks, telegramCheck{brain: b, token: token})
 	}
 	askTelegram(ctx, cfg.TelegramAPIURL, asks)
 	for _, a := range asks {
@@ -267,9 +262,26 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), 
 	slices.SortFunc(r.bots, func(a, b botState) int { return cmp.Compare(a.name, b.name) })
 }
 
-// botToken is the shape of a BotFather token: the bot's id, a colon, and
-// a secret. Checking it first gives a clearer message than Telegram's 404.
-var botToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
+// tokenProblems are what is wrong with the resolved tokens, by brain id: a
+// variable that holds no BotFather token (clearer than Telegram's 404), or
+// one token behind two brains (Telegram lets one client poll a token).
+func tokenProblems(brains []*brain.Brain, tokens map[string]string) map[string]string {
+	var errs brain.Errors
+	if !errors.As(brain.CheckTokens(brains, tokens), &errs) {
+		return nil
+	}
+	byPath := map[string]string{}
+	for _, e := range errs {
+		byPath[e.File] = e.Error()
+	}
+	problems := map[string]string{}
+	for _, b := range brains {
+		if p, ok := byPath[b.Path]; ok {
+			problems[b.ID] = p
+		}
+	}
+	return problems
+}
 
 // invalidBrains turns the problems of the brain files that did not load
 // into one skipped bot per file.

@@ -78,8 +78,11 @@ func brainWith(tokenEnv, extra string) string {
 }
 
 const (
-	chatToken  = "111111:chat-secret-token-0123456789abcdef"
-	voiceToken = "222222:voice-secret-token-0123456789abcdef"
+	// Shaped like BotFather's tokens: <bot id>:<35 characters>.
+	chatToken    = "111111:AAchat-secret-token-0123456789abcdx"
+	voiceToken   = "222222:AAvoice-secret-token-012345678abcxx"
+	revokedToken = "333333:AArevoked-secret-token-01234567axxx"
+	painterToken = "444444:AApainter-secret-token-01234567axxx"
 )
 
 func wantLines(t *testing.T, out string, lines ...string) {
@@ -214,17 +217,17 @@ func TestDoctorBots(t *testing.T) {
 		"painter.yaml": brainWith("PAINTER_TOKEN", "image:\n  enabled: true\n"),
 		"broken.yaml":  brainWith("BROKEN_TOKEN", "tts:\n  speed: 9\n"),
 	}, "CHAT_TOKEN="+chatToken, "TWIN_TOKEN="+chatToken,
-		"MANGLED_TOKEN=bot"+voiceToken, "REVOKED_TOKEN=333333:revoked-secret-token-0123456789",
-		"PAINTER_TOKEN=444444:painter-secret-token-0123456789", "OPENAI_API_KEY=")
-	s.telegram.Unauthorize("333333:revoked-secret-token-0123456789")
+		"MANGLED_TOKEN=bot"+voiceToken, "REVOKED_TOKEN="+revokedToken,
+		"PAINTER_TOKEN="+painterToken, "OPENAI_API_KEY=")
+	s.telegram.Unauthorize(revokedToken)
 	code, stdout, _ := s.doctor(t)
 	if code != exitError {
 		t.Errorf("exit %d, want %d", code, exitError)
 	}
 	wantLines(t, stdout,
 		"ok    bot chat: @"+telegramtest.Username(chatToken),
-		"fail  bot twin: its token from $TWIN_TOKEN is also the token of bot chat (token from $CHAT_TOKEN): Telegram lets one client poll a token",
-		"fail  bot mangled: the token from $MANGLED_TOKEN is not a BotFather token",
+		"fail  bot twin: "+filepath.Join(s.brains, "twin.yaml")+":4: telegram.token_env: TWIN_TOKEN holds the same token as CHAT_TOKEN of "+filepath.Join(s.brains, "chat.yaml")+"; Telegram allows one bot per token",
+		"fail  bot mangled: "+filepath.Join(s.brains, "mangled.yaml")+":4: telegram.token_env: MANGLED_TOKEN does not hold a BotFather token",
 		"fail  bot revoked: token rejected by Telegram (revoked, or mistyped): copy it again from @BotFather",
 		"fail  bot painter: it paints (image.enabled) but OPENAI_API_KEY is not set: its image replies will fail",
 		"fail  brain broken.yaml: "+filepath.Join(s.brains, "broken.yaml")+":6: tts.speed: must be between 0.25 and 4.0, got 9\n",
