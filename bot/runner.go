@@ -149,6 +149,9 @@ func (r *runner) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Telegram answered: the bot is connected before its first long poll
+	// returns, which may take PollTimeout when nobody writes.
+	r.polled()
 	r.mu.Lock()
 	r.client, r.me = client, self{id: me.ID, username: me.Username}
 	r.mu.Unlock()
@@ -169,7 +172,8 @@ func (r *runner) serve(ctx context.Context) error {
 	return fatal
 }
 
-// polled records that Telegram answered a getUpdates call just now.
+// polled records that Telegram answered the bot just now (getMe, or a
+// getUpdates call).
 func (r *runner) polled() {
 	now := time.Now()
 	r.lastPoll.Store(now.UnixNano())

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,14 @@ type Config struct {
 	LogFile   string
 
 	MaxClaude int
-	Grace     time.Duration
+	// MaxWaiting and MaxWait bound one bot's requests waiting for a
+	// Claude slot, in number and in time.
+	MaxWaiting int
+	MaxWait    time.Duration
+	Grace      time.Duration
+	// HTTPAddr is where /healthz, /readyz and /metrics are served ("":
+	// off).
+	HTTPAddr string
 
 	// Retention prunes organised voice notes and images (off by default).
 	AudioRetention, ImageRetention output.Retention
@@ -86,6 +94,15 @@ var settings = []setting{
 	{"BRAINBOT_MAX_CLAUDE", "max-claude", "Claude processes running at once; the rest wait", "4",
 		func(c *Config, v string) (err error) { c.MaxClaude, err = strconv.Atoi(v); return err },
 		func(c *Config) string { return strconv.Itoa(c.MaxClaude) }},
+	{"BRAINBOT_MAX_WAITING", "max-waiting", "requests of one bot that may wait for a Claude process; more get the brain's busy message", "50",
+		func(c *Config, v string) (err error) { c.MaxWaiting, err = strconv.Atoi(v); return err },
+		func(c *Config) string { return strconv.Itoa(c.MaxWaiting) }},
+	{"BRAINBOT_MAX_WAIT", "max-wait", "how long a request may wait for a Claude process before it gets the brain's busy message", "2m",
+		func(c *Config, v string) (err error) { c.MaxWait, err = time.ParseDuration(v); return err },
+		func(c *Config) string { return c.MaxWait.String() }},
+	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz and /metrics at this address, e.g. 127.0.0.1:9464 (empty: off)", "",
+		func(c *Config, v string) error { c.HTTPAddr = v; return nil },
+		func(c *Config) string { return c.HTTPAddr }},
 	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
 		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err },
 		func(c *Config) string { return c.Grace.String() }},
@@ -248,6 +265,17 @@ func (c *Config) validate() error {
 	}
 	if c.Grace < 0 {
 		bad("BRAINBOT_GRACE", c.Grace.String(), "must not be negative")
+	}
+	if c.MaxWaiting < 1 {
+		bad("BRAINBOT_MAX_WAITING", strconv.Itoa(c.MaxWaiting), "must be at least 1")
+	}
+	if c.MaxWait <= 0 {
+		bad("BRAINBOT_MAX_WAIT", c.MaxWait.String(), "must be more than 0")
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			bad("BRAINBOT_HTTP_ADDR", c.HTTPAddr, "must be host:port, e.g. 127.0.0.1:9464")
+		}
 	}
 	for _, r := range []struct {
 		ageEnv, mbEnv string

@@ -34,6 +34,8 @@ func TestConfigDefaults(t *testing.T) {
 		ClaudeBare:     "auto",
 		LogLevel:       "info",
 		MaxClaude:      4,
+		MaxWaiting:     50,
+		MaxWait:        2 * time.Minute,
 		Grace:          30 * time.Second,
 	}
 	if c != want {
@@ -72,6 +74,8 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		LogFormat:      "json",
 		LogFile:        "/var/log/brainbot.log",
 		MaxClaude:      2,
+		MaxWaiting:     50,
+		MaxWait:        2 * time.Minute,
 		Grace:          5 * time.Second,
 		AudioRetention: output.Retention{MaxAge: 720 * time.Hour},
 		ImageRetention: output.Retention{MaxBytes: 512 << 20},
@@ -149,6 +153,7 @@ func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
 		BrainsDir: "brains", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
 		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
+		MaxWaiting: 1, MaxWait: time.Second,
 	}
 	before := c
 	if err := c.validate(); err != nil {

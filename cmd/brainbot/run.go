@@ -12,6 +12,7 @@ import (
 	"brainbot/bot"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/metrics"
 	"brainbot/output"
 )
 
@@ -63,16 +64,20 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return err
 	}
 
+	reg := metrics.New()
 	manager, err := bot.New(bot.Config{
-		BrainsDir: cfg.BrainsDir,
-		DataDir:   cfg.DataDir,
-		APIURL:    cfg.TelegramAPIURL,
-		MaxClaude: cfg.MaxClaude,
-		Grace:     cfg.Grace,
-		Claude:    driver,
-		Store:     db,
-		Log:       log,
-		LookupEnv: m.lookupEnv,
+		BrainsDir:        cfg.BrainsDir,
+		DataDir:          cfg.DataDir,
+		APIURL:           cfg.TelegramAPIURL,
+		MaxClaude:        cfg.MaxClaude,
+		MaxWaitingPerBot: cfg.MaxWaiting,
+		MaxWait:          cfg.MaxWait,
+		Grace:            cfg.Grace,
+		Claude:           driver,
+		Store:            db,
+		Log:              log,
+		Metrics:          reg,
+		LookupEnv:        m.lookupEnv,
 		// Every bot token, inline or from the environment, is masked in the
 		// logs from the moment it is resolved.
 		OnToken: secrets.Add,
@@ -87,6 +92,13 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
 	log.Info(checks.summary("running"))
+	if cfg.HTTPAddr != "" {
+		stop, err := serveAdmin(cfg.HTTPAddr, reg.Handler(), manager.Ready, log)
+		if err != nil {
+			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
+		}
+		defer stop()
+	}
 	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
 	}, pruneEvery, log)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,64 @@ func TestEndToEndRealTraffic(t *testing.T) {
 			t.Fatalf("%d replies (%d busy notices), want 7 with one notice: %q", len(texts), busy, texts)
 		}
 	})
+
+	t.Run("the admin endpoint reports health, readiness and metrics of what happened", func(t *testing.T) {
+		lines := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+		if len(lines) != 1 {
+			t.Fatalf("no admin endpoint log line")
+		}
+		base := "http://" + lines[0].Str("addr")
+		for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ready"} {
+			if code, body := get(t, base+path); code != 200 || strings.TrimSpace(body) != want {
+				t.Errorf("%s = %d %q", path, code, body)
+			}
+		}
+		_, body := get(t, base+"/metrics")
+		for _, want := range []string{
+			// The burst: six answered, one told busy, eight dropped silently;
+			// the earlier subtests answered four more (two in the group).
+			`brainbot_requests_total{bot="narrator",mode="text",outcome="ok"} 10`,
+			`brainbot_requests_total{bot="narrator",mode="text",outcome="busy"} 1`,
+			`brainbot_requests_total{bot="narrator",mode="text",outcome="busy, not told"} 8`,
+			`brainbot_requests_total{bot="narrator",mode="text",outcome="unreadable"} 1`,
+			`brainbot_undecodable_updates_total{bot="narrator"} 1`,
+			`brainbot_claude_running 0`,
+			`brainbot_request_stage_seconds_count{stage="cli_start"} 10`,
+			`process_resident_memory_bytes`,
+			`go_goroutines`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+		if t.Failed() {
+			t.Logf("/metrics:\n%s", grepLines(body, "brainbot_"))
+		}
+	})
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func grepLines(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) && !strings.Contains(l, "_bucket") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // groupMessage is a supergroup message from user, as Telegram sends it;
