@@ -15,13 +15,19 @@ CLAUDE_PLATFORM := $(shell node -p 'process.platform + "-" + process.arch' 2>/de
 CLAUDE_BIN    := $(CLAUDE_PREFIX)/node_modules/@anthropic-ai/claude-code-$(CLAUDE_PLATFORM)/claude
 BIN           := $(CURDIR)/bin/brainbot
 
+# The binary says what it is (brainbot version): the release tag or commit,
+# and the full revision. Outside a git checkout, pass VERSION and REVISION.
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS       := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
-.PHONY: all build test bench demo run lint claude-cli clean
+
+.PHONY: all build test bench demo run doctor lint claude-cli dist clean
 
 all: lint build test
 
 build:
-	$(GO) build -o $(BIN) ./cmd/brainbot
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/brainbot
 
 # No test reaches the internet: each brings its stand-ins, and these point
 # anything that forgot one at a closed port on loopback, to fail fast.
@@ -47,15 +53,25 @@ bench: claude-cli
 demo: build claude-cli
 	$(GO) run ./cmd/demo -brainbot $(BIN) -claude $(CLAUDE_BIN) -brains brains
 
+# staticcheck comes from the module proxy at a pinned version rather than
+# from go.mod, so that the module's requirements stay what brainbot imports.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# lint fails on unformatted code, vet and staticcheck findings, and a go.mod
+# or go.sum that `go mod tidy` would change.
 lint:
 	@out=$$(gofmt -l . | grep -v '^.cache/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	@$(GO) mod tidy -diff || { echo "go.mod or go.sum is not tidy: run go mod tidy" >&2; exit 1; }
 
-# run starts brainbot with the brains in ./brains; set the tokens named by
-# their token_env, OPENAI_API_KEY, and CLAUDE_CMD (see README.md).
-run: build
-	$(BIN) run
+# run starts brainbot with the brains in ./brains and the pinned CLI (a
+# CLAUDE_CMD in the environment wins); set the tokens named by their
+# token_env and the keys (see README.md). doctor checks the same setup.
+CLAUDE_CMD ?= $(CLAUDE_BIN)
+run doctor: build claude-cli
+	CLAUDE_CMD=$(CLAUDE_CMD) $(BIN) $@
 
 claude-cli: $(CLAUDE_BIN)
 
@@ -66,5 +82,29 @@ $(CLAUDE_BIN):
 	@test -x $@ || { echo "Claude Code CLI not found at $@ after npm install" >&2; exit 1; }
 	@touch $@
 
+# dist builds the release tarball dist/brainbot-<version>-<os>-<arch>.tar.gz:
+# a static, stamped binary, the example brains, the systemd unit and
+# environment file, the docs, and SHA256SUMS of them all; the .sha256 file
+# beside it checks the tarball. The same commit gives the same bytes.
+GOOS          ?= $(shell $(GO) env GOOS)
+GOARCH        ?= $(shell $(GO) env GOARCH)
+DIST_NAME     := brainbot-$(VERSION)-$(GOOS)-$(GOARCH)
+DIST_DIR      := $(CURDIR)/dist
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+dist:
+	rm -rf $(DIST_DIR)/$(DIST_NAME) $(DIST_DIR)/$(DIST_NAME).tar.gz $(DIST_DIR)/$(DIST_NAME).tar.gz.sha256
+	mkdir -p $(DIST_DIR)/$(DIST_NAME)/brains $(DIST_DIR)/$(DIST_NAME)/docs
+	CGO_ENABLED=0 GOOS=$(GOOS) GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+		-o $(DIST_DIR)/$(DIST_NAME)/brainbot ./cmd/brainbot
+	cp brains/*.yaml brains/README.md $(DIST_DIR)/$(DIST_NAME)/brains/
+	cp deploy/brainbot.service deploy/brainbot.env.example README.md $(DIST_DIR)/$(DIST_NAME)/
+	cp docs/operations.md docs/architecture.md $(DIST_DIR)/$(DIST_NAME)/docs/
+	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum > SHA256SUMS
+	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) \
+		-cf - $(DIST_NAME) | gzip -n > $(DIST_DIR)/$(DIST_NAME).tar.gz
+	cd $(DIST_DIR) && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
+	@echo "$(DIST_DIR)/$(DIST_NAME).tar.gz"
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -109,3 +109,89 @@ func residentMB() (float64, bool) {
 	}
 	return 0, false
 }
+
+// BenchmarkCrowd: 3 bots x 200 users send one message each at once, bot
+// after bot, to 4 Claude slots and a fake CLI that takes 20 ms a turn.
+// Slots go to the bots in turn, so the last bot's users wait about as
+// long as the first's (a single first-come queue would make them wait for
+// all 400 before them). It reports each bot's p50/p99 queue wait (from the
+// summary lines), the slowest bot's p50 over the fastest's (target <= 2),
+// Telegram calls per second, peak goroutines and RSS.
+func BenchmarkCrowd(b *testing.B) {
+	const users, turn = 200, 20 * time.Millisecond
+	bots := []string{"alpha", "beta", "gamma"}
+	tokens := map[string]string{"alpha": tokenA, "beta": tokenB, "gamma": tokenC}
+	brains := map[string]string{}
+	for _, id := range bots {
+		brains[id] = brainFile(tokens[id], "")
+	}
+	h := newHarness(b, brains, func(c *Config) {
+		c.MaxClaude = 4
+		c.MaxWaitingPerBot = users
+		c.MaxWait = 10 * time.Minute
+	})
+	h.claude.turn = turn
+	for _, id := range bots {
+		h.exchange(tokens[id], 1, "warm up")
+	}
+	var peak int
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(time.Millisecond):
+				peak = max(peak, runtime.NumGoroutine())
+			}
+		}
+	}()
+	waits := map[string][]time.Duration{}
+	calls, start := 0, time.Now()
+	for b.Loop() {
+		logsBefore := h.logs.Len()
+		summariesBefore := h.logs.FilterMessage("request").Len()
+		sentBefore := map[string]int{}
+		for _, id := range bots {
+			sentBefore[id] = len(h.srv.Calls(tokens[id]))
+			for u := range users {
+				h.srv.SendText(tokens[id], int64(1000+u), int64(1000+u), "crowd")
+			}
+		}
+		waitSummaries(b, h.logs, summariesBefore+len(bots)*users)
+		for _, e := range h.logs.All()[logsBefore:] {
+			f := e.ContextMap()
+			if e.Message == "request" && f["outcome"] == "ok" {
+				waits[f["bot"].(string)] = append(waits[f["bot"].(string)], time.Duration(f["queue_wait_ms"].(int64))*time.Millisecond)
+			}
+		}
+		for _, id := range bots {
+			calls += len(h.srv.Calls(tokens[id])) - sentBefore[id]
+		}
+	}
+	elapsed := time.Since(start)
+	close(stopSampling)
+	<-sampled
+	var p50s []float64
+	for i, id := range bots {
+		w := waits[id]
+		if len(w) == 0 {
+			b.Fatalf("no answered request of %s", id)
+		}
+		slices.Sort(w)
+		p50 := float64(w[len(w)/2].Microseconds()) / 1000
+		p50s = append(p50s, p50)
+		b.ReportMetric(p50, fmt.Sprintf("bot%d-wait-p50-ms", i+1))
+		b.ReportMetric(float64(w[len(w)*99/100].Microseconds())/1000, fmt.Sprintf("bot%d-wait-p99-ms", i+1))
+	}
+	b.ReportMetric(slices.Max(p50s)/slices.Min(p50s), "p50-slowest/fastest")
+	b.ReportMetric(float64(calls)/elapsed.Seconds(), "telegram-calls/s")
+	b.ReportMetric(float64(peak), "peak-goroutines")
+	runtime.GC()
+	if rss, ok := residentMB(); ok {
+		b.ReportMetric(rss, "rss-MB")
+	}
+	b.ReportMetric(0, "ns/op")
+}

@@ -55,7 +55,7 @@ func TestWithDriverAllModes(t *testing.T) {
 	h := newHarness(t, map[string]string{
 		"chat":   brainFile(tokenA, "claude:\n  timeout: 2s\nmessages:\n  error: Oops.\n"),
 		"voice":  brainFile(tokenB, "tts:\n  enabled: true\n"),
-		"artist": brainFile("1003:token-c", "image:\n  enabled: true\n"),
+		"artist": brainFile(tokenC, "image:\n  enabled: true\n"),
 	}, withDriver(t))
 
 	if got := h.exchange(tokenA, 7, "hello"); got.Param("text") != "You said: hello" {
@@ -82,7 +82,7 @@ func TestWithDriverAllModes(t *testing.T) {
 	if v.Method != "sendVoice" || len(v.Files["voice"].Data) == 0 || !strings.HasPrefix(v.Files["voice"].Name, "bot-voice-user-7-") {
 		t.Fatalf("voice reply = %s %q", v.Method, v.Files["voice"].Name)
 	}
-	p := h.exchange("1003:token-c", 7, "draw a tree")
+	p := h.exchange(tokenC, 7, "draw a tree")
 	if p.Method != "sendPhoto" || !strings.HasSuffix(p.Files["photo"].Name, ".png") {
 		t.Fatalf("image reply = %s", p.Method)
 	}
@@ -90,7 +90,7 @@ func TestWithDriverAllModes(t *testing.T) {
 	if got := h.exchange(tokenB, 7, "#notool"); got.Method != "sendMessage" || !strings.HasPrefix(got.Param("text"), "You said: #notool") {
 		t.Fatalf("speech fallback = %s %q", got.Method, got.Param("text"))
 	}
-	if got := h.exchange("1003:token-c", 7, "draw #toolerror"); got.Param("text") != "Sorry, something went wrong. Please try again." {
+	if got := h.exchange(tokenC, 7, "draw #toolerror"); got.Param("text") != "Sorry, something went wrong. Please try again." {
 		t.Fatalf("image tool error = %s %q", got.Method, got.Param("text"))
 	}
 }

@@ -1,8 +1,10 @@
 package bot
 
 import (
+	"fmt"
 	"html"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 )
@@ -53,9 +55,14 @@ var (
 	fence      = regexp.MustCompile("(?s)```([A-Za-z0-9_+-]*)\n?(.*?)```")
 	inlineCode = regexp.MustCompile("`([^`\n]+)`")
 	link       = regexp.MustCompile(`\[([^\]\n]+)\]\((https?://[^\s)]+)\)`)
+	// bareURL is a URL in running text (Telegram links it by itself); a
+	// sentence's punctuation or a closing * or _ after it is not part of it.
+	bareURL    = regexp.MustCompile(`https?://[^\s<]*[^\s<*_.,;:!?)]`)
 	bold       = regexp.MustCompile(`\*\*([^*\n]+?)\*\*`)
 	starItalic = regexp.MustCompile(`(^|[^\w*])\*([^*\s](?:[^*\n]*?[^*\s])?)\*($|[^\w*])`)
 	underItal  = regexp.MustCompile(`(^|[^\w])_([^_\s](?:[^_\n]*?[^_\s])?)_($|[^\w])`)
+	// heldPiece is a placeholder of pieces.hold: escaped text has no "<".
+	heldPiece = regexp.MustCompile(`<(\d+)>`)
 )
 
 // markdownToHTML converts the Markdown Claude writes to Telegram's HTML:
@@ -93,15 +100,52 @@ func inlineToHTML(s string) string {
 	return out.String()
 }
 
+// emphasisToHTML escapes s and converts its links and emphasis.
 func emphasisToHTML(s string) string {
-	s = html.EscapeString(s)
-	s = link.ReplaceAllString(s, `<a href="$2">$1</a>`)
-	s = bold.ReplaceAllString(s, "<b>$1</b>")
+	var p pieces
+	return p.restore(p.convert(html.EscapeString(s)))
+}
+
+// pieces holds the converted parts of a text while the rest is converted.
+// Each conversion replaces what it matched by a placeholder, so that no
+// later pattern looks inside it: a * or _ in a URL never becomes markup,
+// and every tag pair encloses whole pieces, so tags always nest properly.
+type pieces []string
+
+func (p *pieces) hold(converted string) string {
+	*p = append(*p, converted)
+	return fmt.Sprintf("<%d>", len(*p)-1)
+}
+
+// restore puts the held pieces back in place of their placeholders.
+func (p *pieces) restore(s string) string {
+	return heldPiece.ReplaceAllStringFunc(s, func(m string) string {
+		n, _ := strconv.Atoi(m[1 : len(m)-1]) // the pattern admits digits only
+		return p.restore((*p)[n])
+	})
+}
+
+// convert converts escaped text: links to http(s) URLs, then bare URLs
+// (kept as they are), **bold**, *italic* and _italic_, each with the text
+// it encloses converted in turn.
+func (p *pieces) convert(s string) string {
+	s = link.ReplaceAllStringFunc(s, func(m string) string {
+		sub := link.FindStringSubmatch(m)
+		return p.hold(`<a href="` + sub[2] + `">` + p.convert(sub[1]) + "</a>")
+	})
+	s = bareURL.ReplaceAllStringFunc(s, p.hold)
+	s = bold.ReplaceAllStringFunc(s, func(m string) string {
+		return p.hold("<b>" + p.convert(bold.FindStringSubmatch(m)[1]) + "</b>")
+	})
 	// Twice: a match consumes the boundary character the next one needs
 	// ("*a* *b*").
 	for range 2 {
-		s = starItalic.ReplaceAllString(s, "$1<i>$2</i>$3")
-		s = underItal.ReplaceAllString(s, "$1<i>$2</i>$3")
+		for _, italic := range []*regexp.Regexp{starItalic, underItal} {
+			s = italic.ReplaceAllStringFunc(s, func(m string) string {
+				sub := italic.FindStringSubmatch(m)
+				return sub[1] + p.hold("<i>"+p.convert(sub[2])+"</i>") + sub[3]
+			})
+		}
 	}
 	return s
 }

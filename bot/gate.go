@@ -30,6 +30,8 @@ import (
 //     keeps what it could read of it for the handler (takeUndecodable).
 type confirmGate struct {
 	next tgbot.HttpClient
+	// polled is called after every getUpdates call Telegram answered.
+	polled func()
 
 	mu          sync.Mutex
 	delivered   int64 // highest update id received
@@ -56,8 +58,8 @@ type undecodable struct {
 var contentKeys = []string{"photo", "video", "audio", "voice", "document", "sticker", "animation",
 	"video_note", "paid_media", "location", "venue", "contact", "poll", "dice", "story", "checklist"}
 
-func newConfirmGate(next tgbot.HttpClient) *confirmGate {
-	return &confirmGate{next: next, handledOnce: make(chan struct{}), undecodable: map[int64]undecodable{}}
+func newConfirmGate(next tgbot.HttpClient, polled func()) *confirmGate {
+	return &confirmGate{next: next, polled: polled, handledOnce: make(chan struct{}), undecodable: map[int64]undecodable{}}
 }
 
 func (g *confirmGate) handled(id int64) {
@@ -88,6 +90,7 @@ func (g *confirmGate) Do(req *http.Request) (*http.Response, error) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
+	g.polled()
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {

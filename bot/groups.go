@@ -9,10 +9,6 @@ import (
 	"brainbot/bot/brain"
 )
 
-// anonymousAdmin is the user id Telegram puts in from.id of messages that
-// group admins post anonymously (GroupAnonymousBot); sender_chat is set.
-const anonymousAdmin = 1087968824
-
 // self is the bot as Telegram knows it (from getMe).
 type self struct {
 	id       int64

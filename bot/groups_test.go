@@ -121,6 +121,10 @@ func TestForumTopicsAreConversations(t *testing.T) {
 	}
 }
 
+// anonymousAdmin is the user id Telegram puts in from.id of messages that
+// group admins post anonymously (GroupAnonymousBot); sender_chat is set.
+const anonymousAdmin = 1087968824
+
 // groups: off answers nothing in groups; groups: all answers everything.
 // Anonymous admins appear under the title they post as.
 func TestGroupsSetting(t *testing.T) {
@@ -129,7 +133,7 @@ func TestGroupsSetting(t *testing.T) {
 		"beta":  brainFile(tokenB, "groups: all\n"),
 	}, nil)
 	h.srv.SendMessage(tokenA, groupMessage(7, "hello?", true))
-	anon := groupMessage(1087968824, "news for everyone", false)
+	anon := groupMessage(anonymousAdmin, "news for everyone", false)
 	anon["sender_chat"] = map[string]any{"id": groupChat, "type": "supergroup", "title": "Friends"}
 	h.srv.SendMessage(tokenB, anon)
 	if got := h.waitSent(tokenB, 1)[0]; got.Param("text") != "You said: Friends: news for everyone" {

@@ -36,6 +36,8 @@ type fakeClaude struct {
 	release  chan struct{}
 	running  int
 	maxRun   int
+	// turn is how long every request takes (0: at once).
+	turn time.Duration
 }
 
 func newFakeClaude(dataDir string) *fakeClaude {
@@ -56,6 +58,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}()
 	if req.Resume && !known {
 		return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
+	}
+	if f.turn > 0 {
+		time.Sleep(f.turn)
 	}
 	if strings.Contains(req.Prompt, "#crash") {
 		// The CLI died before its init event: no session was created,
@@ -105,9 +110,11 @@ func (f *fakeClaude) requests() []claude.Request {
 	return append([]claude.Request(nil), f.calls...)
 }
 
+// BotFather tokens: brain.Parse rejects an inline token of another form.
 const (
-	tokenA = "1001:token-a"
-	tokenB = "1002:token-b"
+	tokenA = "1001:AAEtoken-a_0123456789abcdefghijklmn"
+	tokenB = "1002:AAEtoken-b_0123456789abcdefghijklmn"
+	tokenC = "1003:AAEtoken-c_0123456789abcdefghijklmn"
 )
 
 // brainFile is a minimal valid brain with token and extra YAML.
@@ -134,6 +141,13 @@ type harness struct {
 // fresh stand-in.
 func newHarness(t testing.TB, brains map[string]string, cfg func(*Config)) *harness {
 	t.Helper()
+	return newHarnessWith(t, brains, cfg, nil)
+}
+
+// newHarnessWith is newHarness with before run on the harness before the
+// Manager starts (to arm the stand-in's failures, say).
+func newHarnessWith(t testing.TB, brains map[string]string, cfg func(*Config), before func(*harness)) *harness {
+	t.Helper()
 	h := &harness{t: t, srv: telegramtest.NewServer(), brains: t.TempDir(), data: t.TempDir(), cfg: cfg}
 	t.Cleanup(h.srv.Close)
 	for id, y := range brains {
@@ -146,6 +160,9 @@ func newHarness(t testing.TB, brains map[string]string, cfg func(*Config)) *harn
 	h.store = st
 	t.Cleanup(func() { st.Close() })
 	h.claude = newFakeClaude(h.data)
+	if before != nil {
+		before(h)
+	}
 	h.start()
 	return h
 }

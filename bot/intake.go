@@ -38,6 +38,9 @@ type incoming struct {
 	// the user is told so instead of meeting silence.
 	notText   bool
 	journalID int64
+	// charged: an earlier process counted it against the daily limit
+	// (replays).
+	charged bool
 	// attempts is how often work on it started before (replays).
 	attempts int
 	arrived  time.Time
@@ -80,6 +83,11 @@ func (r *runner) accept(u *models.Update) {
 	}
 	msg := u.Message
 	text, forMe := r.forMe(msg)
+	if forMe && r.albums.seen(msg) {
+		// The rest of an album: its first message answers for it.
+		r.confirm(u.ID)
+		return
+	}
 	if !forMe || text == "" {
 		r.confirm(u.ID)
 		// Media in a private chat gets a hint rather than silence; in a
@@ -87,7 +95,9 @@ func (r *runner) accept(u *models.Update) {
 		if forMe && msg.Chat.Type == models.ChatTypePrivate && hasMedia(msg) {
 			in := r.incoming(msg)
 			in.notText = true
-			m.enqueue(in)
+			if m.admit(in) {
+				m.enqueue(in)
+			}
 		}
 		return
 	}
@@ -95,6 +105,10 @@ func (r *runner) accept(u *models.Update) {
 	in := r.incoming(msg)
 	in.text = text
 	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, me.username)
+	if !m.admit(in) {
+		r.confirm(u.ID)
+		return
+	}
 	log := in.logger(m.log)
 	log.Debug("message received", zap.String("text", text))
 	id, err := m.cfg.Store.Journal(context.WithoutCancel(m.workCtx), store.Entry{
@@ -220,13 +234,14 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 	for _, e := range entries {
 		in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: e.Chat, chatType: models.ChatType(e.ChatType),
 			thread: e.Thread, user: e.User, sender: e.Sender, messageID: e.MessageID, text: e.Text, journalID: e.ID,
-			attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
+			charged: e.Mode != "", attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
 		if strings.HasPrefix(e.Text, "/") {
 			// Entities are not journaled; a leading /word was a command.
 			word, _, _ := strings.Cut(e.Text, " ")
 			in.command, in.forOtherBot = parseCommand(e.Text,
 				[]models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: len(utf16.Encode([]rune(word)))}}, me.username)
 		}
+		m.cfg.Metrics.JournalReplays.WithLabelValues(r.id).Inc()
 		if e.Attempts >= 2 {
 			in.logger(m.log).Warn("journaled message failed after a restart already: asking the user to resend")
 			m.answerAside(in, (*request).askToResend)
@@ -244,6 +259,7 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 func (r *runner) skipUndecodable(updateID int64, bad undecodable) {
 	m := r.m
 	r.log.Warn("undecodable update skipped", zap.Int64("update_id", updateID), zap.Error(bad.err))
+	m.cfg.Metrics.UndecodableUpdates.WithLabelValues(r.id).Inc()
 	r.confirm(updateID)
 	client, me := r.current()
 	private := bad.chatType == string(models.ChatTypePrivate)

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/metrics"
 )
 
 // Claude runs one request through the model; *claude.Driver implements it.
@@ -47,10 +50,16 @@ type Config struct {
 	// MaxClaude caps concurrent Claude requests over all bots
 	// (BRAINBOT_MAX_CLAUDE, default 4); the rest wait.
 	MaxClaude int
-	// QueueSize caps the messages one user may have in progress with one
-	// bot, waiting or being answered (default 5); beyond it the user gets
-	// the brain's busy message.
+	// QueueSize caps the messages waiting in one conversation besides the
+	// one being answered (default 5). Beyond it a message is dropped, and
+	// the first one dropped in a burst gets the brain's busy message.
 	QueueSize int
+	// MaxWaitingPerBot caps one bot's requests waiting for a Claude slot
+	// (default 50), and MaxWait how long one waits (default 2m); beyond
+	// either the user gets the brain's busy message. Slots go to the bots
+	// in turn, so a busy bot cannot starve the others.
+	MaxWaitingPerBot int
+	MaxWait          time.Duration
 	// Grace is how long requests in flight may finish after Run's context
 	// ends (default 30s); then they are cancelled.
 	Grace time.Duration
@@ -67,6 +76,8 @@ type Config struct {
 	Claude Claude
 	Store  *store.Store
 	Log    *zap.Logger
+	// Metrics receives the bots' metrics (a private set when nil).
+	Metrics *metrics.Metrics
 	// LookupEnv resolves brains' token_env (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
 	// OnToken, if set, is called with every bot token as soon as it is
@@ -120,6 +131,8 @@ func New(cfg Config) (*Manager, error) {
 	setDefault(&cfg.APIURL, "https://api.telegram.org")
 	setDefault(&cfg.MaxClaude, 4)
 	setDefault(&cfg.QueueSize, 5)
+	setDefault(&cfg.MaxWaitingPerBot, 50)
+	setDefault(&cfg.MaxWait, 2*time.Minute)
 	setDefault(&cfg.Grace, 30*time.Second)
 	setDefault(&cfg.PollTimeout, 50*time.Second)
 	setDefault(&cfg.ChatActionEvery, 4*time.Second)
@@ -133,6 +146,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
 	}
 	workCtx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
@@ -154,10 +170,11 @@ func New(cfg Config) (*Manager, error) {
 		log:         cfg.Log,
 		brain:       m.brain,
 		client:      m.client,
-		slots:       make(chan struct{}, cfg.MaxClaude),
+		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning, cfg.Metrics.ClaudeWaiting),
 		stopping:    m.stopping,
 		actionEvery: cfg.ChatActionEvery,
-		retryMin:    cfg.RetryMin,
+		caller:      caller{backoff: cfg.RetryMin, metrics: cfg.Metrics},
+		metrics:     cfg.Metrics,
 	}
 	return m, nil
 }
@@ -176,10 +193,12 @@ func setDefault[T comparable](v *T, def T) {
 // returns an error only if the brains folder cannot be watched. A Manager
 // runs once.
 func (m *Manager) Run(ctx context.Context) error {
-	if err := m.cfg.Store.PruneDaily(ctx, m.cfg.Now()); err != nil {
-		m.log.Warn("could not prune old daily counters", zap.Error(err))
-	}
 	pollCtx, stopPolling := context.WithCancel(ctx)
+	m.pollers.Add(1)
+	go func() {
+		defer m.pollers.Done()
+		m.pruneStore(pollCtx)
+	}()
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
@@ -206,6 +225,30 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
+// pruneEvery is how often the store drops what its retention no longer
+// keeps (old daily counters and ended sessions).
+const pruneEvery = time.Hour
+
+// pruneStore prunes the store now and every pruneEvery until ctx ends.
+func (m *Manager) pruneStore(ctx context.Context) {
+	tick := time.NewTicker(pruneEvery)
+	defer tick.Stop()
+	for {
+		p, err := m.cfg.Store.Prune(ctx, m.cfg.Now(), store.DefaultRetention)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.log.Warn("could not prune the store", zap.Error(err))
+		case p.Daily+p.History > 0:
+			m.log.Info("pruned the store", zap.Int64("daily_counters", p.Daily), zap.Int64("ended_sessions", p.History))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // apply follows one brains-folder change: start, restart or stop that bot.
 func (m *Manager) apply(ctx context.Context, c brain.Change) {
 	log := m.log.With(zap.String("bot", c.ID))
@@ -224,7 +267,7 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 	m.brains[c.ID] = c.Brain
 	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
 	if err != nil {
-		log.Error("bot not started: no token", zap.Error(err))
+		log.Warn("bot not started: no token", zap.Error(err))
 		if old != nil {
 			delete(m.bots, c.ID)
 			old.stop()
@@ -256,6 +299,26 @@ func (m *Manager) brain(id string) *brain.Brain {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.brains[id]
+}
+
+// Ready reports whether every bot polls Telegram: each has had an answer
+// from getUpdates within a long poll and a margin. The error names the
+// bots that have not.
+func (m *Manager) Ready() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	window := m.cfg.PollTimeout + 30*time.Second
+	var stale []string
+	for id, r := range m.bots {
+		if last := r.lastPoll.Load(); last == 0 || time.Since(time.Unix(0, last)) > window {
+			stale = append(stale, id)
+		}
+	}
+	if len(stale) > 0 {
+		slices.Sort(stale)
+		return fmt.Errorf("not polling Telegram: %s", strings.Join(stale, ", "))
+	}
+	return nil
 }
 
 // client returns bot id's Telegram client (nil while it connects or once

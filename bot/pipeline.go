@@ -21,6 +21,7 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/toolspec"
 )
@@ -38,24 +39,26 @@ type pipeline struct {
 	// current Telegram client (nil while it connects).
 	brain  func(bot string) *brain.Brain
 	client func(bot string) *tgbot.Bot
-	// slots holds one token per Claude request allowed to run at once.
-	slots chan struct{}
+	// slots are the Claude requests allowed to run at once.
+	slots *slots
 	// stopping is closed when no new Claude request may start.
 	stopping    <-chan struct{}
 	actionEvery time.Duration
-	retryMin    time.Duration
+	caller      caller
+	metrics     *metrics.Metrics
 }
 
 // request is one message's trip through the pipeline. It is owned by the
 // one goroutine that serves it.
 type request struct {
-	ctx   context.Context
-	in    *incoming
-	brain *brain.Brain // nil if the bot's brain was removed
-	log   *zap.Logger
-	out   *replier // the chat the answer goes to
-	store *store.Store
-	sum   summary
+	ctx     context.Context
+	in      *incoming
+	brain   *brain.Brain // nil if the bot's brain was removed
+	log     *zap.Logger
+	out     *replier // the chat the answer goes to
+	store   *store.Store
+	metrics *metrics.Metrics
+	sum     summary
 	// keepJournal: shutdown cut the request short; its journal entry
 	// stays, so the next start answers the message.
 	keepJournal bool
@@ -96,24 +99,27 @@ func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*re
 
 func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 	log := in.logger(p.log)
-	client := p.client(in.bot)
-	if client == nil {
-		client = in.client
+	client := func() *tgbot.Bot {
+		if c := p.client(in.bot); c != nil {
+			return c
+		}
+		return in.client
 	}
 	return &request{
-		ctx:   ctx,
-		in:    in,
-		brain: cmp.Or(p.brain(in.bot), in.fallback),
-		log:   log,
-		out:   newReplier(client, in, p.retryMin, log),
-		store: p.store,
-		sum:   summary{outcome: "ok"},
+		ctx:     ctx,
+		in:      in,
+		brain:   cmp.Or(p.brain(in.bot), in.fallback),
+		log:     log,
+		out:     newReplier(p.caller, client, in, log),
+		store:   p.store,
+		metrics: p.metrics,
+		sum:     summary{outcome: "ok"},
 	}
 }
 
 // converse runs the message through Claude and sends the reply.
 func (p *pipeline) converse(r *request) {
-	if r.in.attempts == 0 && !p.takeDaily(r) {
+	if !r.in.charged && !p.takeDaily(r) {
 		return
 	}
 	mode, err := p.mode(r)
@@ -122,26 +128,21 @@ func (p *pipeline) converse(r *request) {
 		return
 	}
 	r.sum.mode = mode
-	// The status shows while the request waits and runs, until the reply
-	// is out.
-	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
-
-	// Journaled before waiting for a slot: the daily limit has counted the
-	// message, and a replay must not count it again.
-	if r.in.journalID != 0 {
-		if err := p.store.Attempt(r.ctx, r.in.journalID, mode.String()); err != nil {
-			r.log.Warn("could not journal the attempt", zap.Error(err))
-		}
-	}
-	select {
-	case p.slots <- struct{}{}:
-	case <-p.stopping:
-		r.interrupted()
+	// The daily limit has counted the message: a replay must not again.
+	p.journal(r, "charge", p.store.Charged)
+	if !p.waitForSlot(r) {
 		return
 	}
+	// Only now does work start: a message that never got this far is
+	// replayed after a restart as if new, never met with "please resend".
+	p.journal(r, "attempt", p.store.Attempt)
 	r.sum.queueWait = time.Since(r.in.arrived)
+	// The status shows while the request runs, until the reply is out;
+	// not while it waits, so a crowd waiting for Claude does not flood
+	// Telegram with chat actions.
+	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
 	res, expired, err := p.ask(r)
-	<-p.slots
+	p.slots.release()
 	r.sum.noteClaude(res)
 	if expired && err == nil {
 		// Told once, with an answer: the new session is stored, so this
@@ -161,6 +162,32 @@ func (p *pipeline) converse(r *request) {
 	default:
 		path, err := p.organize(r, res)
 		r.replyFile(res, path, err)
+	}
+}
+
+// waitForSlot waits for the request's turn to run a Claude request; false
+// means it was answered instead (too many waiting) or shutdown came first.
+func (p *pipeline) waitForSlot(r *request) bool {
+	err := p.slots.acquire(r.ctx, r.in.bot, p.stopping)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errNoSlot):
+		r.log.Info("too many requests waiting for Claude: told the user to try again", zap.Error(err))
+		r.say("busy", r.brain.Messages.Busy)
+	default:
+		r.interrupted()
+	}
+	return false
+}
+
+// journal records a step of the request in its journal entry.
+func (p *pipeline) journal(r *request, step string, record func(context.Context, int64, string) error) {
+	if r.in.journalID == 0 {
+		return
+	}
+	if err := record(r.ctx, r.in.journalID, r.sum.mode.String()); err != nil {
+		r.log.Warn("could not journal the "+step, zap.Error(err))
 	}
 }
 
@@ -386,7 +413,9 @@ func (r *request) finish() {
 			r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
 		}
 	}
-	r.sum.write(r.log, time.Since(r.in.arrived))
+	total := time.Since(r.in.arrived)
+	r.sum.write(r.log, total)
+	r.sum.count(r.metrics, r.in.bot, total)
 }
 
 // notTextReply answers a photo, voice note, sticker or file: the model
@@ -415,12 +444,26 @@ func (s *summary) noteClaude(res *claude.Result) {
 }
 
 // write logs the line every message gets, whatever became of it: the
-// admin's record of the request.
+// admin's record of the request (docs/operations.md lists its fields).
+// Durations are whole milliseconds, the unit in the key.
 func (s *summary) write(log *zap.Logger, total time.Duration) {
 	log.Info("request",
 		zap.String("mode", s.mode.String()), zap.String("outcome", s.outcome),
-		zap.Duration("queue_wait", s.queueWait), zap.Duration("claude_startup", s.claudeStartup),
-		zap.Duration("turn1", s.turn1), zap.Duration("turn2", s.turn2), zap.Duration("claude_total", s.claudeTotal),
-		zap.Duration("locate", s.locate), zap.Duration("send", s.send),
-		zap.Duration("total", total), zap.Float64("cost_usd", s.cost))
+		zap.Int64("queue_wait_ms", s.queueWait.Milliseconds()), zap.Int64("claude_startup_ms", s.claudeStartup.Milliseconds()),
+		zap.Int64("turn1_ms", s.turn1.Milliseconds()), zap.Int64("turn2_ms", s.turn2.Milliseconds()),
+		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),
+		zap.Int64("locate_ms", s.locate.Milliseconds()), zap.Int64("send_ms", s.send.Milliseconds()),
+		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost))
+}
+
+// count adds the request to the metrics.
+func (s *summary) count(m *metrics.Metrics, bot string, total time.Duration) {
+	m.Requests.WithLabelValues(bot, s.mode.String(), s.outcome).Inc()
+	for stage, d := range map[string]time.Duration{"queue_wait": s.queueWait, "cli_start": s.claudeStartup,
+		"turn1": s.turn1, "turn2": s.turn2, "locate": s.locate, "upload": s.send, "total": total} {
+		m.ObserveStage(stage, d)
+	}
+	if s.cost > 0 {
+		m.CostUSD.WithLabelValues(bot).Add(s.cost)
+	}
 }

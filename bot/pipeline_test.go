@@ -18,7 +18,7 @@ import (
 func TestEveryOutcomeWritesOneSummaryLine(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA,
 		"access:\n  allowed_users: [1, 2, 3, 4, 5, 6, 7, 8]\nlimits:\n  per_user_per_day: 2\nimage:\n  enabled: true\ntts:\n  enabled: true\n  user_toggle: true\n")},
-		func(c *Config) { c.QueueSize = 2 })
+		func(c *Config) { c.QueueSize = 1 })
 	sticker := map[string]any{"sticker": map[string]any{"file_id": "s", "file_unique_id": "s", "type": "regular", "width": 1, "height": 1}}
 
 	h.exchange(tokenA, 1, "/voice")                // command: voice off for user 1
@@ -39,9 +39,9 @@ func TestEveryOutcomeWritesOneSummaryLine(t *testing.T) {
 	h.srv.SendText(tokenA, 7, 7, "bye") // blocked
 	h.waitLog("user blocked the bot: reply dropped")
 	h.srv.SendText(tokenA, 8, 8, "#wait")  // running
-	h.srv.SendText(tokenA, 8, 8, "queued") // waiting: the queue (size 2) is full
+	h.srv.SendText(tokenA, 8, 8, "queued") // waiting: the queue (size 1) is full
 	h.srv.SendText(tokenA, 8, 8, "more")   // busy
-	h.waitLog("user queue full: told the user to wait")
+	h.waitLog("conversation queue full: message dropped, sender told to wait")
 	close(h.claude.release)
 
 	want := []string{"command", "ok", "denied", "error", "limited", "ignored", "not text", "blocked", "busy"}
@@ -70,7 +70,7 @@ func TestEveryOutcomeWritesOneSummaryLine(t *testing.T) {
 
 // waitSummaries waits until n summary lines are logged, then a moment
 // more, so a second line for any request would be seen too.
-func waitSummaries(t *testing.T, logs *observer.ObservedLogs, n int) []observer.LoggedEntry {
+func waitSummaries(t testing.TB, logs *observer.ObservedLogs, n int) []observer.LoggedEntry {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for logs.FilterMessage("request").Len() < n {

@@ -6,39 +6,65 @@ import (
 	"brainbot/bot/store"
 )
 
-// queue holds one conversation's messages; one goroutine drains it while
-// it is non-empty.
+// queue holds one conversation's messages waiting to be answered; one
+// goroutine drains it while it is non-empty, so they are answered one at a
+// time, in order.
 type queue struct {
 	waiting []*incoming
-	// accepted counts messages waiting or being answered.
+	// accepted counts the messages waiting and the one being answered.
 	accepted int
+	// told: a message of the current burst was dropped and its sender told
+	// so; the next ones dropped before the queue empties are not.
+	told bool
 }
 
-// enqueue adds in to its conversation's queue, or answers busy at once
-// when the queue is full.
+// admit reports whether in may wait in its conversation's queue: at most
+// Config.QueueSize messages wait besides the one being answered. A message
+// beyond that is dropped here: it is confirmed but never journaled, so a
+// restart does not replay it. The first one dropped in a burst gets the
+// brain's busy text, the rest nothing, so a burst of fifteen messages is
+// answered by a handful, not fifteen. Either way it gets its summary line.
+func (m *Manager) admit(in *incoming) bool {
+	m.mu.Lock()
+	q := m.queues[in.conversation()]
+	full := q != nil && q.accepted > m.cfg.QueueSize
+	tell := full && !q.told
+	if tell {
+		q.told = true
+	}
+	m.mu.Unlock()
+	switch {
+	case !full:
+		return true
+	case tell:
+		m.answerAside(in, func(r *request) {
+			r.log.Info("conversation queue full: message dropped, sender told to wait", zap.Int("queue_size", m.cfg.QueueSize))
+			r.say("busy", r.brain.Messages.Busy)
+		})
+	default:
+		// No Telegram call: answered in the polling worker itself.
+		m.pipeline.serveAside(m.workCtx, in, func(r *request) {
+			r.log.Info("conversation queue full: message dropped", zap.Int("queue_size", m.cfg.QueueSize))
+			r.drop("busy, not told")
+		})
+	}
+	return false
+}
+
+// enqueue adds in to its conversation's queue and starts draining it.
 func (m *Manager) enqueue(in *incoming) {
 	key := in.conversation()
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	q, running := m.queues[key]
-	if running && q.accepted >= m.cfg.QueueSize {
-		m.mu.Unlock()
-		m.answerAside(in, func(r *request) {
-			r.log.Info("user queue full: told the user to wait", zap.Int("queue_size", m.cfg.QueueSize))
-			r.say("busy", r.brain.Messages.Busy)
-		})
-		return
-	}
 	if !running {
 		q = &queue{}
 		m.queues[key] = q
-	}
-	q.waiting = append(q.waiting, in)
-	q.accepted++
-	if !running {
 		m.work.Add(1)
 		go m.drain(key, q)
 	}
-	m.mu.Unlock()
+	q.waiting = append(q.waiting, in)
+	q.accepted++
 }
 
 // drain answers key's messages until its queue is empty or the manager

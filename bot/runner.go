@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
@@ -22,13 +23,22 @@ type runner struct {
 	token string // never logged
 	log   *zap.Logger
 
-	mu       sync.Mutex
-	ctx      context.Context // nil until run starts and after stop
-	cancel   context.CancelFunc
-	stopped  bool
-	client   *tgbot.Bot
-	me       self
-	commands string // what setMyCommands last registered, as JSON
+	mu      sync.Mutex
+	ctx     context.Context // nil until run starts and after stop
+	cancel  context.CancelFunc
+	stopped bool
+	client  *tgbot.Bot
+	me      self
+	// lastPoll is when Telegram last answered getUpdates (unix ns; 0:
+	// never).
+	lastPoll atomic.Int64
+	// albums remembers the albums whose first message arrived (polling
+	// worker only).
+	albums albums
+	// registered is the command list and description Telegram has, as
+	// JSON; registering serialises registrations.
+	registered  string
+	registering sync.Mutex
 }
 
 func (m *Manager) newRunner(id, token string) *runner {
@@ -104,7 +114,7 @@ func (r *runner) serve(ctx context.Context) error {
 	defer stopPoll()
 	var fatalMu sync.Mutex
 	var fatal error
-	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second})
+	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second}, r.polled)
 	client, err := tgbot.New(r.token,
 		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
 		tgbot.WithSkipGetMe(), // called below, under our context and retry
@@ -139,10 +149,13 @@ func (r *runner) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Telegram answered: the bot is connected before its first long poll
+	// returns, which may take PollTimeout when nobody writes.
+	r.polled()
 	r.mu.Lock()
 	r.client, r.me = client, self{id: me.ID, username: me.Username}
 	r.mu.Unlock()
-	r.registerCommands(ctx)
+	r.brainChanged()
 	if r.m.takeReplay(r.id) {
 		r.m.replay(ctx, r)
 	}
@@ -157,6 +170,14 @@ func (r *runner) serve(ctx context.Context) error {
 		fatal = errPollStopped
 	}
 	return fatal
+}
+
+// polled records that Telegram answered the bot just now (getMe, or a
+// getUpdates call).
+func (r *runner) polled() {
+	now := time.Now()
+	r.lastPoll.Store(now.UnixNano())
+	r.m.cfg.Metrics.LastPoll.WithLabelValues(r.id).Set(float64(now.Unix()))
 }
 
 // poller names this brain's Telegram bot for the update offset: the
@@ -175,46 +196,72 @@ func (r *runner) current() (*tgbot.Bot, self) {
 	return r.client, r.me
 }
 
-// brainChanged re-registers the command list if the edit changed it.
+// brainChanged registers the brain's command list and description with
+// Telegram, in the background: a failing Bot API must never hold up
+// polling. It is counted with the pollers, so Run does not return while it
+// still talks to Telegram.
 func (r *runner) brainChanged() {
 	r.mu.Lock()
 	ctx := r.ctx
 	connected := r.client != nil
 	r.mu.Unlock()
-	if ctx != nil && connected {
-		// Counted with the pollers, so Run does not return while it still
-		// talks to Telegram.
-		r.m.pollers.Add(1)
-		go func() {
-			defer r.m.pollers.Done()
-			r.registerCommands(ctx)
-		}()
+	if ctx == nil || !connected {
+		return
 	}
+	r.m.pollers.Add(1)
+	go func() {
+		defer r.m.pollers.Done()
+		r.register(ctx)
+	}()
 }
 
-func (r *runner) registerCommands(ctx context.Context) {
+// register sets the bot's command list and description unless Telegram
+// already has them, retrying with backoff until it succeeds, Telegram
+// refuses them for good, or ctx ends.
+func (r *runner) register(ctx context.Context) {
+	r.registering.Lock() // one registration at a time, the newest brain last
+	defer r.registering.Unlock()
 	b := r.m.brain(r.id)
 	client, _ := r.current()
 	if b == nil || client == nil {
 		return
 	}
 	cmds := commandList(b)
-	key, _ := json.Marshal(cmds)
+	key, _ := json.Marshal([]any{cmds, b.Description})
 	r.mu.Lock()
-	same := r.commands == string(key)
+	same := r.registered == string(key)
 	r.mu.Unlock()
 	if same {
 		return
 	}
-	err := retry(ctx, r.m.cfg.RetryMin, func(ctx context.Context) error {
-		_, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds})
-		return err
-	})
-	if err != nil {
-		r.log.Warn("could not register the command list", zap.Error(err))
-		return
+	wait := r.m.cfg.RetryMin
+	for {
+		err := r.m.pipeline.caller.retry(ctx, "setMyCommands", func(ctx context.Context) error {
+			if _, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds}); err != nil {
+				return err
+			}
+			_, err := client.SetMyDescription(ctx, &tgbot.SetMyDescriptionParams{Description: b.Description})
+			return err
+		})
+		if err == nil {
+			r.mu.Lock()
+			r.registered = string(key)
+			r.mu.Unlock()
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if isPermanent(err) {
+			r.log.Warn("Telegram refused the command list or description", zap.Error(err))
+			return
+		}
+		r.log.Warn("could not register the command list and description; retrying", zap.Error(err), zap.Duration("retry_in", wait))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, r.m.cfg.RetryMax)
 	}
-	r.mu.Lock()
-	r.commands = string(key)
-	r.mu.Unlock()
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/claude"
+	"brainbot/metrics"
 )
 
 const (
@@ -28,16 +29,18 @@ const (
 // its first message replies to the message it answers, so the thread reads
 // naturally among other members' messages.
 type replier struct {
-	client   *tgbot.Bot
-	chat     int64
-	thread   int
-	replyTo  *models.ReplyParameters
-	retryMin time.Duration
-	log      *zap.Logger
+	caller
+	// client is the bot's Telegram client, looked up on every attempt: a
+	// brain edit may replace the token while a reply is on its way.
+	client  func() *tgbot.Bot
+	chat    int64
+	thread  int
+	replyTo *models.ReplyParameters
+	log     *zap.Logger
 }
 
-func newReplier(client *tgbot.Bot, in *incoming, retryMin time.Duration, log *zap.Logger) *replier {
-	o := &replier{client: client, chat: in.chat, thread: in.thread, retryMin: retryMin, log: log}
+func newReplier(c caller, client func() *tgbot.Bot, in *incoming, log *zap.Logger) *replier {
+	o := &replier{caller: c, client: client, chat: in.chat, thread: in.thread, log: log}
 	if in.inGroup() && in.messageID != 0 {
 		// Sent even if the message was deleted meanwhile.
 		o.replyTo = &models.ReplyParameters{MessageID: in.messageID, AllowSendingWithoutReply: true}
@@ -53,17 +56,27 @@ func (o *replier) reply() *models.ReplyParameters {
 	return r
 }
 
-// retry runs call until it succeeds, waiting out 429s (retry_after) and
-// backing off from backoff on network errors, at most maxAttempts times.
-// Errors that retrying cannot fix (bad request, blocked, unauthorized)
-// return at once; a blocked user's is errBlocked.
-func retry(ctx context.Context, backoff time.Duration, call func(context.Context) error) error {
+// caller makes Bot API calls with Telegram's retry rules, counting each
+// failed attempt in the metrics.
+type caller struct {
+	// backoff is the first wait after a network error; it doubles.
+	backoff time.Duration
+	metrics *metrics.Metrics
+}
+
+// retry runs call (Bot API method) until it succeeds, waiting out 429s
+// (retry_after) and backing off on network errors, at most maxAttempts
+// times. Errors that retrying cannot fix (bad request, blocked) return at
+// once; a blocked user's is errBlocked.
+func (c caller) retry(ctx context.Context, method string, call func(context.Context) error) error {
+	backoff := c.backoff
 	var err error
 	for attempt := 1; ; attempt++ {
 		err = call(ctx)
 		if err == nil {
 			return nil
 		}
+		c.metrics.TelegramErrors.WithLabelValues(method, errorCode(err)).Inc()
 		var wait time.Duration
 		var tooMany *tgbot.TooManyRequestsError
 		switch {
@@ -91,10 +104,36 @@ func retry(ctx context.Context, backoff time.Duration, call func(context.Context
 	}
 }
 
+// errorCode is the HTTP status a Bot API error stands for, as a metric
+// label.
+func errorCode(err error) string {
+	var tooMany *tgbot.TooManyRequestsError
+	var migrate *tgbot.MigrateError
+	switch {
+	case errors.As(err, &tooMany):
+		return "429"
+	case errors.Is(err, tgbot.ErrorForbidden):
+		return "403"
+	case errors.Is(err, tgbot.ErrorUnauthorized):
+		return "401"
+	case errors.Is(err, tgbot.ErrorBadRequest), errors.As(err, &migrate):
+		return "400"
+	case errors.Is(err, tgbot.ErrorNotFound):
+		return "404"
+	case errors.Is(err, tgbot.ErrorConflict):
+		return "409"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled"
+	}
+	return "other" // 5xx answers, and Telegram not reached
+}
+
 // isPermanent: Telegram answered, and the same call would fail again. Other
-// answers (5xx: Telegram's own trouble) are transient like network errors.
+// answers (5xx: Telegram's own trouble) are transient like network errors,
+// and so is 401: a revoked token is usually being replaced by a brain
+// edit, and the next attempt goes out through the new one.
 func isPermanent(err error) bool {
-	for _, e := range []error{tgbot.ErrorBadRequest, tgbot.ErrorUnauthorized, tgbot.ErrorNotFound, tgbot.ErrorConflict} {
+	for _, e := range []error{tgbot.ErrorBadRequest, tgbot.ErrorNotFound, tgbot.ErrorConflict} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -111,8 +150,8 @@ func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 	for _, part := range splitMessage(text, maxMessageLen) {
 		replyTo := o.reply()
 		send := func(text string, mode models.ParseMode) error {
-			return retry(ctx, o.retryMin, func(ctx context.Context) error {
-				_, err := o.client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
+			return o.retry(ctx, "sendMessage", func(ctx context.Context) error {
+				_, err := o.client().SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
 					ReplyParameters: replyTo, Text: text, ParseMode: mode})
 				return err
 			})
@@ -162,20 +201,20 @@ func (o *replier) file(ctx context.Context, mode claude.Mode, path string) error
 		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	}
 	if mode == claude.Speech {
-		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-			_, err := o.client.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
+		err = o.retry(ctx, "sendVoice", func(ctx context.Context) error {
+			_, err := o.client().SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
 			return err
 		})
 		return o.blockedOr(err)
 	}
-	err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-		_, err := o.client.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
+	err = o.retry(ctx, "sendPhoto", func(ctx context.Context) error {
+		_, err := o.client().SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
 		return err
 	})
 	if isPhotoRejected(err) {
 		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
-		err = retry(ctx, o.retryMin, func(ctx context.Context) error {
-			_, err := o.client.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
+		err = o.retry(ctx, "sendDocument", func(ctx context.Context) error {
+			_, err := o.client().SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
 			return err
 		})
 	}
@@ -217,7 +256,7 @@ func (o *replier) keepAction(ctx context.Context, action models.ChatAction, ever
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
-			_, err := o.client.SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, MessageThreadID: o.thread, Action: action})
+			_, err := o.client().SendChatAction(ctx, &tgbot.SendChatActionParams{ChatID: o.chat, MessageThreadID: o.thread, Action: action})
 			if err != nil && ctx.Err() == nil {
 				o.log.Debug("chat action not sent", zap.Error(err))
 			}

@@ -45,6 +45,17 @@ func LoadDir(dir string) ([]*Brain, error) {
 	return brains, errs.err()
 }
 
+// LoadFile parses one brain file and reports its problems as LoadDir does
+// for each file of a folder, an unreadable file included, always as Errors.
+// Conflicts between files (ids, tokens) need the folder: see LoadDir.
+func LoadFile(path string) (*Brain, error) {
+	b, err := Parse(path)
+	if err != nil {
+		return nil, asErrors(path, err)
+	}
+	return b, nil
+}
+
 // asErrors turns Parse's error into Errors, so that a file that cannot be
 // read is reported like any other problem.
 func asErrors(path string, err error) Errors {
@@ -64,11 +75,9 @@ func conflictWith(b *Brain, others []*Brain) *Error {
 		case o.Telegram.source() != b.Telegram.source():
 			continue
 		case b.Telegram.TokenEnv != "":
-			return &Error{File: b.Path, Line: b.lines.line("telegram.token_env"), Field: "telegram.token_env",
-				Msg: fmt.Sprintf("%s is already the token of %s; Telegram allows one bot per token", b.Telegram.TokenEnv, o.Path)}
+			return b.tokenError("%s is already the token of %s; Telegram allows one bot per token", b.Telegram.TokenEnv, o.Path)
 		default:
-			return &Error{File: b.Path, Line: b.lines.line("telegram.token"), Field: "telegram.token",
-				Msg: fmt.Sprintf("the same token is already used by %s; Telegram allows one bot per token", o.Path)}
+			return b.tokenError("the same token is already used by %s; Telegram allows one bot per token", o.Path)
 		}
 	}
 	return nil

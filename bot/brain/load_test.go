@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -78,5 +79,36 @@ func TestLoadDirUnreadable(t *testing.T) {
 	var errs Errors
 	if !errors.Is(err, fs.ErrNotExist) || errors.As(err, &errs) {
 		t.Errorf("LoadDir(missing) = %v; want a not-exist error, not a list of file problems", err)
+	}
+}
+
+// TestLoadFile checks one file the way LoadDir checks each of a folder's
+// (`brainbot check FILE`).
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"poet.yaml": brainWithEnv("Poet", "POET_TOKEN"),
+		"nope.yaml": "name: Nope\ntelegram:\n  token_env: NOPE_TOKEN\n",
+		"poet.txt":  brainWithEnv("Poet", "POET_TOKEN"),
+	})
+	b, err := LoadFile(filepath.Join(dir, "poet.yaml"))
+	if err != nil || b.ID != "poet" || b.Telegram.TokenEnv != "POET_TOKEN" {
+		t.Fatalf("LoadFile(poet.yaml) = %+v, %v", b, err)
+	}
+	_, dirErr := LoadDir(dir)
+	for name, want := range map[string]string{
+		"nope.yaml":    ":1: system_prompt: is required (who the bot is and how it answers)",
+		"poet.txt":     ":1: a brain file name must end in .yaml or .yml",
+		"missing.yaml": ":1: read brain file: open ",
+	} {
+		path := filepath.Join(dir, name)
+		b, err := LoadFile(path)
+		got := problems(t, err)
+		if b != nil || len(got) != 1 || !strings.HasPrefix(got[0], path+want) {
+			t.Errorf("LoadFile(%s) = %v, %q; want one problem %q", name, b, got, path+want)
+		}
+		if name == "nope.yaml" && !slices.Contains(problems(t, dirErr), got[0]) {
+			t.Errorf("LoadDir does not report %q: %v", got[0], dirErr)
+		}
 	}
 }

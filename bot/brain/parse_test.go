@@ -101,6 +101,13 @@ func TestParseRules(t *testing.T) {
 		{name: "token_env not a name", yaml: "name: N\ntelegram:\n  token_env: \"123456:AAH-secret\"\nsystem_prompt: p\n", want: []string{
 			"t.yaml:3: telegram.token_env: must be an environment variable name such as NARRATOR_TOKEN (letters, digits, _); a token itself goes in token"}},
 
+		{name: "token too short", yaml: "name: N\ntelegram:\n  token: \"123456789:AAHsecret\"\nsystem_prompt: p\n", want: []string{
+			"t.yaml:3: telegram.token: is not a BotFather token (<bot id>:<35 letters, digits, _ or ->): the part after the colon has 9 characters, want 35"}},
+		{name: "token without bot id", yaml: "name: N\ntelegram:\n  token: \"AAHsecret-token-value_0123456789abc\"\nsystem_prompt: p\n", want: []string{
+			"t.yaml:3: telegram.token: is not a BotFather token (<bot id>:<35 letters, digits, _ or ->): it has no colon"}},
+		{name: "token with a space", yaml: "name: N\ntelegram:\n  token: \"123456789: AAHsecret-token-value_0123456789ab\"\nsystem_prompt: p\n", want: []string{
+			"t.yaml:3: telegram.token: is not a BotFather token (<bot id>:<35 letters, digits, _ or ->): it holds a space or line break"}},
+
 		// Access and limits.
 		{name: "allowed user negative", yaml: minimal + "access:\n  allowed_users: [11111, -5]\n", want: []string{
 			"t.yaml:6: access.allowed_users[1]: must be a positive Telegram user id, got -5"}},
@@ -367,7 +374,7 @@ func TestParseFile(t *testing.T) {
 	}
 }
 
-const secretToken = "123456789:AAHsecret-token-value"
+const secretToken = "123456789:AAHsecret-token-value_0123456789abc"
 
 func TestResolveToken(t *testing.T) {
 	env := map[string]string{"NARRATOR_TOKEN": secretToken + "\n", "BLANK": "  "}

@@ -113,7 +113,11 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("telegram", "needs token_env (the environment variable holding the BotFather token) or token")
 	case t.TokenEnv != "" && t.Token != "":
 		d.reject("telegram", "set only one of token_env and token")
-	case t.TokenEnv != "" && !envName.MatchString(t.TokenEnv):
+	case t.Token != "":
+		if err := ValidToken(t.Token); err != nil {
+			d.reject("telegram.token", "is %v", err)
+		}
+	case !envName.MatchString(t.TokenEnv):
 		// The value is not quoted back: it may be a token pasted in the
 		// wrong field, and errors end up in logs and CI output.
 		d.reject("telegram.token_env",

@@ -307,15 +307,6 @@ func (s *Store) DailyCount(ctx context.Context, bot string, user int64, now time
 	return count, nil
 }
 
-// PruneDaily applies DefaultRetention.
-//
-// Deprecated: call Prune, at start and then periodically (bot.Manager
-// calls this once at start until it does).
-func (s *Store) PruneDaily(ctx context.Context, now time.Time) error {
-	_, err := s.Prune(ctx, now, DefaultRetention)
-	return err
-}
-
 // ---- in-flight journal ----
 
 // Entry is one accepted message that has not been answered yet.
@@ -329,7 +320,9 @@ type Entry struct {
 	Sender    string // the sender's display name, for group prompts
 	MessageID int
 	Text      string
-	Mode      string
+	// Mode is set once the message was counted against the daily limit
+	// (see Charged).
+	Mode string
 	// Attempts counts how often work on it started (see Attempt).
 	Attempts int
 	Created  time.Time
@@ -386,6 +379,15 @@ func (s *Store) Offset(ctx context.Context, poller string) (int64, error) {
 		return 0, fmt.Errorf("read update offset: %w", err)
 	}
 	return id, nil
+}
+
+// Charged records that the entry was counted against its user's daily
+// limit and will be answered in mode: a replay must not count it again.
+func (s *Store) Charged(ctx context.Context, id int64, mode string) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE journal SET mode = ? WHERE id = ?`, mode, id); err != nil {
+		return fmt.Errorf("journal charge: %w", err)
+	}
+	return nil
 }
 
 // Attempt records that work on the entry starts now, with the chosen mode.

@@ -392,7 +392,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.getUpdates(w, r, token, call)
 	case "getMe":
 		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
-	case "setMyCommands", "sendChatAction", "deleteWebhook", "deleteMyCommands":
+	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "deleteMyCommands":
 		writeResult(w, true)
 	case "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
 		s.mu.Lock()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -16,18 +15,18 @@ import (
 // the upgrade.
 func (m *Main) backup(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("backup", "backup [-data DIR] FILE\n\nCopies $BRAINBOT_DATA/"+store.FileName+" to FILE, which must not exist, while brainbot runs.")
-	data := lookupSetting("BRAINBOT_DATA")
-	dataDir := fs.String(data.flag, cmp.Or(m.getenv(data.env), data.def), fmt.Sprintf("%s (env %s)", data.usage, data.env))
-	if err := fs.Parse(args); err != nil {
+	cfg, err := loadConfig(fs, args, m.getenv, "BRAINBOT_DATA")
+	if err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() != 1 {
 		return usageError{fmt.Errorf("want one argument, the backup file to create; got %d", fs.NArg())}
 	}
 	dest := fs.Arg(0)
-	db, err := store.OpenExisting(ctx, filepath.Join(*dataDir, store.FileName))
+	src := filepath.Join(cfg.DataDir, store.FileName)
+	db, err := store.OpenExisting(ctx, src)
 	if err != nil {
-		return fmt.Errorf("%s (-%s): %w", data.env, data.flag, err)
+		return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
 	}
 	defer db.Close()
 	if err := db.Backup(ctx, dest); err != nil {
@@ -37,6 +36,6 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "backed up %s to %s (%d bytes)\n", filepath.Join(*dataDir, store.FileName), dest, info.Size())
+	fmt.Fprintf(m.Stdout, "backed up %s to %s (%d bytes)\n", src, dest, info.Size())
 	return nil
 }

@@ -76,14 +76,14 @@ func BenchmarkRequest(b *testing.B) {
 					}
 				}
 				total := reply.Elapsed
-				cli := summaryDuration(sum, "claude_total")
+				cli := summaryDuration(sum, "claude_total_ms")
 				m.add("total", total)
-				m.add("cli-startup", summaryDuration(sum, "claude_startup"))
-				m.add("turn1", summaryDuration(sum, "turn1"))
-				m.add("turn2", summaryDuration(sum, "turn2"))
-				m.add("locate", summaryDuration(sum, "locate"))
-				m.add("telegram-send", summaryDuration(sum, "send"))
-				m.add("ours", total-cli-summaryDuration(sum, "send"))
+				m.add("cli-startup", summaryDuration(sum, "claude_startup_ms"))
+				m.add("turn1", summaryDuration(sum, "turn1_ms"))
+				m.add("turn2", summaryDuration(sum, "turn2_ms"))
+				m.add("locate", summaryDuration(sum, "locate_ms"))
+				m.add("telegram-send", summaryDuration(sum, "send_ms"))
+				m.add("ours", total-cli-summaryDuration(sum, "send_ms"))
 			}
 			m.report(b)
 		})

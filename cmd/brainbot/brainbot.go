@@ -13,9 +13,10 @@ import (
 	"github.com/mattn/go-isatty"
 )
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3";
-// otherwise it comes from the module's VCS stamp.
-var version = ""
+// version and revision are stamped at build time by make build and make
+// dist: -ldflags "-X main.version=v1.2.3 -X main.revision=<commit>".
+// Without them they come from what Go recorded in the binary, if anything.
+var version, revision string
 
 // Main is the whole program behind main(), with its environment made
 // explicit so that tests can run it in-process.
@@ -49,10 +50,11 @@ const usage = `brainbot runs Telegram persona bots on the Claude Code CLI.
 
 Usage:
   brainbot run [flags]            run every bot in the brains folder
-  brainbot check [DIR]            validate brain files (default: $BRAINBOT_BRAINS or ./brains)
+  brainbot doctor [flags]         check what run needs (CLI, credentials, folders, tokens) and print each check
+  brainbot check [DIR|FILE]       validate brain files (default: $BRAINBOT_BRAINS or ./brains)
   brainbot backup FILE            copy the state database to FILE while brainbot runs
   brainbot mcp tts|image-gen      serve a tool as an MCP server on stdio, for other MCP clients
-  brainbot version                print the version
+  brainbot version                print the versions of brainbot and of the Claude Code CLI (also --version)
 
 Run "brainbot <command> -h" for a command's flags.
 `
@@ -72,10 +74,12 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.check(rest)
 	case "mcp":
 		err = m.mcp(ctx, rest)
+	case "doctor":
+		err = m.doctor(ctx, rest)
 	case "backup":
 		err = m.backup(ctx, rest)
-	case "version":
-		err = m.version(rest)
+	case "version", "-version", "--version":
+		err = m.version(ctx, rest)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(m.Stdout, usage)
 		return exitOK
@@ -92,6 +96,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		return exitUsage
 	case errors.Is(err, errReported):
 		return exitError
+	case errors.Is(err, errNotStarted):
+		return exitUsage
 	default:
 		fmt.Fprintf(m.Stderr, "brainbot %s: %v\n", cmd, err)
 		return exitError
@@ -107,6 +113,11 @@ func (e usageError) Unwrap() error { return e.err }
 
 // errReported means the command already told the user what went wrong.
 var errReported = errors.New("failure already reported")
+
+// errNotStarted means run refused to start for a problem of its
+// configuration or installation, already logged: exit code 2, which the
+// systemd unit does not restart on (RestartPreventExitStatus).
+var errNotStarted = errors.New("not started: configuration problem already reported")
 
 // newFlagSet returns a flag set whose -h output explains the command.
 func (m *Main) newFlagSet(name, synopsis string) *flag.FlagSet {
@@ -135,31 +146,51 @@ func (m *Main) lookupEnv(name string) (string, bool) {
 	return "", false
 }
 
-func (m *Main) version(args []string) error {
-	fs := m.newFlagSet("version", "version")
+// version prints brainbot's version and revision, and the version of the
+// Claude Code CLI that CLAUDE_CMD finds: the three things a bug report needs.
+func (m *Main) version(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("version", "version\n\nPrints brainbot's version and revision, and the Claude Code CLI's (CLAUDE_CMD).")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	fmt.Fprintf(m.Stdout, "brainbot %s\n", buildVersion())
+	v, rev := buildVersion()
+	fmt.Fprintf(m.Stdout, "brainbot %s (revision %s)\n", v, rev)
+	cfg, err := envConfig(m.getenv)
+	if err != nil {
+		return usageError{err}
+	}
+	cli, err := m.claudeVersion(ctx, cfg.ClaudeCmd)
+	if err != nil {
+		fmt.Fprintf(m.Stdout, "Claude Code: %s %q: %v\n", lookupSetting("CLAUDE_CMD").name(), cfg.ClaudeCmd, err)
+		return nil
+	}
+	fmt.Fprintf(m.Stdout, "Claude Code %s (%s)\n", cli, cfg.ClaudeCmd)
 	return nil
 }
 
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+// buildVersion returns the stamped version and revision, else what Go
+// recorded: the module version ("(devel)" in a checkout) and the VCS
+// revision when the build had one.
+func buildVersion() (v, rev string) {
+	v, rev = version, revision
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "" {
+			v = info.Main.Version
 		}
-		if s.Key == "vcs.modified" && s.Value == "true" {
-			v += "+dirty"
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && rev == "" {
+				rev = s.Value
+			}
+			if s.Key == "vcs.modified" && s.Value == "true" && revision == "" {
+				rev += "+dirty"
+			}
 		}
 	}
-	return v
+	if v == "" {
+		v = "(unknown)"
+	}
+	if rev == "" {
+		rev = "unknown"
+	}
+	return v, rev
 }

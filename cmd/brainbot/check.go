@@ -3,29 +3,32 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"brainbot/bot/brain"
 )
 
-// check validates the brain files in a folder, prints each problem as
-// file:line: field: message, and fails when there is any. Bot authors run
-// it before committing a brain; CI runs it on the examples.
+// check validates a brain file, or the brain files in a folder, prints
+// each problem as file:line: field: message, and fails when there is any.
+// Bot authors run it before committing a brain; CI runs it on the
+// examples.
 func (m *Main) check(args []string) error {
-	fs := m.newFlagSet("check", "check [DIR]\n\nValidates every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains).")
+	fs := m.newFlagSet("check", "check [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains).")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 1 {
-		return usageError{fmt.Errorf("want at most one folder, got %d arguments", fs.NArg())}
+		return usageError{fmt.Errorf("want at most one folder or file, got %d arguments", fs.NArg())}
 	}
-	dir := fs.Arg(0)
-	if dir == "" {
-		dir = m.getenv("BRAINBOT_BRAINS")
+	cfg, err := envConfig(m.getenv)
+	if err != nil {
+		return usageError{err}
 	}
-	if dir == "" {
-		dir = lookupSetting("BRAINBOT_BRAINS").def
+	dir := cfg.BrainsDir
+	if fs.NArg() == 1 {
+		dir = fs.Arg(0)
 	}
-	brains, err := brain.LoadDir(dir)
+	brains, err := loadBrains(dir)
 	if err == nil && len(brains) == 0 {
 		fmt.Fprintf(m.Stderr, "no brain files (*.yaml, *.yml) in %s\n", dir)
 		return errReported
@@ -48,6 +51,18 @@ func (m *Main) check(args []string) error {
 	}
 	fmt.Fprintf(m.Stderr, "%d problem(s) in %s\n", len(problems), dir)
 	return errReported
+}
+
+// loadBrains loads the brain file at path, or the brains of the folder.
+func loadBrains(path string) ([]*brain.Brain, error) {
+	if info, err := os.Stat(path); err != nil || info.IsDir() {
+		return brain.LoadDir(path)
+	}
+	b, err := brain.LoadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return []*brain.Brain{b}, nil
 }
 
 // describe says in a few words what a brain's bot does.

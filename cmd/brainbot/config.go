@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,9 +17,10 @@ import (
 	"brainbot/output"
 )
 
-// Config is everything `brainbot run` reads from its environment and
-// flags. It is read in one place (loadConfig) and checked in one place
-// (validate); every error names the variable and the flag it came from.
+// Config is everything brainbot reads from its environment and flags. It
+// is read in one place (readConfig, for every subcommand), checked in one
+// place (validate) and then normalised (normalize); every error names the
+// variable and the flag it came from.
 type Config struct {
 	BrainsDir      string
 	DataDir        string
@@ -25,13 +28,23 @@ type Config struct {
 	ClaudeCmd      string
 	ClaudeBare     string // auto, on or off: see claudeBare
 	OpenAIBaseURL  string // empty: OpenAI's own
+	// OpenAIKey is for the voice and image tools. It has no flag: flags
+	// show in ps.
+	OpenAIKey string
 
 	LogLevel  string
 	LogFormat string // json, console, or empty for "console on a terminal, else json"
 	LogFile   string
 
 	MaxClaude int
-	Grace     time.Duration
+	// MaxWaiting and MaxWait bound one bot's requests waiting for a
+	// Claude slot, in number and in time.
+	MaxWaiting int
+	MaxWait    time.Duration
+	Grace      time.Duration
+	// HTTPAddr is where /healthz, /readyz and /metrics are served ("":
+	// off).
+	HTTPAddr string
 
 	// Retention prunes organised voice notes and images (off by default).
 	AudioRetention, ImageRetention output.Retention
@@ -40,7 +53,7 @@ type Config struct {
 // setting ties one Config field to its environment variable and flag, so
 // that the default, the help text and the error messages agree.
 type setting struct {
-	env, flag, usage, def string
+	env, flag, usage, def string // flag is empty for a variable without one
 	// set parses a value into the Config.
 	set func(c *Config, v string) error
 }
@@ -58,6 +71,8 @@ var settings = []setting{
 		func(c *Config, v string) error { c.ClaudeBare = v; return nil }},
 	{"OPENAI_BASE_URL", "openai-base-url", "OpenAI API base URL for the MCP servers (empty: OpenAI's)", "",
 		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
+	{"OPENAI_API_KEY", "", "OpenAI API key for the voice and image tools", "",
+		func(c *Config, v string) error { c.OpenAIKey = v; return nil }},
 	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
 		func(c *Config, v string) error { c.LogLevel = v; return nil }},
 	{"BRAINBOT_LOG_FORMAT", "log-format", "json or console (default: console on a terminal, else json)", "",
@@ -66,6 +81,12 @@ var settings = []setting{
 		func(c *Config, v string) error { c.LogFile = v; return nil }},
 	{"BRAINBOT_MAX_CLAUDE", "max-claude", "Claude processes running at once; the rest wait", "4",
 		func(c *Config, v string) (err error) { c.MaxClaude, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_MAX_WAITING", "max-waiting", "requests of one bot that may wait for a Claude process; more get the brain's busy message", "50",
+		func(c *Config, v string) (err error) { c.MaxWaiting, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_MAX_WAIT", "max-wait", "how long a request may wait for a Claude process before it gets the brain's busy message", "2m",
+		func(c *Config, v string) (err error) { c.MaxWait, err = time.ParseDuration(v); return err }},
+	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz and /metrics at this address, e.g. 127.0.0.1:9464 (empty: off)", "",
+		func(c *Config, v string) error { c.HTTPAddr = v; return nil }},
 	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
 		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_AUDIO_MAX_AGE", "audio-max-age", "delete voice notes older than this (0: keep)", "0",
@@ -90,42 +111,90 @@ func parseMB(v string, bytes *int64) error {
 	return err
 }
 
-// loadConfig reads the environment, then the flags in args (a flag wins
-// over its variable), and validates the result.
-func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string) (Config, error) {
-	values := make(map[string]*string, len(settings))
+func formatMB(bytes int64) string { return strconv.FormatInt(bytes>>20, 10) }
+
+// loadConfig is readConfig for the subcommands that take settings as
+// flags: those named in flagged (every setting when none is named, as for
+// run and doctor) are registered on fs and parsed from args, and a flag
+// wins over its variable. The arguments after the flags are fs.Args().
+func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, flagged ...string) (Config, error) {
+	flags := make(map[string]*string, len(settings))
 	for _, s := range settings {
-		def := s.def
-		if v := getenv(s.env); v != "" {
-			def = v
+		if s.flag != "" && (len(flagged) == 0 || slices.Contains(flagged, s.env)) {
+			flags[s.env] = fs.String(s.flag, envOrDefault(s, getenv), fmt.Sprintf("%s (env %s)", s.usage, s.env))
 		}
-		values[s.env] = fs.String(s.flag, def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 	}
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	return readConfig(func(s setting) string {
+		if v, ok := flags[s.env]; ok {
+			return *v
+		}
+		return envOrDefault(s, getenv)
+	})
+}
+
+// runConfig reads the configuration of run and doctor: every setting as
+// a flag, and no other argument. Its errors are usage errors.
+func (m *Main) runConfig(fs *flag.FlagSet, args []string) (Config, error) {
+	cfg, err := loadConfig(fs, args, m.getenv)
+	if err == nil && fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err != nil {
+		return Config{}, usageError{err}
+	}
+	return cfg, nil
+}
+
+// envConfig is readConfig for the subcommands without setting flags
+// (check, mcp, version): the environment alone.
+func envConfig(getenv func(string) string) (Config, error) {
+	return readConfig(func(s setting) string { return envOrDefault(s, getenv) })
+}
+
+func envOrDefault(s setting, getenv func(string) string) string {
+	if v := getenv(s.env); v != "" {
+		return v
+	}
+	return s.def
+}
+
+// readConfig parses every setting's value, validates the result and
+// normalises it. It reports every problem at once.
+func readConfig(value func(setting) string) (Config, error) {
 	var c Config
 	var errs []error
 	for _, s := range settings {
-		if err := s.set(&c, *values[s.env]); err != nil {
-			errs = append(errs, settingError(s, *values[s.env], err))
+		if err := s.set(&c, value(s)); err != nil {
+			errs = append(errs, settingError(s, value(s), err))
 		}
 	}
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return Config{}, err
+	}
+	return c, c.normalize()
 }
 
+// settingError names the setting, and the value unless it is a secret.
 func settingError(s setting, value string, err error) error {
 	var numErr *strconv.NumError
 	if errors.As(err, &numErr) {
 		err = numErr.Err
 	}
-	return fmt.Errorf("%s (-%s) %q: %w", s.env, s.flag, value, err)
+	return fmt.Errorf("%s %q: %w", s.name(), value, err)
+}
+
+// name is how messages name the setting: its variable and its flag.
+func (s setting) name() string {
+	if s.flag == "" {
+		return s.env
+	}
+	return fmt.Sprintf("%s (-%s)", s.env, s.flag)
 }
 
 func lookupSetting(env string) setting {
@@ -137,8 +206,8 @@ func lookupSetting(env string) setting {
 	panic("no setting " + env)
 }
 
-// validate checks the settings that parsed; each error names the variable
-// and flag so an admin knows what to fix.
+// validate checks the settings that parsed, and changes nothing; each
+// error names the variable and flag so an admin knows what to fix.
 func (c *Config) validate() error {
 	var errs []error
 	bad := func(env, value, msg string) {
@@ -176,6 +245,17 @@ func (c *Config) validate() error {
 	if c.Grace < 0 {
 		bad("BRAINBOT_GRACE", c.Grace.String(), "must not be negative")
 	}
+	if c.MaxWaiting < 1 {
+		bad("BRAINBOT_MAX_WAITING", strconv.Itoa(c.MaxWaiting), "must be at least 1")
+	}
+	if c.MaxWait <= 0 {
+		bad("BRAINBOT_MAX_WAIT", c.MaxWait.String(), "must be more than 0")
+	}
+	if c.HTTPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			bad("BRAINBOT_HTTP_ADDR", c.HTTPAddr, "must be host:port, e.g. 127.0.0.1:9464")
+		}
+	}
 	for _, r := range []struct {
 		ageEnv, mbEnv string
 		retention     output.Retention
@@ -187,14 +267,16 @@ func (c *Config) validate() error {
 			bad(r.ageEnv, r.retention.MaxAge.String(), "must not be negative")
 		}
 		if r.retention.MaxBytes < 0 {
-			bad(r.mbEnv, strconv.FormatInt(r.retention.MaxBytes>>20, 10), "must not be negative")
+			bad(r.mbEnv, formatMB(r.retention.MaxBytes), "must not be negative")
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	// Everything downstream (the CLI's working dirs, the MCP servers it
-	// spawns elsewhere) needs absolute paths.
+	return errors.Join(errs...)
+}
+
+// normalize puts valid settings in the form the rest of the program
+// needs: absolute folders (the CLI's working dirs and the MCP servers it
+// spawns run elsewhere) and a Bot API URL without a trailing slash.
+func (c *Config) normalize() error {
 	var err error
 	if c.DataDir, err = filepath.Abs(c.DataDir); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)

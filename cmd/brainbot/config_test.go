@@ -33,6 +33,8 @@ func TestConfigDefaults(t *testing.T) {
 		ClaudeBare:     "auto",
 		LogLevel:       "info",
 		MaxClaude:      4,
+		MaxWaiting:     50,
+		MaxWait:        2 * time.Minute,
 		Grace:          30 * time.Second,
 	}
 	if c != want {
@@ -71,6 +73,8 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		LogFormat:      "json",
 		LogFile:        "/var/log/brainbot.log",
 		MaxClaude:      2,
+		MaxWaiting:     50,
+		MaxWait:        2 * time.Minute,
 		Grace:          5 * time.Second,
 		AudioRetention: output.Retention{MaxAge: 720 * time.Hour},
 		ImageRetention: output.Retention{MaxBytes: 512 << 20},
@@ -98,7 +102,6 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"-grace", "-1s"}, `BRAINBOT_GRACE (-grace) "-1s": must not be negative`},
 		{nil, []string{"-claude-cmd", ""}, `CLAUDE_CMD (-claude-cmd) "": must name the Claude Code CLI`},
 		{nil, []string{"-data", ""}, `BRAINBOT_DATA (-data) "": must name a folder`},
-		{nil, []string{"extra"}, `unexpected argument "extra"`},
 		{nil, []string{"-claude-bare", "yes"}, `BRAINBOT_CLAUDE_BARE (-claude-bare) "yes": must be auto, on or off`},
 		{map[string]string{"BRAINBOT_AUDIO_MAX_AGE": "a month"}, nil, `BRAINBOT_AUDIO_MAX_AGE (-audio-max-age) "a month": time: invalid duration "a month"`},
 		{nil, []string{"-image-max-age", "-1h"}, `BRAINBOT_IMAGE_MAX_AGE (-image-max-age) "-1h0m0s": must not be negative`},
@@ -140,5 +143,22 @@ func TestClaudeBare(t *testing.T) {
 		if got := claudeBare(tt.setting, func(k string) string { return tt.env[k] }); got != tt.want {
 			t.Errorf("claudeBare(%q, %v) = %v, want %v", tt.setting, tt.env, got, tt.want)
 		}
+	}
+}
+
+// validate reports problems and changes nothing: making paths absolute and
+// trimming the URL is normalize's job (issue 10).
+func TestConfigValidateOnlyValidates(t *testing.T) {
+	c := Config{
+		BrainsDir: "brains", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
+		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
+		MaxWaiting: 1, MaxWait: time.Second,
+	}
+	before := c
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c != before {
+		t.Errorf("validate changed the config:\n got %+v\nwant %+v", c, before)
 	}
 }

@@ -88,7 +88,7 @@ func newStack(tb testing.TB, prepare func(*stack.Stack)) *stack.Stack {
 			"private.yaml":  privateBrain,
 			"sleepy.yaml":   sleepyBrain,
 		},
-		Env:  []string{"BRAINBOT_GRACE=20s"},
+		Env:  []string{"BRAINBOT_GRACE=20s", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"},
 		Logs: testLogs(tb),
 	})
 	if err != nil {

@@ -1,9 +1,10 @@
 // Command brainbot runs Telegram persona bots on the Claude Code CLI.
 //
 //	brainbot run                 run every bot in the brains folder
+//	brainbot doctor              check what run needs and print each check
 //	brainbot check [DIR]         validate brain files (file:line per problem)
 //	brainbot mcp tts|image-gen   the stdio MCP servers the Claude CLI starts
-//	brainbot version             print the version
+//	brainbot version             print brainbot's and the Claude CLI's versions
 package main
 
 import (

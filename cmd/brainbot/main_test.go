@@ -71,9 +71,12 @@ func TestUsage(t *testing.T) {
 		{[]string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{[]string{"--help"}, exitOK, "brainbot run", ""},
 		{[]string{"check", "-h"}, exitOK, "", "Usage: brainbot check"},
-		{[]string{"check", "a", "b"}, exitUsage, "", "at most one folder"},
+		{[]string{"check", "a", "b"}, exitUsage, "", "at most one folder or file"},
 		{[]string{"run", "-h"}, exitOK, "", "BRAINBOT_MAX_CLAUDE"},
 		{[]string{"run", "-log-level", "loud"}, exitUsage, "", `BRAINBOT_LOG_LEVEL (-log-level) "loud"`},
+		{[]string{"run", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{[]string{"doctor", "extra"}, exitUsage, "", `unexpected argument "extra"`},
+		{[]string{"backup", "-log-level", "debug", "f.db"}, exitUsage, "", "flag provided but not defined: -log-level"},
 		{[]string{"mcp", "-h"}, exitOK, "", "Usage: brainbot mcp"},
 		{[]string{"mcp", "nope"}, exitUsage, "", `unknown MCP server "nope"`},
 		{[]string{"version"}, exitOK, "brainbot ", ""},
@@ -91,5 +94,36 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every subcommand reads the configuration through the one loader, so a
+// bad setting is reported the same way by each (issue 10: mcp and check
+// used to read variables by hand).
+func TestSubcommandsReportBadSettingsAlike(t *testing.T) {
+	const want = `BRAINBOT_LOG_LEVEL (-log-level) "loud": must be debug, info, warn or error`
+	for _, args := range [][]string{{"run"}, {"mcp", "tts"}, {"check", t.TempDir()}} {
+		code, _, stderr := runMain(t, []string{"BRAINBOT_LOG_LEVEL=loud"}, args...)
+		if code != exitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("brainbot %v with BRAINBOT_LOG_LEVEL=loud: exit %d, stderr %q; want exit %d and %q",
+				args, code, stderr, exitUsage, want)
+		}
+	}
+}
+
+// check takes one brain file as well as a folder, and reports its problems
+// the same way.
+func TestCheckOneFile(t *testing.T) {
+	code, stdout, stderr := runMain(t, nil, "check", "../../brains/voice.yaml")
+	if code != exitOK || !strings.Contains(stdout, "ok  ../../brains/voice.yaml") {
+		t.Fatalf("check voice.yaml = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: Bad\nsystem_prompt: x\ntelegram:\n  token_env: BAD_TOKEN\ntts:\n  speed: 9\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runMain(t, nil, "check", bad)
+	if code != exitError || !strings.Contains(stderr, bad+":6: tts.speed:") {
+		t.Fatalf("check bad.yaml = %d, stderr:\n%s", code, stderr)
 	}
 }

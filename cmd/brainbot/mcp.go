@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/sashabaranov/go-openai"
@@ -36,34 +35,26 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 		return usageError{fmt.Errorf("unknown MCP server %q: want tts or image-gen", name)}
 	}
 
-	level := m.getenv("BRAINBOT_LOG_LEVEL")
-	if level == "" {
-		level = "info"
-	}
-	log, err := newLogger(logSettings{Level: level, Format: "json"}, m.Stderr, false, newSecretSet(m.Environ))
+	cfg, err := envConfig(m.getenv)
 	if err != nil {
-		return usageError{fmt.Errorf("BRAINBOT_LOG_LEVEL %q: %w", level, err)}
+		return usageError{err}
+	}
+	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: "json"}, m.Stderr, false, newSecretSet(m.Environ))
+	if err != nil {
+		return err
 	}
 	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
 	log = log.With(zap.String("server", fs.Arg(0)))
 
-	dataDir := m.getenv("BRAINBOT_DATA")
-	if dataDir == "" {
-		dataDir = lookupSetting("BRAINBOT_DATA").def
-	}
-	if dataDir, err = filepath.Abs(dataDir); err != nil {
-		return fmt.Errorf("BRAINBOT_DATA: %w", err)
-	}
-	s := newServer(mcpserver.Config{DataDir: dataDir, OpenAI: m.openAIConfig(m.getenv("OPENAI_BASE_URL")), Log: log})
+	s := newServer(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log})
 	return mcpserver.Serve(ctx, s, m.Stdin, m.Stdout, log)
 }
 
-// openAIConfig configures the tools' OpenAI client: the key only from the
-// environment (a flag would show in ps), the base URL when one is given.
-func (m *Main) openAIConfig(baseURL string) openai.ClientConfig {
-	c := openai.DefaultConfig(m.getenv("OPENAI_API_KEY"))
-	if baseURL != "" {
-		c.BaseURL = baseURL
+// openAIConfig configures the tools' OpenAI client.
+func openAIConfig(cfg Config) openai.ClientConfig {
+	c := openai.DefaultConfig(cfg.OpenAIKey)
+	if cfg.OpenAIBaseURL != "" {
+		c.BaseURL = cfg.OpenAIBaseURL
 	}
 	return c
 }

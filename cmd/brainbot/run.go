@@ -13,6 +13,7 @@ import (
 	"brainbot/bot/store"
 	"brainbot/claude"
 	mcpserver "brainbot/mcp"
+	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/ticket"
 )
@@ -21,22 +22,30 @@ import (
 // SIGTERM), then lets requests in flight finish within the grace period.
 func (m *Main) run(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("run", "run [flags]\n\nRuns every bot in the brains folder. Each flag has an environment variable of the same meaning; the flag wins.")
-	cfg, err := loadConfig(fs, args, m.getenv)
+	cfg, err := m.runConfig(fs, args)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
 
 	secrets := newSecretSet(m.Environ)
-	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: cfg.LogFormat, File: cfg.LogFile}, m.Stderr, m.Terminal, secrets)
+	checks := m.preflight(ctx, cfg, secrets.Add)
+	logFile := cfg.LogFile
+	if checks.failedCheck(checkLog) {
+		logFile = "" // say why on stderr alone
+	}
+	log, err := newLogger(logSettings{Level: cfg.LogLevel, Format: cfg.LogFormat, File: logFile}, m.Stderr, m.Terminal, secrets)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
+	if !logPreflight(log, checks) {
+		return errNotStarted
+	}
 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "brainbot.db"))
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, store.FileName))
 	if err != nil {
 		return err
 	}
@@ -49,7 +58,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	tickets := ticket.NewRegistry()
 	tools, err := mcpserver.ListenHTTP(mcpserver.Config{
 		DataDir: cfg.DataDir,
-		OpenAI:  m.openAIConfig(cfg.OpenAIBaseURL),
+		OpenAI:  openAIConfig(cfg),
 		Log:     log.Named("tools"),
 	}, tickets, "127.0.0.1:0")
 	if err != nil {
@@ -76,16 +85,20 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return err
 	}
 
+	reg := metrics.New()
 	manager, err := bot.New(bot.Config{
-		BrainsDir: cfg.BrainsDir,
-		DataDir:   cfg.DataDir,
-		APIURL:    cfg.TelegramAPIURL,
-		MaxClaude: cfg.MaxClaude,
-		Grace:     cfg.Grace,
-		Claude:    driver,
-		Store:     db,
-		Log:       log,
-		LookupEnv: m.lookupEnv,
+		BrainsDir:        cfg.BrainsDir,
+		DataDir:          cfg.DataDir,
+		APIURL:           cfg.TelegramAPIURL,
+		MaxClaude:        cfg.MaxClaude,
+		MaxWaitingPerBot: cfg.MaxWaiting,
+		MaxWait:          cfg.MaxWait,
+		Grace:            cfg.Grace,
+		Claude:           driver,
+		Store:            db,
+		Log:              log,
+		Metrics:          reg,
+		LookupEnv:        m.lookupEnv,
 		// Every bot token, inline or from the environment, is masked in the
 		// logs from the moment it is resolved.
 		OnToken: secrets.Add,
@@ -93,14 +106,20 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := m.lookupEnv("OPENAI_API_KEY"); !ok {
-		log.Warn("OPENAI_API_KEY is not set: voice and image replies will fail")
-	}
-	log.Info("brainbot starting", zap.String("version", buildVersion()),
+	v, rev := buildVersion()
+	log.Info("brainbot starting", zap.String("version", v), zap.String("revision", rev),
 		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd), zap.String("tools", tools.URL),
-		zap.Bool("claude_bare", bare),
+		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
+	log.Info(checks.summary("running"))
+	if cfg.HTTPAddr != "" {
+		stop, err := serveAdmin(cfg.HTTPAddr, reg.Handler(), manager.Ready, log)
+		if err != nil {
+			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
+		}
+		defer stop()
+	}
 	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
 	}, pruneEvery, log)

@@ -9,7 +9,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"image"
@@ -28,19 +27,26 @@ import (
 )
 
 func main() {
-	brainbot := flag.String("brainbot", "bin/brainbot", "the built brainbot executable")
-	claudeCmd := flag.String("claude", os.Getenv("CLAUDE_CMD"), "the Claude Code CLI (default $CLAUDE_CMD)")
-	brains := flag.String("brains", "brains", "folder of the example brains")
-	keep := flag.Bool("keep", false, "keep the run's folder (brains, data, logs) and print where it is")
-	verbose := flag.Bool("v", false, "also print brainbot's logs")
+	var o options
+	flag.StringVar(&o.brainbot, "brainbot", "", "the brainbot executable (default: built from this repository into the run's folder)")
+	flag.StringVar(&o.claudeCmd, "claude", os.Getenv("CLAUDE_CMD"), "the Claude Code CLI (default: $CLAUDE_CMD, else the pinned one `make claude-cli` installs under .cache/)")
+	flag.StringVar(&o.brains, "brains", "", "folder of the example brains (default: brains/ of this repository)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (brains, data, logs) and print where it is")
+	flag.BoolVar(&o.verbose, "v", false, "also print brainbot's logs")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Stdout, *brainbot, *claudeCmd, *brains, *keep, *verbose); err != nil {
+	if err := run(ctx, os.Stdout, o); err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// options are the command line; empty paths are found in the repository.
+type options struct {
+	brainbot, claudeCmd, brains string
+	keep, verbose               bool
 }
 
 // exchange is one message of the demo and how to judge its answer.
@@ -59,25 +65,25 @@ var script = []exchange{
 	{bot: "painter", user: 1003, says: "What colours suit a seascape?", want: "sendMessage"},
 }
 
-func run(ctx context.Context, out io.Writer, brainbot, claudeCmd, brainsDir string, keep, verbose bool) error {
-	if claudeCmd == "" {
-		return errors.New("no Claude Code CLI: pass -claude or set CLAUDE_CMD (make demo installs it)")
-	}
-	brains, err := readBrains(brainsDir)
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, out io.Writer, o options) error {
 	dir, err := os.MkdirTemp("", "brainbot-demo-")
 	if err != nil {
 		return err
 	}
-	if keep {
+	if o.keep {
 		fmt.Fprintf(out, "run folder: %s\n", dir)
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	cfg := stack.Config{Brainbot: brainbot, ClaudeCmd: claudeCmd, Dir: dir, Brains: brains}
-	if verbose {
+	if err := o.complete(ctx, out, dir); err != nil {
+		return err
+	}
+	brains, err := readBrains(o.brains)
+	if err != nil {
+		return err
+	}
+	cfg := stack.Config{Brainbot: o.brainbot, ClaudeCmd: o.claudeCmd, Dir: dir, Brains: brains}
+	if o.verbose {
 		cfg.Logs = os.Stderr
 	}
 	s, err := stack.New(cfg)
@@ -86,7 +92,7 @@ func run(ctx context.Context, out io.Writer, brainbot, claudeCmd, brainsDir stri
 	}
 	defer s.Close()
 
-	fmt.Fprintf(out, "brainbot demo: %d example brains from %s, stand-in Telegram/model/OpenAI, real Claude Code CLI\n\n", len(brains), brainsDir)
+	fmt.Fprintf(out, "brainbot demo: %d example brains from %s, stand-in Telegram/model/OpenAI, real Claude Code CLI\n\n", len(brains), o.brains)
 	start := time.Now()
 	startCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -104,7 +110,7 @@ func run(ctx context.Context, out io.Writer, brainbot, claudeCmd, brainsDir stri
 		if err != nil {
 			return err
 		}
-		ok := len(reply.Calls) == 1 && reply.Calls[0].Method == ex.want
+		ok := answered(ex, reply)
 		if !ok {
 			failed++
 		}
@@ -112,8 +118,8 @@ func run(ctx context.Context, out io.Writer, brainbot, claudeCmd, brainsDir stri
 			fmt.Fprintf(out, "  %s ← %s\n", ex.bot, describe(s, ex, c.Method, c.Files, stack.Rendered(c)))
 		}
 		fmt.Fprintf(out, "  %s in %v (CLI start %s, turn 1 %s, turn 2 %s, telegram %s)\n\n", verdict(ok, ex.want),
-			reply.Elapsed.Round(time.Millisecond), ms(reply.Summary, "claude_startup"), ms(reply.Summary, "turn1"),
-			ms(reply.Summary, "turn2"), ms(reply.Summary, "send"))
+			reply.Elapsed.Round(time.Millisecond), ms(reply.Summary, "claude_startup_ms"), ms(reply.Summary, "turn1_ms"),
+			ms(reply.Summary, "turn2_ms"), ms(reply.Summary, "send_ms"))
 	}
 	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -191,11 +197,18 @@ func organised(s *stack.Stack, kind, bot string, user int64) string {
 	return "$BRAINBOT_DATA/" + rel
 }
 
+// answered says whether the bot answered as a working one does: one reply
+// of the kind wanted, and a request that went well. A bot that fails
+// still answers, with its brain's error text: that is no success.
+func answered(ex exchange, reply stack.Reply) bool {
+	return reply.Summary.Str("outcome") == "ok" && len(reply.Calls) == 1 && reply.Calls[0].Method == ex.want
+}
+
 func verdict(ok bool, want string) string {
 	if ok {
 		return "ok: answered with " + strings.TrimPrefix(want, "send")
 	}
-	return "FAILED: wanted one " + want
+	return "FAILED: wanted one " + want + " from a request that went well"
 }
 
 // ms formats a duration field of the summary line; "-" for a step that

@@ -158,6 +158,26 @@ and the file taken from the tool's reported path after checking it.
 		{"locate a file among 10,000 others (ms)", cell{bench: "BenchmarkLocate", unit: "ns/op", scale: 1e-6, format: "%.2f"}, "≤ 5"},
 	})
 
+	fmt.Fprint(w, `## A crowd: more conversations than Claude slots
+
+3 bots x 200 users send one message each at once, bot after bot, to 4 Claude
+slots and a fake CLI taking 20 ms a turn (`+"`BenchmarkCrowd`"+`). Slots go to the
+bots in turn, so the last bot's users do not wait for all 400 messages before
+theirs. Queue wait is the summary line's `+"`queue_wait`"+`: arrival to a Claude slot.
+
+`)
+	crowd := func(unit, format string) cell { return cell{bench: "BenchmarkCrowd", unit: unit, format: format} }
+	table(w, r, []string{"measure", "bot 1", "bot 2", "bot 3", "target"}, [][]any{
+		{"queue wait p50 (ms)", crowd("bot1-wait-p50-ms", "%.0f"), crowd("bot2-wait-p50-ms", "%.0f"), crowd("bot3-wait-p50-ms", "%.0f"), ""},
+		{"queue wait p99 (ms)", crowd("bot1-wait-p99-ms", "%.0f"), crowd("bot2-wait-p99-ms", "%.0f"), crowd("bot3-wait-p99-ms", "%.0f"), ""},
+	})
+	table(w, r, []string{"measure", "value", "target"}, [][]any{
+		{"slowest bot's p50 wait / fastest bot's", crowd("p50-slowest/fastest", "%.2f"), "≤ 2"},
+		{"Telegram calls per second (replies, chat actions)", crowd("telegram-calls/s", "%.0f"), ""},
+		{"peak goroutines (test process, stand-ins included)", crowd("peak-goroutines", "%.0f"), ""},
+		{"RSS after the crowd (MB, test process)", crowd("rss-MB", "%.1f"), ""},
+	})
+
 	fmt.Fprint(w, "## Memory (MB resident)\n\n")
 	table(w, r, []string{"process", "RSS", "target"}, [][]any{
 		{"brainbot idle, 5 bots", cell{bench: "BenchmarkMemory/brainbot-idle", unit: "rss-MB"}, ""},

@@ -103,12 +103,14 @@ func New(cfg Config) (*Stack, error) {
 	return s, nil
 }
 
-// Token is the Telegram token of the bot with this brain id: stable, and
-// long enough that the log redaction applies to it.
+// Token is the Telegram token of the bot with this brain id: stable, long
+// enough that the log redaction applies to it, and of BotFather's form
+// (brain.ValidToken), 35 characters after the colon.
 func Token(id string) string {
 	h := fnv.New32a()
 	h.Write([]byte(id))
-	return fmt.Sprintf("%d:%s-secret-token-AAE%x", 100000+h.Sum32()%900000, id, h.Sum32())
+	secret := fmt.Sprintf("AAE%08x-%s-secret-token-", h.Sum32(), id) + strings.Repeat("x", 35)
+	return fmt.Sprintf("%d:%s", 100000+h.Sum32()%900000, secret[:35])
 }
 
 // TokenEnv is the variable a brain with this id names in token_env.

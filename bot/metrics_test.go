@@ -1,0 +1,54 @@
+package bot
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"brainbot/metrics"
+)
+
+// The metrics an admin watches follow what happens to messages.
+func TestMetricsFollowTraffic(t *testing.T) {
+	reg := metrics.New()
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, func(c *Config) { c.Metrics = reg })
+	h.exchange(tokenA, 7, "one")
+	h.srv.Flood(tokenA, "sendMessage", 1, 1)
+	h.exchange(tokenA, 7, "two")
+	h.exchange(tokenA, 7, "please #fail")
+	raw, err := os.ReadFile(filepath.Join("testdata", "undecodable", "reaction.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.SendUpdate(tokenA, raw)
+	h.exchange(tokenA, 7, "probe")
+	waitSummaries(t, h.logs, 4)
+
+	checks := []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"requests ok", testutil.ToFloat64(reg.Requests.WithLabelValues("alpha", "text", "ok")), 3},
+		{"requests failed", testutil.ToFloat64(reg.Requests.WithLabelValues("alpha", "text", "error")), 1},
+		{"429s of sendMessage", testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("sendMessage", "429")), 1},
+		{"undecodable updates", testutil.ToFloat64(reg.UndecodableUpdates.WithLabelValues("alpha")), 1},
+		{"Claude running after the work", testutil.ToFloat64(reg.ClaudeRunning), 0},
+		// queue_wait, upload and total; the fake Claude reports no CLI
+		// times, and a stage that did not happen is not observed.
+		{"stages observed", float64(testutil.CollectAndCount(reg.Stage, "brainbot_request_stage_seconds")), 3},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if cost := testutil.ToFloat64(reg.CostUSD.WithLabelValues("alpha")); cost < 0.029 {
+		t.Errorf("cost = %v, want the three answered requests' 0.03", cost)
+	}
+	if err := h.m.Ready(); err != nil {
+		t.Errorf("Ready after polling = %v", err)
+	}
+}

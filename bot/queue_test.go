@@ -1,0 +1,188 @@
+package bot
+
+import (
+	"brainbot/bot/telegramtest"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A burst of 15 messages sent while the first is answered gets a handful
+// of messages back: the answers to those that fit the queue (one answered,
+// five waiting) and one notice for the rest, which are never replayed.
+func TestBurstGetsAHandfulOfReplies(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  busy: Slow down.\n")}, nil)
+	h.srv.SendText(tokenA, 7, 7, "#wait 0")
+	for len(h.claude.requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := 1; i < 15; i++ {
+		h.srv.SendText(tokenA, 7, 7, fmt.Sprintf("burst %d", i))
+	}
+	if got := h.waitSent(tokenA, 1)[0]; got.Param("text") != "Slow down." {
+		t.Fatalf("first reply = %q, want the one busy notice", got.Param("text"))
+	}
+	if err := h.srv.WaitConfirmed(h.ctx(), tokenA); err != nil {
+		t.Fatal(err)
+	}
+	close(h.claude.release)
+	got := h.waitSent(tokenA, 7)
+	var texts []string
+	for _, c := range got {
+		texts = append(texts, c.Param("text"))
+	}
+	want := []string{"Slow down.", "You said: #wait 0", "You said: burst 1", "You said: burst 2", "You said: burst 3", "You said: burst 4", "You said: burst 5"}
+	if strings.Join(texts, "|") != strings.Join(want, "|") {
+		t.Fatalf("replies %q, want %q", texts, want)
+	}
+	waitSummaries(t, h.logs, 15)
+	// Dropped messages were confirmed, not journaled: a restart answers
+	// nothing more.
+	waitEmptyJournal(t, h.store)
+	h.stop()
+	h.start()
+	h.exchange(tokenA, 8, "after restart")
+	if n := len(h.srv.Sent(tokenA)); n != 8 {
+		t.Fatalf("%d messages sent after the restart, want 8: %s", n, describeCalls(h.srv.Sent(tokenA)))
+	}
+}
+
+// Slots go to the bots in turn: a bot with one waiting request is served
+// in the next round, after at most one request of a bot that has nine
+// waiting.
+func TestClaudeSlotsAreFairAcrossBots(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, ""), "beta": brainFile(tokenB, "")},
+		func(c *Config) { c.MaxClaude = 1 })
+	h.srv.SendText(tokenA, 1, 1, "#wait first")
+	for len(h.claude.requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for u := int64(2); u <= 10; u++ {
+		h.srv.SendText(tokenA, u, u, "alpha crowd")
+	}
+	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 9 })
+	h.srv.SendText(tokenB, 50, 50, "beta alone")
+	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("beta") == 1 })
+	close(h.claude.release)
+	h.waitSent(tokenA, 10)
+	h.waitSent(tokenB, 1)
+	reqs := h.claude.requests()
+	if reqs[1].BotID != "beta" && reqs[2].BotID != "beta" {
+		var order []string
+		for _, r := range reqs {
+			order = append(order, r.BotID)
+		}
+		t.Fatalf("order of Claude requests %v: beta must be served in the first round after the running one", order)
+	}
+}
+
+// Waiting for a slot is bounded per bot, in length and in time; beyond
+// either the user gets the busy message, and waiting requests show no chat
+// action.
+func TestWaitingForClaudeIsBounded(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  busy: Too busy.\n")},
+		func(c *Config) { c.MaxClaude = 1; c.MaxWaitingPerBot = 1; c.MaxWait = 300 * time.Millisecond })
+	h.srv.SendText(tokenA, 1, 1, "#wait running")
+	for len(h.claude.requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.srv.SendText(tokenA, 2, 2, "waits, then times out")
+	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 1 })
+	h.srv.SendText(tokenA, 3, 3, "line full")
+	got := h.waitSent(tokenA, 2, "sendMessage")
+	for _, c := range got {
+		if c.Param("text") != "Too busy." || (c.ChatID() != 2 && c.ChatID() != 3) {
+			t.Fatalf("replies %s, want the busy text to users 2 and 3", describeCalls(got))
+		}
+	}
+	for _, c := range h.srv.Sent(tokenA, "sendChatAction") {
+		if c.ChatID() != 1 {
+			t.Errorf("chat action sent to waiting chat %d", c.ChatID())
+		}
+	}
+	close(h.claude.release)
+	h.waitSent(tokenA, 3, "sendMessage")
+}
+
+// A message still waiting for a Claude slot when brainbot stops has not
+// started: its journal entry counts no attempt, so however often that
+// happens it is answered as if new after a restart (never met with
+// "please resend"), and counted against the daily limit once.
+func TestWaitingMessageSurvivesRestarts(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")},
+		func(c *Config) { c.MaxClaude = 1; c.Grace = 50 * time.Millisecond })
+	h.srv.SendText(tokenA, 1, 1, "#wait blocker")
+	for len(h.claude.requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.srv.SendText(tokenA, 2, 2, "patient")
+	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 1 })
+	h.stop()
+	pending, _ := h.store.Pending(context.Background(), "alpha")
+	if len(pending) != 2 || pending[1].User != 2 || pending[1].Attempts != 0 || pending[1].Mode != "text" {
+		t.Fatalf("journal after stopping = %+v, want the waiting message charged with no attempt", pending)
+	}
+	close(h.claude.release)
+	h.start()
+	got := h.waitSent(tokenA, 2)
+	for _, c := range got {
+		if c.ChatID() == 2 && c.Param("text") != "You said: patient" {
+			t.Fatalf("waiting message answered %q after the restart", c.Param("text"))
+		}
+	}
+	if n, _ := h.store.DailyCount(context.Background(), "alpha", 2, time.Now()); n != 1 {
+		t.Errorf("daily count %d, want 1", n)
+	}
+}
+
+// A failing setMyCommands is retried in the background: it never holds up
+// polling, so messages are answered meanwhile.
+func TestCommandRegistrationNeverDelaysPolling(t *testing.T) {
+	srvFail := func(h *harness) {
+		h.srv.Fail(tokenA, telegramtest.Rule{Method: "setMyCommands", Err: telegramtest.APIError{Code: 502, Description: "Bad Gateway"}})
+	}
+	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, "")},
+		func(c *Config) { c.RetryMin = 10 * time.Second }, srvFail)
+	if got := h.exchange(tokenA, 7, "hello"); got.Param("text") != "You said: hello" {
+		t.Fatalf("reply while the command list fails = %q", got.Param("text"))
+	}
+}
+
+// A changed token (one revoked and regenerated in @BotFather) loses no
+// request: one running when the old token stops working is answered
+// through the new one.
+func TestTokenChangeLosesNoRequest(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")},
+		func(c *Config) { c.RetryMin = 300 * time.Millisecond })
+	h.srv.SendText(tokenA, 7, 7, "#wait long answer")
+	for len(h.claude.requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.srv.Unauthorize(tokenA)
+	close(h.claude.release)
+	h.writeBrain("alpha", brainFile(tokenB, ""))
+	if got := h.waitSent(tokenB, 1)[0]; got.ChatID() != 7 || got.Param("text") != "You said: #wait long answer" {
+		t.Fatalf("after the token change = %+v", got)
+	}
+}
+
+// The photos of an album arrive as separate messages sharing a
+// media_group_id; they are one message to answer.
+func TestAlbumGetsOneReply(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	for i := range 3 {
+		h.srv.SendMessage(tokenA, map[string]any{"chat": map[string]any{"id": 7, "type": "private"},
+			"from": map[string]any{"id": 7, "first_name": "Ann"}, "date": 1, "media_group_id": "13919228427634190",
+			"photo": []any{map[string]any{"file_id": fmt.Sprint("p", i), "file_unique_id": fmt.Sprint("u", i), "width": 90, "height": 90}}})
+	}
+	h.srv.SendText(tokenA, 7, 7, "probe")
+	waitFor(t, func() bool {
+		sent := h.srv.Sent(tokenA)
+		return len(sent) > 0 && sent[len(sent)-1].Param("text") == "You said: probe"
+	})
+	if sent := h.srv.Sent(tokenA); len(sent) != 2 {
+		t.Fatalf("sent %s, want one reply to the album and one to the probe", describeCalls(sent))
+	}
+}

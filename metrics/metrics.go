@@ -1,0 +1,103 @@
+// Package metrics holds brainbot's Prometheus metrics: what an admin
+// scrapes from /metrics to watch the bots. Each Metrics has its own
+// registry (no global state), with the Go runtime and process collectors
+// beside brainbot's own. docs/operations.md lists every metric.
+package metrics
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics are brainbot's metrics. The zero value is not usable: call New.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	// Requests counts answered messages by bot, reply mode and outcome
+	// (the summary line's fields).
+	Requests *prometheus.CounterVec
+	// Stage is the time of each stage of a request: queue_wait,
+	// cli_start, turn1, turn2, locate, upload, total.
+	Stage *prometheus.HistogramVec
+	// ClaudeRunning and ClaudeWaiting are the Claude requests running and
+	// waiting for a slot.
+	ClaudeRunning prometheus.Gauge
+	ClaudeWaiting prometheus.Gauge
+	// CostUSD is what the Claude CLI reported spending, by bot.
+	CostUSD *prometheus.CounterVec
+	// Tokens counts model tokens by bot and kind (input, output,
+	// cache_read, cache_write).
+	Tokens *prometheus.CounterVec
+	// TelegramErrors counts failed Bot API calls by method and code
+	// ("429", "403", ..., "network" when Telegram was not reached).
+	TelegramErrors *prometheus.CounterVec
+	// JournalReplays counts messages answered after a restart.
+	JournalReplays *prometheus.CounterVec
+	// UndecodableUpdates counts updates skipped because the Telegram
+	// library could not decode them, by bot.
+	UndecodableUpdates *prometheus.CounterVec
+	// LastPoll is when each bot last had an answer from getUpdates (unix
+	// seconds).
+	LastPoll *prometheus.GaugeVec
+}
+
+// stageBuckets span a chat action's worth to a long model answer.
+var stageBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// New makes the metrics and registers them.
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_requests_total", Help: "Messages answered, by bot, reply mode and outcome.",
+		}, []string{"bot", "mode", "outcome"}),
+		Stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "brainbot_request_stage_seconds", Help: "Time of each stage of a request.", Buckets: stageBuckets,
+		}, []string{"stage"}),
+		ClaudeRunning: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "brainbot_claude_running", Help: "Claude requests running now.",
+		}),
+		ClaudeWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "brainbot_claude_waiting", Help: "Requests waiting for a Claude slot.",
+		}),
+		CostUSD: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_cost_usd_total", Help: "USD the Claude CLI reported spending, by bot.",
+		}, []string{"bot"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_tokens_total", Help: "Model tokens, by bot and kind (input, output, cache_read, cache_write).",
+		}, []string{"bot", "kind"}),
+		TelegramErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_telegram_errors_total", Help: "Failed Bot API calls, by method and HTTP code (network: not reached).",
+		}, []string{"method", "code"}),
+		JournalReplays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_journal_replays_total", Help: "Messages answered after a restart, by bot.",
+		}, []string{"bot"}),
+		UndecodableUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_undecodable_updates_total", Help: "Updates skipped because they could not be decoded, by bot.",
+		}, []string{"bot"}),
+		LastPoll: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "brainbot_last_poll_timestamp_seconds", Help: "When each bot last had an answer from getUpdates.",
+		}, []string{"bot"}),
+	}
+	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.Tokens,
+		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.LastPoll,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// ObserveStage records one stage's time; a stage that did not happen
+// (zero) is not recorded.
+func (m *Metrics) ObserveStage(stage string, d time.Duration) {
+	if d > 0 {
+		m.Stage.WithLabelValues(stage).Observe(d.Seconds())
+	}
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
