@@ -12,7 +12,9 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	tgbot "github.com/go-telegram/bot"
 	"github.com/google/uuid"
@@ -23,6 +25,7 @@ import (
 	"brainbot/claude"
 	"brainbot/metrics"
 	"brainbot/output"
+	"brainbot/pricing"
 	"brainbot/toolspec"
 )
 
@@ -46,6 +49,30 @@ type pipeline struct {
 	actionEvery time.Duration
 	caller      caller
 	metrics     *metrics.Metrics
+	budgets     budgetWarnings
+}
+
+// budgetWarnings remembers which bots' admins heard today that the daily
+// spending cap was reached.
+type budgetWarnings struct {
+	mu     sync.Mutex
+	warned map[string]string // bot → UTC day
+}
+
+// firstToday reports whether bot's cap is reached for the first time on
+// now's UTC day, and remembers it.
+func (w *budgetWarnings) firstToday(bot string, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	day := now.UTC().Format(time.DateOnly)
+	if w.warned[bot] == day {
+		return false
+	}
+	if w.warned == nil {
+		w.warned = map[string]string{}
+	}
+	w.warned[bot] = day
+	return true
 }
 
 // request is one message's trip through the pipeline. It is owned by the
@@ -57,6 +84,7 @@ type request struct {
 	log     *zap.Logger
 	out     *replier // the chat the answer goes to
 	store   *store.Store
+	now     func() time.Time
 	metrics *metrics.Metrics
 	sum     summary
 	// keepJournal: shutdown cut the request short; its journal entry
@@ -112,6 +140,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 		log:     log,
 		out:     newReplier(p.caller, client, in, log),
 		store:   p.store,
+		now:     p.now,
 		metrics: p.metrics,
 		sum:     summary{outcome: "ok"},
 	}
@@ -119,7 +148,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *pipeline) converse(r *request) {
-	if !r.in.charged && !p.takeDaily(r) {
+	if !p.withinBudget(r) || !r.in.charged && !p.takeDaily(r) {
 		return
 	}
 	mode, err := p.mode(r)
@@ -144,6 +173,8 @@ func (p *pipeline) converse(r *request) {
 	res, expired, err := p.ask(r)
 	p.slots.release()
 	r.sum.noteClaude(res)
+	r.sum.ranClaude = true
+	r.sum.openAI = openAICost(r.brain, mode, res)
 	if expired && err == nil {
 		// Told once, with an answer: the new session is stored, so this
 		// will not recur. A failure gets only the error message (never two
@@ -163,6 +194,54 @@ func (p *pipeline) converse(r *request) {
 		path, err := p.organize(r, res)
 		r.replyFile(res, path, err)
 	}
+}
+
+// withinBudget reports whether the bot, and the user, may still spend
+// today (limits.daily_usd, limits.per_user_daily_usd); false means the
+// user got the limit text. The admin hears of a bot's cap once a day.
+func (p *pipeline) withinBudget(r *request) bool {
+	lim := r.brain.Limits
+	for _, cap := range []struct {
+		usd  float64
+		user int64
+		what string
+	}{{lim.DailyUSD, 0, "limits.daily_usd"}, {lim.PerUserDailyUSD, r.in.user, "limits.per_user_daily_usd"}} {
+		if cap.usd <= 0 {
+			continue
+		}
+		now := p.now()
+		spent, err := p.store.SpentToday(r.ctx, r.in.bot, cap.user, now)
+		if err != nil {
+			r.fail("budget", err)
+			return false
+		}
+		if spent < cap.usd {
+			continue
+		}
+		if cap.user == 0 && p.budgets.firstToday(r.in.bot, now) {
+			r.log.Warn("daily spending cap reached: the bot answers no more messages today",
+				zap.String("setting", cap.what), zap.Float64("cap_usd", cap.usd), zap.Float64("spent_usd", spent))
+		}
+		r.say("limited", r.brain.Messages.LimitText(store.NextReset(now).Sub(now)))
+		return false
+	}
+	return true
+}
+
+// openAICost prices the speech or image a request produced (0 when it
+// produced none: a failed tool call is not billed by OpenAI).
+func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
+	if res == nil || res.FilePath == "" {
+		return 0
+	}
+	var usd float64
+	switch mode {
+	case claude.Speech:
+		usd, _ = pricing.Speech(b.TTS.Model, utf8.RuneCountInString(res.Text))
+	case claude.Image:
+		usd, _ = pricing.Image(b.Image.Model, b.Image.Size, b.Image.Quality)
+	}
+	return usd
 }
 
 // waitForSlot waits for the request's turn to run a Claude request; false
@@ -413,9 +492,25 @@ func (r *request) finish() {
 			r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
 		}
 	}
+	if r.sum.ranClaude {
+		r.recordUsage()
+	}
 	total := time.Since(r.in.arrived)
 	r.sum.write(r.log, total)
 	r.sum.count(r.metrics, r.in.bot, total)
+}
+
+// recordUsage stores what a request that ran the model cost, with its
+// outcome, for usage reports and spending caps.
+func (r *request) recordUsage() {
+	s := &r.sum
+	err := r.store.RecordUsage(context.WithoutCancel(r.ctx), store.Usage{
+		At: r.now(), Bot: r.in.bot, Chat: r.in.chat, User: r.in.user, RequestID: r.in.requestID,
+		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI,
+	})
+	if err != nil {
+		r.log.Warn("could not record the request's usage", zap.Error(err))
+	}
 }
 
 // notTextReply answers a photo, voice note, sticker or file: the model
@@ -433,7 +528,11 @@ type summary struct {
 	// claudeStartup (spawn to the CLI's init) and claudeTotal (spawn to
 	// exit) tell the CLI's share of the time from ours.
 	queueWait, claudeStartup, turn1, turn2, claudeTotal, locate, send time.Duration
-	cost                                                              float64
+	// cost is what the Claude CLI reported; openAI what speech or the
+	// image cost by package pricing.
+	cost, openAI float64
+	// ranClaude: the request reached the model (and has a cost to record).
+	ranClaude bool
 }
 
 func (s *summary) noteClaude(res *claude.Result) {
@@ -453,7 +552,7 @@ func (s *summary) write(log *zap.Logger, total time.Duration) {
 		zap.Int64("turn1_ms", s.turn1.Milliseconds()), zap.Int64("turn2_ms", s.turn2.Milliseconds()),
 		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),
 		zap.Int64("locate_ms", s.locate.Milliseconds()), zap.Int64("send_ms", s.send.Milliseconds()),
-		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost))
+		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost), zap.Float64("openai_usd", s.openAI))
 }
 
 // count adds the request to the metrics.
@@ -463,7 +562,7 @@ func (s *summary) count(m *metrics.Metrics, bot string, total time.Duration) {
 		"turn1": s.turn1, "turn2": s.turn2, "locate": s.locate, "upload": s.send, "total": total} {
 		m.ObserveStage(stage, d)
 	}
-	if s.cost > 0 {
-		m.CostUSD.WithLabelValues(bot).Add(s.cost)
+	if usd := s.cost + s.openAI; usd > 0 {
+		m.CostUSD.WithLabelValues(bot).Add(usd)
 	}
 }

@@ -2,6 +2,7 @@ package brain
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -128,6 +129,11 @@ func (d *decoder) validate(b *Brain) {
 		if id <= 0 {
 			path := fmt.Sprintf("access.allowed_users[%d]", i)
 			d.reject(path, "must be a positive Telegram user id, got %d", id)
+		}
+	}
+	for field, usd := range map[string]float64{"limits.daily_usd": b.Limits.DailyUSD, "limits.per_user_daily_usd": b.Limits.PerUserDailyUSD} {
+		if !(usd >= 0) || math.IsInf(usd, 0) { // also refuses NaN
+			d.reject(field, "must be 0 (no cap) or a positive amount of USD, got %v", usd)
 		}
 	}
 	if n := b.Limits.PerUserPerDay; n < 0 {

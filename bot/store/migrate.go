@@ -70,7 +70,8 @@ var migrations = []migration{
 	// sessions of release 1 stay with their private chats. The journal
 	// keeps what a group message needs to be answered after a restart.
 	// Prune deletes ended sessions by age; without the index on ended it
-	// would scan the whole history, which grows with every /reset.
+	// would scan the whole history, which grows with every /reset. usage
+	// records what each request cost, for reports and spending limits.
 	{2, `ALTER TABLE sessions RENAME TO sessions_by_user;
 	CREATE TABLE sessions (
 		bot        TEXT    NOT NULL,
@@ -90,7 +91,25 @@ var migrations = []migration{
 	ALTER TABLE journal ADD COLUMN thread_id INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE journal ADD COLUMN chat_type TEXT NOT NULL DEFAULT 'private';
 	ALTER TABLE journal ADD COLUMN sender TEXT NOT NULL DEFAULT '';
-	CREATE INDEX session_history_by_ended ON session_history (ended);`},
+	CREATE INDEX session_history_by_ended ON session_history (ended);
+	CREATE TABLE usage (
+		id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+		at                 INTEGER NOT NULL,
+		bot                TEXT    NOT NULL,
+		chat_id            INTEGER NOT NULL,
+		user_id            INTEGER NOT NULL,
+		request_id         TEXT    NOT NULL,
+		mode               TEXT    NOT NULL,
+		outcome            TEXT    NOT NULL,
+		input_tokens       INTEGER NOT NULL,
+		output_tokens      INTEGER NOT NULL,
+		cache_read_tokens  INTEGER NOT NULL,
+		cache_write_tokens INTEGER NOT NULL,
+		claude_usd         REAL    NOT NULL,
+		openai_usd         REAL    NOT NULL
+	);
+	CREATE INDEX usage_by_time ON usage (at);
+	CREATE INDEX usage_by_bot_user ON usage (bot, user_id, at);`},
 }
 
 // migrate brings db from its recorded version to target, all steps in one

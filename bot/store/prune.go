@@ -15,16 +15,19 @@ type Retention struct {
 	// History is how long an ended session stays in the session history
 	// after it ended.
 	History time.Duration
+	// Usage is how long a request's usage record is kept (for reports).
+	Usage time.Duration
 }
 
-// DefaultRetention keeps today's and yesterday's counters, and ended
-// sessions for 90 days (brainbot never resumes them; they are there for an
-// admin looking into a past conversation).
-var DefaultRetention = Retention{DailyDays: 2, History: 90 * 24 * time.Hour}
+// DefaultRetention keeps today's and yesterday's counters, ended sessions
+// for 90 days (brainbot never resumes them; they are there for an admin
+// looking into a past conversation) and usage records for 400 days (a
+// year's reports).
+var DefaultRetention = Retention{DailyDays: 2, History: 90 * 24 * time.Hour, Usage: 400 * 24 * time.Hour}
 
 // Pruned counts the rows Prune deleted.
 type Pruned struct {
-	Daily, History int64
+	Daily, History, Usage int64
 }
 
 // Prune deletes the daily counters and ended sessions that r no longer
@@ -46,6 +49,13 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 			return p, fmt.Errorf("prune session history: %w", err)
 		}
 		p.History, _ = res.RowsAffected()
+	}
+	if r.Usage > 0 {
+		res, err := s.db.ExecContext(ctx, `DELETE FROM usage WHERE at < ?`, ms(now.Add(-r.Usage)))
+		if err != nil {
+			return p, fmt.Errorf("prune usage records: %w", err)
+		}
+		p.Usage, _ = res.RowsAffected()
 	}
 	return p, nil
 }

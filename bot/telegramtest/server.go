@@ -107,7 +107,8 @@ type Server struct {
 }
 
 type botState struct {
-	updates    []update // unconfirmed, in id order
+	files      map[string][]byte // by file_id, served by getFile and /file/
+	updates    []update          // unconfirmed, in id order
 	nextUpdate int64
 	nextMsg    int
 	calls      []Call
@@ -357,7 +358,28 @@ func (s *Server) waitUntil(ctx context.Context, cond func() ([]Call, bool)) ([]C
 	}
 }
 
+// AddFile stores data as a file the bot may fetch (getFile, then a
+// download from /file/bot<token>/<file_path>) and returns its file_id.
+func (s *Server) AddFile(token string, data []byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.botLocked(token)
+	if b.files == nil {
+		b.files = map[string][]byte{}
+	}
+	id := fmt.Sprintf("file-%d", len(b.files)+1)
+	b.files[id] = data
+	return id
+}
+
+// maxGetFile is the public Bot API's download limit.
+const maxGetFile = 20 << 20
+
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
+		s.serveFile(w, r, rest)
+		return
+	}
 	token, method, ok := parsePath(r.URL.Path)
 	if !ok {
 		writeError(w, APIError{Code: 404, Description: "Not Found"})
@@ -390,6 +412,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "getUpdates":
 		s.getUpdates(w, r, token, call)
+	case "getFile":
+		s.getFile(w, b, call.Param("file_id"))
 	case "getMe":
 		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
 	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "deleteMyCommands":
@@ -403,6 +427,37 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, APIError{Code: 404, Description: "Not Found: method not found"})
 	}
+}
+
+// getFile answers like Telegram: the file's path, or 400 for an unknown
+// id or a file over 20 MB.
+func (s *Server) getFile(w http.ResponseWriter, b *botState, id string) {
+	s.mu.Lock()
+	data, ok := b.files[id]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		writeError(w, APIError{Code: 400, Description: "Bad Request: invalid file_id"})
+	case len(data) > maxGetFile:
+		writeError(w, APIError{Code: 400, Description: "Bad Request: file is too big"})
+	default:
+		writeResult(w, map[string]any{"file_id": id, "file_unique_id": "u" + id, "file_size": len(data), "file_path": "documents/" + id})
+	}
+}
+
+// serveFile serves a download: rest is "<token>/documents/<file_id>".
+func (s *Server) serveFile(w http.ResponseWriter, r *http.Request, rest string) {
+	token, path, _ := strings.Cut(rest, "/")
+	id := strings.TrimPrefix(path, "documents/")
+	s.mu.Lock()
+	data, ok := s.botLocked(token).files[id]
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, _ = w.Write(data) // the client hung up: nothing to tell it
 }
 
 // ruleLocked finds the first rule failing c and uses up one of its times.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -270,6 +271,50 @@ func TestSecondPollerEndsFirstWithConflict(t *testing.T) {
 			}
 			return
 		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// A stored file is found with getFile and downloaded from its path, as
+// the Bot API serves files; unknown and oversize files are refused.
+func TestFiles(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	const token = "42:AAsecret-0123456789012345678901234567"
+	id := s.AddFile(token, []byte("voice bytes"))
+	var file struct {
+		OK     bool `json:"ok"`
+		Result struct {
+			Path string `json:"file_path"`
+			Size int    `json:"file_size"`
+		} `json:"result"`
+	}
+	resp, err := http.PostForm(s.URL+"/bot"+token+"/getFile", url.Values{"file_id": {id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&file); err != nil || !file.OK || file.Result.Size != 11 {
+		t.Fatalf("getFile = %+v, %v", file, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Get(s.URL + "/file/bot" + token + "/" + file.Result.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(data) != "voice bytes" {
+		t.Errorf("download = %q", data)
+	}
+	big := s.AddFile(token, make([]byte, maxGetFile+1))
+	for _, bad := range []string{"nope", big} {
+		resp, err := http.PostForm(s.URL+"/bot"+token+"/getFile", url.Values{"file_id": {bad}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("getFile %s = %d, want 400", bad, resp.StatusCode)
 		}
 	}
 }

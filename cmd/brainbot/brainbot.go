@@ -53,6 +53,7 @@ Usage:
   brainbot doctor [flags]         check what run needs (CLI, credentials, folders, tokens) and print each check
   brainbot check [DIR|FILE]       validate brain files (default: $BRAINBOT_BRAINS or ./brains)
   brainbot backup FILE            copy the state database to FILE while brainbot runs
+  brainbot usage [-since 7d]      what the bots cost: requests, tokens and USD per brain
   brainbot mcp tts|image-gen      serve a tool as an MCP server on stdio, for other MCP clients
   brainbot version                print the versions of brainbot and of the Claude Code CLI (also --version)
 
@@ -78,6 +79,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.doctor(ctx, rest)
 	case "backup":
 		err = m.backup(ctx, rest)
+	case "usage":
+		err = m.usage(ctx, rest)
 	case "version", "-version", "--version":
 		err = m.version(ctx, rest)
 	case "-h", "-help", "--help", "help":

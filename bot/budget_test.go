@@ -1,0 +1,59 @@
+package bot
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"brainbot/bot/store"
+)
+
+// A bot's daily spending cap: once today's cost (Claude's and OpenAI's)
+// reaches it, users get the limit text and the admin one warn line a day.
+// The fake Claude costs $0.01 a request; a dall-e-2 256x256 image $0.016.
+func TestDailySpendingCaps(t *testing.T) {
+	h := newHarness(t, map[string]string{
+		"alpha": brainFile(tokenA, "limits:\n  daily_usd: 0.015\nmessages:\n  limit: Spent up; back {reset}.\n"),
+		"beta":  brainFile(tokenB, "limits:\n  per_user_daily_usd: 0.02\nimage:\n  enabled: true\n"),
+	}, nil)
+	h.exchange(tokenA, 1, "one")
+	h.exchange(tokenA, 2, "two") // $0.01 spent: under the cap, answered
+	waitSummaries(t, h.logs, 2)  // their cost is recorded
+	for _, user := range []int64{1, 3} {
+		if got := h.exchange(tokenA, user, "more"); got.Param("text")[:9] != "Spent up;" {
+			t.Fatalf("over the cap, user %d got %q", user, got.Param("text"))
+		}
+	}
+	if n := len(h.logs.FilterMessage("daily spending cap reached: the bot answers no more messages today").All()); n != 1 {
+		t.Errorf("%d warn lines about the cap, want 1", n)
+	}
+	// Per user: user 5's picture ($0.01 + $0.016) uses up their cap, not
+	// user 6's.
+	if got := h.exchange(tokenB, 5, "draw a cat"); got.Method != "sendPhoto" {
+		t.Fatalf("picture = %s", got.Method)
+	}
+	waitSummaries(t, h.logs, 5)
+	if got := h.exchange(tokenB, 5, "and now?"); got.Param("text")[:14] != "You have reach" {
+		t.Errorf("user over their cap got %q", got.Param("text"))
+	}
+	if got := h.exchange(tokenB, 6, "hello"); got.Param("text") != "You said: hello" {
+		t.Errorf("another user got %q", got.Param("text"))
+	}
+
+	waitSummaries(t, h.logs, 7)
+	lines, err := h.store.UsageReport(context.Background(), store.UsageFilter{Since: time.Now().Add(-time.Hour), Bot: "beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 || lines[0].Mode != "image" || !near(lines[0].OpenAIUSD, 0.016) || !near(lines[0].ClaudeUSD, 0.01) ||
+		lines[1].Mode != "text" || lines[1].Requests != 1 {
+		t.Errorf("beta's usage = %+v", lines)
+	}
+	for _, e := range h.logs.FilterMessage("request").All() {
+		if f := e.ContextMap(); f["mode"] == "image" && f["openai_usd"] != 0.016 {
+			t.Errorf("image request line openai_usd = %v", f["openai_usd"])
+		}
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }

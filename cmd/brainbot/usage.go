@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"brainbot/bot/store"
+)
+
+// usage prints what the bots cost: requests by mode, tokens, USD and
+// errors per brain (and per user), from the usage records brainbot run
+// keeps in the state database.
+func (m *Main) usage(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("usage", "usage [-since 24h|7d|30d] [-brain NAME] [-by user] [-json] [-data DIR]\n\nPrints what each bot's requests cost: requests by reply mode, errors, tokens and USD (the model's as the Claude CLI reports it; OpenAI's by brainbot's price table).")
+	since := fs.String("since", "24h", "how far back: a duration such as 24h, or days such as 7d or 30d")
+	brainID := fs.String("brain", "", "only this brain (its file name without .yaml)")
+	by := fs.String("by", "", `"user": one line per user`)
+	asJSON := fs.Bool("json", false, "print JSON lines, for scripts")
+	cfg, err := loadConfig(fs, args, m.getenv, "BRAINBOT_DATA")
+	if err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() != 0 {
+		return usageError{fmt.Errorf("want no arguments, got %q", fs.Args())}
+	}
+	window, err := parseSince(*since)
+	if err != nil {
+		return usageError{fmt.Errorf("-since %q: %w", *since, err)}
+	}
+	if *by != "" && *by != "user" {
+		return usageError{fmt.Errorf(`-by %q: the only grouping is "user"`, *by)}
+	}
+	db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
+	if err != nil {
+		return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
+	}
+	defer db.Close()
+	lines, err := db.UsageReport(ctx, store.UsageFilter{Since: time.Now().Add(-window), Bot: *brainID, ByUser: *by == "user"})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeUsageJSON(m.Stdout, lines)
+	}
+	writeUsageTable(m.Stdout, lines, *by == "user", *since)
+	return nil
+}
+
+// parseSince reads a Go duration, or whole days as "7d".
+func parseSince(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("want a positive number of days, such as 7d")
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("want a duration such as 24h, or days such as 7d")
+	}
+	return d, nil
+}
+
+func writeUsageTable(w io.Writer, lines []store.UsageLine, byUser bool, since string) {
+	if len(lines) == 0 {
+		fmt.Fprintf(w, "no requests in the last %s\n", since)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "brain\t"
+	if byUser {
+		head += "user\t"
+	}
+	fmt.Fprintln(tw, head+"mode\trequests\terrors\tinput tok\toutput tok\tcache read\tcache write\tclaude $\topenai $\ttotal $\t")
+	var total store.UsageLine
+	for _, l := range lines {
+		row := l.Bot + "\t"
+		if byUser {
+			row += strconv.FormatInt(l.User, 10) + "\t"
+		}
+		fmt.Fprintln(tw, row+usageCells(l))
+		total.Requests += l.Requests
+		total.Errors += l.Errors
+		total.InputTokens += l.InputTokens
+		total.OutputTokens += l.OutputTokens
+		total.CacheReadTokens += l.CacheReadTokens
+		total.CacheWriteTokens += l.CacheWriteTokens
+		total.ClaudeUSD += l.ClaudeUSD
+		total.OpenAIUSD += l.OpenAIUSD
+	}
+	row := "total\t"
+	if byUser {
+		row += "\t"
+	}
+	fmt.Fprintln(tw, row+usageCells(total))
+	_ = tw.Flush() // writes to m.Stdout; nowhere to report a failure
+}
+
+func usageCells(l store.UsageLine) string {
+	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t", l.Mode, l.Requests, l.Errors,
+		l.InputTokens, l.OutputTokens, l.CacheReadTokens, l.CacheWriteTokens, l.ClaudeUSD, l.OpenAIUSD, l.ClaudeUSD+l.OpenAIUSD)
+}
+
+func writeUsageJSON(w io.Writer, lines []store.UsageLine) error {
+	enc := json.NewEncoder(w)
+	for _, l := range lines {
+		err := enc.Encode(map[string]any{
+			"brain": l.Bot, "user": l.User, "mode": l.Mode, "requests": l.Requests, "errors": l.Errors,
+			"input_tokens": l.InputTokens, "output_tokens": l.OutputTokens,
+			"cache_read_tokens": l.CacheReadTokens, "cache_write_tokens": l.CacheWriteTokens,
+			"claude_usd": l.ClaudeUSD, "openai_usd": l.OpenAIUSD, "total_usd": l.ClaudeUSD + l.OpenAIUSD,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

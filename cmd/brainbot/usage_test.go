@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"brainbot/bot/store"
+)
+
+func TestUsageReport(t *testing.T) {
+	data := t.TempDir()
+	db, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, u := range []store.Usage{
+		{At: now.Add(-time.Hour), Bot: "voice", User: 1, Mode: "speech", Outcome: "ok", InputTokens: 1200, OutputTokens: 80, ClaudeUSD: 0.012, OpenAIUSD: 0.003},
+		{At: now.Add(-2 * time.Hour), Bot: "voice", User: 2, Mode: "speech", Outcome: "error", InputTokens: 1000, ClaudeUSD: 0.01},
+		{At: now.Add(-3 * 24 * time.Hour), Bot: "voice", User: 1, Mode: "text", Outcome: "ok", ClaudeUSD: 1},
+		{At: now.Add(-time.Hour), Bot: "chat", User: 3, Mode: "text", Outcome: "ok", ClaudeUSD: 0.5},
+	} {
+		if err := db.RecordUsage(context.Background(), u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	env := []string{"BRAINBOT_DATA=" + data}
+
+	code, stdout, stderr := runMain(t, env, "usage", "-brain", "voice")
+	if code != exitOK {
+		t.Fatalf("usage = %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "voice") || !strings.Contains(lines[1], "speech") ||
+		!strings.Contains(lines[1], "2") || !strings.Contains(lines[2], "0.0250") {
+		t.Errorf("usage -brain voice:\n%s", stdout)
+	}
+	_, stdout, _ = runMain(t, env, "usage", "-since", "7d", "-by", "user", "-json")
+	var rows []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(stdout), "\n") {
+		var row map[string]any
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatalf("not JSON lines: %v\n%s", err, stdout)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) != 4 || rows[0]["brain"] != "chat" || rows[1]["user"] != 1.0 || rows[1]["mode"] != "speech" {
+		t.Errorf("usage -since 7d -by user -json:\n%s", stdout)
+	}
+	for _, bad := range [][]string{{"usage", "-since", "soon"}, {"usage", "-by", "mode"}} {
+		if code, _, _ := runMain(t, env, bad...); code != exitUsage {
+			t.Errorf("%v = %d, want %d", bad, code, exitUsage)
+		}
+	}
+}
