@@ -2,6 +2,8 @@ package bot
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,6 +48,7 @@ func TestDailySpendingCaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(lines) != 2 || lines[0].Mode != "image" || !near(lines[0].OpenAIUSD, 0.016) || !near(lines[0].ClaudeUSD, 0.01) ||
+		lines[0].InputTokens != 1000 || lines[0].OutputTokens != 20 || lines[0].CacheReadTokens != 500 ||
 		lines[1].Mode != "text" || lines[1].Requests != 1 {
 		t.Errorf("beta's usage = %+v", lines)
 	}
@@ -57,3 +60,17 @@ func TestDailySpendingCaps(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// A request the CLI stopped at one of the brain's bounds (claude.max_turns,
+// claude.max_budget_usd) gets the brain's error text, even a voice reply
+// whose words were ready: the owner said "no further".
+func TestBoundedRequestGetsTheErrorText(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "tts:\n  enabled: true\nmessages:\n  error: Not this time.\n")}, nil)
+	if got := h.exchange(tokenA, 7, "go on and on #bounded"); got.Method != "sendMessage" || got.Param("text") != "Not this time." {
+		t.Fatalf("bounded voice request got %s %q, want the error text", got.Method, got.Param("text"))
+	}
+	e := h.waitLog("request failed")
+	if !strings.Contains(fmt.Sprint(e.ContextMap()["error"]), "stopped at a bound") {
+		t.Errorf("log line = %v", e.ContextMap())
+	}
+}

@@ -80,9 +80,13 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	if strings.Contains(req.Prompt, "#fail") {
 		return nil, errors.New("model exploded")
 	}
-	res := &claude.Result{Text: "You said: " + req.Prompt, SessionID: req.SessionID, CostUSD: 0.01}
+	res := &claude.Result{Text: "You said: " + req.Prompt, SessionID: req.SessionID, CostUSD: 0.01,
+		Tokens: claude.Tokens{Input: 1000, Output: 20, CacheRead: 500}}
 	if req.Mode == claude.Text {
 		return res, nil
+	}
+	if strings.Contains(req.Prompt, "#bounded") {
+		return res, fmt.Errorf("turn 2: %w", claude.ErrBounded)
 	}
 	if strings.Contains(req.Prompt, "#notool") {
 		return res, claude.ErrToolNotCalled

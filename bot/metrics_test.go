@@ -35,6 +35,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 		{"requests failed", testutil.ToFloat64(reg.Requests.WithLabelValues("alpha", "text", "error")), 1},
 		{"429s of sendMessage", testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("sendMessage", "429")), 1},
 		{"undecodable updates", testutil.ToFloat64(reg.UndecodableUpdates.WithLabelValues("alpha")), 1},
+		{"input tokens of the three answered", testutil.ToFloat64(reg.Tokens.WithLabelValues("alpha", "input")), 3000},
 		{"Claude running after the work", testutil.ToFloat64(reg.ClaudeRunning), 0},
 		// queue_wait, upload and total; the fake Claude reports no CLI
 		// times, and a stage that did not happen is not observed.

@@ -183,7 +183,9 @@ func (p *pipeline) converse(r *request) {
 		r.out.text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
-	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil:
+	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
+		// The words are there, only the voice failed. Not for a request
+		// stopped at a bound: the brain's owner said "no further".
 		r.log.Warn("speech failed; sending the text reply instead", zap.String("phase", "claude"), zap.Error(err))
 		r.replyText(res.Text)
 	case err != nil:
@@ -507,6 +509,8 @@ func (r *request) recordUsage() {
 	err := r.store.RecordUsage(context.WithoutCancel(r.ctx), store.Usage{
 		At: r.now(), Bot: r.in.bot, Chat: r.in.chat, User: r.in.user, RequestID: r.in.requestID,
 		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI,
+		InputTokens: s.tokens.Input, OutputTokens: s.tokens.Output,
+		CacheReadTokens: s.tokens.CacheRead, CacheWriteTokens: s.tokens.CacheWrite,
 	})
 	if err != nil {
 		r.log.Warn("could not record the request's usage", zap.Error(err))
@@ -531,6 +535,7 @@ type summary struct {
 	// cost is what the Claude CLI reported; openAI what speech or the
 	// image cost by package pricing.
 	cost, openAI float64
+	tokens       claude.Tokens
 	// ranClaude: the request reached the model (and has a cost to record).
 	ranClaude bool
 }
@@ -538,7 +543,7 @@ type summary struct {
 func (s *summary) noteClaude(res *claude.Result) {
 	if res != nil {
 		s.claudeStartup, s.turn1, s.turn2, s.claudeTotal = res.Startup, res.Turn1, res.Turn2, res.Total
-		s.cost = res.CostUSD
+		s.cost, s.tokens = res.CostUSD, res.Tokens
 	}
 }
 
@@ -552,7 +557,9 @@ func (s *summary) write(log *zap.Logger, total time.Duration) {
 		zap.Int64("turn1_ms", s.turn1.Milliseconds()), zap.Int64("turn2_ms", s.turn2.Milliseconds()),
 		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),
 		zap.Int64("locate_ms", s.locate.Milliseconds()), zap.Int64("send_ms", s.send.Milliseconds()),
-		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost), zap.Float64("openai_usd", s.openAI))
+		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost), zap.Float64("openai_usd", s.openAI),
+		zap.Int64("input_tokens", s.tokens.Input), zap.Int64("output_tokens", s.tokens.Output),
+		zap.Int64("cache_read_tokens", s.tokens.CacheRead), zap.Int64("cache_write_tokens", s.tokens.CacheWrite))
 }
 
 // count adds the request to the metrics.
@@ -564,5 +571,11 @@ func (s *summary) count(m *metrics.Metrics, bot string, total time.Duration) {
 	}
 	if usd := s.cost + s.openAI; usd > 0 {
 		m.CostUSD.WithLabelValues(bot).Add(usd)
+	}
+	for kind, n := range map[string]int64{"input": s.tokens.Input, "output": s.tokens.Output,
+		"cache_read": s.tokens.CacheRead, "cache_write": s.tokens.CacheWrite} {
+		if n > 0 {
+			m.Tokens.WithLabelValues(bot, kind).Add(float64(n))
+		}
 	}
 }

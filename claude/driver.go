@@ -351,6 +351,10 @@ func (c *conversation) endTurn(ev event) {
 	// total_cost_usd is the process's running total (checked on CLI
 	// 2.1.328): the last one is the request's.
 	c.res.CostUSD = r.CostUSD
+	c.res.Tokens.Input += r.Tokens.Input
+	c.res.Tokens.Output += r.Tokens.Output
+	c.res.Tokens.CacheRead += r.Tokens.CacheRead
+	c.res.Tokens.CacheWrite += r.Tokens.CacheWrite
 	if c.turn == 1 {
 		c.res.Turn1 = time.Since(c.turnStart)
 		// Separate text blocks (around tool calls) are separate

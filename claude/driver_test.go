@@ -261,8 +261,8 @@ func TestRunBounds(t *testing.T) {
 	e := newFakeEnv(t)
 	req := e.request(Speech, "hello")
 	req.MaxTurns = 1 // turn 2 needs the tool call and the answer to its result
-	if _, err := e.run(t, req); !errors.Is(err, errMaxTurns) {
-		t.Errorf("speech with max turns 1: %v, want errMaxTurns", err)
+	if _, err := e.run(t, req); !errors.Is(err, errMaxTurns) || !errors.Is(err, ErrBounded) {
+		t.Errorf("speech with max turns 1: %v, want errMaxTurns, an ErrBounded", err)
 	}
 	req = e.request(Speech, "hello")
 	req.MaxTurns = 2
@@ -270,8 +270,8 @@ func TestRunBounds(t *testing.T) {
 
 	req = e.request(Text, "hello")
 	req.MaxBudgetUSD = 0.001 // one fake turn costs 0.0025
-	if _, err := e.run(t, req); !errors.Is(err, errMaxBudget) {
-		t.Errorf("text over budget: %v, want errMaxBudget", err)
+	if _, err := e.run(t, req); !errors.Is(err, errMaxBudget) || !errors.Is(err, ErrBounded) {
+		t.Errorf("text over budget: %v, want errMaxBudget, an ErrBounded", err)
 	}
 	req = e.request(Speech, "hello")
 	req.MaxBudgetUSD = 0.004 // turn 1 fits, turn 2 does not
@@ -396,6 +396,10 @@ func TestSpeechTwoTurn(t *testing.T) {
 	checkFile(t, res, filepath.Join(e.data, "audio-output"), `^bot-test-user-42-\d{13}$`, ".mp3")
 	if res.Turn2 <= 0 || res.CostUSD != 2*0.0025 {
 		t.Errorf("Turn2 %v, CostUSD %v: want both turns counted", res.Turn2, res.CostUSD)
+	}
+	// Usage is per turn (cost is a running total): the request's is the sum.
+	if want := (Tokens{Input: 24, Output: 68}); res.Tokens != want {
+		t.Errorf("Tokens = %+v, want %+v, both turns' usage", res.Tokens, want)
 	}
 }
 

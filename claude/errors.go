@@ -26,15 +26,25 @@ var (
 	ErrToolNotCalled = errors.New("claude: tool not called")
 	// errToolDenied: the CLI refused the tool call (not in --allowedTools).
 	errToolDenied = errors.New("claude: tool call denied")
+	// ErrBounded is matched by the errors of a request the CLI stopped at
+	// one of its bounds: errMaxTurns and errMaxBudget.
+	ErrBounded = errors.New("claude: stopped at a bound")
 	// errMaxTurns: a turn needed more model round trips than
 	// Request.MaxTurns (result subtype error_max_turns).
-	errMaxTurns = errors.New("claude: stopped at the request's turn limit")
+	errMaxTurns error = boundError("claude: stopped at the request's turn limit")
 	// errMaxBudget: the request cost more than Request.MaxBudgetUSD
 	// (result subtype error_max_budget_usd).
-	errMaxBudget = errors.New("claude: stopped at the request's budget")
+	errMaxBudget error = boundError("claude: stopped at the request's budget")
 	// errTimeout is matched by every *timeoutError.
 	errTimeout = errors.New("claude: timeout")
 )
+
+// boundError is a bound the CLI stopped a request at; it matches
+// ErrBounded.
+type boundError string
+
+func (e boundError) Error() string        { return string(e) }
+func (e boundError) Is(target error) bool { return target == ErrBounded }
 
 // resultError is a turn that ended with a result line whose is_error is
 // true, e.g. an API error ("API Error: 400 ...", subtype "success") or

@@ -99,6 +99,7 @@ type turnResult struct {
 	// Text is the "result" field (null becomes "").
 	Text       string
 	CostUSD    float64 // total_cost_usd: the process's running total
+	Tokens     Tokens  // usage: this turn's alone
 	DurationMS int64   // duration_ms
 	NumTurns   int     // num_turns
 	Errors     []string
@@ -176,6 +177,12 @@ func (o object) turnResult(subtype string) *turnResult {
 	o.value("total_cost_usd", &r.CostUSD)
 	o.value("duration_ms", &r.DurationMS)
 	o.value("num_turns", &r.NumTurns)
+	if u := asObject(o["usage"]); u != nil {
+		u.value("input_tokens", &r.Tokens.Input)
+		u.value("output_tokens", &r.Tokens.Output)
+		u.value("cache_read_input_tokens", &r.Tokens.CacheRead)
+		u.value("cache_creation_input_tokens", &r.Tokens.CacheWrite)
+	}
 	for _, raw := range elements(o["errors"]) {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {

@@ -47,6 +47,8 @@ func TestParseEvent(t *testing.T) {
 			event{Kind: kindPermissionDenied, Type: "system", Subtype: "permission_denied", SessionID: "s", Denial: denial{ToolName: toolspec.ImageTool, ToolUseID: "t", Message: "not allowed"}}},
 		{"result with denials and cost", `{"type":"result","subtype":"success","is_error":false,"result":null,"total_cost_usd":0.0125,"num_turns":2,"permission_denials":[{"tool_name":"x","tool_use_id":"t","tool_input":{}}]}`,
 			event{Kind: kindResult, Type: "result", Subtype: "success", Result: &turnResult{Subtype: "success", CostUSD: 0.0125, NumTurns: 2, Denials: []denial{{ToolName: "x", ToolUseID: "t"}}}}},
+		{"result with usage", `{"type":"result","subtype":"success","is_error":false,"result":"hi","total_cost_usd":0.01,"num_turns":1,"usage":{"input_tokens":1044,"cache_creation_input_tokens":5,"cache_read_input_tokens":900,"output_tokens":7,"output_tokens_details":{"thinking_tokens":0}}}`,
+			event{Kind: kindResult, Type: "result", Subtype: "success", Result: &turnResult{Subtype: "success", Text: "hi", CostUSD: 0.01, NumTurns: 1, Tokens: Tokens{Input: 1044, Output: 7, CacheRead: 900, CacheWrite: 5}}}},
 		{"escaped text", `{"type":"assistant","message":{"content":[{"type":"text","text":"line\nnext \"q\" \\ \u00e9\ud83d\ude00 \ud800x"}]}}`,
 			event{Kind: kindAssistant, Type: "assistant", Blocks: []block{{Type: "text", Text: "line\nnext \"q\" \\ é😀 \uFFFDx"}}}},
 		{"other system", `{"type":"system","subtype":"status","status":"requesting"}`, event{Kind: kindOther, Type: "system", Subtype: "status"}},

@@ -88,6 +88,12 @@ type Request struct {
 	MaxDuration       time.Duration
 }
 
+// Tokens counts model tokens as the CLI reports them (its result
+// events' usage, per turn).
+type Tokens struct {
+	Input, Output, CacheRead, CacheWrite int64
+}
+
 // Result is what one request produced.
 type Result struct {
 	// Text is Claude's turn-1 reply.
@@ -107,6 +113,8 @@ type Result struct {
 	// CostUSD is what the request cost: the CLI's total_cost_usd of its
 	// last turn, a running total over the process.
 	CostUSD float64
+	// Tokens is the model's token usage over the request's turns.
+	Tokens Tokens
 	// Startup is spawn to first system/init; Turn1 and Turn2 are each
 	// turn's wall time (Turn2 zero for text); Total is spawn to exit.
 	Startup, Turn1, Turn2, Total time.Duration
