@@ -26,19 +26,37 @@ type Brain struct {
 	Greeting     string   `yaml:"greeting"`
 	Telegram     Telegram `yaml:"telegram"`
 	SystemPrompt string   `yaml:"system_prompt"`
-	Access       Access   `yaml:"access"`
+	// Timezone is the IANA time zone of the system prompt's {{date}},
+	// {{weekday}} and {{time}} (default UTC).
+	Timezone string `yaml:"timezone"`
+	Access   Access `yaml:"access"`
 	// Groups says which group messages the bot answers: GroupsOff,
 	// GroupsMention (default) or GroupsAll.
-	Groups   string   `yaml:"groups"`
-	Limits   Limits   `yaml:"limits"`
-	Claude   Claude   `yaml:"claude"`
-	TTS      TTS      `yaml:"tts"`
-	Image    Image    `yaml:"image"`
-	Messages Messages `yaml:"messages"`
+	Groups string `yaml:"groups"`
+	Limits Limits `yaml:"limits"`
+	Claude Claude `yaml:"claude"`
+	// MCPServers are the brain's own MCP servers by name: the model sees
+	// their tools as mcp__<name>__<tool> and may call those Tools.Allow
+	// lists.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	Tools      Tools                `yaml:"tools"`
+	TTS        TTS                  `yaml:"tts"`
+	Image      Image                `yaml:"image"`
+	Messages   Messages             `yaml:"messages"`
 
 	// lines locates the fields the file sets, for problems found after
 	// parsing (conflicts between files).
 	lines fieldLines
+	// location is Timezone loaded.
+	location *time.Location
+}
+
+// Location is the brain's time zone (Timezone).
+func (b *Brain) Location() *time.Location {
+	if b.location == nil {
+		return time.UTC
+	}
+	return b.location
 }
 
 // The values of Brain.Groups.

@@ -15,6 +15,7 @@ import (
 // decoder (even with KnownFields) does none of the three.
 type decoder struct {
 	file string
+	data []byte // the file, to locate text inside a value
 	errs Errors
 	// lines locates every field present in the file. Validation uses it to
 	// point at the right line and to tell an explicit zero from an absent
@@ -73,6 +74,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	switch v.Kind() {
 	case reflect.Struct:
 		d.decodeStruct(n, v, path)
+	case reflect.Map:
+		d.decodeMap(n, v, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			d.fail(n.Line, path, "must be a list, got %s", describe(n))
@@ -126,6 +129,36 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		}
 		d.decode(value, v.Field(index), field)
 	}
+}
+
+// decodeMap decodes a mapping whose keys are names chosen by the author
+// (mcp_servers, env, headers). Each entry is located at its key's line,
+// where the author looks for it.
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "must be a mapping of names to values, got %s", describe(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	firstLine := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, value := n.Content[i], n.Content[i+1]
+		if key.Kind != yaml.ScalarNode {
+			d.fail(key.Line, path, "must use names as keys, got %s", describe(key))
+			continue
+		}
+		field := joinPath(path, key.Value)
+		if first, dup := firstLine[key.Value]; dup {
+			d.addf(key.Line, field, "defined twice (first at line %d)", first)
+			continue
+		}
+		firstLine[key.Value] = key.Line
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(value, elem, field)
+		d.lines[field] = key.Line
+		m.SetMapIndex(reflect.ValueOf(key.Value), elem)
+	}
+	v.Set(m)
 }
 
 // decodeScalar checks the node's resolved YAML tag before decoding, so that

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
@@ -123,6 +124,12 @@ func TestREADMEDocumentsEveryField(t *testing.T) {
 		for _, sub := range fieldNames(f.Type) {
 			requireMention(t, readme, "`"+name+"."+sub+"`")
 		}
+	}
+	for _, name := range fieldNames(reflect.TypeFor[MCPServer]()) {
+		requireMention(t, readme, "`mcp_servers.<name>."+name+"`")
+	}
+	for _, v := range sysprompt.Names() {
+		requireMention(t, readme, "`{{"+v+"}}`")
 	}
 	// The tools' catalogues (package toolspec), as the README lists them.
 	lists := [][]string{toolspec.Voices(), toolspec.SpeechModels(), toolspec.SpeechFormats(), toolspec.ImageModelNames()}

@@ -35,7 +35,7 @@ func Parse(path string) (*Brain, error) {
 // ParseBytes is Parse for a file already read: path names the file in
 // errors and gives the bot id.
 func ParseBytes(path string, data []byte) (*Brain, error) {
-	d := &decoder{file: path, lines: make(fieldLines), failed: make(map[string]bool)}
+	d := &decoder{file: path, data: data, lines: make(fieldLines), failed: make(map[string]bool)}
 	id := fileID(filepath.Base(path))
 	switch {
 	case !isBrainFileName(filepath.Base(path)):

@@ -63,7 +63,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, access, groups, limits, claude, tts, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, groups, limits, claude, mcp_servers, tools, tts, image, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle"}},
 		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
@@ -259,8 +259,10 @@ func TestParseDefaults(t *testing.T) {
 		Name:         "Narrator",
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
+		Timezone:     "UTC",
 		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second), MaxTurns: 3},
+		Tools:        Tools{Timeout: Duration(30 * time.Second)},
 		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
@@ -281,6 +283,7 @@ func TestParseDefaults(t *testing.T) {
 func TestParseKeepsWhatTheFileSays(t *testing.T) {
 	src := minimal + `description: Reads you stories
 greeting: Hi!
+timezone: Europe/Berlin
 access:
   allowed_users: [11111, 22222]
 limits:
@@ -290,6 +293,19 @@ claude:
   timeout: 90s
   max_turns: 5
   max_budget_usd: 0.25
+mcp_servers:
+  clock:
+    command: python3
+    args: [/srv/tools/clock.py]
+    env: {TZ: "${TZ}"}
+  search:
+    type: http
+    url: https://search.example/mcp
+    headers:
+      Authorization: "Bearer ${SEARCH_TOKEN}"
+tools:
+  allow: [mcp__clock__now, mcp__search]
+  timeout: 10s
 tts:
   enabled: true
   voice: onyx
@@ -323,10 +339,16 @@ messages:
 		Name: "Narrator", Description: "Reads you stories", Greeting: "Hi!",
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
+		Timezone:     "Europe/Berlin",
 		Access:       Access{AllowedUsers: []int64{11111, 22222}},
 		Groups:       GroupsMention,
 		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second), MaxTurns: 5, MaxBudgetUSD: 0.25},
-		TTS:          TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
+		MCPServers: map[string]MCPServer{
+			"clock":  {Type: "stdio", Command: "python3", Args: []string{"/srv/tools/clock.py"}, Env: map[string]string{"TZ": "${TZ}"}},
+			"search": {Type: "http", URL: "https://search.example/mcp", Headers: map[string]string{"Authorization": "Bearer ${SEARCH_TOKEN}"}},
+		},
+		Tools: Tools{Allow: []string{"mcp__clock__now", "mcp__search"}, Timeout: Duration(10 * time.Second)},
+		TTS:   TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.",
@@ -351,7 +373,7 @@ func TestParseImageSizeDefaultFollowsModel(t *testing.T) {
 func assertBrain(t *testing.T, got *Brain, want Brain) {
 	t.Helper()
 	g := *got
-	g.lines = nil
+	g.lines, g.location = nil, nil
 	if fmt.Sprintf("%#v", g) != fmt.Sprintf("%#v", want) {
 		t.Errorf("brain:\n got %#v\nwant %#v", g, want)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
@@ -62,7 +63,20 @@ func applyDefaults(b *Brain, present fieldLines) {
 	}
 	if !isSet("claude.max_turns") {
 		b.Claude.MaxTurns = defaultMaxTurns
+		if len(b.Tools.Allow) > 0 {
+			b.Claude.MaxTurns = defaultToolMaxTurns
+		}
 	}
+	if !isSet("tools.timeout") {
+		b.Tools.Timeout = Duration(defaultToolTimeout)
+	}
+	for name, s := range b.MCPServers {
+		if s.Type == "" {
+			s.Type = ServerStdio
+			b.MCPServers[name] = s
+		}
+	}
+	orDefault(&b.Timezone, "UTC")
 	if !isSet("tts.speed") {
 		b.TTS.Speed = toolspec.DefaultSpeed
 	}
@@ -108,6 +122,8 @@ func (d *decoder) validate(b *Brain) {
 	if strings.TrimSpace(b.SystemPrompt) == "" {
 		d.reject("system_prompt", "is required (who the bot is and how it answers)")
 	}
+	d.checkVariables(b.SystemPrompt)
+	d.checkTimezone(b)
 
 	switch t := b.Telegram; {
 	case t.TokenEnv == "" && t.Token == "":
@@ -147,7 +163,10 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.max_turns", "must be between 1 and %d, got %d", maxMaxTurns, n)
 	case n < toolMinTurns && (b.TTS.Enabled || b.TTS.UserToggle || b.Image.Enabled):
 		d.reject("claude.max_turns", "must be at least %d when voice or picture replies are on (the tool call and the answer to its result), got %d", toolMinTurns, n)
+	case n < toolMinTurns && len(b.Tools.Allow) > 0:
+		d.reject("claude.max_turns", "must be at least %d when tools.allow lets the model call tools (a call and the answer to its result), got %d", toolMinTurns, n)
 	}
+	d.validateTools(b)
 	if usd := b.Claude.MaxBudgetUSD; !(usd >= 0) { // NaN fails too
 		d.reject("claude.max_budget_usd", "must be 0 (no limit) or more, got %g", usd)
 	}
@@ -189,6 +208,38 @@ func (d *decoder) validate(b *Brain) {
 		}
 	}
 	d.checkPlaceholders(b.Messages)
+}
+
+// checkVariables records each unknown {{variable}} of the system prompt,
+// on the line of the file that holds it.
+func (d *decoder) checkVariables(prompt string) {
+	for _, name := range sysprompt.Unknown(prompt) {
+		d.addf(d.lineOf(regexp.MustCompile(`\{\{\s*`+name+`\s*\}\}`), d.lines.line("system_prompt")), "system_prompt",
+			"unknown variable {{%s}}; the system prompt may use {{%s}}", name, strings.Join(sysprompt.Names(), "}}, {{"))
+	}
+}
+
+// lineOf is the first line from line on where the file matches re (line
+// itself when none does, as when YAML escapes changed the text).
+func (d *decoder) lineOf(re *regexp.Regexp, line int) int {
+	lines := strings.Split(string(d.data), "\n")
+	for i := line - 1; i >= 0 && i < len(lines); i++ {
+		if re.MatchString(lines[i]) {
+			return i + 1
+		}
+	}
+	return line
+}
+
+// checkTimezone loads the brain's time zone, an IANA name such as
+// Europe/Berlin. "Local" is refused: it would depend on the machine.
+func (d *decoder) checkTimezone(b *Brain) {
+	loc, err := time.LoadLocation(b.Timezone)
+	if err != nil || b.Timezone == "Local" {
+		d.reject("timezone", "must be an IANA time zone name such as Europe/Berlin, America/New_York or UTC, got %q", b.Timezone)
+		return
+	}
+	b.location = loc
 }
 
 // checkPlaceholders records, per message text, the placeholders brainbot
