@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/sysprompt"
 	"brainbot/ticket"
 	"brainbot/toolspec"
 )
@@ -92,19 +93,21 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	}
 	// Snapshot off: the brain's current prompt applies on every resume,
 	// so an edited brain reaches existing conversations.
-	args = append(args, "--system-prompt", req.SystemPrompt, "--system-prompt-snapshot", "off")
+	args = append(args, "--system-prompt", sysprompt.Fill(req.SystemPrompt, req.PromptVars), "--system-prompt-snapshot", "off")
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
 	// No built-in tools: a Telegram user must never reach a shell, files
 	// or the web on our server. Only our two MCP tools, which the CLI may
 	// call at any time but the tool server serves only for the ticket the
-	// driver opens in turn two (package ticket).
+	// driver opens in turn two (package ticket), and the tools the request
+	// allows of its own servers.
 	args = append(args, "--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig)
 	if d.cfg.Bare {
 		args = append(args, "--bare")
 	}
-	args = append(args, "--allowedTools", toolspec.SpeechTool+","+toolspec.ImageTool)
+	allowed := append([]string{toolspec.SpeechTool, toolspec.ImageTool}, req.AllowedTools...)
+	args = append(args, "--allowedTools", strings.Join(allowed, ","))
 	if req.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
 	}
@@ -127,6 +130,11 @@ func checkRequest(req Request) error {
 		return fmt.Errorf("claude: a %v request needs a file prefix", req.Mode)
 	case req.Mode == Speech && !knownFormat:
 		return fmt.Errorf("claude: unsupported speech format %q", req.Speech.Format)
+	}
+	for name := range req.MCPServers {
+		if toolspec.OurServer(name) {
+			return fmt.Errorf("claude: the request's MCP server %q would replace ours", name)
+		}
 	}
 	return nil
 }
@@ -166,7 +174,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	tools := d.cfg.Tickets.Connect()
 	defer tools.Close()
 	tools.Serve(log)
-	mcpConfig, err := d.writeMCPConfig(tools.Token())
+	mcpConfig, err := d.writeMCPConfig(tools.Token(), req)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +189,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 		results: map[string]block{},
 		turn:    1,
 	}
+	c.toolLog = newToolLog(c.log)
 	if c.tool != "" {
 		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
 	}
@@ -199,6 +208,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	c.send(first)
 	abort := c.loop(ctx)
 	p.shutdown()
+	c.res.ToolCalls = c.toolLog.close()
 	c.res.Total = time.Since(c.spawned)
 	err = c.outcome(abort)
 	if err != nil {
@@ -233,6 +243,9 @@ type conversation struct {
 	calls   []block
 	denials []denial
 	results map[string]block // tool_result blocks by tool_use_id
+	// toolLog logs every tool call of the request, and its servers'
+	// failures to start.
+	toolLog *toolLog
 
 	// finished: the last result the driver waits for has arrived (or a
 	// failed one); stdin is closed and the CLI should exit.
@@ -310,8 +323,12 @@ func (c *conversation) handle(ev event) {
 			c.turnStart = time.Now()
 		}
 		c.noteSession(ev.SessionID)
+		c.toolLog.servers(ev.Servers)
 	case kindAssistant:
 		for _, b := range ev.Blocks {
+			if b.Type == "tool_use" {
+				c.toolLog.called(b)
+			}
 			switch {
 			case b.Type == "text" && c.turn == 1 && b.Text != "":
 				c.turn1Text = append(c.turn1Text, b.Text)
@@ -323,9 +340,11 @@ func (c *conversation) handle(ev event) {
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_result" {
 				c.results[b.ToolUseID] = b
+				c.toolLog.answered(b)
 			}
 		}
 	case kindPermissionDenied:
+		c.toolLog.refused(ev.Denial)
 		if c.turn == 2 {
 			c.denials = append(c.denials, ev.Denial)
 		}

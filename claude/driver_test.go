@@ -21,6 +21,7 @@ import (
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/toolstest"
 	"brainbot/output"
+	"brainbot/sysprompt"
 	"brainbot/ticket"
 	"brainbot/toolspec"
 )
@@ -118,7 +119,7 @@ func checkNoLeaks(t *testing.T) {
 // its token: private to brainbot's user, and gone with the process.
 func TestMCPConfigPerProcess(t *testing.T) {
 	e := newFakeEnv(t)
-	path, err := e.d.writeMCPConfig("tok123")
+	path, err := e.d.writeMCPConfig("tok123", Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,6 +135,28 @@ func TestMCPConfigPerProcess(t *testing.T) {
 	if info, err := os.Stat(filepath.Dir(path)); err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("config folder: %v, %v; want mode 0700", info, err)
 	}
+
+	// A request's own servers join ours, each with the request's tool
+	// timeout, their secrets in this private file only.
+	path, err = e.d.writeMCPConfig("tok123", Request{
+		MCPServers: map[string]MCPServer{
+			"clock":  {Type: "stdio", Command: "/bin/clock", Args: []string{"-z"}, Env: map[string]string{"KEY": "s3cret"}},
+			"search": {Type: "http", URL: "https://search.example/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
+		},
+		ToolTimeout: 20 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(path)
+	want = `{"mcpServers":{"clock":{"type":"stdio","command":"/bin/clock","args":["-z"],"env":{"KEY":"s3cret"},"timeout":20000},` +
+		`"image-gen":{"type":"http","url":"` + e.tools.URL + `/image-gen","headers":{"Authorization":"Bearer tok123"}},` +
+		`"search":{"type":"http","url":"https://search.example/mcp","headers":{"Authorization":"Bearer s3cret"},"timeout":20000},` +
+		`"tts":{"type":"http","url":"` + e.tools.URL + `/tts","headers":{"Authorization":"Bearer tok123"}}}}`
+	if string(data) != want {
+		t.Errorf("MCP config with the request's servers\n got %s\nwant %s", data, want)
+	}
+	os.Remove(path)
 
 	// A config left behind (a crash) is removed by the next start, and a
 	// request leaves none.
@@ -192,6 +215,19 @@ func TestArgs(t *testing.T) {
 	d.cfg.Bare = true
 	if got := d.args(req, mcpConfig); !slices.Contains(got, "--bare") {
 		t.Errorf("Config.Bare: args %q lack --bare", got)
+	}
+
+	// A request's own tools join ours in the allow-list, and its system
+	// prompt's variables are filled.
+	req = Request{Mode: Text, SessionID: "s", SystemPrompt: "I am {{bot_name}} on {{ date }}; {{time}} stays",
+		PromptVars:   sysprompt.Vars{sysprompt.BotName: "Clock", sysprompt.Date: "2026-11-23"},
+		AllowedTools: []string{"mcp__clock__now", "mcp__search"}}
+	got := d.args(req, mcpConfig)
+	if i := slices.Index(got, "--allowedTools"); i < 0 || got[i+1] != tools+",mcp__clock__now,mcp__search" {
+		t.Errorf("allowed tools: args %q", got)
+	}
+	if i := slices.Index(got, "--system-prompt"); i < 0 || got[i+1] != "I am Clock on 2026-11-23; {{time}} stays" {
+		t.Errorf("system prompt: args %q", got)
 	}
 }
 
@@ -288,6 +324,9 @@ func TestRunRejectsBadRequest(t *testing.T) {
 		"file without a prefix": func(r *Request) { r.Mode = Image; r.FilePrefix = "" },
 		"unknown mode":          func(r *Request) { r.Mode = Mode(7) },
 		"bad speech format":     func(r *Request) { r.Mode = Speech; r.Speech.Format = "wav" },
+		"a server named like ours": func(r *Request) {
+			r.MCPServers = map[string]MCPServer{toolspec.SpeechServer: {Type: "stdio", Command: "/bin/tts"}}
+		},
 	} {
 		req := e.request(Text, "hi")
 		mutate(&req)

@@ -56,6 +56,9 @@ type event struct {
 	// Blocks are the message content blocks of kindAssistant (text,
 	// tool_use) and kindUser (tool_result) lines, in order.
 	Blocks []block
+	// Servers are the MCP servers a kindInit line reports, with their
+	// status.
+	Servers []serverStatus
 	// Denial is set for kindPermissionDenied.
 	Denial denial
 	// Result is set for kindResult.
@@ -87,6 +90,14 @@ type denial struct {
 	ToolUseID string
 	// Message is the CLI's explanation (permission_denied lines only).
 	Message string
+}
+
+// serverStatus is an entry of system/init's mcp_servers.
+type serverStatus struct {
+	Name string
+	// Status is "connected" for a server whose tools the model has;
+	// "failed" for one that did not start or answer.
+	Status string
 }
 
 // turnResult is the "result" line that ends a turn.
@@ -153,6 +164,11 @@ func parseEvent(line []byte) (event, error) {
 		switch ev.Subtype {
 		case "init":
 			ev.Kind = kindInit
+			for _, raw := range elements(top["mcp_servers"]) {
+				if o := asObject(raw); o != nil {
+					ev.Servers = append(ev.Servers, serverStatus{Name: o.str("name"), Status: o.str("status")})
+				}
+			}
 		case "permission_denied":
 			ev.Kind = kindPermissionDenied
 			// message is a string here, not an object.

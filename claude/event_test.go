@@ -31,6 +31,8 @@ func TestParseEvent(t *testing.T) {
 		want       event
 	}{
 		{"init", realInit, event{Kind: kindInit, Type: "system", Subtype: "init", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b"}},
+		{"init with servers", `{"type":"system","subtype":"init","session_id":"s","mcp_servers":[{"name":"clock","source":"dynamic","status":"connected"},{"name":"broken","status":"failed"},7]}`,
+			event{Kind: kindInit, Type: "system", Subtype: "init", SessionID: "s", Servers: []serverStatus{{"clock", "connected"}, {"broken", "failed"}}}},
 		{"assistant text", realAPIErrorText, event{Kind: kindAssistant, Type: "assistant", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
 			Blocks: []block{{Type: "text", Text: "API Error: 400 bad thing"}}}},
 		{"api error result", realAPIErrorResult, event{Kind: kindResult, Type: "result", Subtype: "success", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",

@@ -235,7 +235,7 @@ func capture(t *testing.T, tr transcript) []byte {
 	proc := tools.Tickets.Connect()
 	defer proc.Close()
 	proc.Open(ticket.Ticket{Tool: tr.mode.tool(), Prefix: goldenPrefix, Speech: speechSettings(req), Image: req.Image})
-	mcpConfig, err := d.writeMCPConfig(proc.Token())
+	mcpConfig, err := d.writeMCPConfig(proc.Token(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,23 +9,41 @@ import (
 	"brainbot/toolspec"
 )
 
-// mcpServer is one entry of a --mcp-config file: an MCP server over
-// streamable HTTP. Claude Code sends the headers with every request.
-type mcpServer struct {
+// MCPServer is an entry of a --mcp-config file: a program the CLI starts
+// on stdio (Type "stdio", Command, Args, Env) or a server over streamable
+// HTTP (Type "http", URL, Headers; the CLI sends the headers with every
+// request).
+type MCPServer struct {
 	Type    string            `json:"type"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// mcpEntry is an MCPServer with the CLI's per-server tool call timeout
+// in milliseconds (checked on CLI 2.1.328: a call that takes longer ends
+// with the error result "MCP server "<name>" tool "<tool>" timed out after
+// <n>s"; values under 1000 are ignored).
+type mcpEntry struct {
+	MCPServer
+	TimeoutMS int64 `json:"timeout,omitempty"`
 }
 
 // writeMCPConfig writes the --mcp-config of one CLI process: our two
-// servers with the process's bearer token. The token makes the file
+// servers with the process's bearer token, and the request's own servers
+// with its tool timeout. The token and the servers' secrets make the file
 // private (mode 0600, removed when the process ends) rather than a
 // command-line argument, which every local user can read in /proc.
-func (d *Driver) writeMCPConfig(token string) (path string, err error) {
-	servers := map[string]mcpServer{}
+func (d *Driver) writeMCPConfig(token string, req Request) (path string, err error) {
+	servers := map[string]mcpEntry{}
+	for name, s := range req.MCPServers {
+		servers[name] = mcpEntry{MCPServer: s, TimeoutMS: req.ToolTimeout.Milliseconds()}
+	}
 	for _, name := range []string{toolspec.SpeechServer, toolspec.ImageServer} {
-		servers[name] = mcpServer{Type: "http", URL: d.cfg.ToolsURL + toolspec.ServerPath(name),
-			Headers: map[string]string{"Authorization": "Bearer " + token}}
+		servers[name] = mcpEntry{MCPServer: MCPServer{Type: "http", URL: d.cfg.ToolsURL + toolspec.ServerPath(name),
+			Headers: map[string]string{"Authorization": "Bearer " + token}}}
 	}
 	data, err := json.Marshal(map[string]any{"mcpServers": servers})
 	if err != nil {

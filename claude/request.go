@@ -8,10 +8,12 @@
 package claude
 
 import (
+	"encoding/json"
 	"time"
 
 	"go.uber.org/zap"
 
+	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
@@ -53,7 +55,11 @@ type Request struct {
 	SessionID string
 	Resume    bool
 
+	// SystemPrompt is passed as --system-prompt, with PromptVars filled
+	// in (sysprompt.Fill) when the CLI process starts: the prompt is part
+	// of its command line, fixed for the life of the process.
 	SystemPrompt string
+	PromptVars   sysprompt.Vars
 	Model        string // passed as --model when set
 	// BotID names the bot. The CLI runs in the bot's own working
 	// directory, DataDir/claude/bot-<BotID>: the CLI finds the sessions it
@@ -67,6 +73,16 @@ type Request struct {
 	// Speech and Image are the tool's settings chosen by the brain.
 	Speech toolspec.SpeechSettings
 	Image  toolspec.ImageSettings
+
+	// MCPServers are the request's own MCP servers by name (a brain's),
+	// beside our two: they go into the process's private --mcp-config
+	// with their values as given, secrets included, so they must be
+	// resolved already. AllowedTools lists which of their tools the model
+	// may call (--allowedTools: mcp__<server> or mcp__<server>__<tool>),
+	// and ToolTimeout bounds each call of them (0: the CLI's default).
+	MCPServers   map[string]MCPServer
+	AllowedTools []string
+	ToolTimeout  time.Duration
 
 	// MaxTurns bounds the model's round trips in each turn (--max-turns;
 	// turn two of a voice or image reply needs 2: the tool call and the
@@ -120,4 +136,30 @@ type Result struct {
 	Startup, Turn1, Turn2, Total time.Duration
 	// UnknownEvents counts stdout lines of types the driver skipped.
 	UnknownEvents int
+	// ToolCalls are the tool calls the model made, in the order their
+	// results came (calls left without one at the end last).
+	ToolCalls []ToolCall
 }
+
+// ToolCall is one tool call of the model, as the CLI reported it.
+type ToolCall struct {
+	// Server and Tool split the name mcp__<server>__<tool>; a tool that is
+	// not an MCP tool has its whole name in Tool.
+	Server, Tool string
+	// Input is the call's arguments, as the model wrote them.
+	Input json.RawMessage
+	// Duration runs from the model's call to its result.
+	Duration time.Duration
+	// Outcome is ToolOK, ToolError or ToolDenied; Error is the text of an
+	// error result (for logs: it is the tool's or the CLI's).
+	Outcome string
+	Error   string
+}
+
+// The outcomes of a ToolCall.
+const (
+	ToolOK    = "ok"
+	ToolError = "error"
+	// ToolDenied: the CLI refused the call, the tool not being allowed.
+	ToolDenied = "denied"
+)

@@ -74,7 +74,9 @@ const (
 //     tool_use of that tool whose input is the first JSON object in the
 //     message; for the image tool a missing "prompt" is set to the user's
 //     previous message. A message whose last user entry carries a
-//     tool_result (any tool) gets the text "Done.".
+//     tool_result gets the text "Done.", unless the user's message called
+//     tools with "#call" or "#loop" (see modelcalls.go: the model then
+//     answers the tools' results, or calls again).
 //   - Directives anywhere in the current text: "#fail" answers HTTP 400
 //     invalid_request_error (the CLI reports a result with is_error);
 //     "#hang" sends the stream's headers and then nothing until the client
@@ -390,7 +392,7 @@ func script(req Request) answer {
 	}
 	for _, b := range last.Content {
 		if b.Type == "tool_result" {
-			return answer{text: DoneReply}
+			return answerToolResults(req.Messages)
 		}
 	}
 	current, _ := ownText(*last)
@@ -410,6 +412,8 @@ func script(req Request) answer {
 	case strings.Contains(current, "#bash"):
 		input, _ := json.Marshal(map[string]string{"command": "touch " + bashPath(current)})
 		a.tools = []toolUse{{name: "Bash", input: input}}
+	case strings.Contains(current, "#call ") || strings.Contains(current, "#loop "):
+		a.tools = directiveCalls(current)
 	case strings.Contains(current, "#long"):
 		a.text = scriptedLongReply()
 	default:

@@ -221,6 +221,36 @@ func TestModelScript(t *testing.T) {
 			text:     DoneReply,
 		},
 		{
+			name:      "#call calls a tool in turn one",
+			messages:  []any{userMsg(textPart(`what time is it? #call mcp__clock__now {"zone": "UTC"}`))},
+			tool:      "mcp__clock__now",
+			toolInput: map[string]any{"zone": "UTC"},
+		},
+		{
+			name:      "#call without arguments",
+			messages:  []any{userMsg(textPart("#call mcp__clock__now"))},
+			tool:      "mcp__clock__now",
+			toolInput: map[string]any{},
+		},
+		{
+			name: "#call's results are answered",
+			messages: []any{userMsg(textPart("#call mcp__clock__now #call mcp__clock__fail")),
+				map[string]any{"role": "assistant", "content": []any{
+					map[string]any{"type": "tool_use", "id": "t1", "name": "mcp__clock__now", "input": map[string]any{}},
+					map[string]any{"type": "tool_use", "id": "t2", "name": "mcp__clock__fail", "input": map[string]any{}}}},
+				userMsg(map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": []any{textPart("12:00")}},
+					map[string]any{"type": "tool_result", "tool_use_id": "t2", "content": "it broke", "is_error": true})},
+			text: ToolsReplyPrefix + "mcp__clock__now said: 12:00; mcp__clock__fail failed: it broke",
+		},
+		{
+			name: "#loop calls again after each result",
+			messages: []any{userMsg(textPart(`#loop mcp__clock__now {"n":1}`)),
+				map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "mcp__clock__now", "input": map[string]any{}}}},
+				userMsg(map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "12:00"})},
+			tool:      "mcp__clock__now",
+			toolInput: map[string]any{"n": 1},
+		},
+		{
 			name:      "#bash with a path",
 			messages:  []any{userMsg(textPart("please #bash /tmp/x/pwned now"))},
 			tool:      "Bash",
