@@ -16,6 +16,10 @@
 // or the whole file. Hard links need source and destination on one
 // filesystem, which holds because everything lives under one data root.
 //
+// Beside each organised file the bot writes a JSON sidecar
+// (<file>.json, WriteSidecar) with what made it, so other programs can use
+// the folders.
+//
 // Retention is off by default: Prune with a zero Retention removes nothing.
 // With MaxAge set it removes files older than that; with MaxBytes set it
 // removes the oldest organised files until the organised files of that kind

@@ -26,14 +26,17 @@ func (r Retention) Off() bool { return r.MaxAge <= 0 && r.MaxBytes <= 0 }
 
 type prunable struct {
 	path      string
-	size      int64
+	size      int64 // its sidecar's included
 	mod       time.Time
 	organised bool
+	sidecar   bool // it has one
 }
 
 // Prune applies r to root/<kind dir>, oldest files first, and returns how
 // many files it removed. It only removes regular files: in the flat folder
-// (subject to MaxAge only) and in bot-*/user-*/ folders.
+// (subject to MaxAge only) and in bot-*/user-*/ folders. An organised
+// file's sidecar counts with it and goes with it; a sidecar whose file is
+// gone is pruned like a file.
 func Prune(root string, kind Kind, r Retention, now time.Time) (removed int, err error) {
 	if kind.Dir() == "" {
 		return 0, fmt.Errorf("output: unknown kind %v", kind)
@@ -62,6 +65,11 @@ func Prune(root string, kind Kind, r Retention, now time.Time) (removed int, err
 		if err := os.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 			continue
+		}
+		if f.sidecar {
+			if err := os.Remove(SidecarPath(f.path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 		removed++
 		if f.organised {
@@ -105,7 +113,9 @@ func prunables(kindDir string) ([]prunable, error) {
 		case 0:
 			files = append(files, prunable{path: path, size: info.Size(), mod: info.ModTime()})
 		case 2:
-			files = append(files, prunable{path: path, size: info.Size(), mod: info.ModTime(), organised: true})
+			if f, ok := organisedFile(path, info); ok {
+				files = append(files, f)
+			}
 		}
 		return nil
 	})
@@ -113,4 +123,20 @@ func prunables(kindDir string) ([]prunable, error) {
 		return nil, fmt.Errorf("output: prune %s: %w", kindDir, err)
 	}
 	return files, nil
+}
+
+// organisedFile is the prunable of an organised file, its sidecar's size
+// included; not ok for a sidecar whose file is there (it goes with it).
+func organisedFile(path string, info fs.FileInfo) (prunable, bool) {
+	if file, isSidecar := strings.CutSuffix(path, SidecarExt); isSidecar {
+		if _, err := os.Lstat(file); err == nil {
+			return prunable{}, false
+		}
+	}
+	f := prunable{path: path, size: info.Size(), mod: info.ModTime(), organised: true}
+	if sc, err := os.Lstat(SidecarPath(path)); err == nil && sc.Mode().IsRegular() {
+		f.size += sc.Size()
+		f.sidecar = true
+	}
+	return f, true
 }
