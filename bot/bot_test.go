@@ -582,9 +582,9 @@ func TestConflictIsLoggedAndRetried(t *testing.T) {
 	}
 }
 
-// Every token is handed to OnToken before the bot starts polling, inline
+// Every token is handed to OnSecret before the bot starts polling, inline
 // ones included, so cmd can mask them in its logs.
-func TestOnTokenSeesEveryToken(t *testing.T) {
+func TestOnSecretSeesEveryToken(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	const envToken = "1003:token-from-env"
@@ -593,7 +593,7 @@ func TestOnTokenSeesEveryToken(t *testing.T) {
 		"fromenv": "name: Env\nsystem_prompt: Be brief.\ntelegram:\n  token_env: ENV_BOT_TOKEN\n",
 	}, func(c *Config) {
 		c.LookupEnv = func(name string) (string, bool) { return envToken, name == "ENV_BOT_TOKEN" }
-		c.OnToken = func(token string) {
+		c.OnSecret = func(token string) {
 			mu.Lock()
 			defer mu.Unlock()
 			seen = append(seen, token)
@@ -605,7 +605,7 @@ func TestOnTokenSeesEveryToken(t *testing.T) {
 	defer mu.Unlock()
 	slices.Sort(seen)
 	if want := []string{tokenA, envToken}; !slices.Equal(seen, want) {
-		t.Errorf("OnToken saw %q, want %q", seen, want)
+		t.Errorf("OnSecret saw %q, want %q", seen, want)
 	}
 }
 

@@ -26,7 +26,8 @@ import (
 // MCP tool would write it. Directives in the prompt: #fail (model error),
 // #wait (blocks until release or cancellation), #notool (turn 2 fails
 // after turn 1 produced text), #nofile (reports a file that is not there),
-// #crash (the CLI dies before it starts the session).
+// #crash (the CLI dies before it starts the session), #tools (the
+// result reports fakeToolCalls).
 type fakeClaude struct {
 	dataDir string
 	// sessions are the ids the fake knows (resume of others fails).
@@ -82,6 +83,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}
 	res := &claude.Result{Text: "You said: " + req.Prompt, SessionID: req.SessionID, CostUSD: 0.01,
 		Tokens: claude.Tokens{Input: 1000, Output: 20, CacheRead: 500}}
+	if strings.Contains(req.Prompt, "#tools") {
+		res.ToolCalls = fakeToolCalls
+	}
 	if req.Mode == claude.Text {
 		return res, nil
 	}
@@ -96,6 +100,7 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 		kind, ext, data = output.Image, ".png", []byte("\x89PNG-image")
 	}
 	res.FilePrefix, res.FileExt = req.FilePrefix, ext
+	res.ToolCalls = append(res.ToolCalls, fakeFileCall(req.Mode, res.Text, req.Prompt))
 	if strings.Contains(req.Prompt, "#nofile") {
 		res.FilePath = filepath.Join(f.dataDir, kind.Dir(), "missing"+ext)
 		return res, nil

@@ -28,6 +28,10 @@ type incoming struct {
 	// sender is the author's display name, shown to the model in groups.
 	sender    string
 	messageID int
+	// firstName and language are the author's, as Telegram gives them,
+	// for the system prompt's variables (empty after a replay: they are
+	// not journaled).
+	firstName, language string
 	// text is what the user wrote, without the bot's own @mention.
 	text string
 	// command is the bot command without "/" and "@bot" ("" for text).
@@ -173,6 +177,8 @@ func (r *runner) incoming(msg *models.Message) *incoming {
 		chat:      msg.Chat.ID,
 		chatType:  msg.Chat.Type,
 		user:      msg.From.ID,
+		firstName: msg.From.FirstName,
+		language:  msg.From.LanguageCode,
 		messageID: msg.ID,
 		arrived:   time.Now(),
 		fallback:  r.m.brain(r.id),

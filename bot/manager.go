@@ -78,12 +78,14 @@ type Config struct {
 	Log    *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
 	Metrics *metrics.Metrics
-	// LookupEnv resolves brains' token_env (default os.LookupEnv).
+	// LookupEnv resolves brains' token_env and the ${VAR} references of
+	// their MCP servers (default os.LookupEnv).
 	LookupEnv func(string) (string, bool)
-	// OnToken, if set, is called with every bot token as soon as it is
-	// resolved (from the environment or inline), before it could reach
-	// any log: the caller masks it in its log output.
-	OnToken func(token string)
+	// OnSecret, if set, is called with every secret as soon as it is
+	// resolved, before it could reach any log: each bot token (from the
+	// environment or inline) and each value a brain's MCP server
+	// references. The caller masks them in its log output.
+	OnSecret func(secret string)
 	// Now is the clock for daily limits (default time.Now).
 	Now func() time.Time
 }
@@ -175,6 +177,8 @@ func New(cfg Config) (*Manager, error) {
 		actionEvery: cfg.ChatActionEvery,
 		caller:      caller{backoff: cfg.RetryMin, metrics: cfg.Metrics},
 		metrics:     cfg.Metrics,
+		lookupEnv:   cfg.LookupEnv,
+		onSecret:    cfg.OnSecret,
 	}
 	return m, nil
 }
@@ -275,8 +279,8 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 		}
 		return
 	}
-	if m.cfg.OnToken != nil {
-		m.cfg.OnToken(token)
+	if m.cfg.OnSecret != nil {
+		m.cfg.OnSecret(token)
 	}
 	if old != nil && old.token == token {
 		old.brainChanged()

@@ -50,6 +50,10 @@ type pipeline struct {
 	caller      caller
 	metrics     *metrics.Metrics
 	budgets     budgetWarnings
+	// lookupEnv resolves the references of brains' MCP servers, whose
+	// values go to onSecret (may be nil) before anything else.
+	lookupEnv func(string) (string, bool)
+	onSecret  func(string)
 }
 
 // budgetWarnings remembers which bots' admins heard today that the daily
@@ -172,6 +176,7 @@ func (p *pipeline) converse(r *request) {
 	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
 	res, expired, err := p.ask(r)
 	p.slots.release()
+	r.countToolCalls(res)
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
 	r.sum.openAI = openAICost(r.brain, mode, res)
@@ -351,10 +356,11 @@ func (p *pipeline) ask(r *request) (res *claude.Result, expired bool, err error)
 // claudeRequest is what the driver needs from the brain and the message.
 func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	b := r.brain
-	return claude.Request{
+	req := claude.Request{
 		Mode:         mode,
 		Prompt:       r.in.prompt(),
 		SystemPrompt: b.SystemPrompt,
+		PromptVars:   p.promptVars(r),
 		Model:        b.Claude.Model,
 		BotID:        r.in.bot,
 		FilePrefix:   output.Prefix(r.in.bot, r.in.user, time.Now()),
@@ -369,10 +375,12 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		InactivityTimeout: b.Claude.Timeout.D(),
 		Log:               r.log,
 	}
+	p.brainTools(r, &req)
+	return req
 }
 
-// organize finds the file the tool wrote and moves it under
-// <kind>-output/bot-<id>/user-<uid>/.
+// organize finds the file the tool wrote, moves it under
+// <kind>-output/bot-<id>/user-<uid>/ and writes its sidecar.
 func (p *pipeline) organize(r *request, res *claude.Result) (string, error) {
 	kind := output.Audio
 	if r.sum.mode == claude.Image {
@@ -384,7 +392,11 @@ func (p *pipeline) organize(r *request, res *claude.Result) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return output.Organize(p.dataDir, path, kind, r.in.bot, r.in.user)
+	path, err = output.Organize(p.dataDir, path, kind, r.in.bot, r.in.user)
+	if err == nil {
+		r.writeSidecar(res, path)
+	}
+	return path, err
 }
 
 // The outcomes. Each sends at most the one reply and sets the summary's

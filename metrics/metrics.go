@@ -43,6 +43,10 @@ type Metrics struct {
 	// LastPoll is when each bot last had an answer from getUpdates (unix
 	// seconds).
 	LastPoll *prometheus.GaugeVec
+	// ToolCalls is the time of the model's tool calls by bot, server,
+	// tool and outcome (ok, error, denied); its _count is the number of
+	// calls.
+	ToolCalls *prometheus.HistogramVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -82,9 +86,13 @@ func New() *Metrics {
 		LastPoll: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "brainbot_last_poll_timestamp_seconds", Help: "When each bot last had an answer from getUpdates.",
 		}, []string{"bot"}),
+		ToolCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "brainbot_tool_call_seconds", Help: "The model's tool calls, by bot, server, tool and outcome (ok, error, denied): their time; _count counts them.",
+			Buckets: stageBuckets,
+		}, []string{"bot", "server", "tool", "outcome"}),
 	}
 	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.Tokens,
-		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.LastPoll,
+		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.LastPoll, m.ToolCalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

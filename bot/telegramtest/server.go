@@ -163,6 +163,10 @@ func BotID(token string) int64 {
 // Username is what getMe answers as the bot's @username.
 func Username(token string) string { return fmt.Sprintf("test%d_bot", BotID(token)) }
 
+// UserLanguage is the language_code of SendText's senders, as Telegram
+// sends it for most users.
+const UserLanguage = "en"
+
 // SendText queues a text message from userID in chatID (use the same value
 // for a private chat) and returns its update id. A text starting with "/"
 // carries a bot_command entity for its first word, as Telegram's clients
@@ -171,7 +175,7 @@ func (s *Server) SendText(token string, userID, chatID int64, text string) int64
 	msg := map[string]any{
 		"date": time.Now().Unix(),
 		"chat": map[string]any{"id": chatID, "type": chatType(userID, chatID)},
-		"from": map[string]any{"id": userID, "is_bot": false, "first_name": fmt.Sprintf("User%d", userID)},
+		"from": map[string]any{"id": userID, "is_bot": false, "first_name": fmt.Sprintf("User%d", userID), "language_code": UserLanguage},
 		"text": text,
 	}
 	if strings.HasPrefix(text, "/") {

@@ -99,9 +99,10 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Log:              log,
 		Metrics:          reg,
 		LookupEnv:        m.lookupEnv,
-		// Every bot token, inline or from the environment, is masked in the
-		// logs from the moment it is resolved.
-		OnToken: secrets.Add,
+		// Every bot token, inline or from the environment, and every value
+		// a brain's MCP server references is masked in the logs from the
+		// moment it is resolved.
+		OnSecret: secrets.Add,
 	})
 	if err != nil {
 		return err
