@@ -54,6 +54,7 @@ type pipeline struct {
 	// values go to onSecret (may be nil) before anything else.
 	lookupEnv func(string) (string, bool)
 	onSecret  func(string)
+	unset     unsetWarnings
 }
 
 // budgetWarnings remembers which bots' admins heard today that the daily

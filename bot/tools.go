@@ -6,6 +6,8 @@ package bot
 
 import (
 	"slices"
+	"strings"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -32,7 +34,7 @@ func (p *pipeline) brainTools(r *request, req *claude.Request) {
 		return v, ok
 	}
 	servers, unset := b.ResolveMCPServers(lookup)
-	if len(unset) > 0 {
+	if p.unset.changed(r.in.bot, unset) {
 		r.log.Warn("variables of the brain's MCP servers are not set; the servers get them empty", zap.Strings("variables", unset))
 	}
 	req.MCPServers = make(map[string]claude.MCPServer, len(servers))
@@ -41,6 +43,30 @@ func (p *pipeline) brainTools(r *request, req *claude.Request) {
 	}
 	req.AllowedTools = slices.Clone(b.Tools.Allow)
 	req.ToolTimeout = b.Tools.Timeout.D()
+}
+
+// unsetWarnings remembers, per bot, which unset variables its admin was
+// told of, so that the warning comes once, not with every message, and
+// again when the set changes.
+type unsetWarnings struct {
+	mu     sync.Mutex
+	warned map[string]string // bot → its unset variables, joined
+}
+
+// changed records bot's unset variables and reports whether there are
+// some the admin has not heard of.
+func (w *unsetWarnings) changed(bot string, unset []string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	key := strings.Join(unset, ",")
+	if w.warned[bot] == key {
+		return false
+	}
+	if w.warned == nil {
+		w.warned = map[string]string{}
+	}
+	w.warned[bot] = key
+	return key != ""
 }
 
 // promptVars are the system prompt's variables for the request's message.

@@ -98,8 +98,14 @@ func TestBrainToolsReachTheDriver(t *testing.T) {
 		}
 	}
 	mu.Unlock()
-	if w := h.waitLog("variables of the brain's MCP servers are not set; the servers get them empty"); !slices.Equal(w.ContextMap()["variables"].([]any), []any{"UNSET_ONE"}) {
+	const unsetWarning = "variables of the brain's MCP servers are not set; the servers get them empty"
+	if w := h.waitLog(unsetWarning); !slices.Equal(w.ContextMap()["variables"].([]any), []any{"UNSET_ONE"}) {
 		t.Errorf("warning %v", w.ContextMap())
+	}
+	// Told once, not with every message.
+	h.exchange(tokenA, 7, "and now?")
+	if n := h.logs.FilterMessage(unsetWarning).Len(); n != 1 {
+		t.Errorf("%d warnings about unset variables after two messages, want 1", n)
 	}
 
 	// 20:30 UTC is the next morning in Tokyo.
