@@ -69,9 +69,11 @@ lint:
 # run starts brainbot with the brains in ./brains and the pinned CLI (a
 # CLAUDE_CMD in the environment wins); set the tokens named by their
 # token_env and the keys (see README.md). doctor checks the same setup.
+# bin/ goes first in PATH, so brains that start `brainbot mcp clock` (as
+# brains/clock.yaml does) find this build.
 CLAUDE_CMD ?= $(CLAUDE_BIN)
 run doctor: build claude-cli
-	CLAUDE_CMD=$(CLAUDE_CMD) $(BIN) $@
+	PATH=$(dir $(BIN)):$$PATH CLAUDE_CMD=$(CLAUDE_CMD) $(BIN) $@
 
 claude-cli: $(CLAUDE_BIN)
 

@@ -3,7 +3,7 @@
 //	brainbot run                 run every bot in the brains folder
 //	brainbot doctor              check what run needs and print each check
 //	brainbot check [DIR]         validate brain files (file:line per problem)
-//	brainbot mcp tts|image-gen   the stdio MCP servers the Claude CLI starts
+//	brainbot mcp tts|image-gen|clock   stdio MCP servers: our tools, a clock for brains
 //	brainbot version             print brainbot's and the Claude CLI's versions
 package main
 
@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // brains name time zones; a minimal system may have no zoneinfo
 )
 
 func main() {

@@ -3,27 +3,30 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
 	mcpserver "brainbot/mcp"
+	"brainbot/mcp/clock"
 	"brainbot/toolspec"
 )
 
-// mcp serves one of our MCP servers on stdin/stdout, for MCP clients other
-// than brainbot's own CLIs (`brainbot run` serves the tools itself, over
-// HTTP). It reads BRAINBOT_DATA, OPENAI_API_KEY and OPENAI_BASE_URL from
-// its environment. Stdout carries JSON-RPC: logs go to stderr as JSON
-// lines.
+// mcp serves one of our MCP servers on stdin/stdout: tts and image-gen for
+// MCP clients other than brainbot's own CLIs (`brainbot run` serves those
+// tools itself, over HTTP), and clock for brains that give their bot a
+// clock (brains/clock.yaml). It reads BRAINBOT_DATA, OPENAI_API_KEY and
+// OPENAI_BASE_URL from its environment. Stdout carries JSON-RPC: logs go
+// to stderr as JSON lines.
 func (m *Main) mcp(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("mcp", "mcp tts|image-gen\n\nServes an MCP server on stdio, for other MCP clients (brainbot run serves the same tools to its bots itself).\nEnvironment: BRAINBOT_DATA, OPENAI_API_KEY, OPENAI_BASE_URL, BRAINBOT_LOG_LEVEL.")
+	fs := m.newFlagSet("mcp", "mcp tts|image-gen|clock\n\nServes an MCP server on stdio: tts and image-gen for other MCP clients (brainbot run serves the same tools to its bots itself), clock for brains' mcp_servers (its tool now tells the date and time).\nEnvironment: BRAINBOT_DATA, OPENAI_API_KEY, OPENAI_BASE_URL, BRAINBOT_LOG_LEVEL; TZ for clock.")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() != 1 {
-		return usageError{fmt.Errorf("want one server name: tts or image-gen")}
+		return usageError{fmt.Errorf("want one server name: tts, image-gen or clock")}
 	}
 	var newServer func(mcpserver.Config) *server.MCPServer
 	switch name := fs.Arg(0); name {
@@ -31,8 +34,10 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 		newServer = mcpserver.NewTTSServer
 	case toolspec.ImageServer:
 		newServer = mcpserver.NewImageServer
+	case clock.Name:
+		newServer = func(mcpserver.Config) *server.MCPServer { return clock.NewServer(time.Now) }
 	default:
-		return usageError{fmt.Errorf("unknown MCP server %q: want tts or image-gen", name)}
+		return usageError{fmt.Errorf("unknown MCP server %q: want tts, image-gen or clock", name)}
 	}
 
 	cfg, err := envConfig(m.getenv)

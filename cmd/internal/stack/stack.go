@@ -129,8 +129,11 @@ func (s *Stack) WriteBrain(name, content string) error {
 
 // Env is brainbot's whole environment.
 func (s *Stack) Env() []string {
+	// brainbot's folder first: brains may start `brainbot mcp clock`. The
+	// CLI runs elsewhere, so the folder must be absolute.
+	bin, _ := filepath.Abs(filepath.Dir(s.cfg.Brainbot)) // only fails without a working directory
 	env := []string{
-		"PATH=" + os.Getenv("PATH"),
+		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + s.Home,
 		"BRAINBOT_BRAINS=" + s.BrainsDir,
 		"BRAINBOT_DATA=" + s.DataDir,
