@@ -71,3 +71,9 @@ func cliEnv(parent []string, extra []string) []string {
 	env = append(env, "ENABLE_TOOL_SEARCH=false")
 	return append(env, extra...)
 }
+
+// ServerEnv is the environment a stdio MCP server started by the CLI
+// inherits from the CLI, before its own env entries, when brainbot's is
+// parent: the CLI passes its own on (checked on 2.1.328). brainbot check
+// -connect starts the servers with it, as the CLI would.
+func ServerEnv(parent []string) []string { return cliEnv(parent, nil) }

@@ -108,5 +108,12 @@ func (b *Brain) tokenError(format string, args ...any) *Error {
 	if b.Telegram.TokenEnv != "" {
 		field = "telegram.token_env"
 	}
-	return &Error{File: b.Path, Line: b.lines.line(field), Field: field, Msg: fmt.Sprintf(format, args...)}
+	return b.Problem(field, format, args...)
+}
+
+// Problem is a problem of the brain found after it was parsed (a conflict
+// with another file, a server that does not start), located at the field
+// path as the file has it: "tools.allow[1]", "mcp_servers.clock".
+func (b *Brain) Problem(path, format string, args ...any) *Error {
+	return &Error{File: b.Path, Line: b.lines.line(path), Field: path, Msg: fmt.Sprintf(format, args...)}
 }

@@ -49,13 +49,13 @@ const (
 const usage = `brainbot runs Telegram persona bots on the Claude Code CLI.
 
 Usage:
-  brainbot run [flags]            run every bot in the brains folder
-  brainbot doctor [flags]         check what run needs (CLI, credentials, folders, tokens) and print each check
-  brainbot check [DIR|FILE]       validate brain files (default: $BRAINBOT_BRAINS or ./brains)
-  brainbot backup FILE            copy the state database to FILE while brainbot runs
-  brainbot usage [-since 7d]      what the bots cost: requests, tokens and USD per brain
-  brainbot mcp tts|image-gen      serve a tool as an MCP server on stdio, for other MCP clients
-  brainbot version                print the versions of brainbot and of the Claude Code CLI (also --version)
+  brainbot run [flags]              run every bot in the brains folder
+  brainbot doctor [flags]           check what run needs (CLI, credentials, folders, tokens) and print each check
+  brainbot check [-connect] [PATH]  validate brain files (default: $BRAINBOT_BRAINS or ./brains); -connect tries their MCP servers
+  brainbot backup FILE              copy the state database to FILE while brainbot runs
+  brainbot usage [-since 7d]        what the bots cost: requests, tokens and USD per brain
+  brainbot mcp tts|image-gen|clock  serve an MCP server on stdio: our tools for other MCP clients, a clock for brains
+  brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
 
 Run "brainbot <command> -h" for a command's flags.
 `
@@ -72,7 +72,7 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 	case "run":
 		err = m.run(ctx, rest)
 	case "check":
-		err = m.check(rest)
+		err = m.check(ctx, rest)
 	case "mcp":
 		err = m.mcp(ctx, rest)
 	case "doctor":

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"brainbot/bot/brain"
 )
@@ -11,9 +13,10 @@ import (
 // check validates a brain file, or the brain files in a folder, prints
 // each problem as file:line: field: message, and fails when there is any.
 // Bot authors run it before committing a brain; CI runs it on the
-// examples.
-func (m *Main) check(args []string) error {
-	fs := m.newFlagSet("check", "check [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains).")
+// examples. With -connect it also starts the brains' own MCP servers.
+func (m *Main) check(ctx context.Context, args []string) error {
+	fs := m.newFlagSet("check", "check [-connect] [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains).")
+	connect := fs.Bool("connect", false, "also start each brain's own MCP servers (mcp_servers) as the Claude CLI would, list their tools, and report a server that does not start or a tools.allow entry no server offers")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -33,18 +36,24 @@ func (m *Main) check(args []string) error {
 		fmt.Fprintf(m.Stderr, "no brain files (*.yaml, *.yml) in %s\n", dir)
 		return errReported
 	}
+	var problems brain.Errors
+	if err != nil && !errors.As(err, &problems) {
+		return err
+	}
 	for _, b := range brains {
 		fmt.Fprintf(m.Stdout, "ok  %s  %s\n", b.Path, describe(b))
 		if _, terr := b.ResolveToken(m.lookupEnv); terr != nil {
 			fmt.Fprintf(m.Stdout, "    note: %v (brainbot run needs it; check does not)\n", terr)
 		}
+		if _, unset := b.ResolveMCPServers(m.lookupEnv); len(unset) > 0 {
+			fmt.Fprintf(m.Stdout, "    note: not set, so the MCP servers would get them empty: %s\n", strings.Join(unset, ", "))
+		}
+		if *connect {
+			problems = append(problems, m.connect(ctx, b)...)
+		}
 	}
-	if err == nil {
+	if len(problems) == 0 {
 		return nil
-	}
-	var problems brain.Errors
-	if !errors.As(err, &problems) {
-		return err
 	}
 	for _, p := range problems {
 		fmt.Fprintln(m.Stderr, p)
@@ -73,6 +82,9 @@ func describe(b *brain.Brain) string {
 	}
 	if b.Image.Enabled {
 		mode += ", images"
+	}
+	if len(b.Tools.Allow) > 0 {
+		mode += ", tools"
 	}
 	return fmt.Sprintf("%q (%s)", b.Name, mode)
 }

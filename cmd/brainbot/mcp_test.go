@@ -17,41 +17,58 @@ import (
 	"brainbot/mcp/openaitest"
 )
 
+// Programs the tests run as separate processes, built once per test run
+// into one temporary folder that TestMain removes.
 var (
-	buildOnce   sync.Once
-	builtBinary string
-	buildErr    error
+	binDirOnce sync.Once
+	binDir     string
+	binDirErr  error
+	binaries   sync.Map // package path → *builtBinary
 )
 
-// brainbotBinary builds cmd/brainbot once per test run: tests that need
-// the program as a separate process (the Claude CLI starts our MCP servers
-// that way) share it.
-func brainbotBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "brainbot-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBinary = filepath.Join(dir, "brainbot")
-		out, err := exec.Command("go", "build", "-o", builtBinary, ".").CombinedOutput()
-		if err != nil {
-			buildErr = &buildError{err, string(out)}
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("building brainbot: %v", buildErr)
-	}
-	return builtBinary
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
 }
 
-// TestMain removes the binary brainbotBinary built: 20 MB per run would
+// goBinary builds the package pkg (a path relative to this folder) once
+// per test run and returns the program's path.
+func goBinary(t testing.TB, pkg, name string) string {
+	t.Helper()
+	binDirOnce.Do(func() { binDir, binDirErr = os.MkdirTemp("", "brainbot-bin-") })
+	if binDirErr != nil {
+		t.Fatal(binDirErr)
+	}
+	v, _ := binaries.LoadOrStore(pkg, &builtBinary{})
+	b := v.(*builtBinary)
+	b.once.Do(func() {
+		b.path = filepath.Join(binDir, name)
+		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = &buildError{err, string(out)}
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("building %s: %v", pkg, b.err)
+	}
+	return b.path
+}
+
+// brainbotBinary is this program: tests that need it as a separate process
+// (the Claude CLI starts our MCP servers that way) share it.
+func brainbotBinary(t testing.TB) string { return goBinary(t, ".", "brainbot") }
+
+// toolServerBinary is the MCP server of the brain-tools tests
+// (testdata/toolserver): tools that answer, fail, sleep or read their
+// environment.
+func toolServerBinary(t testing.TB) string { return goBinary(t, "./testdata/toolserver", "toolserver") }
+
+// TestMain removes the programs the tests built: 20 MB per run would
 // otherwise pile up in the temp folder.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if builtBinary != "" {
-		_ = os.RemoveAll(filepath.Dir(builtBinary)) // best effort: the run's result stands
+	if binDir != "" {
+		_ = os.RemoveAll(binDir) // best effort: the run's result stands
 	}
 	os.Exit(code)
 }

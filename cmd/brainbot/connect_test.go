@@ -1,0 +1,59 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// check -connect starts a brain's servers: the example clock brain's
+// (brainbot itself, found in PATH) lists its tool; a server that does not
+// start, one that does not speak MCP, and an allowed tool nobody offers
+// are problems at their lines.
+func TestCheckConnect(t *testing.T) {
+	bin := brainbotBinary(t)
+	path := "PATH=" + filepath.Dir(bin)
+	code, stdout, stderr := runMain(t, []string{path}, "check", "-connect", "../../brains/clock.yaml")
+	if code != exitOK || !strings.Contains(stdout, "    mcp server clock: now\n") {
+		t.Fatalf("check -connect clock.yaml = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	brain := filepath.Join(t.TempDir(), "tools.yaml")
+	writeFile(t, brain, `name: Tools
+telegram:
+  token_env: TOOLS_TOKEN
+system_prompt: hi
+mcp_servers:
+  t:
+    command: `+toolServerBinary(t)+`
+    env: {TOOL_PASSPHRASE: "${TOOL_PASSPHRASE}"}
+  gone:
+    command: /nonexistent/mcp-server
+  mute:
+    command: /bin/true
+tools:
+  allow: [mcp__t__echo, mcp__t__nosuch, mcp__gone, mcp__mute]
+`)
+	code, stdout, stderr = runMain(t, []string{path}, "check", "-connect", brain)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	for _, want := range []string{
+		"    note: not set, so the MCP servers would get them empty: TOOL_PASSPHRASE\n",
+		"    mcp server t: echo, env, fail, hidden, sleep\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	for _, want := range []string{
+		brain + ":9: mcp_servers.gone: did not start: ",
+		brain + ":11: mcp_servers.mute: did not answer initialize: ",
+		brain + ":14: tools.allow[1]: server t offers no tool nosuch; it offers echo, env, fail, hidden, sleep\n",
+		"3 problem(s) in " + brain,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+// Command toolserver is the MCP server of the end-to-end tests of brains
+// that bring their own tools: a stdio server (mcp-go) with tools that
+// answer, fail, sleep or read their environment, so a test can drive
+// every path of a tool call through the real Claude Code CLI.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+func main() {
+	s := server.NewMCPServer("toolserver", "1.0.0", server.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Answers its text back."),
+		mcp.WithString("text", mcp.Required())), echo)
+	s.AddTool(mcp.NewTool("fail", mcp.WithDescription("Always fails.")), fail)
+	s.AddTool(mcp.NewTool("env", mcp.WithDescription("Answers the value of an environment variable."),
+		mcp.WithString("name", mcp.Required())), env)
+	s.AddTool(mcp.NewTool("sleep", mcp.WithDescription("Answers after some seconds."),
+		mcp.WithNumber("seconds", mcp.Required())), sleep)
+	s.AddTool(mcp.NewTool("hidden", mcp.WithDescription("A tool no brain allows.")), echo)
+	if err := server.ServeStdio(s); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func echo(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultText("echo: " + req.GetString("text", "")), nil
+}
+
+func fail(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultError("the tool failed on purpose"), nil
+}
+
+func env(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	name := req.GetString("name", "")
+	value, ok := os.LookupEnv(name)
+	if !ok {
+		return mcp.NewToolResultText(name + " is not set"), nil
+	}
+	return mcp.NewToolResultText(name + "=" + value), nil
+}
+
+func sleep(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	d := time.Duration(req.GetFloat("seconds", 1) * float64(time.Second))
+	select {
+	case <-time.After(d):
+		return mcp.NewToolResultText(fmt.Sprintf("slept %v", d)), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,184 @@
+// Package probe starts a brain's own MCP servers as the Claude CLI would
+// and lists their tools: what `brainbot check -connect` reports, so a bot
+// author learns that a server does not start, or does not offer a tool
+// the brain allows, before a user does.
+package probe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"brainbot/bot/brain"
+)
+
+// Timeout bounds starting one server and listing its tools.
+const Timeout = 30 * time.Second
+
+// maxStderr bounds the end of a failed server's stderr quoted in its
+// error.
+const maxStderr = 1 << 10
+
+// Server is what connecting to one server found.
+type Server struct {
+	Name string
+	// Tools are the names of its tools, sorted; Err says why there are
+	// none to be had.
+	Tools []string
+	Err   error
+}
+
+// Connect starts or reaches every server (by name, sorted) and lists its
+// tools. servers must be resolved (brain.ResolveMCPServers). A stdio
+// server is started with environ, the environment the CLI would give it,
+// and its own env; an http server is sent its headers.
+func Connect(ctx context.Context, servers map[string]brain.MCPServer, environ []string) []Server {
+	var found []Server
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		tools, err := listTools(ctx, servers[name], environ)
+		found = append(found, Server{Name: name, Tools: tools, Err: err})
+	}
+	return found
+}
+
+// Offers reports whether an entry of tools.allow (mcp__<server>, or
+// mcp__<server>__<tool>) names a tool some server offers.
+func Offers(found []Server, server, tool string) bool {
+	for _, s := range found {
+		if s.Name == server && s.Err == nil && (tool == "" && len(s.Tools) > 0 || slices.Contains(s.Tools, tool)) {
+			return true
+		}
+	}
+	return false
+}
+
+func listTools(ctx context.Context, s brain.MCPServer, environ []string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	c, stderr, err := newClient(s, environ)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	tools, err := initAndList(ctx, c)
+	if err != nil && stderr != nil {
+		if tail := stderr.tail(maxStderr); tail != "" {
+			err = fmt.Errorf("%w; its stderr: %s", err, tail)
+		}
+	}
+	return tools, err
+}
+
+// newClient makes the client of one server; a stdio server's stderr goes
+// to the returned buffer, for the error.
+func newClient(s brain.MCPServer, environ []string) (*client.Client, *lockedBuffer, error) {
+	if s.Type == brain.ServerHTTP {
+		t, err := transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers))
+		if err != nil {
+			return nil, nil, err
+		}
+		return client.NewClient(t), nil, nil
+	}
+	stderr := &lockedBuffer{}
+	env := slices.Clone(environ)
+	for k, v := range s.Env {
+		env = append(env, k+"="+v)
+	}
+	t := transport.NewStdioWithOptions(s.Command, nil, s.Args,
+		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			path, err := lookPath(command, env)
+			if err != nil {
+				return nil, err
+			}
+			cmd := exec.CommandContext(ctx, path, args...)
+			cmd.Env = env
+			return cmd, nil
+		}),
+		transport.WithCommandStderrWriter(stderr))
+	return client.NewClient(t), stderr, nil
+}
+
+// lookPath finds command as the CLI would: in the PATH of the environment
+// the server gets, not this process's.
+func lookPath(command string, env []string) (string, error) {
+	if strings.Contains(command, "/") {
+		return command, nil
+	}
+	var path string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v // the last one wins, as in exec
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		candidate := filepath.Join(dir, command)
+		if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+			return candidate, nil
+		}
+	}
+	return "", fmt.Errorf("%q is not in PATH (%s)", command, path)
+}
+
+func initAndList(ctx context.Context, c *client.Client) ([]string, error) {
+	if err := c.Start(ctx); err != nil {
+		return nil, fmt.Errorf("did not start: %w", err)
+	}
+	var init mcp.InitializeRequest
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "brainbot-check", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return nil, fmt.Errorf("did not answer initialize: %w", cause(ctx, err))
+	}
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("did not list its tools: %w", cause(ctx, err))
+	}
+	var names []string
+	for _, t := range res.Tools {
+		names = append(names, t.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// cause names a timeout plainly.
+func cause(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("no answer within %v", Timeout)
+	}
+	return err
+}
+
+// lockedBuffer is the stderr of a stdio server: written by the
+// transport's goroutine, read once the client is closed.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// tail is the end of what was written, at most max bytes.
+func (b *lockedBuffer) tail(max int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimSpace(b.buf.String())
+	return s[len(s)-min(len(s), max):]
+}
