@@ -130,21 +130,6 @@ func TestResolveMCPServers(t *testing.T) {
 	b, err := ParseBytes("t.yaml", []byte(minimal+`mcp_servers:
   clock:
     command: clock
-    args: ["${NOT_RESOLVED_HERE}"]
-    env: {TZ: "${TZ}", KEY: "${API_KEY}-${MISSING}"}
-  search:
-    type: http
-    url: https://${HOST}/mcp
-    headers: {Authorization: "Bearer ${API_KEY}"}
-tools:
-  allow: [mcp__clock, mcp__search]
-`))
-	if err == nil {
-		t.Fatal("a reference in args was accepted")
-	}
-	b, err = ParseBytes("t.yaml", []byte(minimal+`mcp_servers:
-  clock:
-    command: clock
     args: [--zone]
     env: {TZ: "${TZ}", KEY: "${API_KEY}-${MISSING}"}
   search:

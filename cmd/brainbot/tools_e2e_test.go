@@ -110,7 +110,7 @@ func newToolsStack(t *testing.T, web *webTools) *stack.Stack {
 			"speaker.yaml": speakerBrain,
 			"painter.yaml": painterBrain,
 		},
-		Env: []string{"TOOL_PASSPHRASE=" + toolPassphrase, "WEB_TOKEN=" + webToken, "BRAINBOT_HTTP_ADDR=127.0.0.1:0"},
+		Env:  []string{"TOOL_PASSPHRASE=" + toolPassphrase, "WEB_TOKEN=" + webToken, "BRAINBOT_HTTP_ADDR=127.0.0.1:0"},
 		Logs: testLogs(t),
 	})
 	if err != nil {
