@@ -8,8 +8,8 @@ import (
 
 // check -connect starts a brain's servers: the example clock brain's
 // (brainbot itself, found in PATH) lists its tool; a server that does not
-// start, one that does not speak MCP, and an allowed tool nobody offers
-// are problems at their lines.
+// start, one that does not speak MCP (with what it said on stderr), and an
+// allowed tool nobody offers are problems at their lines.
 func TestCheckConnect(t *testing.T) {
 	bin := brainbotBinary(t)
 	path := "PATH=" + filepath.Dir(bin)
@@ -31,8 +31,11 @@ mcp_servers:
     command: /nonexistent/mcp-server
   mute:
     command: /bin/true
+  noisy:
+    command: /bin/sh
+    args: [-c, "echo config file missing >&2; exit 3"]
 tools:
-  allow: [mcp__t__echo, mcp__t__nosuch, mcp__gone, mcp__mute]
+  allow: [mcp__t__echo, mcp__t__nosuch, mcp__gone, mcp__mute, mcp__noisy]
 `)
 	code, stdout, stderr = runMain(t, []string{path}, "check", "-connect", brain)
 	if code != exitError {
@@ -49,8 +52,10 @@ tools:
 	for _, want := range []string{
 		brain + ":9: mcp_servers.gone: did not start: ",
 		brain + ":11: mcp_servers.mute: did not answer initialize: ",
-		brain + ":14: tools.allow[1]: server t offers no tool nosuch; it offers echo, env, fail, hidden, sleep\n",
-		"3 problem(s) in " + brain,
+		brain + ":13: mcp_servers.noisy: did not answer initialize: ",
+		"; its stderr: config file missing\n",
+		brain + ":17: tools.allow[1]: server t offers no tool nosuch; it offers echo, env, fail, hidden, sleep\n",
+		"4 problem(s) in " + brain,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

@@ -9,13 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -68,31 +68,39 @@ func Offers(found []Server, server, tool string) bool {
 func listTools(ctx context.Context, s brain.MCPServer, environ []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	c, stderr, err := newClient(s, environ)
+	// A stdio server's stderr goes to a file, which explains a failure
+	// best; the transport writes it from its own goroutine.
+	stderr, err := os.CreateTemp("", "brainbot-mcp-stderr-*")
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
+	defer os.Remove(stderr.Name())
+	defer stderr.Close()
+	c, err := newClient(s, environ, stderr)
+	if err != nil {
+		return nil, err
+	}
 	tools, err := initAndList(ctx, c)
-	if err != nil && stderr != nil {
-		if tail := stderr.tail(maxStderr); tail != "" {
-			err = fmt.Errorf("%w; its stderr: %s", err, tail)
+	c.Close()
+	if err != nil {
+		if out, _ := os.ReadFile(stderr.Name()); len(bytes.TrimSpace(out)) > 0 {
+			out = bytes.TrimSpace(out)
+			err = fmt.Errorf("%w; its stderr: %s", err, out[len(out)-min(len(out), maxStderr):])
 		}
 	}
 	return tools, err
 }
 
 // newClient makes the client of one server; a stdio server's stderr goes
-// to the returned buffer, for the error.
-func newClient(s brain.MCPServer, environ []string) (*client.Client, *lockedBuffer, error) {
+// to stderr.
+func newClient(s brain.MCPServer, environ []string, stderr io.Writer) (*client.Client, error) {
 	if s.Type == brain.ServerHTTP {
 		t, err := transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers))
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return client.NewClient(t), nil, nil
+		return client.NewClient(t), nil
 	}
-	stderr := &lockedBuffer{}
 	env := slices.Clone(environ)
 	for k, v := range s.Env {
 		env = append(env, k+"="+v)
@@ -108,7 +116,7 @@ func newClient(s brain.MCPServer, environ []string) (*client.Client, *lockedBuff
 			return cmd, nil
 		}),
 		transport.WithCommandStderrWriter(stderr))
-	return client.NewClient(t), stderr, nil
+	return client.NewClient(t), nil
 }
 
 // lookPath finds command as the CLI would: in the PATH of the environment
@@ -160,25 +168,4 @@ func cause(ctx context.Context, err error) error {
 		return fmt.Errorf("no answer within %v", Timeout)
 	}
 	return err
-}
-
-// lockedBuffer is the stderr of a stdio server: written by the
-// transport's goroutine, read once the client is closed.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// tail is the end of what was written, at most max bytes.
-func (b *lockedBuffer) tail(max int) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := strings.TrimSpace(b.buf.String())
-	return s[len(s)-min(len(s), max):]
 }
