@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -85,10 +86,9 @@ func TestWarmProcessReplaced(t *testing.T) {
 		t.Errorf("after a brain edit: warm %v, %q; want a new process resuming the session", res.Warm, res.Text)
 	}
 
+	// The replaced process ends in the background.
+	waitFor(t, func() bool { return len(claudetest.FakeProcesses()) == 1 })
 	procs := claudetest.FakeProcesses()
-	if len(procs) != 1 {
-		t.Fatalf("fake processes %v, want the warm one", procs)
-	}
 	if err := syscall.Kill(procs[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -169,5 +169,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not reached")
 		}
+	}
+}
+
+// OnText sees turn 1's text grow as the model writes it, ending with the
+// whole reply; the events do not count as unknown.
+func TestStreamedText(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "a reply long enough to arrive in several pieces")
+	var seen []string
+	req.OnText = func(text string) { seen = append(seen, text) }
+	res := e.mustRun(t, req)
+	if len(seen) < 3 || seen[len(seen)-1] != res.Text {
+		t.Fatalf("streamed %q, want several growing texts ending in %q", seen, res.Text)
+	}
+	for i := 1; i < len(seen); i++ {
+		if !strings.HasPrefix(seen[i], seen[i-1]) {
+			t.Fatalf("streamed text shrank: %q then %q", seen[i-1], seen[i])
+		}
+	}
+	if res.UnknownEvents != 0 {
+		t.Errorf("%d unknown events: stream events must not count", res.UnknownEvents)
 	}
 }

@@ -79,13 +79,17 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		ToolsURL: tools.URL,
 		Tickets:  tickets,
 		Bare:     bare,
+		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle},
 		Log:      log.Named("claude"),
 	})
 	if err != nil {
 		return err
 	}
+	// After the bots stop: their requests are over, their warm CLIs end.
+	defer driver.Close()
 
 	reg := metrics.New()
+	reg.TrackWarm(driver.Warm)
 	manager, err := bot.New(bot.Config{
 		BrainsDir:        cfg.BrainsDir,
 		DataDir:          cfg.DataDir,
