@@ -17,6 +17,7 @@ import (
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/mcp/openaitest"
+	"brainbot/output"
 )
 
 // The end-to-end suite: brainbot run as a separate process, the real
@@ -526,7 +527,8 @@ func refusedCalls(s *stack.Stack, user int64) []stack.Line {
 	})
 }
 
-// organised lists the files in an organised output folder.
+// organised lists the generated files in an organised output folder,
+// leaving out their sidecars (<file>.json, see readSidecar).
 func organised(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -535,7 +537,9 @@ func organised(t *testing.T, dir string) []string {
 	}
 	var files []string
 	for _, e := range entries {
-		files = append(files, filepath.Join(dir, e.Name()))
+		if !strings.HasSuffix(e.Name(), output.SidecarExt) {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
 	}
 	return files
 }

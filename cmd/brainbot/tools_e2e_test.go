@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -122,6 +123,16 @@ func newToolsStack(t *testing.T, web *webTools) *stack.Stack {
 	if err := s.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A clean stop ends the warm CLIs, which live in process groups of
+	// their own: killed with brainbot's group, they would outlive it
+	// writing into the HOME the test removes.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if _, err := s.Stop(ctx, syscall.SIGTERM); err != nil {
+			t.Errorf("stopping brainbot: %v", err)
+		}
+	})
 	return s
 }
 
@@ -263,8 +274,13 @@ func TestBrainToolsEndToEnd(t *testing.T) {
 				t.Errorf("a log holds the secret %q", secret)
 			}
 		}
-		if left, _ := os.ReadDir(filepath.Join(s.DataDir, "claude", "mcp")); len(left) != 0 {
-			t.Errorf("MCP configs (with the secrets) left behind: %v", left)
+		// The secrets are in the MCP configs of the CLIs still running
+		// (warm), each private to brainbot's user.
+		configs, _ := filepath.Glob(filepath.Join(s.DataDir, "claude", "mcp", "*"))
+		for _, c := range configs {
+			if info, err := os.Stat(c); err != nil || info.Mode().Perm() != 0o600 {
+				t.Errorf("MCP config %s: %v, %v; want mode 0600", c, info.Mode(), err)
+			}
 		}
 	})
 
@@ -349,8 +365,8 @@ func TestBrainToolsEndToEnd(t *testing.T) {
 		if _, err := output.Prune(s.DataDir, output.Audio, output.Retention{MaxBytes: 1}, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if left := organised(t, audioDir); len(left) != 0 {
-			t.Errorf("after pruning, %v are left", left)
+		if left, err := os.ReadDir(audioDir); err != nil || len(left) != 0 {
+			t.Errorf("after pruning, %v are left (%v)", left, err)
 		}
 	})
 }
@@ -358,7 +374,14 @@ func TestBrainToolsEndToEnd(t *testing.T) {
 // readSidecar reads the one organised file in dir and its sidecar.
 func readSidecar(t *testing.T, dir string) (string, output.Metadata) {
 	t.Helper()
-	files := organised(t, dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		files = append(files, filepath.Join(dir, e.Name()))
+	}
 	if len(files) != 2 || files[1] != files[0]+output.SidecarExt {
 		t.Fatalf("%s holds %v, want a file and its sidecar", dir, files)
 	}
