@@ -108,7 +108,7 @@ type Model struct {
 	requests []Request
 	delay    time.Duration
 	// pace is the pause between a streamed answer's deltas.
-	pace time.Duration
+	pace     time.Duration
 	failures []int // HTTP statuses for the next message requests, in order
 	served   int   // message responses so far: numbers message and tool ids
 }
