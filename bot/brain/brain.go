@@ -30,6 +30,9 @@ type Brain struct {
 	// {{weekday}} and {{time}} (default UTC).
 	Timezone string `yaml:"timezone"`
 	Access   Access `yaml:"access"`
+	// Stream shows text replies while the model writes them (default
+	// true).
+	Stream bool `yaml:"stream"`
 	// Groups says which group messages the bot answers: GroupsOff,
 	// GroupsMention (default) or GroupsAll.
 	Groups string `yaml:"groups"`

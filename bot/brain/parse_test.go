@@ -63,7 +63,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, groups, limits, claude, mcp_servers, tools, tts, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, image, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle"}},
 		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
@@ -260,6 +260,7 @@ func TestParseDefaults(t *testing.T) {
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
 		Timezone:     "UTC",
+		Stream:       true,
 		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second), MaxTurns: 3},
 		Tools:        Tools{Timeout: Duration(30 * time.Second)},
@@ -341,6 +342,7 @@ messages:
 		SystemPrompt: "You tell stories.",
 		Timezone:     "Europe/Berlin",
 		Access:       Access{AllowedUsers: []int64{11111, 22222}},
+		Stream:       true,
 		Groups:       GroupsMention,
 		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second), MaxTurns: 5, MaxBudgetUSD: 0.25},
 		MCPServers: map[string]MCPServer{

@@ -80,6 +80,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.speed") {
 		b.TTS.Speed = toolspec.DefaultSpeed
 	}
+	if !isSet("stream") {
+		b.Stream = true
+	}
 	orDefault(&b.Groups, GroupsMention)
 	// The tools' own defaults (package toolspec), so that what a brain
 	// leaves out is what the tool would choose.
