@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"brainbot/bot/telegramtest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/mcp/audio"
+	"brainbot/output"
 )
 
 func main() {
@@ -186,15 +188,23 @@ func voiceDuration(b []byte) (time.Duration, error) {
 	return audio.MP3Duration(b)
 }
 
-// organised returns the newest organised file of a bot's user.
+// organised returns the newest organised file of a bot's user, and says
+// whether its sidecar is beside it.
 func organised(s *stack.Stack, kind, bot string, user int64) string {
 	dir := filepath.Join(s.DataDir, kind, "bot-"+bot, fmt.Sprintf("user-%d", user))
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 {
-		return "(nothing in " + dir + ")"
+	entries, _ := os.ReadDir(dir)
+	for _, e := range slices.Backward(entries) {
+		if strings.HasSuffix(e.Name(), output.SidecarExt) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		rel, _ := filepath.Rel(s.DataDir, path)
+		if _, err := os.Stat(output.SidecarPath(path)); err == nil {
+			return "$BRAINBOT_DATA/" + rel + " (with its " + output.SidecarExt + " sidecar)"
+		}
+		return "$BRAINBOT_DATA/" + rel
 	}
-	rel, _ := filepath.Rel(s.DataDir, filepath.Join(dir, entries[len(entries)-1].Name()))
-	return "$BRAINBOT_DATA/" + rel
+	return "(nothing in " + dir + ")"
 }
 
 // answered says whether the bot answered as a working one does: one reply
