@@ -184,7 +184,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if c.tool != "" {
 		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
 	}
-	first, err := encodeUserLine(req.Prompt)
+	first, err := encodeUserLine(req.Prompt, req.Attachments...)
 	if err != nil {
 		return nil, err
 	}
