@@ -16,6 +16,7 @@ import (
 	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/ticket"
+	"brainbot/transcribe"
 )
 
 // run serves every bot in the brains folder until ctx ends (SIGINT or
@@ -85,6 +86,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return err
 	}
 
+	// Voice messages in need the key; without it they get the brain's
+	// messages.text_only.
+	var transcriber bot.Transcriber
+	if cfg.OpenAIKey != "" {
+		transcriber = transcribe.New(openAIConfig(cfg))
+	}
 	reg := metrics.New()
 	manager, err := bot.New(bot.Config{
 		BrainsDir:        cfg.BrainsDir,
@@ -95,6 +102,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		MaxWait:          cfg.MaxWait,
 		Grace:            cfg.Grace,
 		Claude:           driver,
+		Transcriber:      transcriber,
 		Store:            db,
 		Log:              log,
 		Metrics:          reg,
