@@ -34,6 +34,8 @@ type Config struct {
 	// Env holds extra environment entries for the CLI; they win over
 	// inherited ones (see cliEnv).
 	Env []string
+	// Warm keeps conversations' CLI processes alive between requests.
+	Warm WarmConfig
 	// Bare runs the CLI with --bare: none of the operator's own Claude
 	// Code hooks, plugins, CLAUDE.md files or auto-memory reach the bots,
 	// and it starts faster (~20%). It authenticates only with
@@ -43,12 +45,14 @@ type Config struct {
 	Log  *zap.Logger
 }
 
-// Driver runs requests through the CLI. It is safe for concurrent use;
-// each Run starts its own CLI process.
+// Driver runs requests through the CLI. It is safe for concurrent use, but
+// the requests of one conversation must come one at a time. Close it to
+// end the warm processes.
 type Driver struct {
 	cfg    Config
 	mcpDir string // the per-process --mcp-config files
 	log    *zap.Logger
+	pool   *pool
 }
 
 const (
@@ -79,7 +83,7 @@ func New(cfg Config) (*Driver, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("claude: MCP config folder: %w", err)
 	}
-	return &Driver{cfg: cfg, mcpDir: dir, log: cfg.Log}, nil
+	return &Driver{cfg: cfg, mcpDir: dir, log: cfg.Log, pool: newPool(cfg.Warm, cfg.Log)}, nil
 }
 
 // args is the CLI's command line for req, with the process's MCP config.
@@ -108,9 +112,6 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	if req.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
 	}
-	if req.MaxBudgetUSD > 0 {
-		args = append(args, "--max-budget-usd", strconv.FormatFloat(req.MaxBudgetUSD, 'f', -1, 64))
-	}
 	return append(args, "--permission-mode", "dontAsk")
 }
 
@@ -137,7 +138,9 @@ func (d *Driver) workDir(botID string) string {
 	return filepath.Join(d.cfg.DataDir, "claude", "bot-"+botID)
 }
 
-// Run runs req through a new CLI process and returns what it produced.
+// Run runs req through the CLI and returns what it produced: in the
+// conversation's warm process when one fits (see WarmConfig), else in a
+// new one, kept warm afterwards when the request went well.
 //
 // On error the returned *Result is still non-nil when the CLI got as far
 // as reporting something (e.g. the turn-1 text and session id of a speech
@@ -153,54 +156,69 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.MaxDuration <= 0 {
 		req.MaxDuration = defaultMaxDuration
 	}
-	dir := d.workDir(req.BotID)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("claude: working directory: %w", err)
-	}
 	log := d.log
 	if req.Log != nil {
 		log = req.Log.Named("claude")
-	}
-	// The CLI's tool calls carry this process's token; none is served
-	// until turn two opens the ticket.
-	tools := d.cfg.Tickets.Connect()
-	defer tools.Close()
-	tools.Serve(log)
-	mcpConfig, err := d.writeMCPConfig(tools.Token())
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(mcpConfig)
-
-	c := &conversation{
-		req:     req,
-		tool:    req.Mode.tool(),
-		tools:   tools,
-		res:     &Result{},
-		log:     log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume)),
-		results: map[string]block{},
-		turn:    1,
-	}
-	if c.tool != "" {
-		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
 	}
 	first, err := encodeUserLine(req.Prompt, req.Attachments...)
 	if err != nil {
 		return nil, err
 	}
-
-	c.spawned = time.Now()
-	c.turnStart = c.spawned
-	p, err := startProcess(ctx, d.cfg.Command, d.args(req, mcpConfig), dir, cliEnv(os.Environ(), d.cfg.Env))
-	if err != nil {
-		return nil, err
+	res, err, stale := d.run(ctx, req, log, first, true)
+	if stale {
+		// The warm process died before it said anything: the request
+		// runs again in a new one, which resumes the session.
+		log.Info("claude: warm process gone; starting a new one")
+		res, err, _ = d.run(ctx, req, log, first, false)
 	}
-	c.p = p
+	return res, err
+}
+
+// run runs req in a CLI, a warm one if allowed and one fits. stale reports
+// that a warm process turned out dead before it said anything.
+func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, err error, stale bool) {
+	cli, warm, err := d.acquire(req, allowWarm)
+	if err != nil {
+		return nil, err, false
+	}
+	d.pool.busy(req.Conversation, cli)
+	// The CLI's tool calls carry its token; none is served until turn two
+	// opens the ticket, and a warm process's last ticket is withdrawn.
+	cli.tools.Serve(log)
+	cli.costBase = cli.lastCost
+	cli.interrupted.Store(false)
+
+	c := &conversation{
+		req:     req,
+		tool:    req.Mode.tool(),
+		cli:     cli,
+		res:     &Result{Warm: warm},
+		log:     log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume), zap.Bool("warm", warm)),
+		results: map[string]block{},
+		turn:    1,
+		begun:   time.Now(),
+	}
+	c.turnStart = c.begun
+	c.seenInit = warm // a warm process said init long ago
+	if c.tool != "" {
+		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
+	}
 	c.send(first)
 	abort := c.loop(ctx)
-	p.shutdown()
-	c.res.Total = time.Since(c.spawned)
+	if abort != nil || !c.finished {
+		// The CLI died or must: its exit status and stderr are read
+		// before the outcome is decided.
+		cli.p.shutdown()
+	}
+	if warm && abort == nil && !c.finished && c.events == 0 {
+		d.pool.done(req.Conversation, cli, false)
+		return nil, nil, true
+	}
+	c.res.Total = time.Since(c.begun)
 	err = c.outcome(abort)
+	cli.requests++
+	cli.sessionID = c.res.SessionID
+	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort, err))
 	if err != nil {
 		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total", c.res.Total))
 	} else {
@@ -209,23 +227,108 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 			zap.Duration("turn2", c.res.Turn2), zap.Duration("total", c.res.Total),
 			zap.Float64("cost_usd", c.res.CostUSD), zap.Int("unknown_events", c.res.UnknownEvents))
 	}
-	return c.res, err
+	return c.res, err, false
 }
+
+// acquire returns the conversation's warm process if it fits req, else a
+// new one (warm reports which).
+func (d *Driver) acquire(req Request, allowWarm bool) (cli *live, warm bool, err error) {
+	fingerprint := d.fingerprint(req)
+	if req.Conversation != "" && allowWarm {
+		if cli := d.pool.take(req.Conversation); cli != nil {
+			if cli.fits(req, fingerprint) {
+				return cli, true, nil
+			}
+			// Another session (/reset), an edited brain, or it died.
+			d.pool.endLater(cli)
+		}
+	}
+	cli, err = d.spawn(req, fingerprint)
+	return cli, false, err
+}
+
+// spawn starts a CLI for req. It runs detached from the request's context,
+// so it can outlive the request as a warm process: the driver ends it.
+func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
+	dir := d.workDir(req.BotID)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("claude: working directory: %w", err)
+	}
+	tools := d.cfg.Tickets.Connect()
+	mcpConfig, err := d.writeMCPConfig(tools.Token())
+	if err != nil {
+		tools.Close()
+		return nil, err
+	}
+	started := time.Now()
+	p, err := startProcess(context.Background(), d.cfg.Command, d.args(req, mcpConfig), dir, cliEnv(os.Environ(), d.cfg.Env))
+	if err != nil {
+		tools.Close()
+		os.Remove(mcpConfig)
+		return nil, err
+	}
+	return &live{p: p, tools: tools, mcpConfig: mcpConfig, fingerprint: fingerprint, sessionID: req.SessionID, started: started}, nil
+}
+
+// fingerprint is what a process is started with, but for its session and
+// its own MCP config file: a warm process serves only requests with the
+// same.
+func (d *Driver) fingerprint(req Request) string {
+	req.SessionID, req.Resume = "", false
+	return strings.Join(d.args(req, ""), "\x00")
+}
+
+// keep decides whether cli stays warm after a request: only a healthy
+// process of a conversation, not worn out.
+func (d *Driver) keep(cli *live, req Request, abort, err error) bool {
+	switch {
+	case req.Conversation == "" || d.cfg.Warm.Max <= 0 || abort != nil || isDone(cli.p.exited):
+		return false
+	case errors.Is(err, ErrSessionNotFound):
+		return false
+	case cli.requests >= d.pool.cfg.RecycleAfter:
+		d.log.Info("claude: warm process recycled after its requests", zap.Int("requests", cli.requests))
+		return false
+	case cli.residentMB() >= d.pool.cfg.RecycleMB:
+		d.log.Info("claude: warm process recycled for its memory", zap.Int("rss_mb", cli.residentMB()))
+		return false
+	}
+	return true
+}
+
+// Interrupt stops the turn the conversation's CLI is running (/stop); the
+// request ends with ErrInterrupted and the conversation goes on. false
+// means nothing was running.
+func (d *Driver) Interrupt(conversation string) bool {
+	return d.pool.interrupt(conversation)
+}
+
+// End ends the conversation's warm process (/reset: its session is over).
+func (d *Driver) End(conversation string) {
+	d.pool.end(conversation)
+}
+
+// Warm is how many idle CLI processes are kept now.
+func (d *Driver) Warm() int { return d.pool.warmCount() }
+
+// Close ends every warm process. Requests still running end theirs when
+// they finish.
+func (d *Driver) Close() { d.pool.close() }
 
 // conversation is the state of one Run: which turn we are in and what the
 // CLI has said so far.
 type conversation struct {
-	req   Request
-	tool  string          // the MCP tool turn 2 must call; "" for Text
-	tools *ticket.Process // the process's standing with the tool server
-	res   *Result
-	log   *zap.Logger
-	p     *process
+	req  Request
+	tool string // the MCP tool turn 2 must call; "" for Text
+	cli  *live
+	res  *Result
+	log  *zap.Logger
 
-	spawned, turnStart time.Time
-	turn               int
-	seenInit           bool
-	turn1Text          []string
+	begun, turnStart time.Time
+	turn             int
+	seenInit         bool
+	events           int // stdout events read
+	turn1Text        []string
 
 	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
 	// makes on its own in turn 1 does not count: it cannot know the file
@@ -242,46 +345,45 @@ type conversation struct {
 }
 
 func (c *conversation) send(line []byte) {
-	if err := c.p.send(line, c.req.InactivityTimeout); err != nil {
+	if err := c.cli.p.send(line, c.req.InactivityTimeout); err != nil {
 		// The CLI is gone or stuck: its exit or the watchdog decides.
 		c.log.Warn("claude: writing stdin failed", zap.Error(err))
 	}
 }
 
-// loop reads events until stdout ends. It returns an error only when the
-// request must be cut short (timeouts, cancellation, broken framing); the
-// process is then being terminated.
+// loop reads events until the request's last result, or until stdout
+// ends (the CLI died). It returns an error only when the request must be
+// cut short (timeouts, cancellation, broken framing); the process is then
+// being terminated.
 func (c *conversation) loop(ctx context.Context) error {
+	p := c.cli.p
 	inactivity := time.NewTimer(c.req.InactivityTimeout)
 	defer inactivity.Stop()
 	overall := time.NewTimer(c.req.MaxDuration)
 	defer overall.Stop()
-	exited := c.p.exited
-	var drain, exitWait <-chan time.Time
-	for {
+	exited := p.exited
+	var drain <-chan time.Time
+	for !c.finished {
 		select {
-		case le, ok := <-c.p.events:
+		case le, ok := <-p.events:
 			if !ok {
 				return nil
 			}
 			if le.err != nil {
-				c.p.terminate()
+				p.terminate()
 				return le.err
 			}
 			inactivity.Reset(c.req.InactivityTimeout)
+			c.events++
 			c.handle(le.ev)
-			if c.finished && exitWait == nil {
-				c.p.closeStdin()
-				exitWait = time.After(exitGrace)
-			}
 		case <-inactivity.C:
-			c.p.terminate()
+			p.terminate()
 			return &timeoutError{Inactivity: true, After: c.req.InactivityTimeout}
 		case <-overall.C:
-			c.p.terminate()
+			p.terminate()
 			return &timeoutError{After: c.req.MaxDuration}
 		case <-ctx.Done():
-			c.p.terminate()
+			p.terminate()
 			return fmt.Errorf("claude: request abandoned: %w", context.Cause(ctx))
 		case <-exited:
 			exited = nil
@@ -290,12 +392,9 @@ func (c *conversation) loop(ctx context.Context) error {
 			// The CLI has exited but something it started still holds
 			// stdout; shutdown kills the group and closes the pipe.
 			return nil
-		case <-exitWait:
-			exitWait = nil
-			c.log.Warn("claude: CLI did not exit after its last result; terminating it")
-			c.p.terminate()
 		}
 	}
+	return nil
 }
 
 func (c *conversation) handle(ev event) {
@@ -306,7 +405,7 @@ func (c *conversation) handle(ev event) {
 	case kindInit:
 		if !c.seenInit {
 			c.seenInit = true
-			c.res.Startup = time.Since(c.spawned)
+			c.res.Startup = time.Since(c.begun)
 			c.turnStart = time.Now()
 		}
 		c.noteSession(ev.SessionID)
@@ -349,8 +448,9 @@ func (c *conversation) endTurn(ev event) {
 	r := ev.Result
 	c.noteSession(ev.SessionID)
 	// total_cost_usd is the process's running total (checked on CLI
-	// 2.1.328): the last one is the request's.
-	c.res.CostUSD = r.CostUSD
+	// 2.1.328): the request's is what it grew since the request began.
+	c.res.CostUSD = r.CostUSD - c.cli.costBase
+	c.cli.lastCost = r.CostUSD
 	c.res.Tokens.Input += r.Tokens.Input
 	c.res.Tokens.Output += r.Tokens.Output
 	c.res.Tokens.CacheRead += r.Tokens.CacheRead
@@ -371,6 +471,11 @@ func (c *conversation) endTurn(ev event) {
 	case r.IsError:
 		c.failed = r
 		c.finished = true
+	case c.req.MaxBudgetUSD > 0 && c.res.CostUSD > c.req.MaxBudgetUSD:
+		// Checked here, as the CLI's --max-budget-usd would, but per
+		// request: the CLI's counts what its process spent in all.
+		c.failure = fmt.Errorf("%w (claude.max_budget_usd %g, spent %g)", errMaxBudget, c.req.MaxBudgetUSD, c.res.CostUSD)
+		c.finished = true
 	case c.turn == 2 || c.tool == "":
 		c.finished = true
 	case c.req.Mode == Speech && strings.TrimSpace(c.res.Text) == "":
@@ -385,7 +490,7 @@ func (c *conversation) endTurn(ev event) {
 				c.turnStart = time.Now()
 				// Before the line goes out: the call it asks for is the
 				// one call the tool server will serve.
-				c.tools.Open(ticket.Ticket{Tool: c.tool, Prefix: c.req.FilePrefix, Speech: speechSettings(c.req), Image: c.req.Image})
+				c.cli.tools.Open(ticket.Ticket{Tool: c.tool, Prefix: c.req.FilePrefix, Speech: speechSettings(c.req), Image: c.req.Image})
 				c.send(line)
 				return
 			}
@@ -398,7 +503,7 @@ func (c *conversation) endTurn(ev event) {
 // outcome decides the request's error once the process is gone and its
 // stderr has been read completely.
 func (c *conversation) outcome(abort error) error {
-	tail := c.p.stderrTail.String()
+	tail := c.cli.p.stderrTail.String()
 	if abort != nil {
 		var te *timeoutError
 		if errors.As(abort, &te) {
@@ -407,6 +512,10 @@ func (c *conversation) outcome(abort error) error {
 		return abort
 	}
 	switch {
+	case c.failed != nil && c.cli.interrupted.Load():
+		// The CLI ends an interrupted turn as an error_during_execution.
+		return fmt.Errorf("%w: %w", ErrInterrupted,
+			&resultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text})
 	case c.failed != nil:
 		re := &resultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text, StderrTail: tail}
 		// Only the CLI's own words identify an unknown session: any other
@@ -416,12 +525,10 @@ func (c *conversation) outcome(abort error) error {
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, re)
 		case re.Subtype == "error_max_turns":
 			return fmt.Errorf("%w (--max-turns %d): %w", errMaxTurns, c.req.MaxTurns, re)
-		case re.Subtype == "error_max_budget_usd":
-			return fmt.Errorf("%w (--max-budget-usd %g): %w", errMaxBudget, c.req.MaxBudgetUSD, re)
 		}
 		return re
 	case !c.finished:
-		ee := &exitError{Code: c.p.exitCode(), StderrTail: tail}
+		ee := &exitError{Code: c.cli.p.exitCode(), StderrTail: tail}
 		if c.req.Resume && strings.Contains(tail, noConversation) {
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, ee)
 		}

@@ -22,6 +22,8 @@ var (
 	ErrSessionNotFound = errors.New("claude: session not found")
 	// errNothingToSpeak: a speech request whose turn 1 produced no text.
 	errNothingToSpeak = errors.New("claude: empty reply, nothing to speak")
+	// ErrInterrupted: the request's turn was stopped (Driver.Interrupt).
+	ErrInterrupted = errors.New("claude: interrupted")
 	// ErrToolNotCalled: turn 2 ended without a call of the requested tool.
 	ErrToolNotCalled = errors.New("claude: tool not called")
 	// errToolDenied: the CLI refused the tool call (not in --allowedTools).

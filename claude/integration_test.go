@@ -243,6 +243,11 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, cli string) *harness {
+	return newWarmHarness(t, cli, WarmConfig{})
+}
+
+// newWarmHarness is newHarness with warm processes set by warm.
+func newWarmHarness(t *testing.T, cli string, warm WarmConfig) *harness {
 	root := t.TempDir()
 	h := &harness{t: t, root: root, home: filepath.Join(root, "home"), data: filepath.Join(root, "data")}
 	for _, dir := range []string{h.home, h.data} {
@@ -259,10 +264,11 @@ func newHarness(t *testing.T, cli string) *harness {
 	t.Cleanup(h.checkNoProcessLeft)
 
 	env := append(h.model.Env(), "HOME="+h.home)
-	d, err := New(Config{Command: cli, DataDir: h.data, ToolsURL: tools.URL, Tickets: tools.Tickets, Env: env, Log: log})
+	d, err := New(Config{Command: cli, DataDir: h.data, ToolsURL: tools.URL, Tickets: tools.Tickets, Env: env, Log: log, Warm: warm})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(d.Close) // before the process check
 	h.driver = d
 	return h
 }
@@ -327,4 +333,68 @@ func (h *harness) checkNoProcessLeft() {
 	if len(left) > 0 {
 		h.t.Errorf("processes left behind: %+v", left)
 	}
+}
+
+// The real CLI kept alive across a conversation's requests: they run in
+// one process, the session goes on, a voice reply works there too, and an
+// interrupt stops a running turn without ending the process.
+func TestIntegrationWarm(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	h := newWarmHarness(t, cli, WarmConfig{Max: 4})
+	req := h.request(Text, "one")
+	req.Conversation = "it/1"
+	res, err := h.run(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, prompt := range []string{"two", "three"} {
+		next := req
+		next.Prompt, next.SessionID, next.Resume = prompt, res.SessionID, true
+		if res, err = h.run(next); err != nil {
+			t.Fatal(err)
+		}
+		if want := "You said: " + prompt + " (message " + string(rune('2'+i)) + ")"; !res.Warm || res.Text != want {
+			t.Fatalf("request %d: warm %v, %q; want %q in the warm process", i+2, res.Warm, res.Text, want)
+		}
+	}
+	speech := req
+	speech.Mode, speech.Prompt, speech.SessionID, speech.Resume = Speech, "say it", res.SessionID, true
+	speech.Speech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
+	if res, err = h.run(speech); err != nil || !res.Warm {
+		t.Fatalf("voice reply in the warm process: warm %v, %v", res != nil && res.Warm, err)
+	}
+	h.checkFile(res, "audio-output", ".mp3")
+
+	h.model.SetDelay(20 * time.Second)
+	slow := req
+	slow.Prompt, slow.SessionID, slow.Resume = "take your time", res.SessionID, true
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.run(slow)
+		done <- err
+	}()
+	for deadline := time.Now().Add(time.Minute); len(h.model.Requests()) < 7; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never reached the model")
+		}
+	}
+	if !h.driver.Interrupt("it/1") {
+		t.Fatal("nothing to interrupt")
+	}
+	select {
+	case err := <-done:
+		t.Logf("interrupted request: %v", err)
+		if !errors.Is(err, ErrInterrupted) {
+			t.Errorf("interrupted request: %v, want ErrInterrupted", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the request did not end within 15 s of the interrupt")
+	}
+	h.model.SetDelay(0)
+	after := req
+	after.Prompt, after.SessionID, after.Resume = "still there?", res.SessionID, true
+	if res, err = h.run(after); err != nil || !strings.HasPrefix(res.Text, "You said: still there?") {
+		t.Fatalf("after the interrupt: %v, %v", res, err)
+	}
+	t.Logf("after the interrupt: warm %v, %q", res.Warm, res.Text)
 }

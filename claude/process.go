@@ -2,6 +2,7 @@ package claude
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -37,7 +38,9 @@ type process struct {
 
 	stdin          *os.File
 	stdinOnce      sync.Once
-	stdout, stderr *os.File // our read ends
+	shutdownOnce   sync.Once
+	writing        sync.Mutex // one stdin line at a time: a turn's and an interrupt
+	stdout, stderr *os.File   // our read ends
 	stderrTail     *tailBuffer
 
 	events      chan lineEvent // stdout events; closed at stdout EOF
@@ -166,11 +169,21 @@ func (p *process) readStdout() {
 // send writes one stdin line. The deadline keeps a CLI that stopped
 // reading stdin from blocking the driver forever.
 func (p *process) send(line []byte, timeout time.Duration) error {
+	p.writing.Lock()
+	defer p.writing.Unlock()
 	if err := p.stdin.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
 	_, err := p.stdin.Write(line)
 	return err
+}
+
+// interrupt asks the CLI to stop the turn it is running, with a control
+// request (a bare interrupt message is ignored): the turn ends with its
+// result line, and the process goes on.
+func (p *process) interrupt() error {
+	line := fmt.Sprintf(`{"type":"control_request","request_id":"interrupt-%s","request":{"subtype":"interrupt"}}`+"\n", rand.Text())
+	return p.send([]byte(line), killGrace)
 }
 
 // closeStdin tells the CLI there are no more turns: it exits after the
@@ -189,6 +202,10 @@ func (p *process) exitCode() int {
 // reader goroutines. It lets a CLI that is finishing on its own exit
 // normally (its stdin is closed here) for up to exitGrace.
 func (p *process) shutdown() {
+	p.shutdownOnce.Do(p.end)
+}
+
+func (p *process) end() {
 	p.closeStdin()
 	close(p.stopReading)
 	select {

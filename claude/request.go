@@ -80,6 +80,12 @@ type Request struct {
 	MaxTurns     int
 	MaxBudgetUSD float64
 
+	// Conversation names the conversation the request belongs to (the
+	// bot's chat, say). Its CLI process is kept warm for its next request
+	// when Config.Warm allows; "" runs the request in a process of its
+	// own.
+	Conversation string
+
 	// Log receives the driver's lines about this request and the tool
 	// server's refusals of calls its CLI makes, so it should carry the
 	// fields that name the request. The driver's own logger when nil.
@@ -132,9 +138,14 @@ type Result struct {
 	CostUSD float64
 	// Tokens is the model's token usage over the request's turns.
 	Tokens Tokens
-	// Startup is spawn to first system/init; Turn1 and Turn2 are each
-	// turn's wall time (Turn2 zero for text); Total is spawn to exit.
+	// Startup is spawn to first system/init (0 in a warm process); Turn1
+	// and Turn2 are each turn's wall time (Turn2 zero for text); Total is
+	// the request's, to its last result (and the CLI's exit, when it does
+	// not stay warm).
 	Startup, Turn1, Turn2, Total time.Duration
+	// Warm: the request ran in a process kept from the conversation's
+	// earlier request (Startup is then 0).
+	Warm bool
 	// UnknownEvents counts stdout lines of types the driver skipped.
 	UnknownEvents int
 }

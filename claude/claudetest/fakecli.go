@@ -62,6 +62,9 @@
 //	#ignoreterm ignore SIGTERM, then hang
 //	#grandchild start a grandchild process that inherits stdout, then hang
 //	#slow       wait about a second before replying
+//	#stoppable  go on until the next stdin line, an interrupt control
+//	            request, then end the turn as the real CLI does
+//	            (error_during_execution) and keep running
 //	#long       reply with 6000 characters in paragraphs
 //	#empty      reply with no text at all
 //	#env        reply with the fake's environment, one NAME=value a line,
@@ -302,6 +305,12 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 		c.emit(c.initEvent())
+		if strings.Contains(text, "#stoppable") {
+			if !c.awaitInterrupt(in) {
+				return 1
+			}
+			continue
+		}
 		if strings.Contains(text, toolspec.SpeechTool) || strings.Contains(text, toolspec.ImageTool) {
 			c.toolTurn(text)
 		} else {
@@ -312,6 +321,33 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// awaitInterrupt runs a turn that goes on until the next stdin line, which
+// must be an interrupt control request: it is answered as CLI 2.1.328
+// answers one (control_response, a user event, an error_during_execution
+// result), and the process goes on.
+func (c *fakeCLI) awaitInterrupt(in *bufio.Scanner) bool {
+	if !in.Scan() {
+		return false
+	}
+	var ctl struct {
+		Type      string `json:"type"`
+		RequestID string `json:"request_id"`
+		Request   struct {
+			Subtype string `json:"subtype"`
+		} `json:"request"`
+	}
+	if err := json.Unmarshal(in.Bytes(), &ctl); err != nil || ctl.Type != "control_request" || ctl.Request.Subtype != "interrupt" || ctl.RequestID == "" {
+		fmt.Fprintf(c.stderr, "error: want an interrupt control request with a request_id, got %s\n", in.Bytes())
+		return false
+	}
+	c.emit(map[string]any{"type": "control_response", "response": map[string]any{"subtype": "success", "request_id": ctl.RequestID}})
+	c.emit(map[string]any{"type": "user", "session_id": c.sessionID,
+		"message": map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "[Request interrupted by user]"}}}})
+	c.emit(c.resultEvent(resultFields{subtype: "error_during_execution", isError: true, turns: 1,
+		errors: []string{"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=null"}}))
+	return true
 }
 
 func (c *fakeCLI) sessionFile() string { return filepath.Join(c.sessions, c.sessionID) }

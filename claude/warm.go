@@ -1,0 +1,269 @@
+package claude
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"brainbot/ticket"
+)
+
+// WarmConfig keeps a conversation's CLI process alive between its
+// requests, so a follow-up message pays no CLI start (~0.5 s) and no
+// session reload. The zero value keeps none: every request starts a CLI.
+type WarmConfig struct {
+	// Max is how many idle processes are kept; the least recently used is
+	// ended first. 0 keeps none.
+	Max int
+	// Idle ends a process unused this long (default 10m).
+	Idle time.Duration
+	// RecycleAfter ends a process after this many requests (default 100)
+	// and RecycleMB once its resident memory passes this (default 600):
+	// long CLI sessions keep memory they no longer need.
+	RecycleAfter int
+	RecycleMB    int
+}
+
+func (w WarmConfig) withDefaults() WarmConfig {
+	if w.Idle <= 0 {
+		w.Idle = 10 * time.Minute
+	}
+	if w.RecycleAfter <= 0 {
+		w.RecycleAfter = 100
+	}
+	if w.RecycleMB <= 0 {
+		w.RecycleMB = 600
+	}
+	return w
+}
+
+// live is one running CLI: the process, its standing with the tool
+// server, its MCP config file, and what it was started with.
+type live struct {
+	p         *process
+	tools     *ticket.Process
+	mcpConfig string
+	// fingerprint is everything the process was started with except its
+	// session: a request with another (an edited brain) needs a new one.
+	fingerprint string
+	sessionID   string
+	started     time.Time
+	lastUsed    time.Time
+	requests    int
+	// interrupted: Interrupt asked the CLI to stop the current request's
+	// turn.
+	interrupted atomic.Bool
+	// lastCost is the process's running total_cost_usd so far, and
+	// costBase what it was when the current request began: the CLI
+	// reports a running total per process.
+	lastCost, costBase float64
+}
+
+// fits reports whether cli can serve req: the same settings, the same
+// session resumed, and still running.
+func (cli *live) fits(req Request, fingerprint string) bool {
+	return cli.fingerprint == fingerprint && req.Resume && cli.sessionID == req.SessionID && !isDone(cli.p.exited)
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// shutdown ends the process and releases what it held.
+func (cli *live) shutdown() {
+	cli.p.shutdown()
+	cli.tools.Close()
+	os.Remove(cli.mcpConfig)
+}
+
+// residentMB is the process's resident memory (Linux; 0 elsewhere).
+func (cli *live) residentMB() int {
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(cli.p.cmd.Process.Pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range bytes.Lines(status) {
+		if rest, ok := strings.CutPrefix(string(line), "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// pool holds the idle live processes by conversation, and the ones busy
+// with a request (so /stop can reach them).
+type pool struct {
+	cfg WarmConfig
+	log *zap.Logger
+
+	mu      sync.Mutex
+	idle    map[string]*live
+	running map[string]*live
+	closed  bool
+	ending  sync.WaitGroup // shutdowns in the background
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+func newPool(cfg WarmConfig, log *zap.Logger) *pool {
+	p := &pool{cfg: cfg.withDefaults(), log: log, idle: map[string]*live{}, running: map[string]*live{},
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	if p.cfg.Max > 0 {
+		go p.evictIdle()
+	} else {
+		close(p.stopped) // nothing is ever idle
+	}
+	return p
+}
+
+// take removes and returns conversation key's idle process, if any.
+func (p *pool) take(key string) *live {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cli := p.idle[key]
+	delete(p.idle, key)
+	return cli
+}
+
+// busy records that cli serves a request of conversation key.
+func (p *pool) busy(key string, cli *live) {
+	if key == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running[key] = cli
+}
+
+// done ends cli's request: it goes back to the pool when keep says so and
+// the pool is open, else it is shut down. The least recently used idle
+// process beyond Max is ended.
+func (p *pool) done(key string, cli *live, keep bool) {
+	p.mu.Lock()
+	if p.running[key] == cli {
+		delete(p.running, key)
+	}
+	if !keep || p.closed || p.cfg.Max <= 0 {
+		p.mu.Unlock()
+		cli.shutdown()
+		return
+	}
+	cli.lastUsed = time.Now()
+	p.idle[key] = cli
+	var evicted []*live
+	for len(p.idle) > p.cfg.Max {
+		oldest := ""
+		for k, c := range p.idle {
+			if oldest == "" || c.lastUsed.Before(p.idle[oldest].lastUsed) {
+				oldest = k
+			}
+		}
+		evicted = append(evicted, p.idle[oldest])
+		delete(p.idle, oldest)
+	}
+	p.mu.Unlock()
+	for _, c := range evicted {
+		p.log.Debug("claude: warm process evicted: the pool is full", zap.Int("max_warm", p.cfg.Max))
+		p.endLater(c)
+	}
+}
+
+// endLater shuts cli down without making the caller wait for it.
+func (p *pool) endLater(cli *live) {
+	p.ending.Add(1)
+	go func() {
+		defer p.ending.Done()
+		cli.shutdown()
+	}()
+}
+
+// end shuts down conversation key's idle process (after /reset, say).
+func (p *pool) end(key string) {
+	if cli := p.take(key); cli != nil {
+		p.endLater(cli)
+	}
+}
+
+// runningFor returns the process serving conversation key's request.
+func (p *pool) runningFor(key string) *live {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running[key]
+}
+
+// evictIdle ends processes idle longer than cfg.Idle, until close.
+func (p *pool) evictIdle() {
+	defer close(p.stopped)
+	tick := time.NewTicker(max(p.cfg.Idle/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		var old []*live
+		for k, c := range p.idle {
+			if time.Since(c.lastUsed) > p.cfg.Idle {
+				old = append(old, c)
+				delete(p.idle, k)
+			}
+		}
+		p.mu.Unlock()
+		for _, c := range old {
+			p.log.Debug("claude: warm process ended: idle", zap.Duration("warm_idle", p.cfg.Idle))
+			p.endLater(c)
+		}
+	}
+}
+
+// close ends every idle process and waits for all shutdowns; processes
+// busy with a request are ended when it finishes.
+func (p *pool) close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	idle := p.idle
+	p.idle = map[string]*live{}
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.stopped
+	for _, c := range idle {
+		p.endLater(c)
+	}
+	p.ending.Wait()
+}
+
+// warmCount is how many processes are idle in the pool.
+func (p *pool) warmCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
+// interrupt asks the CLI serving conversation key to stop its running
+// turn; false when none runs.
+func (p *pool) interrupt(key string) bool {
+	cli := p.runningFor(key)
+	if cli == nil {
+		return false
+	}
+	cli.interrupted.Store(true)
+	return cli.p.interrupt() == nil
+}
