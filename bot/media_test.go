@@ -142,6 +142,13 @@ func TestVoiceMessageIsAnsweredInVoice(t *testing.T) {
 	if got := h.exchange(tokenA, 7, "and in writing?"); got.Method != "sendMessage" {
 		t.Errorf("reply to text: %s", got.Method)
 	}
+	// /voice chooses for text messages only: switched on and off again,
+	// a voice message is still answered in voice.
+	h.exchange(tokenA, 7, "/voice")
+	h.exchange(tokenA, 7, "/voice")
+	if got := h.ask(7, voice(id, 30, len(note))); got.Method != "sendVoice" {
+		t.Errorf("after /voice off, reply to a voice message: %s", got.Method)
+	}
 }
 
 // With reply_to_voice off, or a brain that cannot speak, a voice message

@@ -143,8 +143,8 @@ type TTS struct {
 	SendTextToo bool    `yaml:"send_text_too"`
 	UserToggle  bool    `yaml:"user_toggle"`
 	// ReplyToVoice answers a voice message with a voice message when the
-	// brain can speak (Enabled or UserToggle), unless the user switched
-	// voice off with /voice (default true).
+	// brain can speak (Enabled or UserToggle), whatever /voice chose for
+	// text messages (default true).
 	ReplyToVoice bool `yaml:"reply_to_voice"`
 }
 
