@@ -76,8 +76,11 @@ var maxBytes = map[mediaKind]int64{
 	// OpenAI takes 25 MB of audio; Telegram gives 20.
 	mediaVoice: 20 << 20,
 	mediaAudio: 20 << 20,
-	// The Claude API takes 5 MB of base64 per image: 3.75 MB of image.
-	mediaImage: 3 << 20,
+	// Telegram's own limit on photos. The Claude API takes at most 5 MB
+	// of base64 per image, but the CLI (2.1.328, checked) scales larger
+	// images down to 2000 pixels and re-encodes them as JPEG first: an
+	// 18 MB PNG reached the model as a 470 KB JPEG.
+	mediaImage: 10 << 20,
 	// A PDF page costs 1500-3000 tokens and its picture.
 	mediaPDF: 5 << 20,
 	// About 25,000 tokens.

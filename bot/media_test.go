@@ -216,8 +216,8 @@ func TestPhotoReachesTheModel(t *testing.T) {
 	small, medium := jpegOf(t, 90, 60), jpegOf(t, 800, 533)
 	sizes := fmt.Sprintf(`"photo":[{"file_id":%q,"file_unique_id":"s","width":90,"height":60,"file_size":%d},`+
 		`{"file_id":%q,"file_unique_id":"m","width":800,"height":533,"file_size":%d},`+
-		`{"file_id":"too-big","file_unique_id":"l","width":2560,"height":1706,"file_size":%d}]`,
-		h.srv.AddFile(tokenA, small), len(small), h.srv.AddFile(tokenA, medium), len(medium), 4<<20)
+		`{"file_id":"too-big","file_unique_id":"l","width":5120,"height":3413,"file_size":%d}]`,
+		h.srv.AddFile(tokenA, small), len(small), h.srv.AddFile(tokenA, medium), len(medium), 11<<20)
 	if got := h.ask(7, sizes+`,"caption":"what is this?"`); got.Param("text") != "You said: what is this?" {
 		t.Fatalf("reply %q", got.Param("text"))
 	}

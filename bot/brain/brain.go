@@ -201,7 +201,7 @@ func (m Messages) LimitText(untilReset time.Duration) string {
 }
 
 // TooBigText is the too_big message with MaxPlaceholder replaced by the
-// limit the file broke, as users read it ("3 MB", "10 minutes").
+// limit the file broke, as users read it ("10 MB", "10 minutes").
 func (m Messages) TooBigText(limit string) string {
 	return strings.ReplaceAll(m.TooBig, MaxPlaceholder, limit)
 }
