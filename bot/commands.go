@@ -17,6 +17,7 @@ func commandList(b *brain.Brain) []models.BotCommand {
 		{Command: "start", Description: "Say hello"},
 		{Command: "help", Description: "What I do and my commands"},
 		{Command: "reset", Description: "Start a new conversation"},
+		{Command: "stop", Description: "Stop the answer I am writing"},
 	}
 	if b.TTS.UserToggle {
 		cmds = append(cmds, models.BotCommand{Command: "voice", Description: "Switch voice replies on or off"})
@@ -54,6 +55,7 @@ func (p *pipeline) command(r *request) string {
 	case "help":
 		return helpText(b)
 	case "reset":
+		p.claude.End(r.in.conversationKey())
 		ended, err := p.store.ResetSession(r.ctx, r.in.conversation(), p.now())
 		if err != nil {
 			r.log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))

@@ -38,10 +38,30 @@ type fakeClaude struct {
 	maxRun   int
 	// turn is how long every request takes (0: at once).
 	turn time.Duration
+	// ended lists the conversations whose process End ended; stop is
+	// closed by Interrupt to stop a #wait request.
+	ended []string
+	stop  chan struct{}
+}
+
+func (f *fakeClaude) Interrupt(conversation string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running == 0 || isClosed(f.stop) {
+		return false
+	}
+	close(f.stop)
+	return true
+}
+
+func (f *fakeClaude) End(conversation string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ended = append(f.ended, conversation)
 }
 
 func newFakeClaude(dataDir string) *fakeClaude {
-	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{})}
+	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{}), stop: make(chan struct{})}
 }
 
 func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Result, error) {
@@ -73,6 +93,8 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	if strings.Contains(req.Prompt, "#wait") {
 		select {
 		case <-f.release:
+		case <-f.stop:
+			return &claude.Result{SessionID: req.SessionID}, fmt.Errorf("turn: %w", claude.ErrInterrupted)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

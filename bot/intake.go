@@ -3,6 +3,7 @@ package bot
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -63,6 +64,12 @@ func (in *incoming) conversation() store.Conversation {
 	return store.Conversation{Bot: in.bot, Chat: in.chat, Thread: in.thread}
 }
 
+// conversationKey names the conversation to the Claude driver, which
+// keeps its CLI process warm between messages.
+func (in *incoming) conversationKey() string {
+	return fmt.Sprintf("%s/%d/%d", in.bot, in.chat, in.thread)
+}
+
 func (in *incoming) inGroup() bool {
 	return in.chatType == models.ChatTypeGroup || in.chatType == models.ChatTypeSupergroup
 }
@@ -109,6 +116,12 @@ func (r *runner) accept(u *models.Update) {
 	in := r.incoming(msg)
 	in.text = text
 	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, me.username)
+	if in.command == "stop" && !in.forOtherBot {
+		// Not queued: it is for the message the queue is busy with.
+		r.confirm(u.ID)
+		m.answerAside(in, m.pipeline.stop)
+		return
+	}
 	if hasFile {
 		file.Album = msg.MediaGroupID
 		in.media = []attachment{file}

@@ -36,6 +36,11 @@ import (
 // (a speech request's turn-1 text).
 type Claude interface {
 	Run(ctx context.Context, req claude.Request) (*claude.Result, error)
+	// Interrupt stops the turn a conversation's request is running (the
+	// request then fails with claude.ErrInterrupted); false when none
+	// runs. End ends a conversation's warm CLI process.
+	Interrupt(conversation string) bool
+	End(conversation string)
 }
 
 // Config is what Run needs. Zero durations and sizes take the defaults noted.

@@ -105,7 +105,7 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 		r.drop("dropped")
 	case in.forOtherBot:
 		r.drop("ignored")
-	case len(b.Access.AllowedUsers) > 0 && !slices.Contains(b.Access.AllowedUsers, in.user):
+	case !allowed(b, in.user):
 		r.log.Info("user not allowed")
 		r.say("denied", b.Messages.Denied)
 	case p.media.refused(r):
@@ -185,6 +185,8 @@ func (p *pipeline) converse(r *request) {
 		r.out.text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
+	case errors.Is(err, claude.ErrInterrupted):
+		r.sum.outcome = "stopped" // the /stop reply told the user
 	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
 		// The words are there, only the voice failed. Not for a request
 		// stopped at a bound: the brain's owner said "no further".
@@ -198,6 +200,26 @@ func (p *pipeline) converse(r *request) {
 		path, err := p.organize(r, res)
 		r.replyFile(res, path, err)
 	}
+}
+
+// stop interrupts the turn the conversation's CLI is running (/stop); the
+// interrupted request ends without a reply of its own.
+func (p *pipeline) stop(r *request) {
+	switch {
+	case !allowed(r.brain, r.in.user):
+		r.log.Info("user not allowed")
+		r.say("denied", r.brain.Messages.Denied)
+	case p.claude.Interrupt(r.in.conversationKey()):
+		r.log.Info("turn stopped by /stop")
+		r.say("command", "Stopped. What next?")
+	default:
+		r.say("command", "There is nothing to stop.")
+	}
+}
+
+// allowed reports whether access.allowed_users lets user talk to the bot.
+func allowed(b *brain.Brain, user int64) bool {
+	return len(b.Access.AllowedUsers) == 0 || slices.Contains(b.Access.AllowedUsers, user)
 }
 
 // withinBudget reports whether the bot, and the user, may still spend
@@ -363,6 +385,7 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		SystemPrompt: b.SystemPrompt,
 		Model:        b.Claude.Model,
 		BotID:        r.in.bot,
+		Conversation: r.in.conversationKey(),
 		FilePrefix:   output.Prefix(r.in.bot, r.in.user, time.Now()),
 		Speech: toolspec.SpeechSettings{
 			Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,
@@ -545,14 +568,15 @@ type summary struct {
 	// speech or the image cost by package pricing.
 	cost, openAI float64
 	tokens       claude.Tokens
-	// ranClaude: the request reached the model (and has a cost to record).
-	ranClaude bool
+	// ranClaude: the request reached the model (and has a cost to record);
+	// warm: in a CLI process kept from the conversation's last request.
+	ranClaude, warm bool
 }
 
 func (s *summary) noteClaude(res *claude.Result) {
 	if res != nil {
 		s.claudeStartup, s.turn1, s.turn2, s.claudeTotal = res.Startup, res.Turn1, res.Turn2, res.Total
-		s.cost, s.tokens = res.CostUSD, res.Tokens
+		s.cost, s.tokens, s.warm = res.CostUSD, res.Tokens, res.Warm
 	}
 }
 
@@ -561,7 +585,7 @@ func (s *summary) noteClaude(res *claude.Result) {
 // Durations are whole milliseconds, the unit in the key.
 func (s *summary) write(log *zap.Logger, total time.Duration) {
 	log.Info("request",
-		zap.String("mode", s.mode.String()), zap.String("outcome", s.outcome),
+		zap.String("mode", s.mode.String()), zap.String("outcome", s.outcome), zap.Bool("warm", s.warm),
 		zap.Int64("queue_wait_ms", s.queueWait.Milliseconds()), zap.Int64("claude_startup_ms", s.claudeStartup.Milliseconds()),
 		zap.Int64("turn1_ms", s.turn1.Milliseconds()), zap.Int64("turn2_ms", s.turn2.Milliseconds()),
 		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),

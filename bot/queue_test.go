@@ -167,3 +167,37 @@ func TestTokenChangeLosesNoRequest(t *testing.T) {
 		t.Fatalf("after the token change = %+v", got)
 	}
 }
+
+// /stop is not queued behind the message it stops: the running turn is
+// interrupted, the user told once, and the conversation goes on.
+func TestStopInterruptsTheRunningAnswer(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	if got := h.exchange(tokenA, 7, "/stop"); got.Param("text") != "There is nothing to stop." {
+		t.Fatalf("/stop with nothing running = %q", got.Param("text"))
+	}
+	h.srv.SendText(tokenA, 7, 7, "#wait a long answer")
+	for len(h.claude.requests()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if got := h.exchange(tokenA, 7, "/stop"); got.Param("text") != "Stopped. What next?" {
+		t.Fatalf("/stop = %q", got.Param("text"))
+	}
+	if got := h.exchange(tokenA, 7, "next"); got.Param("text") != "You said: next" {
+		t.Fatalf("after /stop = %q", got.Param("text"))
+	}
+	var stopped bool
+	for _, e := range waitSummaries(t, h.logs, 4) {
+		stopped = stopped || e.ContextMap()["outcome"] == "stopped"
+	}
+	if !stopped {
+		t.Error("no request line with outcome stopped")
+	}
+	if n := len(h.srv.Sent(tokenA)); n != 3 {
+		t.Errorf("%d messages sent, want 3 (the stopped answer sends none): %s", n, describeCalls(h.srv.Sent(tokenA)))
+	}
+	h.exchange(tokenA, 7, "/reset")
+	if h.claude.mu.Lock(); len(h.claude.ended) != 1 || h.claude.ended[0] != "alpha/7/0" {
+		t.Errorf("/reset ended %v, want the conversation's warm process", h.claude.ended)
+	}
+	h.claude.mu.Unlock()
+}

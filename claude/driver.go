@@ -88,7 +88,9 @@ func New(cfg Config) (*Driver, error) {
 
 // args is the CLI's command line for req, with the process's MCP config.
 func (d *Driver) args(req Request, mcpConfig string) []string {
-	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"}
+	// Partial messages: the text arrives as the model writes it, for
+	// replies streamed to the chat (Request.OnText).
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
 	if req.Resume {
 		args = append(args, "--resume", req.SessionID)
 	} else {
@@ -327,7 +329,8 @@ type conversation struct {
 	begun, turnStart time.Time
 	turn             int
 	seenInit         bool
-	events           int // stdout events read
+	streamed         string // turn 1's text so far, from the deltas
+	events           int    // stdout events read
 	turn1Text        []string
 
 	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
@@ -430,8 +433,19 @@ func (c *conversation) handle(ev event) {
 		}
 	case kindResult:
 		c.endTurn(ev)
-	default:
-		c.res.UnknownEvents++
+	case kindTextStart:
+		if c.turn == 1 && c.streamed != "" {
+			c.streamed += "\n\n" // a new paragraph, as in Result.Text
+		}
+	case kindTextDelta:
+		if c.turn == 1 && c.req.OnText != nil {
+			c.streamed += ev.Delta
+			c.req.OnText(c.streamed)
+		}
+	case kindOther:
+		if ev.Type != "stream_event" {
+			c.res.UnknownEvents++
+		}
 	}
 }
 

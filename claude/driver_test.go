@@ -166,7 +166,7 @@ func TestArgs(t *testing.T) {
 	const mcpConfig = "/data/claude/mcp/cli-1.json"
 	tools := toolspec.SpeechTool + "," + toolspec.ImageTool
 	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice"}
-	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
 		"--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
@@ -175,7 +175,7 @@ func TestArgs(t *testing.T) {
 	}
 
 	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x"}
-	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
 		"--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}

@@ -28,6 +28,11 @@ const (
 	kindPermissionDenied
 	// kindResult ends a turn.
 	kindResult
+	// kindTextStart opens a text block, and kindTextDelta carries a piece
+	// of its text, as the model writes it (stream_event lines, with
+	// --include-partial-messages).
+	kindTextStart
+	kindTextDelta
 )
 
 func (k kind) String() string {
@@ -42,6 +47,10 @@ func (k kind) String() string {
 		return "permission_denied"
 	case kindResult:
 		return "result"
+	case kindTextStart:
+		return "text_start"
+	case kindTextDelta:
+		return "text_delta"
 	}
 	return "other"
 }
@@ -58,6 +67,8 @@ type event struct {
 	Blocks []block
 	// Denial is set for kindPermissionDenied.
 	Denial denial
+	// Delta is the text of a kindTextDelta.
+	Delta string
 	// Result is set for kindResult.
 	Result *turnResult
 }
@@ -167,8 +178,25 @@ func parseEvent(line []byte) (event, error) {
 	case "result":
 		ev.Kind = kindResult
 		ev.Result = top.turnResult(ev.Subtype)
+	case "stream_event":
+		streamEvent(asObject(top["event"]), &ev)
 	}
 	return ev, nil
+}
+
+// streamEvent reads the raw API event of a stream_event line: the start of
+// a text block, or a piece of its text. Other events stay kindOther.
+func streamEvent(raw object, ev *event) {
+	switch raw.str("type") {
+	case "content_block_start":
+		if asObject(raw["content_block"]).str("type") == "text" {
+			ev.Kind = kindTextStart
+		}
+	case "content_block_delta":
+		if delta := asObject(raw["delta"]); delta.str("type") == "text_delta" {
+			ev.Kind, ev.Delta = kindTextDelta, delta.str("text")
+		}
+	}
 }
 
 func (o object) turnResult(subtype string) *turnResult {

@@ -365,6 +365,18 @@ func TestIntegrationWarm(t *testing.T) {
 	}
 	h.checkFile(res, "audio-output", ".mp3")
 
+	// A streamed reply: the text grows as the model writes it.
+	var streamed []string
+	long := req
+	long.Prompt, long.SessionID, long.Resume = "tell me more #long", res.SessionID, true
+	long.OnText = func(text string) { streamed = append(streamed, text) }
+	if res, err = h.run(long); err != nil {
+		t.Fatal(err)
+	}
+	if len(streamed) < 5 || streamed[len(streamed)-1] != res.Text {
+		t.Errorf("streamed %d texts, last %q; want many, the last the reply %q", len(streamed), streamed[len(streamed)-1:], res.Text)
+	}
+
 	h.model.SetDelay(20 * time.Second)
 	slow := req
 	slow.Prompt, slow.SessionID, slow.Resume = "take your time", res.SessionID, true
@@ -373,7 +385,7 @@ func TestIntegrationWarm(t *testing.T) {
 		_, err := h.run(slow)
 		done <- err
 	}()
-	for deadline := time.Now().Add(time.Minute); len(h.model.Requests()) < 7; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); len(h.model.Requests()) < 8; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the slow request never reached the model")
 		}

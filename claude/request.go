@@ -80,6 +80,11 @@ type Request struct {
 	MaxTurns     int
 	MaxBudgetUSD float64
 
+	// OnText, when set, is called with turn 1's text so far each time the
+	// model writes more of it (from the driver's goroutine: it must not
+	// block). The final text is Result.Text.
+	OnText func(text string)
+
 	// Conversation names the conversation the request belongs to (the
 	// bot's chat, say). Its CLI process is kept warm for its next request
 	// when Config.Warm allows; "" runs the request in a process of its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -168,5 +169,26 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("condition not reached")
 		}
+	}
+}
+
+// OnText sees turn 1's text grow as the model writes it, ending with the
+// whole reply; the events do not count as unknown.
+func TestStreamedText(t *testing.T) {
+	e := newFakeEnv(t)
+	req := e.request(Text, "a reply long enough to arrive in several pieces")
+	var seen []string
+	req.OnText = func(text string) { seen = append(seen, text) }
+	res := e.mustRun(t, req)
+	if len(seen) < 3 || seen[len(seen)-1] != res.Text {
+		t.Fatalf("streamed %q, want several growing texts ending in %q", seen, res.Text)
+	}
+	for i := 1; i < len(seen); i++ {
+		if !strings.HasPrefix(seen[i], seen[i-1]) {
+			t.Fatalf("streamed text shrank: %q then %q", seen[i-1], seen[i])
+		}
+	}
+	if res.UnknownEvents != 0 {
+		t.Errorf("%d unknown events: stream events must not count", res.UnknownEvents)
 	}
 }

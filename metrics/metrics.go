@@ -97,6 +97,14 @@ func (m *Metrics) ObserveStage(stage string, d time.Duration) {
 	}
 }
 
+// TrackWarm reports warm() as brainbot_claude_warm: the conversations
+// whose CLI process is kept alive, idle.
+func (m *Metrics) TrackWarm(warm func() int) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "brainbot_claude_warm", Help: "Conversations whose Claude process is kept alive between messages (idle ones).",
+	}, func() float64 { return float64(warm()) }))
+}
+
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})

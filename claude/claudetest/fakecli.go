@@ -98,6 +98,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/mark3labs/mcp-go/client"
@@ -170,6 +171,7 @@ type options struct {
 	servers                                 map[string]mcpServer
 	maxTurns                                int
 	maxBudget                               float64
+	partial                                 bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -178,6 +180,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.BoolVar(&o.print, "p", false, "print mode")
 	fs.BoolVar(&o.verbose, "verbose", false, "verbose")
+	fs.BoolVar(&o.partial, "include-partial-messages", false, "stream_event deltas")
 	fs.BoolVar(&o.strictMCP, "strict-mcp-config", false, "only --mcp-config servers")
 	fs.Bool("bare", false, "minimal mode")
 	fs.StringVar(&o.inputFormat, "input-format", "text", "input format")
@@ -484,6 +487,7 @@ func (c *fakeCLI) textTurn(text string, n int) {
 		reply = strings.Join(env, "\n")
 	}
 	if reply != "" {
+		c.stream(reply)
 		c.emit(c.assistant(textBlock(reply)))
 	}
 	c.emitUnknown()
@@ -682,6 +686,27 @@ func (c *fakeCLI) initEvent() map[string]any {
 func mustGetwd() string {
 	wd, _ := os.Getwd()
 	return wd
+}
+
+// stream sends text as the real CLI does with --include-partial-messages
+// before the whole message: a text block's start, then its pieces.
+func (c *fakeCLI) stream(text string) {
+	if !c.opts.partial {
+		return
+	}
+	event := func(ev map[string]any) {
+		c.emit(map[string]any{"type": "stream_event", "event": ev, "session_id": c.sessionID, "parent_tool_use_id": nil, "uuid": uuid.NewString()})
+	}
+	event(map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+	for len(text) > 0 {
+		piece := text[:min(8, len(text))]
+		for !utf8.ValidString(piece) && len(piece) < len(text) {
+			piece = text[:len(piece)+1]
+		}
+		text = text[len(piece):]
+		event(map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": piece}})
+	}
+	event(map[string]any{"type": "content_block_stop", "index": 0})
 }
 
 func (c *fakeCLI) assistant(block map[string]any) map[string]any {

@@ -35,6 +35,8 @@ func TestConfigDefaults(t *testing.T) {
 		MaxClaude:      4,
 		MaxWaiting:     50,
 		MaxWait:        2 * time.Minute,
+		MaxWarm:        defaultMaxWarm(),
+		WarmIdle:       10 * time.Minute,
 		Grace:          30 * time.Second,
 	}
 	if c != want {
@@ -75,6 +77,8 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		MaxClaude:      2,
 		MaxWaiting:     50,
 		MaxWait:        2 * time.Minute,
+		MaxWarm:        defaultMaxWarm(),
+		WarmIdle:       10 * time.Minute,
 		Grace:          5 * time.Second,
 		AudioRetention: output.Retention{MaxAge: 720 * time.Hour},
 		ImageRetention: output.Retention{MaxBytes: 512 << 20},
@@ -152,7 +156,7 @@ func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
 		BrainsDir: "brains", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
 		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
-		MaxWaiting: 1, MaxWait: time.Second,
+		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute,
 	}
 	before := c
 	if err := c.validate(); err != nil {

@@ -77,11 +77,22 @@ const waitLong = 2 * time.Minute
 // before brainbot starts (to seed its data folder).
 func newStack(tb testing.TB, prepare func(*stack.Stack)) *stack.Stack {
 	tb.Helper()
-	return newStackWith(tb, nil, prepare)
+	return newStackWithPrepare(tb, nil, nil, prepare)
 }
 
-// newStackWith is newStack with more brains (file name → YAML).
-func newStackWith(tb testing.TB, more map[string]string, prepare func(*stack.Stack)) *stack.Stack {
+// newStackWith is newStack with extra environment for brainbot.
+func newStackWith(tb testing.TB, env []string) *stack.Stack {
+	tb.Helper()
+	return newStackWithPrepare(tb, nil, env, nil)
+}
+
+// newStackWithBrains is newStack with more brains (file name → YAML).
+func newStackWithBrains(tb testing.TB, more map[string]string) *stack.Stack {
+	tb.Helper()
+	return newStackWithPrepare(tb, more, nil, nil)
+}
+
+func newStackWithPrepare(tb testing.TB, more map[string]string, env []string, prepare func(*stack.Stack)) *stack.Stack {
 	tb.Helper()
 	cli := claudetest.RequireCLI(tb)
 	brains := map[string]string{
@@ -97,7 +108,7 @@ func newStackWith(tb testing.TB, more map[string]string, prepare func(*stack.Sta
 		ClaudeCmd: cli,
 		Dir:       tb.TempDir(),
 		Brains:    brains,
-		Env:       []string{"BRAINBOT_GRACE=20s", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"},
+		Env:       append([]string{"BRAINBOT_GRACE=20s", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
 		Logs:      testLogs(tb),
 	})
 	if err != nil {
@@ -330,7 +341,8 @@ func TestEndToEnd(t *testing.T) {
 		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
 			t.Errorf("reply = %q", got)
 		}
-		waitNoChildren(t, s)
+		// Other conversations' CLIs stay warm; the hung one is gone.
+		waitNoCLI(t, s, "You are slow.")
 	})
 
 	t.Run("speech service failing", func(t *testing.T) {
@@ -557,14 +569,19 @@ func waitLogFrom(t *testing.T, s *stack.Stack, from int, match func(stack.Line) 
 	return found
 }
 
-// waitNoChildren waits until no process but brainbot itself runs with the
-// stack's HOME: every Claude CLI it started has ended.
-func waitNoChildren(t *testing.T, s *stack.Stack) {
+// waitNoCLI waits until no Claude CLI the stack's brainbot started runs
+// with systemPrompt (the brain it served) on its command line.
+func waitNoCLI(t *testing.T, s *stack.Stack, systemPrompt string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		left := claudetest.ProcessesWithEnv("HOME=" + s.Home)
-		if len(left) == 1 && left[0].PID == s.PID() {
+		var left []claudetest.Process
+		for _, p := range claudetest.ProcessesWithEnv("HOME=" + s.Home) {
+			if p.PID != s.PID() && strings.Contains(p.Cmdline, systemPrompt) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {

@@ -24,7 +24,7 @@ func TestMediaEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStackWith(t, map[string]string{"voice.yaml": string(example)}, nil)
+	s := newStackWithBrains(t, map[string]string{"voice.yaml": string(example)})
 
 	t.Run("a voice message to a speech brain gets a voice note answering its words", func(t *testing.T) {
 		r := sendVoice(t, s, "speaker", 401, "what time is it")

@@ -80,11 +80,14 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		ToolsURL: tools.URL,
 		Tickets:  tickets,
 		Bare:     bare,
+		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle},
 		Log:      log.Named("claude"),
 	})
 	if err != nil {
 		return err
 	}
+	// After the bots stop: their requests are over, their warm CLIs end.
+	defer driver.Close()
 
 	// Voice messages in need the key; without it they get the brain's
 	// messages.text_only.
@@ -93,6 +96,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		transcriber = transcribe.New(openAIConfig(cfg))
 	}
 	reg := metrics.New()
+	reg.TrackWarm(driver.Warm)
 	manager, err := bot.New(bot.Config{
 		BrainsDir:        cfg.BrainsDir,
 		DataDir:          cfg.DataDir,

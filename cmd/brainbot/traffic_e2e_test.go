@@ -136,7 +136,10 @@ func TestEndToEndRealTraffic(t *testing.T) {
 			`brainbot_requests_total{bot="narrator",mode="text",outcome="unreadable"} 1`,
 			`brainbot_undecodable_updates_total{bot="narrator"} 1`,
 			`brainbot_claude_running 0`,
-			`brainbot_request_stage_seconds_count{stage="cli_start"} 10`,
+			// Four conversations answered ten times: each CLI started once
+			// and stayed warm for the conversation's next messages.
+			`brainbot_request_stage_seconds_count{stage="cli_start"} 4`,
+			`brainbot_claude_warm 4`,
 			`process_resident_memory_bytes`,
 			`go_goroutines`,
 		} {
