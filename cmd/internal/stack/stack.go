@@ -252,9 +252,28 @@ func (s *Stack) Close() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
+	s.killCLIs()
 	s.Telegram.Close()
 	s.Model.Close()
 	s.OpenAI.Close()
+}
+
+// killCLIs kills the Claude CLIs brainbot left: each runs in a process
+// group of its own, so a warm one outlives a killed brainbot and would
+// go on writing into the test's folder after the test removed it.
+func (s *Stack) killCLIs() {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := claudetest.ProcessesWithEnv("HOME=" + s.Home)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, p := range left {
+			_ = syscall.Kill(-p.PID, syscall.SIGKILL) // its group: the CLI and anything it started
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // PID is brainbot's process id (0 when it is not running).
