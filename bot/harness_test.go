@@ -102,6 +102,14 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	if strings.Contains(req.Prompt, "#fail") {
 		return nil, errors.New("model exploded")
 	}
+	if strings.Contains(req.Prompt, "#stream") && req.OnText != nil {
+		// As the model writes: a word at a time.
+		words := strings.Fields("You said: " + req.Prompt)
+		for i := range words {
+			req.OnText(strings.Join(words[:i+1], " "))
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	res := &claude.Result{Text: "You said: " + req.Prompt, SessionID: req.SessionID, CostUSD: 0.01,
 		Tokens: claude.Tokens{Input: 1000, Output: 20, CacheRead: 500}}
 	if req.Mode == claude.Text {

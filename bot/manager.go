@@ -71,6 +71,9 @@ type Config struct {
 	Grace time.Duration
 	// PollTimeout is the getUpdates long-poll timeout (default 50s).
 	PollTimeout time.Duration
+	// StreamEvery is how often a streamed text reply is updated after its
+	// first text shows (default 1s: about Telegram's edit limit).
+	StreamEvery time.Duration
 	// ChatActionEvery is how often the typing/recording/uploading status is
 	// resent while a request runs (default 4s; Telegram shows it ~5s).
 	ChatActionEvery time.Duration
@@ -145,6 +148,7 @@ func New(cfg Config) (*Manager, error) {
 	setDefault(&cfg.Grace, 30*time.Second)
 	setDefault(&cfg.PollTimeout, 50*time.Second)
 	setDefault(&cfg.ChatActionEvery, 4*time.Second)
+	setDefault(&cfg.StreamEvery, streamEvery)
 	setDefault(&cfg.RetryMin, time.Second)
 	setDefault(&cfg.RetryMax, 5*time.Minute)
 	if cfg.Log == nil {
@@ -182,6 +186,7 @@ func New(cfg Config) (*Manager, error) {
 		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning, cfg.Metrics.ClaudeWaiting),
 		stopping:    m.stopping,
 		actionEvery: cfg.ChatActionEvery,
+		streamEvery: cfg.StreamEvery,
 		caller:      caller{backoff: cfg.RetryMin, metrics: cfg.Metrics},
 		metrics:     cfg.Metrics,
 		media:       media{transcriber: cfg.Transcriber, http: &http.Client{Timeout: fileTimeout}},

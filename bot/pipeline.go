@@ -47,10 +47,13 @@ type pipeline struct {
 	// stopping is closed when no new Claude request may start.
 	stopping    <-chan struct{}
 	actionEvery time.Duration
+	streamEvery time.Duration
 	caller      caller
 	metrics     *metrics.Metrics
 	budgets     budgetWarnings
-	media       media
+	// noDrafts are the chats where drafts failed: replies stream by edits.
+	noDrafts chatSet
+	media    media
 }
 
 // budgetWarnings remembers which bots' admins heard today that the daily
@@ -172,7 +175,21 @@ func (p *pipeline) converse(r *request) {
 	// not while it waits, so a crowd waiting for Claude does not flood
 	// Telegram with chat actions.
 	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
-	res, expired, err := p.ask(r)
+	var onText func(string)
+	var st *streamer
+	if mode == claude.Text && r.brain.Stream {
+		st = newStreamer(r, &p.noDrafts, p.streamEvery)
+		onText = st.update
+	}
+	res, expired, err := p.ask(r, onText)
+	if st != nil {
+		// Stopped before the final reply, which replaces what it showed.
+		var firstShown time.Time
+		r.out.edit, firstShown = st.finish()
+		if !firstShown.IsZero() {
+			r.sum.firstText = firstShown.Sub(r.in.arrived)
+		}
+	}
 	p.slots.release()
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
@@ -346,12 +363,13 @@ func (p *pipeline) voiceOn(r *request) (bool, error) {
 // ask runs the request in the conversation's session, starting a new
 // session when there is none or the stored one is gone (expired reports
 // the latter).
-func (p *pipeline) ask(r *request) (res *claude.Result, expired bool, err error) {
+func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, expired bool, err error) {
 	sess, ok, err := p.store.Session(r.ctx, r.in.conversation())
 	if err != nil {
 		return nil, false, err
 	}
 	creq := p.claudeRequest(r, r.sum.mode)
+	creq.OnText = onText
 	creq.SessionID, creq.Resume = sess.ID, ok
 	if !ok {
 		creq.SessionID = uuid.NewString()
@@ -560,6 +578,8 @@ type summary struct {
 	// claudeStartup (spawn to the CLI's init) and claudeTotal (spawn to
 	// exit) tell the CLI's share of the time from ours.
 	queueWait, claudeStartup, turn1, turn2, claudeTotal, locate, send time.Duration
+	// firstText is arrival to the first streamed text in the chat.
+	firstText time.Duration
 	// transcribe is the time voice took to become text, audioSeconds how
 	// much there was.
 	transcribe   time.Duration
@@ -591,6 +611,7 @@ func (s *summary) write(log *zap.Logger, total time.Duration) {
 		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),
 		zap.Int64("locate_ms", s.locate.Milliseconds()), zap.Int64("send_ms", s.send.Milliseconds()),
 		zap.Int64("transcribe_ms", s.transcribe.Milliseconds()), zap.Int("audio_s", s.audioSeconds),
+		zap.Int64("first_text_ms", s.firstText.Milliseconds()),
 		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost), zap.Float64("openai_usd", s.openAI),
 		zap.Int64("input_tokens", s.tokens.Input), zap.Int64("output_tokens", s.tokens.Output),
 		zap.Int64("cache_read_tokens", s.tokens.CacheRead), zap.Int64("cache_write_tokens", s.tokens.CacheWrite))

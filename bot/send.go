@@ -36,7 +36,10 @@ type replier struct {
 	chat    int64
 	thread  int
 	replyTo *models.ReplyParameters
-	log     *zap.Logger
+	// edit is a message of ours the next text replaces (a streamed reply's
+	// message), instead of a new one.
+	edit int
+	log  *zap.Logger
 }
 
 func newReplier(c caller, client func() *tgbot.Bot, in *incoming, log *zap.Logger) *replier {
@@ -148,8 +151,19 @@ func isPermanent(err error) bool {
 // reported as errBlocked.
 func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 	for _, part := range splitMessage(text, maxMessageLen) {
-		replyTo := o.reply()
+		replyTo, editID := o.reply(), o.edit
+		o.edit = 0
 		send := func(text string, mode models.ParseMode) error {
+			if editID != 0 {
+				return o.retry(ctx, "editMessageText", func(ctx context.Context) error {
+					_, err := o.client().EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: o.chat, MessageID: editID,
+						Text: text, ParseMode: mode})
+					if isNotModified(err) {
+						return nil
+					}
+					return err
+				})
+			}
 			return o.retry(ctx, "sendMessage", func(ctx context.Context) error {
 				_, err := o.client().SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
 					ReplyParameters: replyTo, Text: text, ParseMode: mode})
@@ -172,6 +186,11 @@ func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 	}
 	o.log.Debug("text sent", zap.String("text", text))
 	return nil
+}
+
+// isNotModified: an edit that changes nothing, which Telegram refuses.
+func isNotModified(err error) bool {
+	return errors.Is(err, tgbot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
 }
 
 func isEntityError(err error) bool {

@@ -27,6 +27,9 @@ type Brain struct {
 	Telegram     Telegram `yaml:"telegram"`
 	SystemPrompt string   `yaml:"system_prompt"`
 	Access       Access   `yaml:"access"`
+	// Stream shows text replies while the model writes them (default
+	// true).
+	Stream bool `yaml:"stream"`
 	// Groups says which group messages the bot answers: GroupsOff,
 	// GroupsMention (default) or GroupsAll.
 	Groups   string   `yaml:"groups"`

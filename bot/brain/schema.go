@@ -74,6 +74,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.speed") {
 		b.TTS.Speed = toolspec.DefaultSpeed
 	}
+	if !isSet("stream") {
+		b.Stream = true
+	}
 	// On unless the file says false: a bot that speaks should listen.
 	if !isSet("tts.reply_to_voice") {
 		b.TTS.ReplyToVoice = true

@@ -416,8 +416,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.getFile(w, b, call.Param("file_id"))
 	case "getMe":
 		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
-	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "deleteMyCommands":
+	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "deleteMyCommands", "sendMessageDraft":
 		writeResult(w, true)
+	case "editMessageText":
+		id, _ := strconv.Atoi(call.Param("message_id"))
+		writeResult(w, sentMessage(token, id, call))
 	case "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
 		s.mu.Lock()
 		id := b.nextMsg

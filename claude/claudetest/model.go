@@ -119,6 +119,8 @@ type Model struct {
 	mu       sync.Mutex
 	requests []Request
 	delay    time.Duration
+	// pace is the pause between a streamed answer's deltas.
+	pace     time.Duration
 	failures []int // HTTP statuses for the next message requests, in order
 	served   int   // message responses so far: numbers message and tool ids
 }
@@ -243,6 +245,14 @@ func (m *Model) Requests() []Request {
 	return append([]Request(nil), m.requests...)
 }
 
+// SetPace makes every later streamed answer pause d between its deltas
+// (64 bytes each), as a model writing at a fixed rate.
+func (m *Model) SetPace(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pace = d
+}
+
 // SetDelay makes every later answer wait d before its first byte.
 func (m *Model) SetDelay(d time.Duration) {
 	m.mu.Lock()
@@ -333,7 +343,7 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.mu.Lock()
-	delay := m.delay
+	delay, pace := m.delay, m.pace
 	var injected int
 	if len(m.failures) > 0 {
 		injected, m.failures = m.failures[0], m.failures[1:]
@@ -371,7 +381,7 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	msg := newMessage(n, req.Model, a, inputTokens)
 	if req.Stream {
-		writeStream(w, msg)
+		writeStream(w, msg, pace)
 	} else {
 		writeJSON(w, msg)
 	}
@@ -716,7 +726,7 @@ func newMessage(n int, model string, a answer, inputTokens int) message {
 
 // writeStream sends msg as the API's server-sent events: the content
 // arrives in deltas, the stop reason and output tokens in message_delta.
-func writeStream(w http.ResponseWriter, msg message) {
+func writeStream(w http.ResponseWriter, msg message, pace time.Duration) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -749,6 +759,7 @@ func writeStream(w http.ResponseWriter, msg message) {
 		}
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": opening})
 		for _, p := range pieces {
+			time.Sleep(pace)
 			send("content_block_delta", map[string]any{
 				"type": "content_block_delta", "index": i,
 				"delta": map[string]string{"type": deltaType, deltaField: p},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"brainbot/bot/telegramtest"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,4 +83,68 @@ func TestEndToEndWarmConversation(t *testing.T) {
 	if n := len(s.ChatCalls("narrator", user)); n != 6 {
 		t.Errorf("%d replies for 6 messages", n)
 	}
+}
+
+// A long text reply streams through the real CLI as the model writes it:
+// drafts in a private chat, edits of one message in a group; the last text
+// the user sees is the final reply.
+func TestEndToEndStreaming(t *testing.T) {
+	s := newStack(t, nil)
+	s.Model.SetPace(20 * time.Millisecond)
+	token := stack.Token("narrator")
+
+	r := ask(t, s, "narrator", 901, "tell me a story #long")
+	// 6000 characters: split in two messages as without streaming; a
+	// draft shows at most the first 4096.
+	texts := r.Texts()
+	if len(texts) != 2 {
+		t.Fatalf("reply in %d messages, want 2", len(texts))
+	}
+	final := texts[0]
+	var drafts []string
+	for _, c := range s.Telegram.Sent(token, "sendMessageDraft") {
+		if c.ChatID() == 901 {
+			drafts = append(drafts, c.Param("text"))
+		}
+	}
+	if len(drafts) < 2 {
+		t.Fatalf("%d drafts, want the reply shown as it was written", len(drafts))
+	}
+	for _, d := range drafts {
+		if !strings.HasPrefix(stripMarkdown(final), stripMarkdown(d)[:min(len(d), 40)]) {
+			t.Errorf("draft %.60q does not start the reply %.60q", d, final)
+		}
+	}
+	if r.Summary.Int("first_text_ms") <= 0 || r.Summary.Int("first_text_ms") >= r.Summary.Int("total_ms") {
+		t.Errorf("first_text_ms %d of total %d: the first text must show before the end", r.Summary.Int("first_text_ms"), r.Summary.Int("total_ms"))
+	}
+
+	const group = -1009001
+	s.Telegram.SendMessage(token, groupMessage(902, group, "a story please #long", "@"+telegramtest.Username(token)))
+	waitLogFrom(t, s, 0, func(l stack.Line) bool { return l.Msg == "request" && l.Int("chat") == group })
+	var edits []telegramtest.Call
+	for _, c := range s.Telegram.Sent(token, "editMessageText") {
+		if c.ChatID() == group {
+			edits = append(edits, c)
+		}
+	}
+	if len(edits) < 1 {
+		t.Fatal("no edits of the streamed group message")
+	}
+	// The same long reply: its first part edited into the streamed
+	// message, the second sent after it.
+	groupMsgs := waitChat(t, s, token, group, 2)
+	last := edits[len(edits)-1]
+	if stack.Rendered(last) != final || stack.Rendered(groupMsgs[1]) != texts[1] {
+		t.Errorf("group: final edit %.60q and second message %.60q, want the reply's two parts", stack.Rendered(last), stack.Rendered(groupMsgs[1]))
+	}
+	if last.Param("parse_mode") != "HTML" {
+		t.Errorf("the final edit is not the formatted reply: parse_mode %q", last.Param("parse_mode"))
+	}
+}
+
+// stripMarkdown drops the characters formatting changes, to compare
+// streamed plain text with the final reply.
+func stripMarkdown(s string) string {
+	return strings.NewReplacer("*", "", "_", "", "`", "").Replace(s)
 }

@@ -1,0 +1,193 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf16"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+)
+
+// streamEvery is how often a streamed reply is updated after its first
+// text, by default: Telegram allows about one edit a second per chat.
+const streamEvery = time.Second
+
+// streamer shows a text reply while the model writes it: as a draft in a
+// private chat (sendMessageDraft), or as a message it edits (groups, and
+// private chats where drafts fail). The first text shows at once, then at
+// most once every streamEvery. The streamed text is plain: formatting
+// comes with the final reply, which replaces the draft (sendMessage) or is
+// edited into the message (see finish).
+type streamer struct {
+	out     *replier
+	every   time.Duration
+	draftID string
+	// noDrafts remembers the chats where drafts failed (shared by the
+	// pipeline), so they get edits from then on.
+	noDrafts *chatSet
+
+	mu      sync.Mutex
+	latest  string
+	changed chan struct{} // has a value when latest is newer than what shows
+	// firstShown is when the first streamed text reached the chat.
+	firstShown time.Time
+
+	// Owned by run's goroutine until done is closed.
+	messageID int // the message edited (0 until sent)
+	shown     string
+	useEdits  bool
+	notBefore time.Time // a 429's retry_after
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// newStreamer starts streaming to r's chat.
+func newStreamer(r *request, noDrafts *chatSet, every time.Duration) *streamer {
+	ctx, cancel := context.WithCancel(r.ctx)
+	s := &streamer{
+		out:      r.out,
+		every:    every,
+		draftID:  strconv.FormatInt(time.Now().UnixNano()|1, 10), // non-zero
+		noDrafts: noDrafts,
+		changed:  make(chan struct{}, 1),
+		useEdits: r.in.inGroup() || noDrafts.has(r.in.chat),
+		cancel:   cancel,
+		done:     make(chan struct{}),
+	}
+	go s.run(ctx)
+	return s
+}
+
+// update is the reply so far (claude.Request.OnText). It never blocks.
+func (s *streamer) update(text string) {
+	s.mu.Lock()
+	s.latest = text
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (s *streamer) run(ctx context.Context) {
+	defer close(s.done)
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.changed:
+		}
+		wait := max(time.Until(last.Add(s.every)), time.Until(s.notBefore))
+		if !last.IsZero() && wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		s.mu.Lock()
+		text := clip(s.latest, maxMessageLen)
+		s.mu.Unlock()
+		if text == s.shown {
+			continue
+		}
+		last = time.Now()
+		if s.show(ctx, text) {
+			s.shown = text
+			s.mu.Lock()
+			if s.firstShown.IsZero() {
+				s.firstShown = last
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// show puts text in the chat once, with no retries: a failed update is
+// overtaken by the next one.
+func (s *streamer) show(ctx context.Context, text string) bool {
+	client := s.out.client()
+	var err error
+	switch {
+	case !s.useEdits:
+		_, err = client.SendMessageDraft(ctx, &tgbot.SendMessageDraftParams{ChatID: s.out.chat, MessageThreadID: s.out.thread,
+			DraftID: s.draftID, Text: text})
+		if err != nil && !isTooMany(err) && ctx.Err() == nil {
+			s.out.log.Info("drafts unavailable in this chat: streaming by edits", zap.Error(err))
+			s.noDrafts.add(s.out.chat)
+			s.useEdits = true
+			return s.show(ctx, text)
+		}
+	case s.messageID == 0:
+		var m *models.Message
+		m, err = client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: s.out.chat, MessageThreadID: s.out.thread,
+			ReplyParameters: s.out.reply(), Text: text})
+		if err == nil {
+			s.messageID = m.ID
+		}
+	default:
+		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat, MessageID: s.messageID, Text: text})
+	}
+	var tooMany *tgbot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		s.notBefore = time.Now().Add(time.Duration(tooMany.RetryAfter) * time.Second)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.out.caller.metrics.TelegramErrors.WithLabelValues("stream", errorCode(err)).Inc()
+		s.out.log.Debug("streamed text not shown", zap.Error(err))
+	}
+	return err == nil
+}
+
+// finish stops streaming and returns the message the final reply must be
+// edited into (0: none; a draft is replaced by the final sendMessage) and
+// when the first text showed (zero: never).
+func (s *streamer) finish() (messageID int, firstShown time.Time) {
+	s.cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.messageID, s.firstShown
+}
+
+func isTooMany(err error) bool {
+	var tooMany *tgbot.TooManyRequestsError
+	return errors.As(err, &tooMany)
+}
+
+// clip cuts text to at most n UTF-16 code units (Telegram's measure).
+func clip(text string, n int) string {
+	units := utf16.Encode([]rune(text))
+	if len(units) <= n {
+		return text
+	}
+	return string(utf16.Decode(units[:n]))
+}
+
+// chatSet is a set of chat ids safe for concurrent use.
+type chatSet struct {
+	mu  sync.Mutex
+	ids map[int64]bool
+}
+
+func (c *chatSet) add(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids == nil {
+		c.ids = map[int64]bool{}
+	}
+	c.ids[id] = true
+}
+
+func (c *chatSet) has(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[id]
+}
