@@ -119,10 +119,12 @@ type Model struct {
 	mu       sync.Mutex
 	requests []Request
 	delay    time.Duration
-	// pace is the pause between a streamed answer's deltas.
-	pace     time.Duration
-	failures []int // HTTP statuses for the next message requests, in order
-	served   int   // message responses so far: numbers message and tool ids
+	// pace is the pause between a streamed answer's deltas; streamStarts
+	// when each streamed answer sent its first content delta.
+	pace         time.Duration
+	streamStarts []time.Time
+	failures     []int // HTTP statuses for the next message requests, in order
+	served       int   // message responses so far: numbers message and tool ids
 }
 
 // Request is one request the CLI made, as recorded by the model.
@@ -253,6 +255,14 @@ func (m *Model) SetPace(d time.Duration) {
 	m.pace = d
 }
 
+// StreamStarts returns when each streamed answer sent its first content
+// delta, oldest first.
+func (m *Model) StreamStarts() []time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.streamStarts)
+}
+
 // SetDelay makes every later answer wait d before its first byte.
 func (m *Model) SetDelay(d time.Duration) {
 	m.mu.Lock()
@@ -381,7 +391,11 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	msg := newMessage(n, req.Model, a, inputTokens)
 	if req.Stream {
-		writeStream(w, msg, pace)
+		writeStream(w, msg, pace, func() {
+			m.mu.Lock()
+			m.streamStarts = append(m.streamStarts, time.Now())
+			m.mu.Unlock()
+		})
 	} else {
 		writeJSON(w, msg)
 	}
@@ -726,7 +740,7 @@ func newMessage(n int, model string, a answer, inputTokens int) message {
 
 // writeStream sends msg as the API's server-sent events: the content
 // arrives in deltas, the stop reason and output tokens in message_delta.
-func writeStream(w http.ResponseWriter, msg message, pace time.Duration) {
+func writeStream(w http.ResponseWriter, msg message, pace time.Duration, firstDelta func()) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -760,6 +774,10 @@ func writeStream(w http.ResponseWriter, msg message, pace time.Duration) {
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": opening})
 		for _, p := range pieces {
 			time.Sleep(pace)
+			if firstDelta != nil {
+				firstDelta()
+				firstDelta = nil
+			}
 			send("content_block_delta", map[string]any{
 				"type": "content_block_delta", "index": i,
 				"delta": map[string]string{"type": deltaType, deltaField: p},

@@ -81,6 +81,11 @@ func (c cell) render(results map[string]map[string]float64) string {
 	return fmt.Sprintf(format, v*scale)
 }
 
+// pair renders two cells as "a / b".
+func (c cell) pair(other cell, results map[string]map[string]float64) string {
+	return c.render(results) + " / " + other.render(results)
+}
+
 func ms(bench, metric string) cell { return cell{bench: bench, unit: metric + "-ms"} }
 
 func table(w io.Writer, results map[string]map[string]float64, header []string, rows [][]any) {
@@ -156,6 +161,28 @@ and the file taken from the tool's reported path after checking it.
 		{"driver overhead: spawn a trivial fake CLI to result (ms)", cell{bench: "BenchmarkDriverOverhead", unit: "ns/op", scale: 1e-6, format: "%.2f"}, ""},
 		{"stream-json parsing: one request's CLI output (ms, one core)", cell{bench: "BenchmarkParse", unit: "ms/request", format: "%.2f"}, "≤ 1"},
 		{"locate a file among 10,000 others (ms)", cell{bench: "BenchmarkLocate", unit: "ns/op", scale: 1e-6, format: "%.2f"}, "≤ 5"},
+	})
+
+	fmt.Fprint(w, `## Warm conversations and streamed text
+
+A conversation's next message through the real CLI and the scripted model
+(which answers at once), in one run: *cold* starts a CLI that resumes the
+session, as every message did before warm processes; *warm* writes it into
+the process kept from the conversation's last message. *First text* is a
+long answer the model writes at a fixed rate (a 64-byte delta every 50 ms):
+from its first delta to brainbot holding the first text, which the streamer
+shows at once.
+
+`)
+	table(w, r, []string{"measure", "value", "target"}, [][]any{
+		{"follow-up, cold: p50 / p99 (ms)", cell{bench: "BenchmarkFollowUp", unit: "cold-p50-ms", format: "%.0f"}.pair(cell{bench: "BenchmarkFollowUp", unit: "cold-p99-ms", format: "%.0f"}, r), ""},
+		{"follow-up, warm: p50 / p99 (ms)", cell{bench: "BenchmarkFollowUp", unit: "warm-p50-ms", format: "%.0f"}.pair(cell{bench: "BenchmarkFollowUp", unit: "warm-p99-ms", format: "%.0f"}, r), "p50 ≤ 50"},
+		{"cold p50 / warm p50", cell{bench: "BenchmarkFollowUp", unit: "cold/warm", format: "%.1f"}, "≥ 8"},
+		{"first streamed text after the model's first token (ms, p50)", cell{bench: "BenchmarkFirstText", unit: "first-text-p50-ms", format: "%.1f"}, "≤ 300"},
+		{"RSS of one warm CLI, 16 kept (MB, mean)", cell{bench: "BenchmarkWarmMemory", unit: "rss-per-warm-MB", format: "%.0f"}, ""},
+		{"RSS of the 16 warm CLIs together (MB)", cell{bench: "BenchmarkWarmMemory", unit: "rss-16-warm-MB", format: "%.0f"}, ""},
+		{"kept warm after 17 conversations with BRAINBOT_MAX_WARM=16 (least recently used ended)", cell{bench: "BenchmarkWarmMemory", unit: "warm-kept-of-17", format: "%.0f"}, "16"},
+		{"one warm CLI's RSS after turn 1 / turn 50 (MB)", cell{bench: "BenchmarkWarmMemory", unit: "rss-turn-1-MB", format: "%.0f"}.pair(cell{bench: "BenchmarkWarmMemory", unit: "rss-turn-50-MB", format: "%.0f"}, r), ""},
 	})
 
 	fmt.Fprint(w, `## A crowd: more conversations than Claude slots
