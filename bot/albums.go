@@ -2,40 +2,156 @@ package bot
 
 import (
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/go-telegram/bot/models"
+	"brainbot/bot/store"
 )
 
-// albumWindow is how long the messages of one album are taken as one:
-// Telegram sends them as separate messages within a second or so, and has
-// no "album complete" signal.
-const albumWindow = time.Minute
+// albumWait is how long an album stays open after its latest message:
+// Telegram sends the photos or files of an album as separate messages
+// sharing a media_group_id, within a second or so, and has no "album
+// complete" signal.
+const albumWait = time.Second
 
-// albums tells the first message of an album (photos or files sent
-// together share a media_group_id) from the rest, so an album is answered
-// once. The zero value is ready to use; it is not safe for concurrent use.
-type albums map[string]time.Time
+// maxAlbum is the most messages Telegram puts in one album.
+const maxAlbum = 10
 
-// seen reports whether msg belongs to an album whose first message came
-// before, and remembers the album otherwise.
-func (a *albums) seen(msg *models.Message) bool {
-	if msg == nil || msg.MediaGroupID == "" {
-		return false
+// albums gathers the messages of each album into its first message, so
+// the model gets all the files in one request and the user one answer.
+// Each message is journaled as it arrives (and its update confirmed), so
+// a crash loses none: after a restart, joinAlbums gathers them again. An
+// album is queued albumWait after its latest message, when it is full, or
+// when another message of its conversation arrives (answers keep the
+// order of messages). The polling worker adds; timers queue.
+type albums struct {
+	enqueue func(*incoming)
+	// work counts open albums with the requests in flight, so shutdown
+	// waits for them to be queued.
+	work *sync.WaitGroup
+
+	mu   sync.Mutex
+	open map[string]*album
+}
+
+type album struct {
+	in    *incoming // the first message, which the others join
+	count int
+	timer *time.Timer
+}
+
+func newAlbums(enqueue func(*incoming), work *sync.WaitGroup) *albums {
+	return &albums{enqueue: enqueue, work: work, open: map[string]*album{}}
+}
+
+// albumKey names the album group of a conversation ("" for a message
+// outside any album).
+func albumKey(c store.Conversation, group string) string {
+	if group == "" {
+		return ""
 	}
-	now := time.Now()
-	if *a == nil {
-		*a = albums{}
+	return albumPrefix(c) + group
+}
+
+// albumPrefix starts the keys of a conversation's albums.
+func albumPrefix(c store.Conversation) string {
+	return c.Bot + "/" + strconv.FormatInt(c.Chat, 10) + "/" + strconv.Itoa(c.Thread) + "/"
+}
+
+// isOpen reports whether album key is gathering messages.
+func (a *albums) isOpen(key string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return key != "" && a.open[key] != nil
+}
+
+// add gathers in, a message of album key.
+func (a *albums) add(key string, in *incoming) {
+	a.mu.Lock()
+	al := a.open[key]
+	if al == nil {
+		a.work.Add(1)
+		al = &album{in: in}
+		al.timer = time.AfterFunc(albumWait, func() { a.close(key, al) })
+		a.open[key] = al
+	} else {
+		al.in.join(in)
+		al.timer.Reset(albumWait)
 	}
-	for k, first := range *a {
-		if now.Sub(first) > albumWindow {
-			delete(*a, k)
+	al.count++
+	full := al.count == maxAlbum
+	a.mu.Unlock()
+	if full {
+		a.close(key, al)
+	}
+}
+
+// flush queues the open albums of conversation c now.
+func (a *albums) flush(c store.Conversation) {
+	prefix := albumPrefix(c)
+	a.mu.Lock()
+	var due []string
+	for key := range a.open {
+		if strings.HasPrefix(key, prefix) {
+			due = append(due, key)
 		}
 	}
-	key := strconv.FormatInt(msg.Chat.ID, 10) + "/" + msg.MediaGroupID
-	if _, ok := (*a)[key]; ok {
-		return true
+	a.mu.Unlock()
+	for _, key := range due {
+		a.close(key, nil)
 	}
-	(*a)[key] = now
-	return false
+}
+
+// close queues album key, if it is still open (and, when al is given,
+// still that album: a late timer must not close its successor).
+func (a *albums) close(key string, al *album) {
+	a.mu.Lock()
+	open := a.open[key]
+	if open == nil || al != nil && open != al {
+		a.mu.Unlock()
+		return
+	}
+	delete(a.open, key)
+	open.timer.Stop()
+	a.mu.Unlock()
+	a.enqueue(open.in)
+	a.work.Done()
+}
+
+// join adds a later message of in's album to in: its files, its caption
+// and its journal entries.
+func (in *incoming) join(later *incoming) {
+	in.media = append(in.media, later.media...)
+	if later.text != "" {
+		in.text = strings.TrimSpace(in.text + "\n\n" + later.text)
+	}
+	in.albumEntries = append(in.albumEntries, later.journalEntries()...)
+}
+
+// album is the media_group_id of the album the message is part of.
+func (in *incoming) album() string {
+	if len(in.media) == 0 {
+		return ""
+	}
+	return in.media[0].Album
+}
+
+// joinAlbums gathers the journaled messages of each album into its first,
+// at the first's place.
+func joinAlbums(ins []*incoming) []*incoming {
+	firsts := map[string]*incoming{}
+	var out []*incoming
+	for _, in := range ins {
+		key := albumKey(in.conversation(), in.album())
+		if first := firsts[key]; first != nil {
+			first.join(in)
+			continue
+		}
+		if key != "" {
+			firsts[key] = in
+		}
+		out = append(out, in)
+	}
+	return out
 }

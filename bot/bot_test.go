@@ -708,44 +708,6 @@ func TestVoiceOffByDefaultUsersSwitchItOn(t *testing.T) {
 	}
 }
 
-// A photo or sticker in a private chat gets a hint, never silence; in a
-// group it is ignored; a stranger still gets the denied message.
-func TestMediaGetsATextOnlyHint(t *testing.T) {
-	h := newHarness(t, map[string]string{
-		"alpha": brainFile(tokenA, ""),
-		"beta":  brainFile(tokenB, "access:\n  allowed_users: [1]\nmessages:\n  denied: Private.\n"),
-	}, nil)
-	media := func(token string, user, chat int64, chatType string, content map[string]any) {
-		msg := map[string]any{"chat": map[string]any{"id": chat, "type": chatType},
-			"from": map[string]any{"id": user, "first_name": "U"}, "date": 1}
-		for k, v := range content {
-			msg[k] = v
-		}
-		h.srv.SendMessage(token, msg)
-	}
-	sticker := map[string]any{"sticker": map[string]any{"file_id": "s", "file_unique_id": "s", "type": "regular", "width": 1, "height": 1}}
-	photo := map[string]any{"photo": []any{map[string]any{"file_id": "p", "file_unique_id": "p", "width": 1, "height": 1}}, "caption": "look"}
-
-	media(tokenA, 7, -100, "group", sticker) // ignored
-	media(tokenA, 7, 7, "private", photo)
-	if got := h.waitSent(tokenA, 1); got[0].ChatID() != 7 || got[0].Param("text") != notTextReply {
-		t.Fatalf("reply to a photo = %+v", got[0])
-	}
-	if got := h.exchange(tokenA, 7, "and now text"); got.Param("text") != "You said: and now text" {
-		t.Errorf("text after the photo = %q", got.Param("text"))
-	}
-	if n := len(h.srv.Sent(tokenA)); n != 2 {
-		t.Errorf("%d replies, want 2 (the group sticker gets none)", n)
-	}
-	media(tokenB, 9, 9, "private", sticker)
-	if got := h.waitSent(tokenB, 1); got[0].Param("text") != "Private." {
-		t.Errorf("stranger's sticker got %q, want the denied message", got[0].Param("text"))
-	}
-	if n := len(h.claude.requests()); n != 1 {
-		t.Errorf("the model saw %d requests, want only the text one", n)
-	}
-}
-
 // A lost session whose fresh retry also fails gets one reply, the error
 // message, not the "new conversation" notice as well.
 func TestExpiredSessionAndFailureIsOneReply(t *testing.T) {

@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -33,16 +34,19 @@ type incoming struct {
 	// for the system prompt's variables (empty after a replay: they are
 	// not journaled).
 	firstName, language string
-	// text is what the user wrote, without the bot's own @mention.
+	// text is what the user wrote (a caption for a file), without the
+	// bot's own @mention.
 	text string
 	// command is the bot command without "/" and "@bot" ("" for text).
 	command string
 	// forOtherBot: a command addressed to another bot (/cmd@other), ignored.
 	forOtherBot bool
-	// notText: a photo, voice note, sticker... that the model cannot read;
-	// the user is told so instead of meeting silence.
-	notText   bool
+	// media are the files the message carries (an album's, all of them).
+	media     []attachment
 	journalID int64
+	// albumEntries are the journal entries of an album's later messages,
+	// answered and cleared with this one.
+	albumEntries []int64
 	// charged: an earlier process counted it against the daily limit
 	// (replays).
 	charged bool
@@ -78,9 +82,18 @@ func (in *incoming) inGroup() bool {
 // its author's name, so members can be told apart.
 func (in *incoming) prompt() string {
 	if in.inGroup() && in.sender != "" {
-		return in.sender + ": " + in.text
+		return strings.TrimSpace(in.sender + ": " + in.text)
 	}
 	return in.text
+}
+
+// journalEntries are the message's entries in the journal: one, or an
+// album's (none if journaling failed).
+func (in *incoming) journalEntries() []int64 {
+	if in.journalID == 0 {
+		return in.albumEntries
+	}
+	return append([]int64{in.journalID}, in.albumEntries...)
 }
 
 // accept runs in the polling worker for every update, in order: it
@@ -94,22 +107,13 @@ func (r *runner) accept(u *models.Update) {
 	}
 	msg := u.Message
 	text, forMe := r.forMe(msg)
-	if forMe && r.albums.seen(msg) {
-		// The rest of an album: its first message answers for it.
-		r.confirm(u.ID)
-		return
+	var file attachment
+	hasFile := false
+	if forMe {
+		file, hasFile = mediaOf(msg)
 	}
-	if !forMe || text == "" {
+	if !forMe || text == "" && !hasFile || hasFile && !r.wantsFile(msg, file) {
 		r.confirm(u.ID)
-		// Media in a private chat gets a hint rather than silence; in a
-		// group a hint to every sticker would be noise.
-		if forMe && msg.Chat.Type == models.ChatTypePrivate && hasMedia(msg) {
-			in := r.incoming(msg)
-			in.notText = true
-			if m.admit(in) {
-				m.enqueue(in)
-			}
-		}
 		return
 	}
 	_, me := r.current()
@@ -122,44 +126,68 @@ func (r *runner) accept(u *models.Update) {
 		m.answerAside(in, m.pipeline.stop)
 		return
 	}
-	if !m.admit(in) {
+	if hasFile {
+		file.Album = msg.MediaGroupID
+		in.media = []attachment{file}
+	}
+	album := albumKey(in.conversation(), msg.MediaGroupID)
+	// A later message of an album joins the one already admitted.
+	if !r.albums.isOpen(album) && !m.admit(in) {
 		r.confirm(u.ID)
 		return
 	}
 	log := in.logger(m.log)
-	log.Debug("message received", zap.String("text", text))
+	log.Debug("message received", zap.String("text", text), zap.String("file", string(file.Kind)))
 	id, err := m.cfg.Store.Journal(context.WithoutCancel(m.workCtx), store.Entry{
 		Bot: r.id, Chat: in.chat, Thread: in.thread, ChatType: string(in.chatType), User: in.user, Sender: in.sender,
-		MessageID: in.messageID, Text: in.text, Created: in.arrived,
+		MessageID: in.messageID, Text: in.text, Media: encodeMedia(in.media), Created: in.arrived,
 	}, r.poller(), u.ID)
 	if err != nil {
 		// Answering without a journal beats dropping the message.
 		log.Error("could not journal message; handling it anyway", zap.Error(err))
 	}
 	in.journalID = id
+	if !r.albums.isOpen(album) {
+		// Answers keep the order of messages: an album still open comes first.
+		r.albums.flush(in.conversation())
+	}
+	if album != "" {
+		r.albums.add(album, in)
+		return
+	}
 	m.enqueue(in)
 }
 
-// forMe reports whether msg is a message for this bot, and its text
-// without the bot's mention. Edits, channel posts and service messages are
-// not; in groups, only what the brain's groups setting lets through is.
+// wantsFile reports whether a message carrying file is for the bot to
+// answer: always in private chats; in groups, a file the bot cannot read
+// only when it replies to the bot or mentions it (a reply to every
+// sticker posted would be noise).
+func (r *runner) wantsFile(msg *models.Message, file attachment) bool {
+	if !isGroup(msg.Chat) || file.Kind != mediaOther {
+		return true
+	}
+	_, me := r.current()
+	_, explicit := addressed(msg, me, brain.GroupsMention)
+	return explicit
+}
+
+// forMe reports whether msg is a message for this bot, and its text (or
+// caption) without the bot's mention. Edits, channel posts and service
+// messages are not; in groups, only what the brain's groups setting lets
+// through is.
 func (r *runner) forMe(msg *models.Message) (text string, ok bool) {
 	if msg == nil || msg.From == nil {
 		return "", false
 	}
 	if !isGroup(msg.Chat) {
-		return msg.Text, true
+		return cmp.Or(msg.Text, msg.Caption), true
 	}
 	b := r.m.brain(r.id)
 	if b == nil {
 		return "", false
 	}
 	_, me := r.current()
-	text, ok = addressed(msg, me, b.Groups)
-	if msg.Text == "" {
-		text = "" // a caption: media are not read yet
-	}
-	return text, ok
+	return addressed(msg, me, b.Groups)
 }
 
 // confirm records that update id needs no answer.
@@ -232,14 +260,6 @@ func parseCommand(text string, entities []models.MessageEntity, username string)
 	return "", false
 }
 
-// hasMedia reports whether msg carries something a user sent on purpose
-// that is not text.
-func hasMedia(msg *models.Message) bool {
-	return len(msg.Photo) > 0 || msg.Voice != nil || msg.Audio != nil || msg.Video != nil ||
-		msg.VideoNote != nil || msg.Document != nil || msg.Sticker != nil || msg.Animation != nil ||
-		msg.Location != nil || msg.Contact != nil
-}
-
 // replay re-queues the bot's journaled messages left by an earlier
 // process: each runs again once; one whose work had already been retried
 // gets a request to resend it instead.
@@ -250,23 +270,30 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 		return
 	}
 	client, me := r.current()
+	var ins []*incoming
 	for _, e := range entries {
 		in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: e.Chat, chatType: models.ChatType(e.ChatType),
 			thread: e.Thread, user: e.User, sender: e.Sender, messageID: e.MessageID, text: e.Text, journalID: e.ID,
 			charged: e.Mode != "", attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
-		if strings.HasPrefix(e.Text, "/") {
+		if in.media, err = decodeMedia(e.Media); err != nil {
+			in.logger(m.log).Warn("journaled message's files are unreadable; answering its text alone", zap.Error(err))
+		}
+		if len(in.media) == 0 && strings.HasPrefix(e.Text, "/") {
 			// Entities are not journaled; a leading /word was a command.
 			word, _, _ := strings.Cut(e.Text, " ")
 			in.command, in.forOtherBot = parseCommand(e.Text,
 				[]models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: len(utf16.Encode([]rune(word)))}}, me.username)
 		}
+		ins = append(ins, in)
+	}
+	for _, in := range joinAlbums(ins) {
 		m.cfg.Metrics.JournalReplays.WithLabelValues(r.id).Inc()
-		if e.Attempts >= 2 {
+		if in.attempts >= 2 {
 			in.logger(m.log).Warn("journaled message failed after a restart already: asking the user to resend")
 			m.answerAside(in, (*request).askToResend)
 			continue
 		}
-		in.logger(m.log).Info("replaying journaled message", zap.Int("attempts", e.Attempts))
+		in.logger(m.log).Info("replaying journaled message", zap.Int("attempts", in.attempts), zap.Int("files", len(in.media)))
 		m.enqueue(in)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,8 +83,11 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 
 	Claude Claude
-	Store  *store.Store
-	Log    *zap.Logger
+	// Transcriber turns voice messages into text; nil (no OpenAI key)
+	// answers them with the brain's messages.text_only.
+	Transcriber Transcriber
+	Store       *store.Store
+	Log         *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
 	Metrics *metrics.Metrics
 	// LookupEnv resolves brains' token_env and the ${VAR} references of
@@ -187,6 +191,7 @@ func New(cfg Config) (*Manager, error) {
 		streamEvery: cfg.StreamEvery,
 		caller:      caller{backoff: cfg.RetryMin, metrics: cfg.Metrics},
 		metrics:     cfg.Metrics,
+		media:       media{transcriber: cfg.Transcriber, http: &http.Client{Timeout: fileTimeout}},
 		lookupEnv:   cfg.LookupEnv,
 		onSecret:    cfg.OnSecret,
 	}

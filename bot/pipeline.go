@@ -58,6 +58,7 @@ type pipeline struct {
 	unset     unsetWarnings
 	// noDrafts are the chats where drafts failed: replies stream by edits.
 	noDrafts chatSet
+	media    media
 }
 
 // budgetWarnings remembers which bots' admins heard today that the daily
@@ -95,6 +96,8 @@ type request struct {
 	now     func() time.Time
 	metrics *metrics.Metrics
 	sum     summary
+	// attach are the message's files as the model gets them (media.read).
+	attach []claude.Attachment
 	// keepJournal: shutdown cut the request short; its journal entry
 	// stays, so the next start answers the message.
 	keepJournal bool
@@ -113,8 +116,7 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 	case !allowed(b, in.user):
 		r.log.Info("user not allowed")
 		r.say("denied", b.Messages.Denied)
-	case in.notText:
-		r.say("not text", notTextReply)
+	case p.media.refused(r):
 	case in.command != "":
 		r.say("command", p.command(r))
 	default:
@@ -156,7 +158,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *pipeline) converse(r *request) {
-	if !p.withinBudget(r) || !r.in.charged && !p.takeDaily(r) {
+	if !p.withinBudget(r) || !r.in.charged && !p.takeDaily(r) || !p.media.read(r) {
 		return
 	}
 	mode, err := p.mode(r)
@@ -197,7 +199,7 @@ func (p *pipeline) converse(r *request) {
 	r.countToolCalls(res)
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
-	r.sum.openAI = openAICost(r.brain, mode, res)
+	r.sum.openAI += openAICost(r.brain, mode, res)
 	if expired && err == nil {
 		// Told once, with an answer: the new session is stored, so this
 		// will not recur. A failure gets only the error message (never two
@@ -337,6 +339,9 @@ func (p *pipeline) mode(r *request) (claude.Mode, error) {
 	if r.brain.Image.Enabled && asksForImage(r.in.text, r.brain.Image.Keywords) {
 		return claude.Image, nil
 	}
+	if repliesInVoice(r.brain, r.in) {
+		return claude.Speech, nil
+	}
 	on, err := p.voiceOn(r)
 	if err != nil {
 		return claude.Text, err
@@ -400,6 +405,7 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	req := claude.Request{
 		Mode:         mode,
 		Prompt:       r.in.prompt(),
+		Attachments:  r.attach,
 		SystemPrompt: b.SystemPrompt,
 		PromptVars:   p.promptVars(r),
 		Model:        b.Claude.Model,
@@ -543,12 +549,15 @@ func (r *request) timeSend(send func() error) error {
 // finish clears the journal entry of an answered message and writes the
 // summary line. serve and serveAside defer it; nothing else calls it.
 func (r *request) finish() {
-	if r.in.journalID != 0 && !r.keepJournal {
-		if err := r.store.Done(context.WithoutCancel(r.ctx), r.in.journalID); err != nil {
-			r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
+	if !r.keepJournal {
+		for _, id := range r.in.journalEntries() {
+			if err := r.store.Done(context.WithoutCancel(r.ctx), id); err != nil {
+				r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
+			}
 		}
 	}
-	if r.sum.ranClaude {
+	// A transcription is paid for even when the model was not reached.
+	if r.sum.ranClaude || r.sum.openAI > 0 {
 		r.recordUsage()
 	}
 	total := time.Since(r.in.arrived)
@@ -571,10 +580,6 @@ func (r *request) recordUsage() {
 	}
 }
 
-// notTextReply answers a photo, voice note, sticker or file: the model
-// only reads text.
-const notTextReply = "I can only read text messages. Please write to me."
-
 // resendText asks a user to send a message again that could not be
 // handled across restarts.
 const resendText = "Sorry, I could not answer your last message. Please send it again."
@@ -588,8 +593,12 @@ type summary struct {
 	queueWait, claudeStartup, turn1, turn2, claudeTotal, locate, send time.Duration
 	// firstText is arrival to the first streamed text in the chat.
 	firstText time.Duration
-	// cost is what the Claude CLI reported; openAI what speech or the
-	// image cost by package pricing.
+	// transcribe is the time voice took to become text, audioSeconds how
+	// much there was.
+	transcribe   time.Duration
+	audioSeconds int
+	// cost is what the Claude CLI reported; openAI what transcription,
+	// speech or the image cost by package pricing.
 	cost, openAI float64
 	tokens       claude.Tokens
 	// ranClaude: the request reached the model (and has a cost to record);
@@ -614,6 +623,7 @@ func (s *summary) write(log *zap.Logger, total time.Duration) {
 		zap.Int64("turn1_ms", s.turn1.Milliseconds()), zap.Int64("turn2_ms", s.turn2.Milliseconds()),
 		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),
 		zap.Int64("locate_ms", s.locate.Milliseconds()), zap.Int64("send_ms", s.send.Milliseconds()),
+		zap.Int64("transcribe_ms", s.transcribe.Milliseconds()), zap.Int("audio_s", s.audioSeconds),
 		zap.Int64("first_text_ms", s.firstText.Milliseconds()),
 		zap.Int64("total_ms", total.Milliseconds()), zap.Float64("cost_usd", s.cost), zap.Float64("openai_usd", s.openAI),
 		zap.Int64("input_tokens", s.tokens.Input), zap.Int64("output_tokens", s.tokens.Output),
@@ -624,7 +634,7 @@ func (s *summary) write(log *zap.Logger, total time.Duration) {
 func (s *summary) count(m *metrics.Metrics, bot string, total time.Duration) {
 	m.Requests.WithLabelValues(bot, s.mode.String(), s.outcome).Inc()
 	for stage, d := range map[string]time.Duration{"queue_wait": s.queueWait, "cli_start": s.claudeStartup,
-		"turn1": s.turn1, "turn2": s.turn2, "locate": s.locate, "upload": s.send, "total": total} {
+		"turn1": s.turn1, "turn2": s.turn2, "locate": s.locate, "upload": s.send, "transcribe": s.transcribe, "total": total} {
 		m.ObserveStage(stage, d)
 	}
 	if usd := s.cost + s.openAI; usd > 0 {

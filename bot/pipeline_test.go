@@ -34,7 +34,15 @@ func TestEveryOutcomeWritesOneSummaryLine(t *testing.T) {
 	before := len(h.srv.Sent(tokenA))
 	h.srv.SendMessage(tokenA, map[string]any{"chat": map[string]any{"id": 6, "type": "private"},
 		"from": map[string]any{"id": 6, "first_name": "U"}, "date": 1, "sticker": sticker["sticker"]})
-	h.waitSent(tokenA, before+1) // not text
+	h.waitSent(tokenA, before+1) // unsupported
+	h.srv.SendMessage(tokenA, map[string]any{"chat": map[string]any{"id": 6, "type": "private"},
+		"from": map[string]any{"id": 6, "first_name": "U"}, "date": 1,
+		"voice": map[string]any{"file_id": "v", "file_unique_id": "v", "duration": 1}})
+	h.waitSent(tokenA, before+2) // text only: no transcriber
+	h.srv.SendMessage(tokenA, map[string]any{"chat": map[string]any{"id": 6, "type": "private"},
+		"from": map[string]any{"id": 6, "first_name": "U"}, "date": 1,
+		"document": map[string]any{"file_id": "d", "file_unique_id": "d", "file_name": "a.txt", "file_size": 1 << 30}})
+	h.waitSent(tokenA, before+3) // too big
 	h.srv.Block(tokenA, 7)
 	h.srv.SendText(tokenA, 7, 7, "bye") // blocked
 	h.waitLog("user blocked the bot: reply dropped")
@@ -44,8 +52,8 @@ func TestEveryOutcomeWritesOneSummaryLine(t *testing.T) {
 	h.waitLog("conversation queue full: message dropped, sender told to wait")
 	close(h.claude.release)
 
-	want := []string{"command", "ok", "denied", "error", "limited", "ignored", "not text", "blocked", "busy"}
-	lines := waitSummaries(t, h.logs, 15)
+	want := []string{"command", "ok", "denied", "error", "limited", "ignored", "unsupported", "text only", "too big", "blocked", "busy"}
+	lines := waitSummaries(t, h.logs, 17)
 	perRequest := map[any]int{}
 	var outcomes []string
 	for _, l := range lines {
@@ -63,8 +71,8 @@ func TestEveryOutcomeWritesOneSummaryLine(t *testing.T) {
 			t.Errorf("no request with outcome %q; outcomes: %q", o, outcomes)
 		}
 	}
-	if len(perRequest) != 15 {
-		t.Errorf("%d requests summarised, want 15 (one per message): %q", len(perRequest), outcomes)
+	if len(perRequest) != 17 {
+		t.Errorf("%d requests summarised, want 17 (one per message): %q", len(perRequest), outcomes)
 	}
 }
 

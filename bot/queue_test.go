@@ -168,25 +168,6 @@ func TestTokenChangeLosesNoRequest(t *testing.T) {
 	}
 }
 
-// The photos of an album arrive as separate messages sharing a
-// media_group_id; they are one message to answer.
-func TestAlbumGetsOneReply(t *testing.T) {
-	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
-	for i := range 3 {
-		h.srv.SendMessage(tokenA, map[string]any{"chat": map[string]any{"id": 7, "type": "private"},
-			"from": map[string]any{"id": 7, "first_name": "Ann"}, "date": 1, "media_group_id": "13919228427634190",
-			"photo": []any{map[string]any{"file_id": fmt.Sprint("p", i), "file_unique_id": fmt.Sprint("u", i), "width": 90, "height": 90}}})
-	}
-	h.srv.SendText(tokenA, 7, 7, "probe")
-	waitFor(t, func() bool {
-		sent := h.srv.Sent(tokenA)
-		return len(sent) > 0 && sent[len(sent)-1].Param("text") == "You said: probe"
-	})
-	if sent := h.srv.Sent(tokenA); len(sent) != 2 {
-		t.Fatalf("sent %s, want one reply to the album and one to the probe", describeCalls(sent))
-	}
-}
-
 // /stop is not queued behind the message it stops: the running turn is
 // interrupted, the user told once, and the conversation goes on.
 func TestStopInterruptsTheRunningAnswer(t *testing.T) {

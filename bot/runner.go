@@ -32,9 +32,8 @@ type runner struct {
 	// lastPoll is when Telegram last answered getUpdates (unix ns; 0:
 	// never).
 	lastPoll atomic.Int64
-	// albums remembers the albums whose first message arrived (polling
-	// worker only).
-	albums albums
+	// albums gathers the messages of each album into one.
+	albums *albums
 	// registered is the command list and description Telegram has, as
 	// JSON; registering serialises registrations.
 	registered  string
@@ -42,7 +41,7 @@ type runner struct {
 }
 
 func (m *Manager) newRunner(id, token string) *runner {
-	return &runner{m: m, id: id, token: token, log: m.log.With(zap.String("bot", id))}
+	return &runner{m: m, id: id, token: token, log: m.log.With(zap.String("bot", id)), albums: newAlbums(m.enqueue, &m.work)}
 }
 
 // stop ends the runner's polling; requests it already accepted go on.

@@ -35,7 +35,7 @@ func (r *request) writeSidecar(res *claude.Result, path string) {
 	switch r.sum.mode {
 	case claude.Speech:
 		s := r.brain.TTS
-		m.Text = spokenText(res)
+		m.Text = voiceText(res)
 		m.Model, m.Voice, m.Speed, m.Format = s.Model, s.Voice, s.Speed, s.Format
 		m.DurationSeconds = audioSeconds(data, filepath.Ext(path))
 		usd, priced = pricing.Speech(s.Model, utf8.RuneCountInString(m.Text))
@@ -58,9 +58,9 @@ func (r *request) writeSidecar(res *claude.Result, path string) {
 	}
 }
 
-// spokenText is the text the speech tool was called with, else the
+// voiceText is the text the speech tool was called with, else the
 // turn-one reply it was asked to speak.
-func spokenText(res *claude.Result) string {
+func voiceText(res *claude.Result) string {
 	var args toolspec.SpeechArgs
 	if json.Unmarshal(fileCallArgs(res, toolspec.SpeechTool), &args) == nil && args.Text != "" {
 		return args.Text

@@ -170,7 +170,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Log != nil {
 		log = req.Log.Named("claude")
 	}
-	first, err := encodeUserLine(req.Prompt)
+	first, err := encodeUserLine(req.Prompt, req.Attachments...)
 	if err != nil {
 		return nil, err
 	}

@@ -89,6 +89,34 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	t.Run("a photo, a PDF and a text file reach the model", func(t *testing.T) {
+		h := newHarness(t, cli)
+		img, err := openaitest.PNG("64x48")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := h.request(Text, "what are these?")
+		req.Attachments = []Attachment{
+			{MediaType: "image/png", Data: img},
+			{MediaType: "application/pdf", Name: "paper.pdf", Data: []byte("%PDF-1.4\n%%EOF\n")},
+			{MediaType: "text/plain", Name: "notes.md", Data: []byte("# Shopping\nmilk")},
+		}
+		res, err := h.run(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `You said: what are these? (message 1) [I see: image image/png 64x48; document "paper.pdf" application/pdf 15 bytes; document "notes.md" text/plain: "# Shopping"]`
+		if res.Text != want {
+			t.Fatalf("reply %q\nwant  %q", res.Text, want)
+		}
+		// The session keeps them: a resume is the next message.
+		next := h.request(Text, "and now?")
+		next.SessionID, next.Resume = res.SessionID, true
+		if res, err = h.run(next); err != nil || res.Text != "You said: and now? (message 2)" {
+			t.Fatalf("resumed: %v, %+v", err, res)
+		}
+	})
+
 	t.Run("a model calling the tool on its own in turn one", func(t *testing.T) {
 		for _, tt := range []struct {
 			mode   Mode

@@ -1,8 +1,10 @@
 package claude
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"brainbot/toolspec"
 )
@@ -27,8 +29,9 @@ type userLine struct {
 }
 
 type userMessage struct {
-	Role    string      `json:"role"`
-	Content []textBlock `json:"content"`
+	Role string `json:"role"`
+	// Content holds textBlock and fileBlock values.
+	Content []any `json:"content"`
 }
 
 type textBlock struct {
@@ -36,16 +39,62 @@ type textBlock struct {
 	Text string `json:"text"`
 }
 
-// encodeUserLine returns text as one stdin line, newline included.
-func encodeUserLine(text string) ([]byte, error) {
-	line, err := json.Marshal(userLine{
-		Type:    "user",
-		Message: userMessage{Role: "user", Content: []textBlock{{Type: "text", Text: text}}},
-	})
+// fileBlock is an image or document content block.
+type fileBlock struct {
+	Type   string     `json:"type"`
+	Source fileSource `json:"source"`
+	Title  string     `json:"title,omitempty"`
+}
+
+type fileSource struct {
+	// Type is base64, or text for a plain-text document.
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// encodeUserLine returns text, after the files, as one stdin line, newline
+// included. Files come first, as the Claude API advises for images; text
+// that is empty beside files is left out (a photo without a caption).
+func encodeUserLine(text string, files ...Attachment) ([]byte, error) {
+	content := make([]any, 0, len(files)+1)
+	for _, f := range files {
+		b, err := attachmentBlock(f)
+		if err != nil {
+			return nil, err
+		}
+		content = append(content, b)
+	}
+	if text != "" || len(files) == 0 {
+		content = append(content, textBlock{Type: "text", Text: text})
+	}
+	line, err := json.Marshal(userLine{Type: "user", Message: userMessage{Role: "user", Content: content}})
 	if err != nil {
 		return nil, err
 	}
 	return append(line, '\n'), nil
+}
+
+// attachmentBlock is the content block that carries f. The CLI (2.1.328,
+// checked) passes image and document blocks of a stream-json message on to
+// the model as they are, and keeps them in the session for resumes.
+func attachmentBlock(f Attachment) (fileBlock, error) {
+	switch f.MediaType {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+		return fileBlock{Type: "image", Source: base64Source(f)}, nil
+	case "application/pdf":
+		return fileBlock{Type: "document", Source: base64Source(f), Title: f.Name}, nil
+	case "text/plain":
+		if !utf8.Valid(f.Data) {
+			return fileBlock{}, fmt.Errorf("claude: text attachment %q is not UTF-8", f.Name)
+		}
+		return fileBlock{Type: "document", Source: fileSource{Type: "text", MediaType: f.MediaType, Data: string(f.Data)}, Title: f.Name}, nil
+	}
+	return fileBlock{}, fmt.Errorf("claude: attachment %q: media type %q is not one the model reads", f.Name, f.MediaType)
+}
+
+func base64Source(f Attachment) fileSource {
+	return fileSource{Type: "base64", MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)}
 }
 
 // turn2Prompt is the message that makes Claude call the request's tool.

@@ -47,8 +47,12 @@ func (m Mode) String() string {
 // Request is one user message to run.
 type Request struct {
 	Mode Mode
-	// Prompt is the user's message, verbatim.
+	// Prompt is the user's message, verbatim. It may be empty when
+	// Attachments carry the whole message (a photo without a caption).
 	Prompt string
+	// Attachments are files the user sent with the message (photos, PDFs,
+	// text files); the model gets them beside Prompt, in this order.
+	Attachments []Attachment
 	// SessionID names the conversation. With Resume false it is a new
 	// conversation created with --session-id; with Resume true it is resumed
 	// with --resume.
@@ -113,6 +117,19 @@ type Request struct {
 	// (default 10m).
 	InactivityTimeout time.Duration
 	MaxDuration       time.Duration
+}
+
+// Attachment is one file given to the model with a user message, as a
+// Messages API content block.
+type Attachment struct {
+	// MediaType says what it is and which block carries it: image/jpeg,
+	// image/png, image/gif or image/webp an image block; application/pdf
+	// a document block; text/plain a text document block (Data must be
+	// UTF-8). The Claude API takes no other types.
+	MediaType string
+	// Name titles a document (its file name); images have none.
+	Name string
+	Data []byte
 }
 
 // Tokens counts model tokens as the CLI reports them (its result

@@ -6,13 +6,18 @@ import (
 	"brainbot/toolspec"
 )
 
-// Every speech model and every image model, size and quality a brain may
-// choose (package toolspec) has a price: a model added to the catalogue
+// Every speech and transcription model and every image model, size and
+// quality a brain may choose (package toolspec) has a price: a model added to the catalogue
 // without one would be served and never counted against the daily caps.
 func TestEveryToolspecChoiceHasAPrice(t *testing.T) {
 	for _, model := range toolspec.SpeechModels() {
 		if _, ok := Speech(model, 100); !ok {
 			t.Errorf("speech model %s has no price", model)
+		}
+	}
+	for _, model := range toolspec.TranscriptionModels() {
+		if _, ok := Transcription(model, 60); !ok {
+			t.Errorf("transcription model %s has no price", model)
 		}
 	}
 	for _, m := range toolspec.ImageModels() {

@@ -2,7 +2,9 @@
 // place: the server and tool names (and the names Claude sees), the
 // arguments and the JSON result of each tool, the speech formats and file
 // extensions, and the catalogues of voices, models, sizes, qualities and
-// styles with their defaults.
+// styles with their defaults. The transcription models (voice messages
+// in) are not a tool's, but they are one more OpenAI catalogue a brain
+// chooses from, so they are kept here with the others.
 //
 // Brain validation (bot/brain), the Claude driver (claude) and the tools
 // themselves (mcp) all read it, so a voice a brain may choose is a voice the
@@ -110,6 +112,17 @@ func Voices() []string {
 
 // SpeechModels are OpenAI's speech models.
 func SpeechModels() []string { return []string{"tts-1", "tts-1-hd", "gpt-4o-mini-tts"} }
+
+// DefaultTranscriptionModel turns voice messages into text unless a
+// brain says otherwise (stt.model): OpenAI's cheapest transcription
+// model, and more accurate than whisper-1.
+const DefaultTranscriptionModel = "gpt-4o-mini-transcribe"
+
+// TranscriptionModels are OpenAI's speech-to-text models a brain may
+// choose, DefaultTranscriptionModel first.
+func TranscriptionModels() []string {
+	return []string{DefaultTranscriptionModel, "gpt-4o-transcribe", "whisper-1"}
+}
 
 // SpeechFormats are the audio formats the speech tool writes.
 func SpeechFormats() []string { return []string{"mp3", "opus"} }

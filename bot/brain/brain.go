@@ -44,6 +44,7 @@ type Brain struct {
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
 	Tools      Tools                `yaml:"tools"`
 	TTS        TTS                  `yaml:"tts"`
+	STT        STT                  `yaml:"stt"`
 	Image      Image                `yaml:"image"`
 	Messages   Messages             `yaml:"messages"`
 
@@ -162,6 +163,18 @@ type TTS struct {
 	Format      string  `yaml:"format"` // mp3 (default) or opus
 	SendTextToo bool    `yaml:"send_text_too"`
 	UserToggle  bool    `yaml:"user_toggle"`
+	// ReplyToVoice answers a voice message with a voice message when the
+	// brain can speak (Enabled or UserToggle), whatever /voice chose for
+	// text messages (default true).
+	ReplyToVoice bool `yaml:"reply_to_voice"`
+}
+
+// STT configures voice messages in (speech to text): they are
+// transcribed and the model answers the words. It needs brainbot's
+// OpenAI key.
+type STT struct {
+	Enabled bool   `yaml:"enabled"` // default true
+	Model   string `yaml:"model"`   // default toolspec.DefaultTranscriptionModel
 }
 
 // Image configures image replies (the image-gen MCP tool).
@@ -187,6 +200,13 @@ type Messages struct {
 	// Unreadable answers a message Telegram sent in a form brainbot cannot
 	// decode (a kind of content newer than its Telegram library).
 	Unreadable string `yaml:"unreadable"`
+	// Unsupported answers what the bot cannot read (a sticker, a video, a
+	// location...); TextOnly a voice message when speech to text is off;
+	// TooBig a file over brainbot's size limit for its kind
+	// (MaxPlaceholder says the limit).
+	Unsupported string `yaml:"unsupported"`
+	TextOnly    string `yaml:"text_only"`
+	TooBig      string `yaml:"too_big"`
 }
 
 // LimitText is the limit message with LimitPlaceholder replaced by when the
@@ -199,6 +219,12 @@ func (m Messages) LimitText(untilReset time.Duration) string {
 		when = fmt.Sprintf("in %dh %dm", hours, minutes%60)
 	}
 	return strings.ReplaceAll(m.Limit, LimitPlaceholder, when)
+}
+
+// TooBigText is the too_big message with MaxPlaceholder replaced by the
+// limit the file broke, as users read it ("10 MB", "10 minutes").
+func (m Messages) TooBigText(limit string) string {
+	return strings.ReplaceAll(m.TooBig, MaxPlaceholder, limit)
 }
 
 // Duration is a time.Duration written in YAML as "120s", "2m".

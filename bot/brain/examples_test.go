@@ -104,7 +104,8 @@ func TestREADMECompleteExample(t *testing.T) {
 	}
 	if b.TTS.Voice != toolspec.DefaultVoice || b.TTS.Speed != toolspec.DefaultSpeed || b.TTS.Model != toolspec.DefaultSpeechModel ||
 		b.TTS.Format != toolspec.DefaultFormat || b.Claude.Timeout.D() != defaultTimeout ||
-		b.Image.Model != toolspec.DefaultImageModel || !slices.Equal(b.Image.Keywords, defaultKeywords) {
+		b.Image.Model != toolspec.DefaultImageModel || !slices.Equal(b.Image.Keywords, defaultKeywords) ||
+		!b.TTS.ReplyToVoice || !b.STT.Enabled || b.STT.Model != toolspec.DefaultTranscriptionModel {
 		t.Errorf("README example does not show the defaults: %+v", b)
 	}
 }
@@ -132,7 +133,8 @@ func TestREADMEDocumentsEveryField(t *testing.T) {
 		requireMention(t, readme, "`{{"+v+"}}`")
 	}
 	// The tools' catalogues (package toolspec), as the README lists them.
-	lists := [][]string{toolspec.Voices(), toolspec.SpeechModels(), toolspec.SpeechFormats(), toolspec.ImageModelNames()}
+	lists := [][]string{toolspec.Voices(), toolspec.SpeechModels(), toolspec.SpeechFormats(), toolspec.ImageModelNames(),
+		toolspec.TranscriptionModels()}
 	for _, model := range toolspec.ImageModels() {
 		lists = append(lists, model.Sizes)
 		for _, options := range [][]string{model.Qualities, model.Styles} {
@@ -145,7 +147,8 @@ func TestREADMEDocumentsEveryField(t *testing.T) {
 		requireMention(t, readme, strings.Join(list, ", "))
 	}
 	for _, msg := range []string{defaultMessages.Error, defaultMessages.Busy, defaultMessages.Denied,
-		defaultMessages.Limit, defaultMessages.Reset, defaultMessages.Expired, LimitPlaceholder} {
+		defaultMessages.Limit, defaultMessages.Reset, defaultMessages.Expired, defaultMessages.Unreadable,
+		defaultMessages.Unsupported, defaultMessages.TextOnly, defaultMessages.TooBig, LimitPlaceholder, MaxPlaceholder} {
 		requireMention(t, readme, msg)
 	}
 }

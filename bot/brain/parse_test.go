@@ -63,9 +63,9 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, stt, image, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
-			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle"}},
+			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle, reply_to_voice"}},
 		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
 			"t.yaml:5: name: defined twice (first at line 1)"}},
 		{name: "wrong type: number", yaml: minimal + "limits:\n  per_user_per_day: many\n", want: []string{
@@ -145,6 +145,12 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got NaN"}},
 		{name: "tts model", yaml: minimal + "tts:\n  model: tts-2\n", want: []string{
 			`t.yaml:6: tts.model: must be one of tts-1, tts-1-hd, gpt-4o-mini-tts; got "tts-2"`}},
+		{name: "stt model", yaml: minimal + "stt:\n  model: whisper-2\n", want: []string{
+			`t.yaml:6: stt.model: must be one of gpt-4o-mini-transcribe, gpt-4o-transcribe, whisper-1; got "whisper-2"`}},
+		{name: "stt enabled is true or false", yaml: minimal + "stt:\n  enabled: no\n", want: []string{
+			`t.yaml:6: stt.enabled: must be true or false, got "no"`}},
+		{name: "too_big has {max}, not {reset}", yaml: minimal + "messages:\n  too_big: Too big until {reset}.\n", want: []string{
+			`t.yaml:6: messages.too_big: unknown placeholder {reset}; this text may use {max}`}},
 		{name: "tts format", yaml: minimal + "tts:\n  format: wav\n", want: []string{
 			`t.yaml:6: tts.format: must be one of mp3, opus; got "wav"`}},
 
@@ -173,9 +179,9 @@ func TestParseRules(t *testing.T) {
 		{name: "misspelt placeholder", yaml: minimal + "messages:\n  limit: |\n    That's all for today.\n    Come back {rest}.\n", want: []string{
 			"t.yaml:6: messages.limit: unknown placeholder {rest}; this text may use {reset}"}},
 		{name: "placeholder of another message", yaml: minimal + "messages:\n  busy: \"Still busy; try again {reset}.\"\n", want: []string{
-			"t.yaml:6: messages.busy: unknown placeholder {reset}; this text has no placeholders (only messages.limit has {reset})"}},
+			"t.yaml:6: messages.busy: unknown placeholder {reset}; this text has no placeholders (only messages.limit has {reset}; messages.too_big has {max})"}},
 		{name: "placeholders nobody replaces", yaml: minimal + "messages:\n  denied: \"Sorry {name}, ask {owner} for access.\"\n", want: []string{
-			"t.yaml:6: messages.denied: unknown placeholders {name}, {owner}; this text has no placeholders (only messages.limit has {reset})"}},
+			"t.yaml:6: messages.denied: unknown placeholders {name}, {owner}; this text has no placeholders (only messages.limit has {reset}; messages.too_big has {max})"}},
 		{name: "image keyword empty", yaml: minimal + "image:\n  keywords: [draw, \" \"]\n", want: []string{
 			"t.yaml:6: image.keywords[1]: must not be empty"}},
 	}
@@ -264,7 +270,8 @@ func TestParseDefaults(t *testing.T) {
 		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second), MaxTurns: 3},
 		Tools:        Tools{Timeout: Duration(30 * time.Second)},
-		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3"},
+		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3", ReplyToVoice: true},
+		STT:          STT{Enabled: true, Model: "gpt-4o-mini-transcribe"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
 		Messages: Messages{
@@ -275,7 +282,10 @@ func TestParseDefaults(t *testing.T) {
 			Reset:   "Done: we start a new conversation. What shall we talk about?",
 			Expired: "I had to start a new conversation, so I don't remember what we said before.",
 
-			Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
+			Unreadable:  "Sorry, I couldn't read that message. Could you send it as plain text?",
+			Unsupported: "Sorry, I can't open this kind of message. Send me text, a photo or a file, and I'll have a look.",
+			TextOnly:    "Sorry, I can't listen to voice messages here. Please write to me instead.",
+			TooBig:      "Sorry, that's too big for me: I can take up to {max}.",
 		},
 	}
 	assertBrain(t, b, want)
@@ -315,6 +325,10 @@ tts:
   format: opus
   send_text_too: true
   user_toggle: true
+  reply_to_voice: false
+stt:
+  enabled: false
+  model: whisper-1
 image:
   enabled: true
   model: dall-e-3
@@ -330,6 +344,9 @@ messages:
   limit: Enough for today; back {reset}.
   reset: Fresh start.
   expired: I forgot.
+  unsupported: Can't open that.
+  text_only: Write, please.
+  too_big: Over {max}!
 `
 	b, err := ParseBytes("narrator.yml", []byte(src))
 	if err != nil {
@@ -351,10 +368,12 @@ messages:
 		},
 		Tools: Tools{Allow: []string{"mcp__clock__now", "mcp__search"}, Timeout: Duration(10 * time.Second)},
 		TTS:   TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
+		STT:   STT{Model: "whisper-1"},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.",
-			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable},
+			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable,
+			Unsupported: "Can't open that.", TextOnly: "Write, please.", TooBig: "Over {max}!"},
 	}
 	assertBrain(t, b, want)
 }
@@ -443,6 +462,13 @@ func TestPrintingHidesToken(t *testing.T) {
 	_, err = ParseBytes("t.yaml", []byte("name: N\ntelegram:\n  token_env: \""+secretToken+"\"\nsystem_prompt: p\n"))
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("error for a token in token_env: %v", err)
+	}
+}
+
+func TestTooBigText(t *testing.T) {
+	m := Messages{TooBig: "Max {max}, and again {max}."}
+	if got := m.TooBigText("3 MB"); got != "Max 3 MB, and again 3 MB." {
+		t.Errorf("TooBigText = %q", got)
 	}
 }
 

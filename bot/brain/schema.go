@@ -32,10 +32,14 @@ var defaultKeywords = []string{"image", "picture", "photo", "draw", "generate", 
 // limit resets, e.g. "in 5h 20m" (see Messages.LimitText).
 const LimitPlaceholder = "{reset}"
 
+// MaxPlaceholder in messages.too_big is replaced by the limit the file
+// broke (see Messages.TooBigText).
+const MaxPlaceholder = "{max}"
+
 // messagePlaceholders lists, per messages field, the placeholders brainbot
 // replaces in that text. Any other {word} in a message is a typo that users
 // would read as written.
-var messagePlaceholders = map[string][]string{"limit": {LimitPlaceholder}}
+var messagePlaceholders = map[string][]string{"limit": {LimitPlaceholder}, "too_big": {MaxPlaceholder}}
 
 // placeholder is what looks like one: a word in braces. Other braces, as in
 // "{^_^}", are text.
@@ -51,6 +55,10 @@ var defaultMessages = Messages{
 	Expired: "I had to start a new conversation, so I don't remember what we said before.",
 
 	Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
+
+	Unsupported: "Sorry, I can't open this kind of message. Send me text, a photo or a file, and I'll have a look.",
+	TextOnly:    "Sorry, I can't listen to voice messages here. Please write to me instead.",
+	TooBig:      "Sorry, that's too big for me: I can take up to " + MaxPlaceholder + ".",
 }
 
 // applyDefaults fills in every field the file left out. present holds the
@@ -83,12 +91,20 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("stream") {
 		b.Stream = true
 	}
+	// On unless the file says false: a bot that speaks should listen.
+	if !isSet("tts.reply_to_voice") {
+		b.TTS.ReplyToVoice = true
+	}
+	if !isSet("stt.enabled") {
+		b.STT.Enabled = true
+	}
 	orDefault(&b.Groups, GroupsMention)
 	// The tools' own defaults (package toolspec), so that what a brain
 	// leaves out is what the tool would choose.
 	orDefault(&b.TTS.Voice, toolspec.DefaultVoice)
 	orDefault(&b.TTS.Model, toolspec.DefaultSpeechModel)
 	orDefault(&b.TTS.Format, toolspec.DefaultFormat)
+	orDefault(&b.STT.Model, toolspec.DefaultTranscriptionModel)
 	orDefault(&b.Image.Model, toolspec.DefaultImageModel)
 	if model, ok := toolspec.LookupImageModel(b.Image.Model); ok {
 		orDefault(&b.Image.Size, model.DefaultSize)
@@ -106,6 +122,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	orDefault(&m.Reset, defaultMessages.Reset)
 	orDefault(&m.Expired, defaultMessages.Expired)
 	orDefault(&m.Unreadable, defaultMessages.Unreadable)
+	orDefault(&m.Unsupported, defaultMessages.Unsupported)
+	orDefault(&m.TextOnly, defaultMessages.TextOnly)
+	orDefault(&m.TooBig, defaultMessages.TooBig)
 }
 
 func orDefault(s *string, def string) {
@@ -182,6 +201,7 @@ func (d *decoder) validate(b *Brain) {
 	}
 	d.oneOf("tts.model", b.TTS.Model, toolspec.SpeechModels(), "")
 	d.oneOf("tts.format", b.TTS.Format, toolspec.SpeechFormats(), "")
+	d.oneOf("stt.model", b.STT.Model, toolspec.TranscriptionModels(), "")
 
 	img := b.Image
 	if d.oneOf("image.model", img.Model, toolspec.ImageModelNames(), "") {

@@ -123,8 +123,9 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 			for _, path := range ready {
 				delete(due, path)
 				if c, changed := s.refresh(path); changed {
-					s.logChange(c)
+					// Logged once applied: "brain loaded" means in effect.
 					onChange(c)
+					s.logChange(c)
 					// The bot may have let go of a token another file wants.
 					for p := range s.waiting {
 						schedule(p)

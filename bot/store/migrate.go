@@ -71,7 +71,9 @@ var migrations = []migration{
 	// keeps what a group message needs to be answered after a restart.
 	// Prune deletes ended sessions by age; without the index on ended it
 	// would scan the whole history, which grows with every /reset. usage
-	// records what each request cost, for reports and spending limits.
+	// records what each request cost, for reports and spending limits. The
+	// journal keeps the files a message carries (photos, voice, documents),
+	// so a replay fetches them again.
 	{2, `ALTER TABLE sessions RENAME TO sessions_by_user;
 	CREATE TABLE sessions (
 		bot        TEXT    NOT NULL,
@@ -91,6 +93,7 @@ var migrations = []migration{
 	ALTER TABLE journal ADD COLUMN thread_id INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE journal ADD COLUMN chat_type TEXT NOT NULL DEFAULT 'private';
 	ALTER TABLE journal ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+	ALTER TABLE journal ADD COLUMN media TEXT NOT NULL DEFAULT '';
 	CREATE INDEX session_history_by_ended ON session_history (ended);
 	CREATE TABLE usage (
 		id                 INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -320,6 +320,9 @@ type Entry struct {
 	Sender    string // the sender's display name, for group prompts
 	MessageID int
 	Text      string
+	// Media describes the files the message carries, as the bot encodes
+	// them ("" for none); the store keeps it as it is.
+	Media string
 	// Mode is set once the message was counted against the daily limit
 	// (see Charged).
 	Mode string
@@ -336,9 +339,9 @@ func (s *Store) Journal(ctx context.Context, e Entry, poller string, updateID in
 	var id int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO journal (bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, mode, attempts, created)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
-			e.Bot, e.Chat, e.Thread, cmp.Or(e.ChatType, "private"), e.User, e.Sender, e.MessageID, e.Text, e.Mode, ms(e.Created))
+			`INSERT INTO journal (bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
+			e.Bot, e.Chat, e.Thread, cmp.Or(e.ChatType, "private"), e.User, e.Sender, e.MessageID, e.Text, e.Media, e.Mode, ms(e.Created))
 		if err != nil {
 			return err
 		}
@@ -409,7 +412,7 @@ func (s *Store) Done(ctx context.Context, id int64) error {
 // Pending lists bot's unanswered entries in arrival order.
 func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, mode, attempts, created
+		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created
 		 FROM journal WHERE bot = ? ORDER BY id`, bot)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
@@ -419,7 +422,7 @@ func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var created int64
-		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.Thread, &e.ChatType, &e.User, &e.Sender, &e.MessageID, &e.Text, &e.Mode, &e.Attempts, &created); err != nil {
+		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.Thread, &e.ChatType, &e.User, &e.Sender, &e.MessageID, &e.Text, &e.Media, &e.Mode, &e.Attempts, &created); err != nil {
 			return nil, fmt.Errorf("read journal: %w", err)
 		}
 		e.Created = fromMS(created)

@@ -168,7 +168,7 @@ func TestJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.MessageID, e.Text = 6, "second"
+	e.MessageID, e.Text, e.Media = 6, "second", `[{"kind":"photo","file_id":"p1"}]`
 	id2, err := s.Journal(ctx, e, "b@1", 101)
 	if err != nil {
 		t.Fatal(err)
@@ -198,8 +198,11 @@ func TestJournal(t *testing.T) {
 	if len(got) != 2 || got[0].ID != id1 || got[1].ID != id2 {
 		t.Fatalf("pending = %+v", got)
 	}
-	if g := got[0]; g.Attempts != 1 || g.Mode != "speech" || g.Text != "hi" || g.Chat != 10 || g.User != 1 || g.MessageID != 5 || !g.Created.Equal(t0) {
+	if g := got[0]; g.Attempts != 1 || g.Mode != "speech" || g.Text != "hi" || g.Media != "" || g.Chat != 10 || g.User != 1 || g.MessageID != 5 || !g.Created.Equal(t0) {
 		t.Fatalf("entry = %+v", g)
+	}
+	if g := got[1]; g.Media != `[{"kind":"photo","file_id":"p1"}]` {
+		t.Fatalf("second entry's media = %q", g.Media)
 	}
 	if err := s.Done(ctx, id1); err != nil {
 		t.Fatal(err)

@@ -2,12 +2,18 @@ package claudetest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	_ "image/gif"  // images the model describes
+	_ "image/jpeg" // (describeFile)
+	_ "image/png"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -90,6 +96,12 @@ const (
 //     tools the request offers, with the dearest settings (dall-e-3
 //     1792x1024 hd vivid; tts-1-hd, onyx, speed 4) and the file name
 //     OwnFilename: a model spending money on its own in turn one.
+//   - A message with image or document blocks gets the plain reply
+//     followed by what the model received in them: "You said: what is it?
+//     (message 1) [I see: image image/jpeg 64x48]" (a PDF: its title, type
+//     and length; a text document: its title and first line). A photo
+//     alone counts as a user message. The "[Image: source: <path>]" text
+//     the CLI adds for each image is not the user's text.
 //   - Directives in the user's message before a tool request: "#evilpath"
 //     makes the tool_use's filename "../../evil"; "#notool" answers text
 //     (NoToolReply) instead of calling the tool; "#owntool" puts its
@@ -142,16 +154,38 @@ type Message struct {
 
 // Block is one content block of a message. Fields are set by type: Text for
 // "text"; ID, Name and Input for "tool_use"; ToolUseID, IsError and
-// Content for "tool_result".
+// Content for "tool_result"; Source (and a document's Title) for "image"
+// and "document".
 type Block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
+	Source    *Source         `json:"source,omitempty"`
+	Title     string          `json:"title,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	IsError   bool            `json:"is_error,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
+}
+
+// Source is where an image or document block's data is: Type base64
+// (Data is base64) or text (Data is the text itself).
+type Source struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// Files returns the message's image and document blocks.
+func (m Message) Files() []Block {
+	var files []Block
+	for _, b := range m.Content {
+		if b.Type == "image" || b.Type == "document" {
+			files = append(files, b)
+		}
+	}
+	return files
 }
 
 // UnmarshalJSON accepts a message's content as a string or as blocks, as
@@ -442,6 +476,10 @@ func script(req Request) answer {
 		a.text = scriptedLongReply()
 	default:
 		a.text = fmt.Sprintf("You said: %s (message %d)", current, countUserMessages(req.Messages))
+		if files := last.Files(); len(files) > 0 {
+			// The CLI ends the text of a message with images with a newline.
+			a.text = fmt.Sprintf("You said: %s (message %d) %s", strings.TrimSpace(current), countUserMessages(req.Messages), describeFiles(files))
+		}
 		if strings.Contains(current, "#owntool") {
 			a.tools = ownToolCalls(req.Tools, current) // none offered: the text
 		}
@@ -463,12 +501,16 @@ func lastUserMessage(msgs []Message) *Message {
 func ownText(m Message) (string, bool) {
 	for i := len(m.Content) - 1; i >= 0; i-- {
 		b := m.Content[i]
-		if b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") {
+		if b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") && !imageNote.MatchString(b.Text) {
 			return b.Text, true
 		}
 	}
 	return "", false
 }
+
+// imageNote is the text block the CLI adds after a user message's text
+// for each image in it, naming the copy it saved.
+var imageNote = regexp.MustCompile(`^\[Image: source: [^\]]*\]$`)
 
 // isUserMessage reports whether m is a message the user wrote: a user
 // message with its own text, neither a tool result nor a tool request.
@@ -482,7 +524,7 @@ func isUserMessage(m Message) (string, bool) {
 		}
 	}
 	text, ok := ownText(m)
-	if !ok || requestedTool(text) != "" {
+	if !ok && len(m.Files()) == 0 || requestedTool(text) != "" {
 		return "", false
 	}
 	return text, true
@@ -564,6 +606,42 @@ func ownToolCalls(offered []string, text string) []toolUse {
 		calls = append(calls, toolUse{name: tool, input: data})
 	}
 	return calls
+}
+
+// describeFiles says what the model received in files, so a test can tell
+// it saw them: "[I see: image image/png 64x48; document "a.pdf"
+// application/pdf 1234 bytes; document "notes.md" text/plain: "# Notes"]".
+func describeFiles(files []Block) string {
+	parts := make([]string, 0, len(files))
+	for _, f := range files {
+		parts = append(parts, describeFile(f))
+	}
+	return "[I see: " + strings.Join(parts, "; ") + "]"
+}
+
+// describeFile is an image's type and size, a PDF's name, type and
+// length, a text document's name and first line.
+func describeFile(f Block) string {
+	if f.Source == nil {
+		return f.Type + " without a source"
+	}
+	src := *f.Source
+	if src.Type == "text" {
+		first, _, _ := strings.Cut(src.Data, "\n")
+		return fmt.Sprintf("document %q %s: %q", f.Title, src.MediaType, first)
+	}
+	data, err := base64.StdEncoding.DecodeString(src.Data)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s %s with broken base64", f.Type, src.MediaType)
+	case f.Type == "document":
+		return fmt.Sprintf("document %q %s %d bytes", f.Title, src.MediaType, len(data))
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Sprintf("image %s that does not decode (%d bytes)", src.MediaType, len(data))
+	}
+	return fmt.Sprintf("image %s %dx%d", src.MediaType, cfg.Width, cfg.Height)
 }
 
 // firstJSONObject decodes the first complete JSON object in text; an empty

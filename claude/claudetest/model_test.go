@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/png"
 	"io"
 	"net/http"
 	"os"
@@ -251,6 +254,26 @@ func TestModelScript(t *testing.T) {
 			toolInput: map[string]any{"n": 1},
 		},
 		{
+			name: "an image with a caption, as the CLI passes them on",
+			messages: []any{userMsg(imagePart(t, 64, 48), textPart("what is this?\n"),
+				textPart("[Image: source: /tmp/claude-0/-data-claude-bot-a/0b9e4a57/images/1.png]"))},
+			text: "You said: what is this? (message 1) [I see: image image/png 64x48]",
+		},
+		{
+			name: "a photo alone is the user's message",
+			messages: []any{userMsg(textPart("hi")), assistant("You said: hi (message 1)"),
+				userMsg(imagePart(t, 2, 3), textPart("[Image: source: /tmp/claude-0/x/images/1.png]"))},
+			text: "You said:  (message 2) [I see: image image/png 2x3]",
+		},
+		{
+			name: "documents",
+			messages: []any{userMsg(
+				map[string]any{"type": "document", "title": "paper.pdf", "source": map[string]any{"type": "base64", "media_type": "application/pdf", "data": "JVBERg=="}},
+				map[string]any{"type": "document", "title": "notes.md", "source": map[string]any{"type": "text", "media_type": "text/plain", "data": "# Notes\nmore"}},
+				textPart("read these"))},
+			text: `You said: read these (message 1) [I see: document "paper.pdf" application/pdf 4 bytes; document "notes.md" text/plain: "# Notes"]`,
+		},
+		{
 			name:      "#bash with a path",
 			messages:  []any{userMsg(textPart("please #bash /tmp/x/pwned now"))},
 			tool:      "Bash",
@@ -283,6 +306,17 @@ func TestModelScript(t *testing.T) {
 			}
 		})
 	}
+}
+
+// imagePart is an image content block holding a PNG of width x height.
+func imagePart(t *testing.T, width, height int) map[string]any {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, width, height))); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{"type": "image", "source": map[string]any{
+		"type": "base64", "media_type": "image/png", "data": base64.StdEncoding.EncodeToString(buf.Bytes())}}
 }
 
 func TestModelLongReply(t *testing.T) {

@@ -29,8 +29,8 @@ type Config struct {
 	ClaudeCmd      string
 	ClaudeBare     string // auto, on or off: see claudeBare
 	OpenAIBaseURL  string // empty: OpenAI's own
-	// OpenAIKey is for the voice and image tools. It has no flag: flags
-	// show in ps.
+	// OpenAIKey is for the voice and image tools and voice messages in.
+	// It has no flag: flags show in ps.
 	OpenAIKey string
 
 	LogLevel  string
@@ -76,7 +76,7 @@ var settings = []setting{
 		func(c *Config, v string) error { c.ClaudeBare = v; return nil }},
 	{"OPENAI_BASE_URL", "openai-base-url", "OpenAI API base URL for the MCP servers (empty: OpenAI's)", "",
 		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
-	{"OPENAI_API_KEY", "", "OpenAI API key for the voice and image tools", "",
+	{"OPENAI_API_KEY", "", "OpenAI API key for the voice and image tools and voice messages in", "",
 		func(c *Config, v string) error { c.OpenAIKey = v; return nil }},
 	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
 		func(c *Config, v string) error { c.LogLevel = v; return nil }},

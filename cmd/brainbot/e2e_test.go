@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,31 +78,39 @@ const waitLong = 2 * time.Minute
 // before brainbot starts (to seed its data folder).
 func newStack(tb testing.TB, prepare func(*stack.Stack)) *stack.Stack {
 	tb.Helper()
-	return newStackWithPrepare(tb, nil, prepare)
+	return newStackWithPrepare(tb, nil, nil, prepare)
 }
 
 // newStackWith is newStack with extra environment for brainbot.
 func newStackWith(tb testing.TB, env []string) *stack.Stack {
 	tb.Helper()
-	return newStackWithPrepare(tb, env, nil)
+	return newStackWithPrepare(tb, nil, env, nil)
 }
 
-func newStackWithPrepare(tb testing.TB, env []string, prepare func(*stack.Stack)) *stack.Stack {
+// newStackWithBrains is newStack with more brains (file name → YAML).
+func newStackWithBrains(tb testing.TB, more map[string]string) *stack.Stack {
+	tb.Helper()
+	return newStackWithPrepare(tb, more, nil, nil)
+}
+
+func newStackWithPrepare(tb testing.TB, more map[string]string, env []string, prepare func(*stack.Stack)) *stack.Stack {
 	tb.Helper()
 	cli := claudetest.RequireCLI(tb)
+	brains := map[string]string{
+		"narrator.yaml": narratorBrain,
+		"speaker.yaml":  speakerBrain,
+		"painter.yaml":  painterBrain,
+		"private.yaml":  privateBrain,
+		"sleepy.yaml":   sleepyBrain,
+	}
+	maps.Copy(brains, more)
 	s, err := stack.New(stack.Config{
 		Brainbot:  brainbotBinary(tb),
 		ClaudeCmd: cli,
 		Dir:       tb.TempDir(),
-		Brains: map[string]string{
-			"narrator.yaml": narratorBrain,
-			"speaker.yaml":  speakerBrain,
-			"painter.yaml":  painterBrain,
-			"private.yaml":  privateBrain,
-			"sleepy.yaml":   sleepyBrain,
-		},
-		Env:  append([]string{"BRAINBOT_GRACE=20s", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
-		Logs: testLogs(tb),
+		Brains:    brains,
+		Env:       append([]string{"BRAINBOT_GRACE=20s", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
+		Logs:      testLogs(tb),
 	})
 	if err != nil {
 		tb.Fatal(err)

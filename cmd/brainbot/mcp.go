@@ -55,7 +55,8 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 	return mcpserver.Serve(ctx, s, m.Stdin, m.Stdout, log)
 }
 
-// openAIConfig configures the tools' OpenAI client.
+// openAIConfig configures brainbot's OpenAI clients: the tools' and the
+// transcription of voice messages in.
 func openAIConfig(cfg Config) openai.ClientConfig {
 	c := openai.DefaultConfig(cfg.OpenAIKey)
 	if cfg.OpenAIBaseURL != "" {

@@ -214,7 +214,8 @@ func writableFile(path string) error {
 
 // checkBots loads the brains as run will and checks each bot that will
 // start: its token is well formed, its own, and answered by getMe; the
-// OpenAI key is there if it speaks or paints.
+// OpenAI key is there if it speaks or paints (and a warning if it should
+// listen).
 func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), r *report) {
 	brains, err := brain.LoadDir(cfg.BrainsDir)
 	var problems brain.Errors
@@ -232,6 +233,7 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), 
 	tokens := brain.ResolveTokens(brains, m.lookupEnv)
 	refused := tokenProblems(brains, tokens)
 	var asks []telegramCheck
+	var deaf []string
 	for _, b := range brains {
 		token, err := b.ResolveToken(m.lookupEnv)
 		if err != nil {
@@ -245,11 +247,19 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), 
 		onToken(token)
 		r.bots = append(r.bots, botState{name: b.ID, running: true})
 		checkOpenAIKey(b, cfg, r)
+		if cfg.OpenAIKey == "" && b.STT.Enabled {
+			deaf = append(deaf, b.ID)
+		}
 		if problem, bad := refused[b.ID]; bad {
 			r.fail("bot "+b.ID, problem)
 			continue
 		}
 		asks = append(asks, telegramCheck{brain: b, token: token})
+	}
+	if len(deaf) > 0 {
+		slices.Sort(deaf)
+		r.warn("voice messages in", fmt.Sprintf("OPENAI_API_KEY is not set: %s answer voice messages with messages.text_only (stt.enabled: false says it is meant)",
+			strings.Join(deaf, ", ")))
 	}
 	askTelegram(ctx, cfg.TelegramAPIURL, asks)
 	for _, a := range asks {

@@ -214,7 +214,7 @@ func TestDoctorBots(t *testing.T) {
 		"twin.yaml":    brainWith("TWIN_TOKEN", ""),
 		"mangled.yaml": brainWith("MANGLED_TOKEN", ""),
 		"revoked.yaml": brainWith("REVOKED_TOKEN", ""),
-		"painter.yaml": brainWith("PAINTER_TOKEN", "image:\n  enabled: true\n"),
+		"painter.yaml": brainWith("PAINTER_TOKEN", "image:\n  enabled: true\nstt:\n  enabled: false\n"),
 		"broken.yaml":  brainWith("BROKEN_TOKEN", "tts:\n  speed: 9\n"),
 	}, "CHAT_TOKEN="+chatToken, "TWIN_TOKEN="+chatToken,
 		"MANGLED_TOKEN=bot"+voiceToken, "REVOKED_TOKEN="+revokedToken,
@@ -230,6 +230,7 @@ func TestDoctorBots(t *testing.T) {
 		"fail  bot mangled: "+filepath.Join(s.brains, "mangled.yaml")+":4: telegram.token_env: MANGLED_TOKEN does not hold a BotFather token",
 		"fail  bot revoked: token rejected by Telegram (revoked, or mistyped): copy it again from @BotFather",
 		"fail  bot painter: it paints (image.enabled) but OPENAI_API_KEY is not set: its image replies will fail",
+		"warn  voice messages in: OPENAI_API_KEY is not set: chat, mangled, revoked, twin answer voice messages with messages.text_only (stt.enabled: false says it is meant)",
 		"fail  brain broken.yaml: "+filepath.Join(s.brains, "broken.yaml")+":6: tts.speed: must be between 0.25 and 4.0, got 9\n",
 		"5 of 6 bots would run (chat, mangled, painter, revoked, twin); skipped: broken.yaml (invalid brain file)\n",
 	)

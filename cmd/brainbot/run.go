@@ -16,6 +16,7 @@ import (
 	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/ticket"
+	"brainbot/transcribe"
 )
 
 // run serves every bot in the brains folder until ctx ends (SIGINT or
@@ -88,6 +89,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	// After the bots stop: their requests are over, their warm CLIs end.
 	defer driver.Close()
 
+	// Voice messages in need the key; without it they get the brain's
+	// messages.text_only.
+	var transcriber bot.Transcriber
+	if cfg.OpenAIKey != "" {
+		transcriber = transcribe.New(openAIConfig(cfg))
+	}
 	reg := metrics.New()
 	reg.TrackWarm(driver.Warm)
 	manager, err := bot.New(bot.Config{
@@ -99,6 +106,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		MaxWait:          cfg.MaxWait,
 		Grace:            cfg.Grace,
 		Claude:           driver,
+		Transcriber:      transcriber,
 		Store:            db,
 		Log:              log,
 		Metrics:          reg,

@@ -1,13 +1,14 @@
 // Package openaitest is an OpenAI API stand-in on loopback for tests and
 // demos: POST /v1/audio/speech answers real audio (silent MPEG-1 Layer III
 // frames for mp3, an Ogg Opus stream of silent packets for opus) whose
-// duration grows with the input, and POST /v1/images/generations answers a
+// duration grows with the input, POST /v1/images/generations answers a
 // real PNG of the requested size, as b64_json or as a URL served by the
-// stand-in itself.
+// stand-in itself, and POST /v1/audio/transcriptions "hears" the words
+// VoiceNote put into a voice note (see Transcribe).
 //
 // Failures can be queued with FailNext, or requested by a directive in the
-// speech input or image prompt, so an end-to-end test can drive them
-// through a scripted model:
+// speech input, image prompt or a voice note's words, so an end-to-end
+// test can drive them through a scripted model or a user's voice message:
 //
 //	#openai-401     401 invalid_api_key
 //	#openai-429     429 rate_limit_exceeded
@@ -48,7 +49,9 @@ type Request struct {
 	Voice          string
 	Input          string // speech
 	Prompt         string // images
-	Format         string // speech response_format
+	Format         string // speech and transcription response_format
+	FileName       string // transcription: the uploaded file's name
+	AudioBytes     int    // transcription: the uploaded file's size
 	Speed          float64
 	Size           string
 	Quality        string
@@ -89,6 +92,7 @@ func NewServer() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/audio/speech", s.speech)
 	mux.HandleFunc("POST /v1/images/generations", s.generateImage)
+	mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
 	mux.HandleFunc("GET /files/{name}", s.file)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
@@ -101,7 +105,7 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// FailNext makes the next API request (speech or image) fail with an
+// FailNext makes the next API request (speech, image or transcription) fail with an
 // OpenAI error body carrying status, code and message. Calls queue up.
 func (s *Server) FailNext(status int, code, message string) {
 	s.mu.Lock()

@@ -118,3 +118,54 @@ func TestFailures(t *testing.T) {
 		t.Errorf("slow: %v", err)
 	}
 }
+
+func transcribe(c *openai.Client, name string, data []byte) (string, error) {
+	res, err := c.CreateTranscription(context.Background(), openai.AudioRequest{Model: "whisper-1", FilePath: name, Reader: bytes.NewReader(data)})
+	return res.Text, err
+}
+
+// The transcription stand-in hears a VoiceNote's words, silence in other
+// audio it can parse, and refuses the rest as OpenAI does.
+func TestTranscriptions(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	c := client(s)
+	note, err := VoiceNote("hello there")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := audio.OggOpusDuration(note); err != nil || d < 600*time.Millisecond {
+		t.Errorf("voice note lasts %v (%v), want about 11 characters of speech", d, err)
+	}
+	if got, err := transcribe(c, "voice.oga", note); err != nil || got != "hello there" {
+		t.Errorf("voice note heard as %q, %v", got, err)
+	}
+	silence, _ := SilentOggOpus(50)
+	if got, err := transcribe(c, "voice.ogg", silence); err != nil || got != "" {
+		t.Errorf("silence heard as %q, %v", got, err)
+	}
+	if got, err := transcribe(c, "song.mp3", SilentMP3(10)); err != nil || got != "" {
+		t.Errorf("mp3 heard as %q, %v", got, err)
+	}
+	for _, tc := range []struct {
+		name string
+		data []byte
+		code int
+	}{
+		{"voice.ogg", []byte("broken"), http.StatusBadRequest},
+		{"voice.aiff", note, http.StatusBadRequest},
+		{"huge.mp3", bytes.Repeat([]byte{0}, MaxTranscriptionBytes+1), http.StatusRequestEntityTooLarge},
+	} {
+		_, err := transcribe(c, tc.name, tc.data)
+		var apiErr *openai.APIError
+		if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != tc.code {
+			t.Errorf("%s: err = %v, want HTTP %d", tc.name, err, tc.code)
+		}
+	}
+	// A directive among the words fails the call, as in speech input.
+	failing, _ := VoiceNote("please #openai-500")
+	var apiErr *openai.APIError
+	if _, err := transcribe(c, "voice.ogg", failing); !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 500 {
+		t.Errorf("#openai-500 voice note: err = %v", err)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"hash/fnv"
 	"html"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,6 +61,9 @@ type Stack struct {
 	OpenAI   *openaitest.Server
 
 	BrainsDir, DataDir, Home, LogFile string
+	// TempDir is brainbot's TMPDIR, which the Claude CLI inherits: it
+	// keeps a copy of each image it is given there.
+	TempDir string
 
 	cfg  Config
 	logs *LogBook
@@ -84,10 +88,11 @@ func New(cfg Config) (*Stack, error) {
 		DataDir:   filepath.Join(cfg.Dir, "data"),
 		Home:      filepath.Join(cfg.Dir, "home"),
 		LogFile:   filepath.Join(cfg.Dir, "brainbot.log"),
+		TempDir:   filepath.Join(cfg.Dir, "tmp"),
 		logs:      newLogBook(),
 		asked:     map[chatKey]int{},
 	}
-	for _, dir := range []string{s.BrainsDir, s.DataDir, s.Home} {
+	for _, dir := range []string{s.BrainsDir, s.DataDir, s.Home, s.TempDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, err
 		}
@@ -135,6 +140,7 @@ func (s *Stack) Env() []string {
 	env := []string{
 		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"HOME=" + s.Home,
+		"TMPDIR=" + s.TempDir,
 		"BRAINBOT_BRAINS=" + s.BrainsDir,
 		"BRAINBOT_DATA=" + s.DataDir,
 		"BRAINBOT_LOG_FORMAT=json",
@@ -249,9 +255,28 @@ func (s *Stack) Close() {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}
+	s.killCLIs()
 	s.Telegram.Close()
 	s.Model.Close()
 	s.OpenAI.Close()
+}
+
+// killCLIs kills the Claude CLIs brainbot left: each runs in a process
+// group of its own, so a warm one outlives a killed brainbot and would
+// go on writing into the test's folder after the test removed it.
+func (s *Stack) killCLIs() {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := claudetest.ProcessesWithEnv("HOME=" + s.Home)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return
+		}
+		for _, p := range left {
+			_ = syscall.Kill(-p.PID, syscall.SIGKILL) // its group: the CLI and anything it started
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // PID is brainbot's process id (0 when it is not running).
@@ -335,6 +360,29 @@ type Pending struct {
 // Send queues a user's message without waiting, for concurrent scenarios.
 // Messages of one user must be awaited in the order they were sent.
 func (s *Stack) Send(bot string, user int64, text string) *Pending {
+	return s.send(bot, user, func(token string) { s.Telegram.SendText(token, user, user, text) })
+}
+
+// SendMessage is Send for messages that are not plain text: each content
+// holds a message's fields besides chat, from and date, as Telegram sends
+// them ("voice", "photo", "caption", "media_group_id"...). Several
+// contents are messages the bot answers as one (an album's).
+func (s *Stack) SendMessage(bot string, user int64, contents ...map[string]any) *Pending {
+	return s.send(bot, user, func(token string) {
+		for _, content := range contents {
+			msg := map[string]any{
+				"date": time.Now().Unix(),
+				"chat": map[string]any{"id": user, "type": "private"},
+				"from": map[string]any{"id": user, "is_bot": false, "first_name": fmt.Sprintf("User%d", user)},
+			}
+			maps.Copy(msg, content)
+			s.Telegram.SendMessage(token, msg)
+		}
+	})
+}
+
+// send queues what one answer is awaited for.
+func (s *Stack) send(bot string, user int64, queue func(token string)) *Pending {
 	token := Token(bot)
 	p := &Pending{s: s, bot: bot, user: user, sent: time.Now()}
 	p.callsMark = len(s.chatCalls(token, user))
@@ -342,7 +390,7 @@ func (s *Stack) Send(bot string, user int64, text string) *Pending {
 	p.requests = s.asked[chatKey{bot, user}]
 	s.asked[chatKey{bot, user}]++
 	s.mu.Unlock()
-	s.Telegram.SendText(token, user, user, text)
+	queue(token)
 	return p
 }
 
