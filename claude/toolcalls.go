@@ -94,7 +94,7 @@ func (t *toolLog) close() []ToolCall {
 }
 
 // end logs a finished call and keeps it. Its arguments may hold what the
-// user wrote, so they are logged at debug level only.
+// user wrote, so they get a line of their own at debug level.
 func (t *toolLog) end(c ToolCall) {
 	t.done = append(t.done, c)
 	fields := []zap.Field{zap.String("server", c.Server), zap.String("tool", c.Tool),
@@ -102,10 +102,10 @@ func (t *toolLog) end(c ToolCall) {
 	if c.Error != "" {
 		fields = append(fields, zap.String("error", truncate(c.Error, maxToolError)))
 	}
-	if t.log.Core().Enabled(zap.DebugLevel) {
-		fields = append(fields, zap.Reflect("arguments", c.Input))
-	}
 	t.log.Info("tool call", fields...)
+	if ce := t.log.Check(zap.DebugLevel, "tool call arguments"); ce != nil {
+		ce.Write(zap.String("server", c.Server), zap.String("tool", c.Tool), zap.Reflect("arguments", c.Input))
+	}
 }
 
 // truncate cuts s to at most n bytes, on a rune boundary.

@@ -77,9 +77,12 @@ func TestToolLogArgumentsAtDebug(t *testing.T) {
 	tl := newToolLog(log)
 	tl.called(block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)})
 	tl.answered(block{Type: "tool_result", ToolUseID: "a", Text: "12:00"})
-	lines := logs.FilterMessage("tool call").All()
-	if len(lines) != 1 || lines[0].ContextMap()["arguments"] == nil {
-		t.Errorf("debug lines %v: want the arguments", lines)
+	if info := logs.FilterMessage("tool call").All(); len(info) != 1 || info[0].ContextMap()["arguments"] != nil {
+		t.Errorf("info lines %v: want one, without the arguments", info)
+	}
+	debug := logs.FilterMessage("tool call arguments").All()
+	if len(debug) != 1 || debug[0].Level != zap.DebugLevel || debug[0].ContextMap()["arguments"] == nil || debug[0].ContextMap()["tool"] != "now" {
+		t.Errorf("debug lines %v: want one with the arguments", debug)
 	}
 }
 

@@ -172,9 +172,15 @@ func TestBrainToolsEndToEnd(t *testing.T) {
 			t.Errorf("reply = %q", got)
 		}
 		call := wantCall(t, s, r, "t", "echo", "ok")
-		// The stack logs at debug level, where the arguments are shown.
-		if !strings.Contains(call.Raw, `"arguments":{"text":"hello tools"}`) {
-			t.Errorf("debug tool call line %s lacks the arguments", call.Raw)
+		if strings.Contains(call.Raw, "hello tools") {
+			t.Errorf("the info line %s shows the arguments", call.Raw)
+		}
+		// The stack logs at debug level, where the arguments have a line.
+		args := s.Logs().Find(0, func(l stack.Line) bool {
+			return l.Msg == "tool call arguments" && l.Str("request_id") == r.Summary.Str("request_id")
+		})
+		if len(args) != 1 || args[0].Level != "debug" || !strings.Contains(args[0].Raw, `"arguments":{"text":"hello tools"}`) {
+			t.Errorf("debug lines %v: want one with the arguments", args)
 		}
 	})
 
