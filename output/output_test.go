@@ -359,10 +359,12 @@ func TestPrune(t *testing.T) {
 		r    Retention
 		gone []string
 	}{
-		{"off", Retention{}, nil},
+		// A flat file older than ScratchAge goes whatever the retention:
+		// no request will organise it any more.
+		{"off", Retention{}, []string{"flatOld"}},
 		{"age", Retention{MaxAge: 24 * time.Hour}, []string{"old", "middle", "flatOld"}},
-		{"bytes", Retention{MaxBytes: 150}, []string{"old", "middle"}},
-		{"bytes keeps all that fit", Retention{MaxBytes: 300}, nil},
+		{"bytes", Retention{MaxBytes: 150}, []string{"old", "middle", "flatOld"}},
+		{"bytes keeps all that fit", Retention{MaxBytes: 300}, []string{"flatOld"}},
 		{"both", Retention{MaxAge: 60 * time.Hour, MaxBytes: 200}, []string{"old", "flatOld"}},
 	}
 	for _, tt := range tests {

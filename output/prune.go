@@ -21,8 +21,13 @@ type Retention struct {
 	MaxBytes int64
 }
 
-// Off reports whether r removes nothing.
+// Off reports whether r removes no organised file.
 func (r Retention) Off() bool { return r.MaxAge <= 0 && r.MaxBytes <= 0 }
+
+// ScratchAge is how long a file stays in a kind's flat folder, where the
+// tools write, when no request organised it (its request failed after the
+// tool ran): whatever the Retention, it is removed after this.
+const ScratchAge = 24 * time.Hour
 
 type prunable struct {
 	path      string
@@ -33,16 +38,13 @@ type prunable struct {
 }
 
 // Prune applies r to root/<kind dir>, oldest files first, and returns how
-// many files it removed. It only removes regular files: in the flat folder
-// (subject to MaxAge only) and in bot-*/user-*/ folders. An organised
-// file's sidecar counts with it and goes with it; a sidecar whose file is
-// gone is pruned like a file.
+// many files it removed. It only removes regular files: in bot-*/user-*/
+// folders, and in the flat folder (MaxAge, and ScratchAge at the most). An
+// organised file's sidecar counts with it and goes with it; a sidecar
+// whose file is gone is pruned like a file.
 func Prune(root string, kind Kind, r Retention, now time.Time) (removed int, err error) {
 	if kind.Dir() == "" {
 		return 0, fmt.Errorf("output: unknown kind %v", kind)
-	}
-	if r.Off() {
-		return 0, nil
 	}
 	files, err := prunables(filepath.Join(root, kind.Dir()))
 	if err != nil {
@@ -57,7 +59,7 @@ func Prune(root string, kind Kind, r Retention, now time.Time) (removed int, err
 	}
 	var errs []error
 	for _, f := range files {
-		tooOld := r.MaxAge > 0 && now.Sub(f.mod) > r.MaxAge
+		tooOld := r.MaxAge > 0 && now.Sub(f.mod) > r.MaxAge || !f.organised && now.Sub(f.mod) > ScratchAge
 		tooMuch := r.MaxBytes > 0 && f.organised && organisedBytes > r.MaxBytes
 		if !tooOld && !tooMuch {
 			continue

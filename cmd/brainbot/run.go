@@ -158,9 +158,7 @@ func pruneOutputs(ctx context.Context, dataDir string, limits map[output.Kind]ou
 	defer tick.Stop()
 	for {
 		for kind, r := range limits {
-			if r.Off() {
-				continue
-			}
+			// Even with retention off: unorganised files go after a day.
 			removed, err := output.Prune(dataDir, kind, r, time.Now())
 			if err != nil {
 				log.Warn("pruning old files failed", zap.Stringer("kind", kind), zap.Error(err))
