@@ -305,8 +305,9 @@ func (d *Driver) keep(cli *live, req Request, abort, err error) bool {
 	case cli.requests >= d.pool.cfg.RecycleAfter:
 		d.log.Info("claude: warm process recycled after its requests", zap.Int("requests", cli.requests))
 		return false
-	case cli.residentMB() >= d.pool.cfg.RecycleMB:
-		d.log.Info("claude: warm process recycled for its memory", zap.Int("rss_mb", cli.residentMB()))
+	}
+	if rss := cli.residentMB(); rss >= d.pool.cfg.RecycleMB {
+		d.log.Info("claude: warm process recycled for its memory", zap.Int("rss_mb", rss))
 		return false
 	}
 	return true
