@@ -1,0 +1,250 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"brainbot/cluster/natstest"
+)
+
+// join connects an instance with short timings, closed at the end.
+func join(t *testing.T, url, name string) *Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, Config{URL: url, Instance: name, Partitions: 8, LeaseTTL: 1500 * time.Millisecond,
+		MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 2 * time.Second,
+		Log: zaptest.NewLogger(t).Named(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestLeaseOnePollerAndTakeover(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a"), join(t, url, "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var polling atomic.Int32
+	var who sync.Map
+	poll := func(name string) func(context.Context) {
+		return func(ctx context.Context) {
+			if n := polling.Add(1); n > 1 {
+				t.Errorf("%d pollers at once", n)
+			}
+			who.Store("now", name)
+			<-ctx.Done()
+			polling.Add(-1)
+		}
+	}
+	go a.Lease(ctx, "bot-1", poll("a"))
+	waitFor(t, 5*time.Second, "a to poll", func() bool { v, _ := who.Load("now"); return v == "a" })
+	go b.Lease(ctx, "bot-1", poll("b"))
+	time.Sleep(3 * time.Second) // several TTLs: a refreshes, b must not take it
+	if v, _ := who.Load("now"); v != "a" {
+		t.Fatalf("poller = %v, want a to keep the lease", v)
+	}
+	if got := a.Status().Polled; len(got) != 1 || got[0] != "bot-1" {
+		t.Errorf("a polls %v", got)
+	}
+	// a dies: its connection goes, its lease expires, b takes over.
+	died := time.Now()
+	a.nc.Close()
+	waitFor(t, 5*time.Second, "b to take over", func() bool { v, _ := who.Load("now"); return v == "b" })
+	t.Logf("takeover after %v", time.Since(died))
+}
+
+// update is a Telegram update as far as the tests need.
+func update(id int64, chat int64, text string) []byte {
+	b, _ := json.Marshal(map[string]any{"update_id": id, "message": map[string]any{"chat": map[string]any{"id": chat}, "text": text}})
+	return b
+}
+
+type got struct {
+	mu   sync.Mutex
+	by   map[string][]int64 // instance → update ids, in order handed on
+	chat map[int64][]int64  // chat → update ids, in order answered
+	all  map[int64]int
+}
+
+func newGot() *got {
+	return &got{by: map[string][]int64{}, chat: map[int64][]int64{}, all: map[int64]int{}}
+}
+
+func (g *got) record(name string, d *Delivery) {
+	var u struct {
+		Message struct{ Chat struct{ ID int64 } }
+	}
+	_ = json.Unmarshal(d.Update, &u)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.by[name] = append(g.by[name], d.UpdateID)
+	g.chat[u.Message.Chat.ID] = append(g.chat[u.Message.Chat.ID], d.UpdateID)
+	g.all[d.UpdateID]++
+}
+
+func (g *got) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.all)
+}
+
+func TestPartitionsSpreadMoveAndKeepOrder(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a"), join(t, url, "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := newGot()
+	// a answers at once; b holds its updates without answering until it
+	// dies, so they must be redelivered to a.
+	var bHolding atomic.Bool
+	bHolding.Store(true)
+	a.Work(ctx, func(d *Delivery) { g.record("a", d); go d.Done(true) })
+	bctx, bcancel := context.WithCancel(ctx)
+	defer bcancel()
+	b.Work(bctx, func(d *Delivery) {
+		if bHolding.Load() {
+			return
+		}
+		g.record("b", d)
+		go d.Done(true)
+	})
+	waitFor(t, 5*time.Second, "both to own partitions", func() bool {
+		return len(a.Status().Partitions) > 0 && len(b.Status().Partitions) > 0 &&
+			len(a.Status().Partitions)+len(b.Status().Partitions) == 8
+	})
+	const chats, per = 20, 5
+	id := int64(0)
+	pub := func(round int) {
+		for chat := int64(1); chat <= chats; chat++ {
+			id++
+			if err := a.Publish(ctx, "bot", chat, 0, id, update(id, chat, fmt.Sprint(round))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for r := range per {
+		pub(r)
+	}
+	// The same update again is dropped by its message id.
+	if err := b.Publish(ctx, "bot", 1, 0, 1, update(1, 1, "again")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a's share", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.by["a"]) > 0 })
+	time.Sleep(500 * time.Millisecond)
+	// b dies holding its share: nothing acknowledged, connection gone.
+	bcancel()
+	b.nc.Close()
+	died := time.Now()
+	waitFor(t, 20*time.Second, "every update answered", func() bool { return g.count() == chats*per })
+	t.Logf("all answered %v after b died", time.Since(died))
+	waitFor(t, 5*time.Second, "a to own every partition", func() bool { return len(a.Status().Partitions) == 8 })
+	// More after the handover.
+	pub(per)
+	waitFor(t, 10*time.Second, "the last round", func() bool { return g.count() == chats*(per+1) })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for u, n := range g.all {
+		if n != 1 {
+			t.Errorf("update %d answered %d times", u, n)
+		}
+	}
+	for chat, ids := range g.chat {
+		for i := 1; i < len(ids); i++ {
+			if ids[i] < ids[i-1] {
+				t.Errorf("chat %d answered out of order: %v", chat, ids)
+				break
+			}
+		}
+	}
+	if len(g.by["b"]) != 0 {
+		t.Errorf("b answered %v", g.by["b"])
+	}
+}
+
+func TestRedeliveredAnsweredUpdateIsNotHandedOn(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a"), join(t, url, "b")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var handed atomic.Int32
+	got := make(chan *Delivery, 1)
+	a.Work(ctx, func(d *Delivery) { got <- d })
+	if err := a.Publish(ctx, "bot", 7, 0, 42, update(42, 7, "hi")); err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	// Answered, but the acknowledgement never reaches the server: the
+	// marker is written, then a dies.
+	if _, err := a.answered.Put(ctx, answeredKey("bot", 42), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	_ = d
+	a.nc.Close()
+	b.Work(ctx, func(*Delivery) { handed.Add(1) })
+	cons, err := b.stream.Consumer(ctx, consumerName(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cons
+	waitFor(t, 15*time.Second, "the redelivery to be acknowledged", func() bool {
+		for p := range 8 {
+			c, err := b.stream.Consumer(ctx, consumerName(p))
+			if err != nil {
+				return false
+			}
+			info, err := c.Info(ctx)
+			if err != nil || info.NumAckPending > 0 || info.NumPending > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := handed.Load(); n != 0 {
+		t.Fatalf("answered update handed on %d times", n)
+	}
+}
+
+func TestAssignIsStable(t *testing.T) {
+	members := []string{"a", "b", "c"}
+	owner := map[int]string{}
+	for _, m := range members {
+		for _, p := range Assign(members, m, 64) {
+			if o, dup := owner[p]; dup {
+				t.Fatalf("partition %d to %s and %s", p, o, m)
+			}
+			owner[p] = m
+		}
+	}
+	if len(owner) != 64 {
+		t.Fatalf("%d partitions assigned", len(owner))
+	}
+	// c leaves: only c's partitions move.
+	for _, m := range []string{"a", "b"} {
+		for _, p := range Assign([]string{"a", "b"}, m, 64) {
+			if owner[p] != m && owner[p] != "c" {
+				t.Errorf("partition %d moved from %s to %s", p, owner[p], m)
+			}
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// Lease runs poll while this instance holds bot's poller lease, and waits
+// for the lease whenever another instance holds it, until ctx ends. The
+// lease is a key in a bucket with a TTL: created when absent, refreshed by
+// a revision-checked update every third of the TTL. poll's context ends as
+// soon as a refresh fails (the lease may be someone else's by then); after
+// poll returns the lease is released, so a graceful stop hands over at
+// once. A dead instance's lease expires within the TTL.
+func (c *Cluster) Lease(ctx context.Context, bot string, poll func(ctx context.Context)) {
+	key := keyPart(bot)
+	log := c.log.With(zap.String("bot", bot))
+	retry := min(time.Second, c.cfg.LeaseTTL/3)
+	for ctx.Err() == nil {
+		rev, err := c.leases.Create(ctx, key, []byte(c.cfg.Instance))
+		if err != nil {
+			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+				log.Warn("could not take the poller lease", zap.Error(err))
+			}
+			sleep(ctx, retry)
+			continue
+		}
+		log.Info("poller lease taken", zap.String("instance", c.cfg.Instance))
+		c.setPolled(bot, true)
+		c.holdLease(ctx, key, rev, poll, log)
+		c.setPolled(bot, false)
+	}
+}
+
+// holdLease runs poll and refreshes the lease until either ends.
+func (c *Cluster) holdLease(ctx context.Context, key string, rev uint64, poll func(context.Context), log *zap.Logger) {
+	pollCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		poll(pollCtx)
+	}()
+	tick := time.NewTicker(c.cfg.LeaseTTL / 3)
+	defer tick.Stop()
+	lost := false
+	for !lost {
+		select {
+		case <-done:
+			stop()
+			c.release(key, rev)
+			return
+		case <-ctx.Done():
+			lost = true
+		case <-tick.C:
+			rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/3)
+			next, err := c.leases.Update(rctx, key, []byte(c.cfg.Instance), rev)
+			cancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn("poller lease lost: polling stops", zap.Error(err))
+				}
+				lost = true
+				break
+			}
+			rev = next
+		}
+	}
+	stop()
+	<-done
+	c.release(key, rev)
+}
+
+// release deletes the lease if it is still ours at rev.
+func (c *Cluster) release(key string, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = c.leases.Delete(ctx, key, jetstream.LastRevision(rev)) // gone or someone else's: nothing to do
+}
+
+func (c *Cluster) setPolled(bot string, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.polled[bot] = true
+	} else {
+		delete(c.polled, bot)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

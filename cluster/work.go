@@ -1,0 +1,445 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+)
+
+// Headers of a published update.
+const (
+	botHeader    = "Brainbot-Bot"
+	updateHeader = "Brainbot-Update"
+	pinHeader    = "Nats-Pin-Id"
+)
+
+// Publish stores one Telegram update of bot in the stream, under its
+// conversation's subject; it returns once JetStream has stored it (or
+// had it already: the message id is the bot and the update id).
+func (c *Cluster) Publish(ctx context.Context, bot string, chat int64, thread int, updateID int64, update []byte) error {
+	msg := nats.NewMsg(fmt.Sprintf("%s.%s.%d.%d", subjectPrefix, keyPart(bot), chat, thread))
+	msg.Data = update
+	msg.Header.Set(nats.MsgIdHdr, bot+":"+strconv.FormatInt(updateID, 10))
+	msg.Header.Set(botHeader, bot)
+	msg.Header.Set(updateHeader, strconv.FormatInt(updateID, 10))
+	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("cluster: publish update %d of %s: %w", updateID, bot, err)
+	}
+	return nil
+}
+
+// Delivery is one update handed to this instance to answer. Exactly one
+// of Done or Abandon must be called.
+type Delivery struct {
+	Bot      string
+	UpdateID int64
+	Update   []byte // the update's JSON, as Telegram sent it
+	// Delivered is how often the update was handed out (1 the first time).
+	Delivered uint64
+
+	w   *worker
+	seq uint64
+	msg jetstream.Msg
+}
+
+// Done acknowledges the update: answered marks it so that a redelivery
+// (if the acknowledgement is lost) is not answered again.
+func (d *Delivery) Done(answered bool) {
+	c := d.w.c
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if answered {
+		if _, err := c.answered.Put(ctx, answeredKey(d.Bot, d.UpdateID), []byte(c.cfg.Instance)); err != nil {
+			c.log.Warn("could not mark the update answered", zap.String("bot", d.Bot), zap.Int64("update_id", d.UpdateID), zap.Error(err))
+		}
+	}
+	if err := d.msg.DoubleAck(ctx); err != nil {
+		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", d.Bot),
+			zap.Int64("update_id", d.UpdateID), zap.Error(err))
+	}
+	d.w.forget(d.seq)
+}
+
+// Abandon hands the update back for redelivery at once (this instance
+// will not answer it).
+func (d *Delivery) Abandon() {
+	_ = d.msg.Nak() // if lost, AckWait redelivers it
+	d.w.forget(d.seq)
+}
+
+func answeredKey(bot string, update int64) string {
+	return keyPart(bot) + "." + strconv.FormatInt(update, 10)
+}
+
+// Work makes this instance a member and consumes the partitions assigned
+// to it, handing each update to handle in stream order per partition.
+// handle must not block: it queues the work. Pulling stops when ctx ends;
+// updates held then keep their claim (work in progress) until Release.
+func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
+	c.mu.Lock()
+	c.handle = handle
+	if c.workers == nil {
+		c.workers = map[int]*worker{}
+	}
+	c.mu.Unlock()
+	c.heartbeat(ctx)
+	go c.keepAlive()
+	go func() {
+		tick := time.NewTicker(c.cfg.MemberTTL / 5)
+		defer tick.Stop()
+		for {
+			if ctx.Err() != nil {
+				c.rebalance(nil)
+				return
+			}
+			c.heartbeat(ctx)
+			c.rebalance(c.assigned(ctx))
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+// Release hands back every update still held (so another instance answers
+// it at once) and leaves the membership. Call it after the work stopped.
+func (c *Cluster) Release() {
+	c.mu.Lock()
+	workers := c.workers
+	c.workers = nil
+	c.mu.Unlock()
+	for _, w := range workers {
+		w.stop()
+	}
+	c.heldMu.Lock()
+	held := c.held
+	c.held = map[uint64]jetstream.Msg{}
+	c.heldMu.Unlock()
+	for _, m := range held {
+		_ = m.Nak()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = c.members.Delete(ctx, keyPart(c.cfg.Instance))
+	c.closeOnce.Do(func() { close(c.released) })
+}
+
+func (c *Cluster) heartbeat(ctx context.Context) {
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.MemberTTL/3)
+	defer cancel()
+	if _, err := c.members.Put(hctx, keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+		c.log.Warn("membership heartbeat failed", zap.Error(err))
+	}
+}
+
+// assigned returns the partitions the live members give this instance.
+func (c *Cluster) assigned(ctx context.Context) []int {
+	lctx, cancel := context.WithTimeout(ctx, c.cfg.MemberTTL/2)
+	defer cancel()
+	members, err := c.members.Keys(lctx)
+	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
+		if ctx.Err() == nil {
+			c.log.Warn("could not list the members; keeping the partitions", zap.Error(err))
+		}
+		return c.ownedList()
+	}
+	return Assign(members, keyPart(c.cfg.Instance), c.cfg.Partitions)
+}
+
+// Assign is the rendezvous hash of partitions over members: each
+// partition goes to the member with the highest hash of (member,
+// partition), so a member leaving moves only its own partitions. It
+// returns me's partitions (me counts as a member).
+func Assign(members []string, me string, partitions int) []int {
+	if !slices.Contains(members, me) {
+		members = append(slices.Clone(members), me)
+	}
+	var mine []int
+	for p := range partitions {
+		var best string
+		var bestH uint64
+		for _, m := range members {
+			sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d", m, p))
+			if v := binary.BigEndian.Uint64(sum[:8]); best == "" || v > bestH || v == bestH && m < best {
+				best, bestH = m, v
+			}
+		}
+		if best == me {
+			mine = append(mine, p)
+		}
+	}
+	return mine
+}
+
+func (c *Cluster) ownedList() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int
+	for p := range c.owned {
+		out = append(out, p)
+	}
+	return out
+}
+
+// rebalance starts pulling the partitions in want and stops the others.
+func (c *Cluster) rebalance(want []int) {
+	c.mu.Lock()
+	var stop []*worker
+	for p, w := range c.workers {
+		if !slices.Contains(want, p) {
+			stop = append(stop, w)
+			delete(c.workers, p)
+			delete(c.owned, p)
+		}
+	}
+	var start []int
+	for _, p := range want {
+		if c.workers != nil && c.workers[p] == nil {
+			start = append(start, p)
+		}
+	}
+	c.mu.Unlock()
+	for _, w := range stop {
+		w.stop()
+		c.log.Info("partition released", zap.Int("partition", w.p))
+	}
+	for _, p := range start {
+		w, err := c.startWorker(p)
+		if err != nil {
+			c.log.Warn("could not consume a partition", zap.Int("partition", p), zap.Error(err))
+			continue
+		}
+		c.mu.Lock()
+		if c.workers == nil { // released meanwhile
+			c.mu.Unlock()
+			w.stop()
+			continue
+		}
+		c.workers[p] = w
+		c.owned[p] = true
+		c.mu.Unlock()
+		c.log.Info("partition taken", zap.Int("partition", p))
+	}
+}
+
+// keepAlive tells the server, every third of AckWait, that the updates
+// this instance holds are being worked on, until Release.
+func (c *Cluster) keepAlive() {
+	tick := time.NewTicker(c.cfg.AckWait / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.released:
+			return
+		case <-tick.C:
+		}
+		c.heldMu.Lock()
+		msgs := make([]jetstream.Msg, 0, len(c.held))
+		for _, m := range c.held {
+			msgs = append(msgs, m)
+		}
+		c.heldMu.Unlock()
+		for _, m := range msgs {
+			_ = m.InProgress() // a lost one is redelivered: answered-dedupe
+		}
+	}
+}
+
+// worker consumes one partition.
+type worker struct {
+	c    *Cluster
+	p    int
+	cons jetstream.Consumer
+	cc   jetstream.ConsumeContext
+
+	// order serialises handing updates on, so a handover's buffer goes
+	// out before anything received after it.
+	order sync.Mutex
+
+	mu sync.Mutex
+	// held are the stream sequences this worker holds (handed on or
+	// buffered).
+	held      map[uint64]bool
+	pin       string
+	buffering bool
+	buffer    []*Delivery
+	stopped   bool
+}
+
+// handoverMax bounds how long a new owner waits for the last owner's
+// updates before it goes on anyway.
+const handoverMax = time.Minute
+
+func (c *Cluster) startWorker(p int) (*worker, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cons, err := c.stream.Consumer(ctx, consumerName(p))
+	if err != nil {
+		return nil, err
+	}
+	w := &worker{c: c, p: p, cons: cons, held: map[uint64]bool{}, pin: "\x00"}
+	w.cc, err = cons.Consume(w.receive, jetstream.PullPriorityGroup(group), jetstream.PullMaxMessages(64),
+		jetstream.PullExpiry(max(time.Second, c.cfg.PinnedTTL/2)),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrPinIDMismatch) && !errors.Is(err, jetstream.ErrNoHeartbeat) {
+				c.log.Debug("partition consumer", zap.Int("partition", p), zap.Error(err))
+			}
+		}))
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// stop ends pulling, hands back what was buffered and not handed on, and
+// unpins the partition so the next owner is pinned at once.
+func (w *worker) stop() {
+	w.cc.Stop()
+	w.mu.Lock()
+	w.stopped = true
+	buf := w.buffer
+	w.buffer = nil
+	w.mu.Unlock()
+	for _, d := range buf {
+		d.Abandon()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = w.c.stream.UnpinConsumer(ctx, consumerName(w.p), group)
+}
+
+func (w *worker) forget(seq uint64) {
+	w.mu.Lock()
+	delete(w.held, seq)
+	w.mu.Unlock()
+	w.c.heldMu.Lock()
+	delete(w.c.held, seq)
+	w.c.heldMu.Unlock()
+}
+
+// receive takes one message from the server.
+func (w *worker) receive(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.c.log.Warn("message without metadata", zap.Error(err))
+		_ = msg.Term()
+		return
+	}
+	seq := meta.Sequence.Stream
+	update, _ := strconv.ParseInt(msg.Headers().Get(updateHeader), 10, 64)
+	d := &Delivery{Bot: msg.Headers().Get(botHeader), UpdateID: update, Update: msg.Data(), Delivered: meta.NumDelivered,
+		w: w, seq: seq, msg: msg}
+	w.order.Lock()
+	defer w.order.Unlock()
+	w.mu.Lock()
+	if w.held[seq] || w.stopped {
+		// Redelivered while we still hold it (a late keep-alive), or
+		// after we stopped: not ours to hand on again.
+		w.mu.Unlock()
+		if w.stopped && !w.held[seq] {
+			_ = msg.Nak()
+		}
+		return
+	}
+	w.held[seq] = true
+	w.c.heldMu.Lock()
+	w.c.held[seq] = msg
+	w.c.heldMu.Unlock()
+	if pin := msg.Headers().Get(pinHeader); pin != w.pin {
+		w.pin = pin
+		if !w.buffering {
+			w.buffering = true
+			go w.handover()
+		}
+	}
+	if w.buffering {
+		w.buffer = append(w.buffer, d)
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.deliver(d)
+}
+
+// handover runs when the partition became this worker's: it waits until
+// every update pending on the partition's consumer is held here (the last
+// owner's were acknowledged, or redelivered to us), then hands on the
+// buffer in stream order.
+func (w *worker) handover() {
+	start := time.Now()
+	for {
+		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		info, err := w.cons.Info(ctx)
+		cancel()
+		w.mu.Lock()
+		if w.stopped {
+			w.buffering = false
+			w.mu.Unlock()
+			return
+		}
+		caughtUp := err == nil && info.NumAckPending <= len(w.held)
+		late := time.Since(start) > handoverMax
+		w.mu.Unlock()
+		if !caughtUp && !late {
+			continue
+		}
+		if late {
+			w.c.log.Warn("partition handover: updates of the last owner still pending; going on", zap.Int("partition", w.p))
+		}
+		w.order.Lock()
+		w.mu.Lock()
+		buf := w.buffer
+		w.buffer, w.buffering = nil, false
+		w.mu.Unlock()
+		slices.SortFunc(buf, func(a, b *Delivery) int { return compareSeq(a.seq, b.seq) })
+		w.c.log.Info("partition handed over", zap.Int("partition", w.p), zap.Int("updates", len(buf)),
+			zap.Duration("waited", time.Since(start)))
+		for _, d := range buf {
+			w.deliver(d)
+		}
+		w.order.Unlock()
+		return
+	}
+}
+
+func compareSeq(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// deliver hands d on, unless it is a redelivery of an update already
+// answered.
+func (w *worker) deliver(d *Delivery) {
+	c := w.c
+	if d.Delivered > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.answered.Get(ctx, answeredKey(d.Bot, d.UpdateID))
+		cancel()
+		if err == nil {
+			c.log.Info("redelivered update was answered already", zap.String("bot", d.Bot), zap.Int64("update_id", d.UpdateID))
+			d.Done(false)
+			return
+		}
+	}
+	c.mu.Lock()
+	handle := c.handle
+	c.mu.Unlock()
+	handle(d)
+}
