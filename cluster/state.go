@@ -1,0 +1,267 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"brainbot/bot/store"
+)
+
+// State is what the bots keep between messages, shared by every instance
+// in JetStream KV: sessions, voice toggles and update offsets in one
+// bucket, daily counters and spending in a bucket whose entries expire
+// after two days, usage records in a stream. Counters are updated by
+// revision (optimistic concurrency), so two instances never lose a count.
+//
+// It has the methods the bots need of *store.Store. The journal is not
+// here: in a cluster the stream is the journal (an update is acknowledged
+// once answered), so Journal and its steps do nothing.
+type State struct{ c *Cluster }
+
+// State returns the shared state.
+func (c *Cluster) State() *State { return &State{c: c} }
+
+type sessionValue struct {
+	ID       string    `json:"id"`
+	Created  time.Time `json:"created"`
+	LastUsed time.Time `json:"last_used"`
+}
+
+func sessionKey(c store.Conversation) string {
+	return fmt.Sprintf("session.%s.%d.%d", keyPart(c.Bot), c.Chat, c.Thread)
+}
+
+// Session returns the conversation's current session; ok is false if
+// there is none.
+func (s *State) Session(ctx context.Context, c store.Conversation) (store.Session, bool, error) {
+	e, err := s.c.state.Get(ctx, sessionKey(c))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return store.Session{}, false, nil
+	}
+	if err != nil {
+		return store.Session{}, false, fmt.Errorf("read session: %w", err)
+	}
+	var v sessionValue
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return store.Session{}, false, fmt.Errorf("read session: %w", err)
+	}
+	return store.Session{ID: v.ID, Created: v.Created, LastUsed: v.LastUsed}, true, nil
+}
+
+// UseSession makes id the conversation's session, used now.
+func (s *State) UseSession(ctx context.Context, c store.Conversation, id string, now time.Time) error {
+	return s.c.change(ctx, s.c.state, sessionKey(c), func(old []byte, found bool) ([]byte, bool) {
+		v := sessionValue{ID: id, Created: now.UTC(), LastUsed: now.UTC()}
+		var prev sessionValue
+		if found && json.Unmarshal(old, &prev) == nil && prev.ID == id {
+			v.Created = prev.Created
+		}
+		b, _ := json.Marshal(v)
+		return b, true
+	})
+}
+
+// ResetSession ends the conversation's session and returns its id ("" if
+// there was none).
+func (s *State) ResetSession(ctx context.Context, c store.Conversation, now time.Time) (string, error) {
+	sess, ok, err := s.Session(ctx, c)
+	if err != nil || !ok {
+		return "", err
+	}
+	if err := s.c.state.Delete(ctx, sessionKey(c)); err != nil {
+		return "", fmt.Errorf("reset session: %w", err)
+	}
+	return sess.ID, nil
+}
+
+func voiceKey(bot string, user int64) string { return fmt.Sprintf("voice.%s.%d", keyPart(bot), user) }
+
+// Voice returns the user's voice-reply toggle; set is false if they never
+// chose.
+func (s *State) Voice(ctx context.Context, bot string, user int64) (on, set bool, err error) {
+	e, err := s.c.state.Get(ctx, voiceKey(bot, user))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("read voice toggle: %w", err)
+	}
+	return string(e.Value()) == "1", true, nil
+}
+
+// SetVoice records the user's voice-reply toggle.
+func (s *State) SetVoice(ctx context.Context, bot string, user int64, on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	if _, err := s.c.state.Put(ctx, voiceKey(bot, user), []byte(v)); err != nil {
+		return fmt.Errorf("save voice toggle: %w", err)
+	}
+	return nil
+}
+
+func day(t time.Time) string { return t.UTC().Format("20060102") }
+
+// TakeDaily counts one message for the user today unless limit (> 0) is
+// reached (then ok is false and nothing is counted).
+func (s *State) TakeDaily(ctx context.Context, bot string, user int64, limit int, now time.Time) (ok bool, resetAt time.Time, err error) {
+	resetAt = store.NextReset(now)
+	key := fmt.Sprintf("count.%s.%s.%d", day(now), keyPart(bot), user)
+	err = s.c.change(ctx, s.c.daily, key, func(old []byte, _ bool) ([]byte, bool) {
+		n, _ := strconv.Atoi(string(old))
+		if limit > 0 && n >= limit {
+			ok = false
+			return nil, false
+		}
+		ok = true
+		return []byte(strconv.Itoa(n + 1)), true
+	})
+	if err != nil {
+		return false, resetAt, fmt.Errorf("count daily message: %w", err)
+	}
+	return ok, resetAt, nil
+}
+
+func spentKey(now time.Time, bot string, user int64) string {
+	who := "all"
+	if user > 0 {
+		who = strconv.FormatInt(user, 10)
+	}
+	return fmt.Sprintf("spent.%s.%s.%s", day(now), keyPart(bot), who)
+}
+
+// SpentToday is what the bot's requests cost on now's UTC day; with
+// user > 0, only that user's.
+func (s *State) SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error) {
+	e, err := s.c.daily.Get(ctx, spentKey(now, bot, user))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("spent today: %w", err)
+	}
+	usd, _ := strconv.ParseFloat(string(e.Value()), 64)
+	return usd, nil
+}
+
+// RecordUsage appends the request's record to the usage stream and adds
+// its cost to the day's spending of the bot and of the user.
+func (s *State) RecordUsage(ctx context.Context, u store.Usage) error {
+	rec, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.js.Publish(ctx, "brainbot.usage."+keyPart(u.Bot), rec); err != nil {
+		return fmt.Errorf("record usage: %w", err)
+	}
+	usd := u.ClaudeUSD + u.OpenAIUSD
+	if usd == 0 {
+		return nil
+	}
+	for _, user := range []int64{0, u.User} {
+		err := s.c.change(ctx, s.c.daily, spentKey(u.At, u.Bot, user), func(old []byte, _ bool) ([]byte, bool) {
+			v, _ := strconv.ParseFloat(string(old), 64)
+			return []byte(strconv.FormatFloat(v+usd, 'g', -1, 64)), true
+		})
+		if err != nil {
+			return fmt.Errorf("record spending: %w", err)
+		}
+	}
+	return nil
+}
+
+func offsetKey(poller string) string { return "offset." + keyPart(poller) }
+
+// Offset is the last update id the poller handled (0 if none).
+func (s *State) Offset(ctx context.Context, poller string) (int64, error) {
+	e, err := s.c.state.Get(ctx, offsetKey(poller))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read update offset: %w", err)
+	}
+	return strconv.ParseInt(string(e.Value()), 10, 64)
+}
+
+// SetOffset records that the poller handled updateID (never moving back).
+func (s *State) SetOffset(ctx context.Context, poller string, updateID int64) error {
+	err := s.c.change(ctx, s.c.state, offsetKey(poller), func(old []byte, _ bool) ([]byte, bool) {
+		if n, _ := strconv.ParseInt(string(old), 10, 64); n >= updateID {
+			return nil, false
+		}
+		return []byte(strconv.FormatInt(updateID, 10)), true
+	})
+	if err != nil {
+		return fmt.Errorf("save update offset: %w", err)
+	}
+	return nil
+}
+
+// Journal does nothing in a cluster: the update waits in the stream until
+// it is answered. It returns 0 (no entry).
+func (s *State) Journal(context.Context, store.Entry, string, int64) (int64, error) { return 0, nil }
+
+// Charged, Attempt and Done do nothing: there are no journal entries.
+func (s *State) Charged(context.Context, int64, string) error { return nil }
+
+// Attempt does nothing (see Charged).
+func (s *State) Attempt(context.Context, int64, string) error { return nil }
+
+// Done does nothing (see Charged).
+func (s *State) Done(context.Context, int64) error { return nil }
+
+// Pending is empty: unanswered updates are redelivered by the stream.
+func (s *State) Pending(context.Context, string) ([]store.Entry, error) { return nil, nil }
+
+// Prune does nothing: counters expire with their bucket's TTL.
+func (s *State) Prune(context.Context, time.Time, store.Retention) (store.Pruned, error) {
+	return store.Pruned{}, nil
+}
+
+// change applies fn to key's value by revision until no other writer came
+// between (optimistic concurrency). fn returns the new value, or false to
+// leave it.
+func (c *Cluster) change(ctx context.Context, kv jetstream.KeyValue, key string, fn func(old []byte, found bool) ([]byte, bool)) error {
+	for range 100 {
+		e, err := kv.Get(ctx, key)
+		var old []byte
+		var rev uint64
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			old, rev = e.Value(), e.Revision()
+		}
+		next, write := fn(old, rev != 0)
+		if !write {
+			return nil
+		}
+		if rev == 0 {
+			_, err = kv.Create(ctx, key, next)
+		} else {
+			_, err = kv.Update(ctx, key, next, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: too many concurrent writers", key)
+}
+
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, jetstream.ErrKeyExists) ||
+		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}

@@ -1,0 +1,141 @@
+package cluster
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"brainbot/bot/store"
+	"brainbot/cluster/natstest"
+)
+
+func TestStateIsSharedAndCountsExactly(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a").State(), join(t, url, "b").State()
+	ctx := context.Background()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	conv := store.Conversation{Bot: "bot", Chat: -100123, Thread: 7}
+
+	if _, ok, err := b.Session(ctx, conv); err != nil || ok {
+		t.Fatalf("session before any: ok=%v err=%v", ok, err)
+	}
+	if err := a.UseSession(ctx, conv, "s1", now); err != nil {
+		t.Fatal(err)
+	}
+	if s, ok, err := b.Session(ctx, conv); err != nil || !ok || s.ID != "s1" {
+		t.Fatalf("b sees %+v ok=%v err=%v", s, ok, err)
+	}
+	if ended, err := b.ResetSession(ctx, conv, now); err != nil || ended != "s1" {
+		t.Fatalf("reset: %q %v", ended, err)
+	}
+	if _, ok, _ := a.Session(ctx, conv); ok {
+		t.Fatal("session still there after reset")
+	}
+
+	if err := a.SetVoice(ctx, "bot", 5, true); err != nil {
+		t.Fatal(err)
+	}
+	if on, set, err := b.Voice(ctx, "bot", 5); err != nil || !on || !set {
+		t.Fatalf("voice on=%v set=%v err=%v", on, set, err)
+	}
+
+	// Two instances count one user's messages at once: exactly the limit passes.
+	var passed atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 40 {
+		st := a
+		if i%2 == 1 {
+			st = b
+		}
+		wg.Go(func() {
+			ok, _, err := st.TakeDaily(ctx, "bot", 9, 25, now)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				passed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := passed.Load(); n != 25 {
+		t.Fatalf("%d messages passed a limit of 25", n)
+	}
+
+	for range 3 {
+		if err := a.RecordUsage(ctx, store.Usage{At: now, Bot: "bot", User: 9, ClaudeUSD: 0.25, OpenAIUSD: 0.05}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.RecordUsage(ctx, store.Usage{At: now, Bot: "bot", User: 10, ClaudeUSD: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if usd, _ := b.SpentToday(ctx, "bot", 9, now); usd < 0.899 || usd > 0.901 {
+		t.Errorf("user 9 spent %v, want 0.9", usd)
+	}
+	if usd, _ := a.SpentToday(ctx, "bot", 0, now); usd < 1.899 || usd > 1.901 {
+		t.Errorf("bot spent %v, want 1.9", usd)
+	}
+
+	if err := a.SetOffset(ctx, "bot@123", 50); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SetOffset(ctx, "bot@123", 40); err != nil { // a late poller never moves it back
+		t.Fatal(err)
+	}
+	if off, err := b.Offset(ctx, "bot@123"); err != nil || off != 50 {
+		t.Fatalf("offset %d %v", off, err)
+	}
+}
+
+func TestTranscriptFollowsTheConversation(t *testing.T) {
+	url := natstest.Start(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	at := func(dir string) func(bot, session string) string {
+		return func(bot, session string) string { return filepath.Join(dir, "projects", bot, session+".jsonl") }
+	}
+	a, b := join(t, url, "a").Transcripts(at(dirA)), join(t, url, "b").Transcripts(at(dirB))
+	ctx := context.Background()
+	write := func(dir, text string) {
+		p := at(dir)("bot", "s1")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if changed, err := b.Restore(ctx, "bot", "s1"); err != nil || changed {
+		t.Fatalf("restore of nothing: %v %v", changed, err)
+	}
+	write(dirA, "turn 1\n")
+	if err := a.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := b.Restore(ctx, "bot", "s1"); err != nil || !changed {
+		t.Fatalf("restore: %v %v", changed, err)
+	}
+	if changed, _ := b.Restore(ctx, "bot", "s1"); changed {
+		t.Fatal("second restore wrote again")
+	}
+	got, _ := os.ReadFile(at(dirB)("bot", "s1"))
+	if string(got) != "turn 1\n" {
+		t.Fatalf("b has %q", got)
+	}
+	// b goes on; back on a, the old local copy is replaced.
+	write(dirB, "turn 1\nturn 2\n")
+	if err := b.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := a.Restore(ctx, "bot", "s1"); err != nil || !changed {
+		t.Fatalf("restore on a: %v %v", changed, err)
+	}
+	got, _ = os.ReadFile(at(dirA)("bot", "s1"))
+	if string(got) != "turn 1\nturn 2\n" {
+		t.Fatalf("a has %q", got)
+	}
+}
