@@ -127,6 +127,7 @@ func (in *incoming) join(later *incoming) {
 		in.text = strings.TrimSpace(in.text + "\n\n" + later.text)
 	}
 	in.albumEntries = append(in.albumEntries, later.journalEntries()...)
+	in.deliveries = append(in.deliveries, later.deliveries...)
 }
 
 // album is the media_group_id of the album the message is part of.

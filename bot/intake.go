@@ -52,7 +52,10 @@ type incoming struct {
 	charged bool
 	// attempts is how often work on it started before (replays).
 	attempts int
-	arrived  time.Time
+	// deliveries are the shared updates of the message (an album's, all
+	// of them), acknowledged when it is answered (in a cluster).
+	deliveries []Delivery
+	arrived    time.Time
 	// client is the bot's Telegram client at arrival, used if the bot is
 	// reconnecting when the answer is sent.
 	client *tgbot.Bot
@@ -99,8 +102,9 @@ func (in *incoming) journalEntries() []int64 {
 // accept runs in the polling worker for every update, in order: it
 // journals a message for this bot (and the update offset, atomically) and
 // queues it. Everything else is only confirmed. It must stay fast; the
-// work happens in the conversation's queue.
-func (r *runner) accept(u *models.Update) {
+// work happens in the conversation's queue. In a cluster, d is the shared
+// update, which takes the journal entry's place.
+func (r *runner) accept(u *models.Update, d Delivery) {
 	m := r.m
 	if u.MyChatMember != nil {
 		r.logMembership(u.MyChatMember)
@@ -113,7 +117,7 @@ func (r *runner) accept(u *models.Update) {
 		file, hasFile = mediaOf(msg)
 	}
 	if !forMe || text == "" && !hasFile || hasFile && !r.wantsFile(msg, file) {
-		r.confirm(u.ID)
+		r.confirm(u.ID, d)
 		return
 	}
 	_, me := r.current()
@@ -122,7 +126,7 @@ func (r *runner) accept(u *models.Update) {
 	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, me.username)
 	if in.command == "stop" && !in.forOtherBot {
 		// Not queued: it is for the message the queue is busy with.
-		r.confirm(u.ID)
+		r.confirm(u.ID, d)
 		m.answerAside(in, m.pipeline.stop)
 		return
 	}
@@ -133,11 +137,18 @@ func (r *runner) accept(u *models.Update) {
 	album := albumKey(in.conversation(), msg.MediaGroupID)
 	// A later message of an album joins the one already admitted.
 	if !r.albums.isOpen(album) && !m.admit(in) {
-		r.confirm(u.ID)
+		r.confirm(u.ID, d)
 		return
 	}
 	log := in.logger(m.log)
 	log.Debug("message received", zap.String("text", text), zap.String("file", string(file.Kind)))
+	if d != nil {
+		// The stream keeps it until it is answered.
+		in.deliveries = []Delivery{d}
+		in.charged = d.Redelivered() // counted by the instance that began it
+		r.queue(in, album)
+		return
+	}
 	id, err := m.cfg.Store.Journal(context.WithoutCancel(m.workCtx), store.Entry{
 		Bot: r.id, Chat: in.chat, Thread: in.thread, ChatType: string(in.chatType), User: in.user, Sender: in.sender,
 		MessageID: in.messageID, Text: in.text, Media: encodeMedia(in.media), Created: in.arrived,
@@ -147,6 +158,13 @@ func (r *runner) accept(u *models.Update) {
 		log.Error("could not journal message; handling it anyway", zap.Error(err))
 	}
 	in.journalID = id
+	r.queue(in, album)
+}
+
+// queue puts an accepted message into its conversation's queue, or into
+// its album.
+func (r *runner) queue(in *incoming, album string) {
+	m := r.m
 	if !r.albums.isOpen(album) {
 		// Answers keep the order of messages: an album still open comes first.
 		r.albums.flush(in.conversation())
@@ -190,8 +208,13 @@ func (r *runner) forMe(msg *models.Message) (text string, ok bool) {
 	return addressed(msg, me, b.Groups)
 }
 
-// confirm records that update id needs no answer.
-func (r *runner) confirm(id int64) {
+// confirm records that update id needs no answer: the shared update d
+// is acknowledged, or without one the offset saved.
+func (r *runner) confirm(id int64, d Delivery) {
+	if d != nil {
+		d.Done(false)
+		return
+	}
 	if err := r.m.cfg.Store.SetOffset(context.WithoutCancel(r.m.workCtx), r.poller(), id); err != nil {
 		r.log.Error("could not save update offset", zap.Error(err))
 	}
@@ -306,7 +329,7 @@ func (r *runner) skipUndecodable(updateID int64, bad undecodable) {
 	m := r.m
 	r.log.Warn("undecodable update skipped", zap.Int64("update_id", updateID), zap.Error(bad.err))
 	m.cfg.Metrics.UndecodableUpdates.WithLabelValues(r.id).Inc()
-	r.confirm(updateID)
+	r.confirm(updateID, nil)
 	client, me := r.current()
 	private := bad.chatType == string(models.ChatTypePrivate)
 	if bad.user == 0 || !private && !mentions(bad.text, me.username) {

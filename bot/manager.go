@@ -86,7 +86,12 @@ type Config struct {
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
 	Transcriber Transcriber
-	Store       *store.Store
+	// Store keeps the bots' state: *store.Store, or the cluster's.
+	Store Store
+	// Cluster, if set, shares the bots with other instances (shared.go);
+	// Transcripts then moves session transcripts between them.
+	Cluster     Cluster
+	Transcripts Transcripts
 	Log         *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
 	Metrics *metrics.Metrics
@@ -194,6 +199,7 @@ func New(cfg Config) (*Manager, error) {
 		media:       media{transcriber: cfg.Transcriber, http: &http.Client{Timeout: fileTimeout}},
 		lookupEnv:   cfg.LookupEnv,
 		onSecret:    cfg.OnSecret,
+		transcripts: cfg.Transcripts,
 	}
 	return m, nil
 }
@@ -218,6 +224,9 @@ func (m *Manager) Run(ctx context.Context) error {
 		defer m.pollers.Done()
 		m.pruneStore(pollCtx)
 	}()
+	if m.cfg.Cluster != nil {
+		m.cfg.Cluster.Work(pollCtx, m.deliver)
+	}
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
@@ -330,6 +339,13 @@ func (m *Manager) Ready() error {
 	window := m.cfg.PollTimeout + 30*time.Second
 	var stale []string
 	for id, r := range m.bots {
+		if m.cfg.Cluster != nil && !r.polling.Load() {
+			// Polled elsewhere: connected is enough.
+			if client, _ := r.current(); client == nil {
+				stale = append(stale, id)
+			}
+			continue
+		}
 		if last := r.lastPoll.Load(); last == 0 || time.Since(time.Unix(0, last)) > window {
 			stale = append(stale, id)
 		}

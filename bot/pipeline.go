@@ -33,7 +33,7 @@ import (
 // and the reply. One pipeline serves every bot; a message's own state
 // lives in its request.
 type pipeline struct {
-	store   *store.Store
+	store   Store
 	claude  Claude
 	dataDir string
 	now     func() time.Time
@@ -59,6 +59,9 @@ type pipeline struct {
 	// noDrafts are the chats where drafts failed: replies stream by edits.
 	noDrafts chatSet
 	media    media
+	// transcripts, in a cluster, brings a session's transcript to this
+	// instance before it is resumed and stores it after each turn.
+	transcripts Transcripts
 }
 
 // budgetWarnings remembers which bots' admins heard today that the daily
@@ -92,7 +95,7 @@ type request struct {
 	brain   *brain.Brain // nil if the bot's brain was removed
 	log     *zap.Logger
 	out     *replier // the chat the answer goes to
-	store   *store.Store
+	store   Store
 	now     func() time.Time
 	metrics *metrics.Metrics
 	sum     summary
@@ -380,6 +383,17 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	if !ok {
 		creq.SessionID = uuid.NewString()
 	}
+	if ok && p.transcripts != nil {
+		changed, terr := p.transcripts.Restore(r.ctx, r.in.bot, sess.ID)
+		if terr != nil {
+			r.log.Warn("could not restore the session's transcript", zap.Error(terr))
+		}
+		if changed {
+			// A process still warm here from earlier has not seen the
+			// turns answered elsewhere since.
+			p.claude.End(r.in.conversationKey())
+		}
+	}
 	res, err = p.claude.Run(r.ctx, creq)
 	if err != nil && creq.Resume && errors.Is(err, claude.ErrSessionNotFound) {
 		r.log.Warn("stored session is gone; starting a new one", zap.String("lost_session", creq.SessionID))
@@ -394,6 +408,11 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 		id := cmp.Or(res.SessionID, creq.SessionID)
 		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.conversation(), id, p.now()); serr != nil {
 			r.log.Warn("could not save the session", zap.Error(serr))
+		}
+		if p.transcripts != nil {
+			if terr := p.transcripts.Save(context.WithoutCancel(r.ctx), r.in.bot, id); terr != nil {
+				r.log.Warn("could not store the session's transcript", zap.Error(terr))
+			}
 		}
 	}
 	return res, expired, err
@@ -549,6 +568,15 @@ func (r *request) timeSend(send func() error) error {
 // finish clears the journal entry of an answered message and writes the
 // summary line. serve and serveAside defer it; nothing else calls it.
 func (r *request) finish() {
+	// First of all, as close to the reply as can be: a crash from here on
+	// must not have another instance answer the message again.
+	for _, d := range r.in.deliveries {
+		if r.keepJournal {
+			d.Abandon() // another instance answers it
+		} else {
+			d.Done(true)
+		}
+	}
 	if !r.keepJournal {
 		for _, id := range r.in.journalEntries() {
 			if err := r.store.Done(context.WithoutCancel(r.ctx), id); err != nil {

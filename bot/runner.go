@@ -32,6 +32,8 @@ type runner struct {
 	// lastPoll is when Telegram last answered getUpdates (unix ns; 0:
 	// never).
 	lastPoll atomic.Int64
+	// polling: this instance polls the bot (always, without a cluster).
+	polling atomic.Bool
 	// albums gathers the messages of each album into one.
 	albums *albums
 	// registered is the command list and description Telegram has, as
@@ -105,6 +107,9 @@ func describeTelegramError(err error) string {
 // until ctx ends (nil) or Telegram rejects the token or reports a second
 // poller (the error).
 func (r *runner) serve(ctx context.Context) error {
+	if r.m.cfg.Cluster != nil {
+		return r.serveShared(ctx)
+	}
 	offset, err := r.m.cfg.Store.Offset(ctx, r.poller())
 	if err != nil {
 		return err
@@ -126,7 +131,7 @@ func (r *runner) serve(ctx context.Context) error {
 			if bad, ok := gate.takeUndecodable(u.ID); ok {
 				r.skipUndecodable(u.ID, bad)
 			} else {
-				r.accept(u)
+				r.accept(u, nil)
 			}
 			gate.handled(u.ID)
 		}),
@@ -155,6 +160,7 @@ func (r *runner) serve(ctx context.Context) error {
 	r.client, r.me = client, self{id: me.ID, username: me.Username}
 	r.mu.Unlock()
 	r.brainChanged()
+	r.polling.Store(true)
 	if r.m.takeReplay(r.id) {
 		r.m.replay(ctx, r)
 	}

@@ -653,3 +653,38 @@ func (c *conversation) findDenial(toolUseID string) (denial, bool) {
 	}
 	return denial{}, false
 }
+
+// SessionFile is where the CLI keeps a bot's session transcript:
+// <config dir>/projects/<working dir with every character but letters and
+// digits made '-'>/<session>.jsonl, the config dir being CLAUDE_CONFIG_DIR
+// or ~/.claude (as the CLI's environment has them). Copying this file to
+// another machine, under the same layout, lets the session be resumed
+// there.
+func (d *Driver) SessionFile(botID, session string) string {
+	env := cliEnv(os.Environ(), d.cfg.Env)
+	lookup := func(name string) string {
+		v := ""
+		for _, kv := range env {
+			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+				v = val // the last one wins, as in exec
+			}
+		}
+		return v
+	}
+	return SessionFile(lookup("CLAUDE_CONFIG_DIR"), lookup("HOME"), d.workDir(botID), session)
+}
+
+// SessionFile is the CLI's transcript of session for a CLI run in workDir
+// with this CLAUDE_CONFIG_DIR (may be empty) and HOME.
+func SessionFile(configDir, home, workDir, session string) string {
+	if configDir == "" {
+		configDir = filepath.Join(home, ".claude")
+	}
+	slug := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, workDir)
+	return filepath.Join(configDir, "projects", slug, session+".jsonl")
+}

@@ -64,16 +64,16 @@ type Config struct {
 	// Instance names this instance (unique among the live ones).
 	Instance string
 	// LeaseTTL is how long a bot's poller lease lasts unrefreshed: how
-	// soon another instance takes over polling (default 5s).
+	// soon another instance takes over polling (default 3s).
 	LeaseTTL time.Duration
 	// MemberTTL is how long an instance stays a member without a
-	// heartbeat (default 5s).
+	// heartbeat (default 3s).
 	MemberTTL time.Duration
 	// PinnedTTL is how long a partition stays pinned to an instance that
-	// stopped pulling (default 5s).
+	// stopped pulling (default 3s).
 	PinnedTTL time.Duration
 	// AckWait is how long a message may go without a sign of work before
-	// it is redelivered (default 6s; the holder signals every third).
+	// it is redelivered (default 4s; the holder signals every third).
 	AckWait time.Duration
 	// Replicas is the replication of the streams and buckets (default 1;
 	// 3 on a three-node cluster).
@@ -93,10 +93,10 @@ func (c *Config) defaults() {
 	if c.Replicas <= 0 {
 		c.Replicas = 1
 	}
-	def(&c.LeaseTTL, 5*time.Second)
-	def(&c.MemberTTL, 5*time.Second)
-	def(&c.PinnedTTL, 5*time.Second)
-	def(&c.AckWait, 6*time.Second)
+	def(&c.LeaseTTL, 3*time.Second)
+	def(&c.MemberTTL, 3*time.Second)
+	def(&c.PinnedTTL, 3*time.Second)
+	def(&c.AckWait, 4*time.Second)
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
@@ -113,7 +113,7 @@ type Cluster struct {
 	objects                                 jetstream.ObjectStore
 	stream                                  jetstream.Stream
 
-	mu     sync.Mutex
+	mu      sync.Mutex
 	polled  map[string]bool // bots whose lease this instance holds
 	owned   map[int]bool    // partitions this instance pulls
 	workers map[int]*worker

@@ -95,12 +95,12 @@ func (g *got) record(name string, d *Delivery) {
 	var u struct {
 		Message struct{ Chat struct{ ID int64 } }
 	}
-	_ = json.Unmarshal(d.Update, &u)
+	_ = json.Unmarshal(d.Update(), &u)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.by[name] = append(g.by[name], d.UpdateID)
-	g.chat[u.Message.Chat.ID] = append(g.chat[u.Message.Chat.ID], d.UpdateID)
-	g.all[d.UpdateID]++
+	g.by[name] = append(g.by[name], d.UpdateID())
+	g.chat[u.Message.Chat.ID] = append(g.chat[u.Message.Chat.ID], d.UpdateID())
+	g.all[d.UpdateID()]++
 }
 
 func (g *got) count() int {

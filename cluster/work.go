@@ -41,16 +41,27 @@ func (c *Cluster) Publish(ctx context.Context, bot string, chat int64, thread in
 // Delivery is one update handed to this instance to answer. Exactly one
 // of Done or Abandon must be called.
 type Delivery struct {
-	Bot      string
-	UpdateID int64
-	Update   []byte // the update's JSON, as Telegram sent it
-	// Delivered is how often the update was handed out (1 the first time).
-	Delivered uint64
+	bot       string
+	updateID  int64
+	update    []byte
+	delivered uint64
 
 	w   *worker
 	seq uint64
 	msg jetstream.Msg
 }
+
+// BotID is the bot the update is for.
+func (d *Delivery) BotID() string { return d.bot }
+
+// UpdateID is Telegram's id of the update.
+func (d *Delivery) UpdateID() int64 { return d.updateID }
+
+// Update is the update's JSON.
+func (d *Delivery) Update() []byte { return d.update }
+
+// Redelivered reports whether the update was handed out before.
+func (d *Delivery) Redelivered() bool { return d.delivered > 1 }
 
 // Done acknowledges the update: answered marks it so that a redelivery
 // (if the acknowledgement is lost) is not answered again.
@@ -59,13 +70,13 @@ func (d *Delivery) Done(answered bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if answered {
-		if _, err := c.answered.Put(ctx, answeredKey(d.Bot, d.UpdateID), []byte(c.cfg.Instance)); err != nil {
-			c.log.Warn("could not mark the update answered", zap.String("bot", d.Bot), zap.Int64("update_id", d.UpdateID), zap.Error(err))
+		if _, err := c.answered.Put(ctx, answeredKey(d.bot, d.updateID), []byte(c.cfg.Instance)); err != nil {
+			c.log.Warn("could not mark the update answered", zap.String("bot", d.bot), zap.Int64("update_id", d.updateID), zap.Error(err))
 		}
 	}
 	if err := d.msg.DoubleAck(ctx); err != nil {
-		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", d.Bot),
-			zap.Int64("update_id", d.UpdateID), zap.Error(err))
+		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", d.bot),
+			zap.Int64("update_id", d.updateID), zap.Error(err))
 	}
 	d.w.forget(d.seq)
 }
@@ -338,7 +349,7 @@ func (w *worker) receive(msg jetstream.Msg) {
 	}
 	seq := meta.Sequence.Stream
 	update, _ := strconv.ParseInt(msg.Headers().Get(updateHeader), 10, 64)
-	d := &Delivery{Bot: msg.Headers().Get(botHeader), UpdateID: update, Update: msg.Data(), Delivered: meta.NumDelivered,
+	d := &Delivery{bot: msg.Headers().Get(botHeader), updateID: update, update: msg.Data(), delivered: meta.NumDelivered,
 		w: w, seq: seq, msg: msg}
 	w.order.Lock()
 	defer w.order.Unlock()
@@ -428,12 +439,12 @@ func compareSeq(a, b uint64) int {
 // answered.
 func (w *worker) deliver(d *Delivery) {
 	c := w.c
-	if d.Delivered > 1 {
+	if d.delivered > 1 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := c.answered.Get(ctx, answeredKey(d.Bot, d.UpdateID))
+		_, err := c.answered.Get(ctx, answeredKey(d.bot, d.updateID))
 		cancel()
 		if err == nil {
-			c.log.Info("redelivered update was answered already", zap.String("bot", d.Bot), zap.Int64("update_id", d.UpdateID))
+			c.log.Info("redelivered update was answered already", zap.String("bot", d.bot), zap.Int64("update_id", d.updateID))
 			d.Done(false)
 			return
 		}

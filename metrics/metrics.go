@@ -117,3 +117,16 @@ func (m *Metrics) TrackWarm(warm func() int) {
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
+
+// TrackCluster reports, in a cluster (BRAINBOT_NATS_URL), how many bots
+// this instance polls and how many partitions of the conversations it
+// consumes.
+func (m *Metrics) TrackCluster(bots, partitions func() int) {
+	m.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "brainbot_cluster_bots_polled", Help: "Bots this instance polls Telegram for (it holds their poller lease).",
+		}, func() float64 { return float64(bots()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "brainbot_cluster_partitions_owned", Help: "Partitions of the conversations this instance consumes.",
+		}, func() float64 { return float64(partitions()) }))
+}

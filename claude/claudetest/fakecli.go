@@ -121,6 +121,13 @@ const (
 	// variable's value as its error, and exit 1: a failure at start that
 	// is not an unknown session.
 	StartupErrorEnv = "BRAINBOT_FAKE_CLAUDE_STARTUP_ERROR"
+	// SessionsEnv set to "real" makes the fake keep its sessions where the
+	// real CLI does (<CLAUDE_CONFIG_DIR or $HOME/.claude>/projects/<cwd
+	// slug>/<id>.jsonl, see claude.SessionFile), so that moving that file
+	// moves the session, as brainbot's cluster mode does.
+	SessionsEnv = "BRAINBOT_FAKE_CLAUDE_SESSIONS"
+	// DelayEnv, a duration, makes every turn take that long (benchmarks).
+	DelayEnv = "BRAINBOT_FAKE_CLAUDE_DELAY"
 
 	fakeModel = "claude-fake-1"
 	turnCost  = 0.0025
@@ -266,6 +273,7 @@ type fakeCLI struct {
 	stderr     io.Writer
 	sessionID  string
 	sessions   string // the session files' folder
+	sessionExt string // their extension
 	directives map[string]bool
 	firstText  string           // the first turn-1 text, for image prompts
 	denials    []map[string]any // of the current turn, for its result
@@ -286,6 +294,9 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	c := &fakeCLI{opts: opts, stdout: stdout, stderr: stderr, sessions: ".fake-sessions", directives: map[string]bool{}}
+	if os.Getenv(SessionsEnv) == "real" {
+		c.sessions, c.sessionExt = realSessions(), ".jsonl"
+	}
 	if msg := os.Getenv(StartupErrorEnv); msg != "" {
 		fmt.Fprintln(stderr, "Error:", msg)
 		c.emit(c.resultEvent(resultFields{subtype: "error_during_execution", isError: true, errors: []string{msg}}))
@@ -353,7 +364,22 @@ func (c *fakeCLI) awaitInterrupt(in *bufio.Scanner) bool {
 	return true
 }
 
-func (c *fakeCLI) sessionFile() string { return filepath.Join(c.sessions, c.sessionID) }
+func (c *fakeCLI) sessionFile() string { return filepath.Join(c.sessions, c.sessionID+c.sessionExt) }
+
+// realSessions is the real CLI's session folder for the working directory.
+func realSessions() string {
+	dir := os.Getenv("CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		dir = filepath.Join(os.Getenv("HOME"), ".claude")
+	}
+	slug := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, mustGetwd())
+	return filepath.Join(dir, "projects", slug)
+}
 
 // openSession creates or finds the session as the real CLI would.
 func (c *fakeCLI) openSession() error {
@@ -429,6 +455,9 @@ func parseDirectives(text string) map[string]bool {
 }
 
 func (c *fakeCLI) textTurn(text string, n int) {
+	if d, err := time.ParseDuration(os.Getenv(DelayEnv)); err == nil {
+		time.Sleep(d)
+	}
 	c.directives = parseDirectives(text)
 	if c.firstText == "" {
 		c.firstText = text

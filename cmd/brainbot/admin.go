@@ -14,8 +14,9 @@ import (
 // serveAdmin serves the admin endpoint on addr: /healthz (the process
 // answers), /readyz (every bot polls Telegram; 503 naming the ones that do
 // not) and /metrics. It listens before it returns, so a bad address fails
-// the start; stop shuts it down.
-func serveAdmin(addr string, metrics http.Handler, ready func() error, log *zap.Logger) (stop func(), err error) {
+// the start; stop shuts it down. info, if given, adds lines to a ready
+// answer (what this instance does in a cluster).
+func serveAdmin(addr string, metrics http.Handler, ready func() error, log *zap.Logger, info ...func() string) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -26,6 +27,9 @@ func serveAdmin(addr string, metrics http.Handler, ready func() error, log *zap.
 			return
 		}
 		fmt.Fprintln(w, "ready")
+		for _, f := range info {
+			fmt.Fprintln(w, f())
+		}
 	})
 	mux.Handle("GET /metrics", metrics)
 	ln, err := net.Listen("tcp", addr)

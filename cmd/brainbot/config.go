@@ -53,6 +53,13 @@ type Config struct {
 
 	// Retention prunes organised voice notes and images (off by default).
 	AudioRetention, ImageRetention output.Retention
+
+	// NATSURL joins the instances sharing the bots through NATS JetStream
+	// ("": one instance, state in SQLite). NATSPartitions spreads the
+	// conversations; Instance names this instance among them.
+	NATSURL        string
+	NATSPartitions int
+	Instance       string
 }
 
 // setting ties one Config field to its environment variable and flag, so
@@ -117,6 +124,12 @@ var settings = []setting{
 			c.ImageRetention.MaxAge, err = time.ParseDuration(v)
 			return err
 		}},
+	{"BRAINBOT_NATS_URL", "nats-url", "share the bots with other instances through NATS JetStream at this URL, e.g. nats://10.0.0.5:4222 (empty: this instance alone, state in SQLite; see docs/scaling.md)", "",
+		func(c *Config, v string) error { c.NATSURL = v; return nil }},
+	{"BRAINBOT_NATS_PARTITIONS", "nats-partitions", "with BRAINBOT_NATS_URL: partitions the conversations are spread over; the same on every instance", "16",
+		func(c *Config, v string) (err error) { c.NATSPartitions, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_INSTANCE", "instance", "with BRAINBOT_NATS_URL: this instance's name, unique among them (default: host name and process id)", "",
+		func(c *Config, v string) error { c.Instance = v; return nil }},
 	{"BRAINBOT_IMAGE_MAX_MB", "image-max-mb", "keep at most this many MB of images, oldest deleted first (0: no limit)", "0",
 		func(c *Config, v string) error { return parseMB(v, &c.ImageRetention.MaxBytes) }},
 }
@@ -277,6 +290,17 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			bad("BRAINBOT_HTTP_ADDR", c.HTTPAddr, "must be host:port, e.g. 127.0.0.1:9464")
 		}
+	}
+	if c.NATSURL != "" {
+		for _, u := range strings.Split(c.NATSURL, ",") {
+			if p, err := url.Parse(strings.TrimSpace(u)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, p.Scheme) || p.Host == "" {
+				bad("BRAINBOT_NATS_URL", c.NATSURL, "must be nats:// (or tls://, ws://, wss://) URLs, comma-separated")
+				break
+			}
+		}
+	}
+	if c.NATSPartitions < 1 || c.NATSPartitions > 1024 {
+		bad("BRAINBOT_NATS_PARTITIONS", strconv.Itoa(c.NATSPartitions), "must be 1 to 1024")
 	}
 	for _, r := range []struct {
 		ageEnv, mbEnv string

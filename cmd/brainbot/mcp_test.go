@@ -1,6 +1,7 @@
 package main
 
 import (
+	"brainbot/claude/claudetest"
 	"context"
 	"encoding/json"
 	"os"
@@ -66,6 +67,8 @@ func toolServerBinary(t testing.TB) string { return goBinary(t, "./testdata/tool
 // TestMain removes the programs the tests built: 20 MB per run would
 // otherwise pile up in the temp folder.
 func TestMain(m *testing.M) {
+	// The cluster tests run this binary as the fake Claude CLI.
+	claudetest.RunFakeCLIIfRequested()
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir) // best effort: the run's result stands

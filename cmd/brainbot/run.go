@@ -12,6 +12,7 @@ import (
 	"brainbot/bot"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/cluster"
 	mcpserver "brainbot/mcp"
 	"brainbot/metrics"
 	"brainbot/output"
@@ -51,6 +52,13 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
+	var shared *cluster.Cluster
+	if cfg.NATSURL != "" {
+		if shared, err = joinCluster(ctx, cfg, log); err != nil {
+			return err
+		}
+		defer shared.Close()
+	}
 
 	// The tools are served from this process to the CLIs the driver
 	// starts, on loopback; a call is served only for the ticket the driver
@@ -97,7 +105,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	reg := metrics.New()
 	reg.TrackWarm(driver.Warm)
-	manager, err := bot.New(bot.Config{
+	botCfg := bot.Config{
 		BrainsDir:        cfg.BrainsDir,
 		DataDir:          cfg.DataDir,
 		APIURL:           cfg.TelegramAPIURL,
@@ -115,9 +123,27 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		// a brain's MCP server references is masked in the logs from the
 		// moment it is resolved.
 		OnSecret: secrets.Add,
-	})
+	}
+	ready, info := func() error { return nil }, []func() string(nil)
+	if shared != nil {
+		// The instances share the state, the updates and the transcripts.
+		botCfg.Store = shared.State()
+		botCfg.Cluster = sharedBots{shared}
+		botCfg.Transcripts = shared.Transcripts(driver.SessionFile)
+		reg.TrackCluster(func() int { return len(shared.Status().Polled) }, func() int { return len(shared.Status().Partitions) })
+		info = append(info, clusterInfo(shared))
+		log.Info("joined the cluster", zap.String("instance", shared.Instance()), zap.Int("partitions", shared.Partitions()))
+	}
+	manager, err := bot.New(botCfg)
 	if err != nil {
 		return err
+	}
+	ready = manager.Ready
+	if shared != nil {
+		ready = clusterReady(shared, manager.Ready)
+		// After the bots stopped: what they held and did not answer goes
+		// to the other instances at once.
+		defer shared.Release()
 	}
 	v, rev := buildVersion()
 	log.Info("brainbot starting", zap.String("version", v), zap.String("revision", rev),
@@ -127,7 +153,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
 	log.Info(checks.summary("running"))
 	if cfg.HTTPAddr != "" {
-		stop, err := serveAdmin(cfg.HTTPAddr, reg.Handler(), manager.Ready, log)
+		stop, err := serveAdmin(cfg.HTTPAddr, reg.Handler(), ready, log, info...)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
 		}

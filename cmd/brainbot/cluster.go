@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot"
+	"brainbot/cluster"
+)
+
+// joinCluster connects to the NATS JetStream the instances share
+// (BRAINBOT_NATS_URL).
+func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*cluster.Cluster, error) {
+	name := cfg.Instance
+	if name == "" {
+		host, _ := os.Hostname()
+		name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	c, err := cluster.Connect(ctx, cluster.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Instance: name,
+		Log: log.Named("cluster")})
+	if err != nil {
+		return nil, fmt.Errorf("BRAINBOT_NATS_URL (-nats-url): %w", err)
+	}
+	return c, nil
+}
+
+// sharedBots is the cluster as package bot needs it.
+type sharedBots struct{ *cluster.Cluster }
+
+func (s sharedBots) Work(ctx context.Context, handle func(bot.Delivery)) {
+	s.Cluster.Work(ctx, func(d *cluster.Delivery) { handle(d) })
+}
+
+// clusterReady adds the cluster's connection to the bots' readiness.
+func clusterReady(c *cluster.Cluster, bots func() error) func() error {
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2e9)
+		defer cancel()
+		if err := c.Check(ctx); err != nil {
+			return err
+		}
+		return bots()
+	}
+}
+
+// clusterInfo says what this instance does for the cluster (/readyz).
+func clusterInfo(c *cluster.Cluster) func() string {
+	return func() string {
+		s := c.Status()
+		slices.Sort(s.Polled)
+		slices.Sort(s.Partitions)
+		parts := make([]string, len(s.Partitions))
+		for i, p := range s.Partitions {
+			parts[i] = fmt.Sprint(p)
+		}
+		return fmt.Sprintf("instance %s polls bots [%s], owns %d of %d partitions [%s]", s.Instance,
+			strings.Join(s.Polled, " "), len(s.Partitions), c.Partitions(), strings.Join(parts, " "))
+	}
+}
