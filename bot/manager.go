@@ -92,6 +92,10 @@ type Config struct {
 	// Transcripts then moves session transcripts between them.
 	Cluster     Cluster
 	Transcripts Transcripts
+	// WebhookURL, with a Cluster, has Telegram post updates to
+	// <WebhookURL>/<bot id> (served by WebhookHandler) instead of the
+	// bots polling.
+	WebhookURL string
 	Log         *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
 	Metrics *metrics.Metrics

@@ -104,6 +104,11 @@ func (r *runner) serveShared(ctx context.Context) error {
 	r.mu.Unlock()
 	r.brainChanged()
 	r.log.Info("telegram bot connected", zap.String("username", me.Username))
+	if r.m.cfg.WebhookURL != "" {
+		r.setWebhook(ctx, client)
+		<-ctx.Done()
+		return nil
+	}
 	r.m.cfg.Cluster.Lease(ctx, r.id, func(ctx context.Context) {
 		r.polling.Store(true)
 		defer r.polling.Store(false)
@@ -164,6 +169,11 @@ func (r *runner) pollShared(ctx context.Context) error {
 		}),
 	)
 	if err != nil {
+		return err
+	}
+	// Telegram answers getUpdates only without a webhook (one may be left
+	// from webhook mode).
+	if _, err := poller.DeleteWebhook(ctx, &tgbot.DeleteWebhookParams{}); err != nil {
 		return err
 	}
 	r.log.Info("telegram bot polling", zap.String("username", r.username()))

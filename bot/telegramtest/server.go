@@ -420,7 +420,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.getFile(w, b, call.Param("file_id"))
 	case "getMe":
 		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
-	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "deleteMyCommands", "sendMessageDraft":
+	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft":
 		writeResult(w, true)
 	case "editMessageText":
 		id, _ := strconv.Atoi(call.Param("message_id"))

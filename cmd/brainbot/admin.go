@@ -52,3 +52,26 @@ func serveAdmin(addr string, metrics http.Handler, ready func() error, log *zap.
 		<-done
 	}, nil
 }
+
+// serveWebhook serves Telegram's webhook calls on addr until stop.
+func serveWebhook(addr string, handler http.Handler, log *zap.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("webhook endpoint stopped", zap.Error(err))
+		}
+	}()
+	log.Info("webhook endpoint listening", zap.String("addr", ln.Addr().String()))
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}

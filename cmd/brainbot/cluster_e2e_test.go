@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cluster/natstest"
@@ -415,4 +418,85 @@ func conversationsOn(in *instance) map[int64]bool {
 		}
 	})
 	return out
+}
+
+// Webhook mode: any instance accepts Telegram's calls and answers 200 once
+// the update is stored; a call without the bot's secret is refused and
+// nothing of it is answered; Telegram sending an update again (to another
+// instance) does not answer it twice.
+func TestClusterWebhook(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two brainbot processes")
+	}
+	c := newCluster(t, []string{"alpha"}, 0)
+	env := []string{"BRAINBOT_WEBHOOK_URL=https://bots.example.com/telegram", "BRAINBOT_WEBHOOK_ADDR=127.0.0.1:0"}
+	ins := []*instance{c.start("w0", env...), c.start("w1", env...)}
+	var urls []string
+	for _, in := range ins {
+		c.waitLog(in, 10*time.Second, "the webhook endpoint", func(l map[string]any) bool { return l["msg"] == "webhook endpoint listening" }, 1)
+		in.logs.each(func(l map[string]any) {
+			if l["msg"] == "webhook endpoint listening" {
+				urls = append(urls, "http://"+l["addr"].(string)+"/telegram/alpha")
+			}
+		})
+	}
+	token := stack.Token("alpha")
+	set := c.tg.Sent(token, "setWebhook")
+	if len(set) == 0 || set[0].Param("url") != "https://bots.example.com/telegram/alpha" || set[0].Param("secret_token") != bot.WebhookSecret(token) {
+		t.Fatalf("setWebhook calls: %+v", set)
+	}
+	const user = 2001
+	post := func(url, secret string, id int, text string) int {
+		t.Helper()
+		body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":%d,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":%q}}`,
+			id, id, time.Now().Unix(), user, user, text)
+		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if secret != "" {
+			req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	secret := bot.WebhookSecret(token)
+	if code := post(urls[0], "forged", 9, "forged call"); code != http.StatusUnauthorized {
+		t.Errorf("forged secret: %d, want 401", code)
+	}
+	if code := post(urls[1], "", 9, "no secret"); code != http.StatusUnauthorized {
+		t.Errorf("no secret: %d, want 401", code)
+	}
+	if code := post(urls[0], secret, 10, "hello-1"); code != http.StatusOK {
+		t.Fatalf("update on w0: %d", code)
+	}
+	if code := post(urls[1], secret, 10, "hello-1"); code != http.StatusOK { // Telegram's retry, elsewhere
+		t.Fatalf("repeated update on w1: %d", code)
+	}
+	if code := post(urls[1], secret, 11, "hello-2"); code != http.StatusOK {
+		t.Fatalf("update on w1: %d", code)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for countChat(c.tg, token, user) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // room for a wrong third answer
+	got := c.answers("alpha")[user]
+	want := []string{"You said: hello-1", "You said: hello-2 (message 2)"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("answers %q, want %q", got, want)
+	}
+	for _, in := range ins {
+		if n := in.logs.count(func(l map[string]any) bool { return l["msg"] == "telegram bot polling" }); n > 0 {
+			t.Errorf("%s polled in webhook mode", in.name)
+		}
+	}
+	if n := len(c.tg.Sent(token, "deleteWebhook")); n > 0 {
+		t.Errorf("the webhook was deleted %d times", n)
+	}
 }

@@ -60,6 +60,11 @@ type Config struct {
 	NATSURL        string
 	NATSPartitions int
 	Instance       string
+	// WebhookURL (with NATSURL) has Telegram post updates to
+	// <WebhookURL>/<bot id> instead of polling; WebhookAddr is where this
+	// instance listens for them.
+	WebhookURL  string
+	WebhookAddr string
 }
 
 // setting ties one Config field to its environment variable and flag, so
@@ -130,6 +135,10 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.NATSPartitions, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_INSTANCE", "instance", "with BRAINBOT_NATS_URL: this instance's name, unique among them (default: host name and process id)", "",
 		func(c *Config, v string) error { c.Instance = v; return nil }},
+	{"BRAINBOT_WEBHOOK_URL", "webhook-url", "with BRAINBOT_NATS_URL: have Telegram post updates to <this URL>/<bot id> (https, reaching any instance, e.g. through a load balancer) instead of polling (empty: poll)", "",
+		func(c *Config, v string) error { c.WebhookURL = v; return nil }},
+	{"BRAINBOT_WEBHOOK_ADDR", "webhook-addr", "with BRAINBOT_WEBHOOK_URL: where this instance listens for Telegram's calls, host:port", ":8443",
+		func(c *Config, v string) error { c.WebhookAddr = v; return nil }},
 	{"BRAINBOT_IMAGE_MAX_MB", "image-max-mb", "keep at most this many MB of images, oldest deleted first (0: no limit)", "0",
 		func(c *Config, v string) error { return parseMB(v, &c.ImageRetention.MaxBytes) }},
 }
@@ -297,6 +306,17 @@ func (c *Config) validate() error {
 				bad("BRAINBOT_NATS_URL", c.NATSURL, "must be nats:// (or tls://, ws://, wss://) URLs, comma-separated")
 				break
 			}
+		}
+	}
+	if c.WebhookURL != "" {
+		switch {
+		case c.NATSURL == "":
+			bad("BRAINBOT_WEBHOOK_URL", c.WebhookURL, "needs BRAINBOT_NATS_URL: updates received by webhook go to the instances through NATS")
+		case !isHTTPURL(c.WebhookURL):
+			bad("BRAINBOT_WEBHOOK_URL", c.WebhookURL, "must be an https URL (http only for tests)")
+		}
+		if _, _, err := net.SplitHostPort(c.WebhookAddr); err != nil {
+			bad("BRAINBOT_WEBHOOK_ADDR", c.WebhookAddr, "must be host:port, e.g. :8443")
 		}
 	}
 	if c.NATSPartitions < 1 || c.NATSPartitions > 1024 {

@@ -130,6 +130,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		botCfg.Store = shared.State()
 		botCfg.Cluster = sharedBots{shared}
 		botCfg.Transcripts = shared.Transcripts(driver.SessionFile)
+		botCfg.WebhookURL = cfg.WebhookURL
 		reg.TrackCluster(func() int { return len(shared.Status().Polled) }, func() int { return len(shared.Status().Partitions) })
 		info = append(info, clusterInfo(shared))
 		log.Info("joined the cluster", zap.String("instance", shared.Instance()), zap.Int("partitions", shared.Partitions()))
@@ -156,6 +157,13 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		stop, err := serveAdmin(cfg.HTTPAddr, reg.Handler(), ready, log, info...)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
+		}
+		defer stop()
+	}
+	if cfg.WebhookURL != "" {
+		stop, err := serveWebhook(cfg.WebhookAddr, manager.WebhookHandler(), log)
+		if err != nil {
+			return fmt.Errorf("BRAINBOT_WEBHOOK_ADDR (-webhook-addr) %q: %w", cfg.WebhookAddr, err)
 		}
 		defer stop()
 	}
