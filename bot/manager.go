@@ -96,7 +96,7 @@ type Config struct {
 	// <WebhookURL>/<bot id> (served by WebhookHandler) instead of the
 	// bots polling.
 	WebhookURL string
-	Log         *zap.Logger
+	Log        *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
 	Metrics *metrics.Metrics
 	// LookupEnv resolves brains' token_env and the ${VAR} references of
