@@ -137,7 +137,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	nc, err := nats.Connect(cfg.URL, nats.Name("brainbot "+cfg.Instance), nats.MaxReconnects(-1),
 		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second))
 	if err != nil {
-		return nil, fmt.Errorf("cluster: connect to %s: %w", redactURL(cfg.URL), err)
+		return nil, fmt.Errorf("cluster: connect to %s: %w", Redact(cfg.URL), err)
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -178,7 +178,7 @@ func (c *Cluster) Check(ctx context.Context) error {
 func Ping(ctx context.Context, url string) error {
 	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", redactURL(url), err)
+		return fmt.Errorf("connect to %s: %w", Redact(url), err)
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
@@ -186,13 +186,13 @@ func Ping(ctx context.Context, url string) error {
 		return err
 	}
 	if _, err := js.AccountInfo(ctx); err != nil {
-		return fmt.Errorf("JetStream at %s: %w", redactURL(url), err)
+		return fmt.Errorf("JetStream at %s: %w", Redact(url), err)
 	}
 	return nil
 }
 
-// redactURL drops credentials from a NATS URL for messages.
-func redactURL(u string) string {
+// Redact drops credentials from NATS URLs, for messages.
+func Redact(u string) string {
 	var out []string
 	for _, one := range strings.Split(u, ",") {
 		if at := strings.LastIndex(one, "@"); at >= 0 {

@@ -29,6 +29,25 @@ func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*cluster.Clu
 	return c, nil
 }
 
+// checkNATS checks, with BRAINBOT_NATS_URL, that NATS answers and has
+// JetStream: without them no instance can work.
+func checkNATS(ctx context.Context, cfg Config, r *report) {
+	if cfg.NATSURL == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	if err := cluster.Ping(ctx, cfg.NATSURL); err != nil {
+		r.fatal("NATS", fmt.Sprintf("%s: %v", lookupSetting("BRAINBOT_NATS_URL").name(), err))
+		return
+	}
+	detail := "JetStream at " + cluster.Redact(cfg.NATSURL)
+	if cfg.WebhookURL != "" {
+		detail += "; updates by webhook at " + cfg.WebhookURL
+	}
+	r.ok("NATS", detail)
+}
+
 // sharedBots is the cluster as package bot needs it.
 type sharedBots struct{ *cluster.Cluster }
 

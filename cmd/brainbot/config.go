@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -67,6 +68,10 @@ type Config struct {
 	WebhookAddr string
 }
 
+// defaultWebhookAddr is where webhook calls are served when
+// BRAINBOT_WEBHOOK_ADDR is empty.
+const defaultWebhookAddr = ":8443"
+
 // setting ties one Config field to its environment variable and flag, so
 // that the default, the help text and the error messages agree.
 type setting struct {
@@ -131,13 +136,19 @@ var settings = []setting{
 		}},
 	{"BRAINBOT_NATS_URL", "nats-url", "share the bots with other instances through NATS JetStream at this URL, e.g. nats://10.0.0.5:4222 (empty: this instance alone, state in SQLite; see docs/scaling.md)", "",
 		func(c *Config, v string) error { c.NATSURL = v; return nil }},
-	{"BRAINBOT_NATS_PARTITIONS", "nats-partitions", "with BRAINBOT_NATS_URL: partitions the conversations are spread over; the same on every instance", "16",
-		func(c *Config, v string) (err error) { c.NATSPartitions, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_NATS_PARTITIONS", "nats-partitions", "with BRAINBOT_NATS_URL: partitions the conversations are spread over, the same on every instance (empty: 16)", "",
+		func(c *Config, v string) (err error) {
+			if v == "" {
+				return nil
+			}
+			c.NATSPartitions, err = strconv.Atoi(v)
+			return err
+		}},
 	{"BRAINBOT_INSTANCE", "instance", "with BRAINBOT_NATS_URL: this instance's name, unique among them (default: host name and process id)", "",
 		func(c *Config, v string) error { c.Instance = v; return nil }},
 	{"BRAINBOT_WEBHOOK_URL", "webhook-url", "with BRAINBOT_NATS_URL: have Telegram post updates to <this URL>/<bot id> (https, reaching any instance, e.g. through a load balancer) instead of polling (empty: poll)", "",
 		func(c *Config, v string) error { c.WebhookURL = v; return nil }},
-	{"BRAINBOT_WEBHOOK_ADDR", "webhook-addr", "with BRAINBOT_WEBHOOK_URL: where this instance listens for Telegram's calls, host:port", ":8443",
+	{"BRAINBOT_WEBHOOK_ADDR", "webhook-addr", "with BRAINBOT_WEBHOOK_URL: where this instance listens for Telegram's calls, host:port (empty: :8443)", "",
 		func(c *Config, v string) error { c.WebhookAddr = v; return nil }},
 	{"BRAINBOT_IMAGE_MAX_MB", "image-max-mb", "keep at most this many MB of images, oldest deleted first (0: no limit)", "0",
 		func(c *Config, v string) error { return parseMB(v, &c.ImageRetention.MaxBytes) }},
@@ -315,12 +326,12 @@ func (c *Config) validate() error {
 		case !isHTTPURL(c.WebhookURL):
 			bad("BRAINBOT_WEBHOOK_URL", c.WebhookURL, "must be an https URL (http only for tests)")
 		}
-		if _, _, err := net.SplitHostPort(c.WebhookAddr); err != nil {
+		if _, _, err := net.SplitHostPort(cmp.Or(c.WebhookAddr, defaultWebhookAddr)); err != nil {
 			bad("BRAINBOT_WEBHOOK_ADDR", c.WebhookAddr, "must be host:port, e.g. :8443")
 		}
 	}
-	if c.NATSPartitions < 1 || c.NATSPartitions > 1024 {
-		bad("BRAINBOT_NATS_PARTITIONS", strconv.Itoa(c.NATSPartitions), "must be 1 to 1024")
+	if c.NATSPartitions < 0 || c.NATSPartitions > 1024 {
+		bad("BRAINBOT_NATS_PARTITIONS", strconv.Itoa(c.NATSPartitions), "must be 1 to 1024 (empty: 16)")
 	}
 	for _, r := range []struct {
 		ageEnv, mbEnv string

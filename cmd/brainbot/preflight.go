@@ -127,6 +127,7 @@ func (m *Main) preflight(ctx context.Context, cfg Config, onToken func(string)) 
 	m.checkClaude(ctx, cfg, r)
 	checkDataDir(cfg, r)
 	checkLogFile(cfg, r)
+	checkNATS(ctx, cfg, r)
 	if checkBrainsDir(cfg, r) {
 		m.checkBots(ctx, cfg, onToken, r)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -161,7 +162,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		defer stop()
 	}
 	if cfg.WebhookURL != "" {
-		stop, err := serveWebhook(cfg.WebhookAddr, manager.WebhookHandler(), log)
+		stop, err := serveWebhook(cmp.Or(cfg.WebhookAddr, defaultWebhookAddr), manager.WebhookHandler(), log)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_WEBHOOK_ADDR (-webhook-addr) %q: %w", cfg.WebhookAddr, err)
 		}

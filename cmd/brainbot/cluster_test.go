@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"brainbot/cluster/natstest"
+)
+
+func TestClusterSettings(t *testing.T) {
+	cfg, err := parseConfig(t, map[string]string{"BRAINBOT_NATS_URL": "nats://a:4222,nats://b:4222", "BRAINBOT_INSTANCE": "x"})
+	if err != nil || cfg.NATSURL != "nats://a:4222,nats://b:4222" || cfg.NATSPartitions != 0 || cfg.Instance != "x" {
+		t.Fatalf("cfg %+v, err %v", cfg, err)
+	}
+	if cfg, err := parseConfig(t, nil); err != nil || cfg.NATSURL != "" || cfg.WebhookURL != "" {
+		t.Fatalf("default: %+v, %v: the embedded default must need nothing", cfg, err)
+	}
+	for _, tt := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"BRAINBOT_NATS_URL": "http://a:4222"}, `BRAINBOT_NATS_URL (-nats-url) "http://a:4222": must be nats://`},
+		{map[string]string{"BRAINBOT_NATS_URL": "nats://a", "BRAINBOT_NATS_PARTITIONS": "-1"}, `BRAINBOT_NATS_PARTITIONS (-nats-partitions) "-1": must be 1 to 1024`},
+		{map[string]string{"BRAINBOT_WEBHOOK_URL": "https://x/tg"}, `BRAINBOT_WEBHOOK_URL (-webhook-url) "https://x/tg": needs BRAINBOT_NATS_URL`},
+		{map[string]string{"BRAINBOT_NATS_URL": "nats://a", "BRAINBOT_WEBHOOK_URL": "https://x/tg", "BRAINBOT_WEBHOOK_ADDR": "8443"},
+			`BRAINBOT_WEBHOOK_ADDR (-webhook-addr) "8443": must be host:port`},
+	} {
+		_, err := parseConfig(t, tt.env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("env %v: got %v, want %q", tt.env, err, tt.want)
+		}
+	}
+}
+
+func TestDoctorChecksNATS(t *testing.T) {
+	url := natstest.Start(t)
+	r := &report{}
+	checkNATS(context.Background(), Config{NATSURL: url}, r)
+	if r.refused() || len(r.findings) != 1 || !strings.Contains(r.findings[0].detail, "JetStream at") {
+		t.Fatalf("findings %+v", r.findings)
+	}
+	r = &report{}
+	checkNATS(context.Background(), Config{NATSURL: "nats://u:secret@127.0.0.1:9"}, r)
+	if !r.refused() || strings.Contains(r.findings[0].detail, "secret") {
+		t.Fatalf("unreachable NATS: findings %+v", r.findings)
+	}
+}
