@@ -410,3 +410,57 @@ func TestIntegrationWarm(t *testing.T) {
 	}
 	t.Logf("after the interrupt: warm %v, %q", res.Warm, res.Text)
 }
+
+// A session's transcript is where SessionFile says, and copying it to
+// another machine's layout (another HOME, another data folder) lets the
+// real CLI resume it there: what brainbot's cluster mode relies on.
+func TestIntegrationSessionMovesWithItsFile(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	h := newHarness(t, cli)
+	req := h.request(Text, "remember me")
+	res, err := h.run(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := h.driver.SessionFile("it", res.SessionID)
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatalf("no transcript where SessionFile says: %v", err)
+	}
+
+	// "Another machine": its own HOME and a data folder with characters
+	// the CLI's folder naming replaces.
+	other := filepath.Join(h.root, "other")
+	home, dataDir := filepath.Join(other, "home"), filepath.Join(other, "da_ta.v1")
+	for _, dir := range []string{home, dataDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := zaptest.NewLogger(t)
+	tools := toolstest.Start(t, dataDir, log)
+	d, err := New(Config{Command: cli, DataDir: dataDir, ToolsURL: tools.URL, Tickets: tools.Tickets,
+		Env: append(h.model.Env(), "HOME="+home), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	to := d.SessionFile("it", res.SessionID)
+	if err := os.MkdirAll(filepath.Dir(to), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next := h.request(Text, "who am I?")
+	next.SessionID, next.Resume = res.SessionID, true
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	got, err := d.Run(ctx, next)
+	if err != nil {
+		t.Fatalf("resume on the other machine: %v", err)
+	}
+	if got.Text != "You said: who am I? (message 2)" {
+		t.Fatalf("resumed reply %q does not continue the conversation", got.Text)
+	}
+}
