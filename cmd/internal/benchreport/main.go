@@ -205,6 +205,33 @@ theirs. Queue wait is the summary line's `+"`queue_wait`"+`: arrival to a Claude
 		{"RSS after the crowd (MB, test process)", crowd("rss-MB", "%.1f"), ""},
 	})
 
+	fmt.Fprint(w, `## Many machines: instances sharing the bots through NATS
+
+The same load on 1, 2 and 3 `+"`brainbot run`"+` processes sharing two bots through one
+NATS JetStream server (docs/scaling.md), each with 4 Claude slots, against a
+fake CLI taking 200 ms a turn: 50 users send 6 messages each, each after the
+answer to the last (`+"`BenchmarkClusterScaling`"+`). Latency runs from the
+update reaching the Bot API stand-in to the answer; all processes share this
+machine's cores. Failover: 30 users keep talking to 3 instances, one is
+killed with SIGKILL; the time from the kill to the next answer in each of
+its conversations.
+
+`)
+	scale := func(n, unit, format string) cell {
+		return cell{bench: "BenchmarkClusterScaling/instances-" + n, unit: unit, format: format}
+	}
+	table(w, r, []string{"instances", "messages/s", "p50 latency (ms)", "p99 latency (ms)"}, [][]any{
+		{"1", scale("1", "msgs/s", "%.1f"), scale("1", "p50-ms", "%.0f"), scale("1", "p99-ms", "%.0f")},
+		{"2", scale("2", "msgs/s", "%.1f"), scale("2", "p50-ms", "%.0f"), scale("2", "p99-ms", "%.0f")},
+		{"3", scale("3", "msgs/s", "%.1f"), scale("3", "p50-ms", "%.0f"), scale("3", "p99-ms", "%.0f")},
+	})
+	failover := func(unit, format string) cell { return cell{bench: "BenchmarkClusterScaling/failover", unit: unit, format: format} }
+	table(w, r, []string{"measure", "value"}, [][]any{
+		{"conversations on the killed instance", failover("conversations", "%.0f")},
+		{"kill to their next answer: p50 / max (ms)", failover("failover-p50-ms", "%.0f").pair(failover("failover-max-ms", "%.0f"), r)},
+		{"of them not answered again within 20 s", failover("unanswered-after", "%.0f")},
+	})
+
 	fmt.Fprint(w, "## Memory (MB resident)\n\n")
 	table(w, r, []string{"process", "RSS", "target"}, [][]any{
 		{"brainbot idle, 5 bots", cell{bench: "BenchmarkMemory/brainbot-idle", unit: "rss-MB"}, ""},
