@@ -225,7 +225,9 @@ its conversations.
 		{"2", scale("2", "msgs/s", "%.1f"), scale("2", "p50-ms", "%.0f"), scale("2", "p99-ms", "%.0f")},
 		{"3", scale("3", "msgs/s", "%.1f"), scale("3", "p50-ms", "%.0f"), scale("3", "p99-ms", "%.0f")},
 	})
-	failover := func(unit, format string) cell { return cell{bench: "BenchmarkClusterScaling/failover", unit: unit, format: format} }
+	failover := func(unit, format string) cell {
+		return cell{bench: "BenchmarkClusterScaling/failover", unit: unit, format: format}
+	}
 	table(w, r, []string{"measure", "value"}, [][]any{
 		{"conversations on the killed instance", failover("conversations", "%.0f")},
 		{"kill to their next answer: p50 / max (ms)", failover("failover-p50-ms", "%.0f").pair(failover("failover-max-ms", "%.0f"), r)},
