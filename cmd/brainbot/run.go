@@ -125,7 +125,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		// moment it is resolved.
 		OnSecret: secrets.Add,
 	}
-	ready, info := func() error { return nil }, []func() string(nil)
+	var info []func() string
 	if shared != nil {
 		// The instances share the state, the updates and the transcripts.
 		botCfg.Store = shared.State()
@@ -140,7 +140,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	ready = manager.Ready
+	ready := manager.Ready
 	if shared != nil {
 		ready = clusterReady(shared, manager.Ready)
 		// After the bots stopped: what they held and did not answer goes
