@@ -101,7 +101,7 @@ dist:
 		-o $(DIST_DIR)/$(DIST_NAME)/brainbot ./cmd/brainbot
 	cp brains/*.yaml brains/README.md $(DIST_DIR)/$(DIST_NAME)/brains/
 	cp deploy/brainbot.service deploy/brainbot.env.example README.md $(DIST_DIR)/$(DIST_NAME)/
-	cp docs/operations.md docs/architecture.md $(DIST_DIR)/$(DIST_NAME)/docs/
+	cp docs/operations.md docs/architecture.md docs/scaling.md $(DIST_DIR)/$(DIST_NAME)/docs/
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum > SHA256SUMS
 	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) \
 		-cf - $(DIST_NAME) | gzip -n > $(DIST_DIR)/$(DIST_NAME).tar.gz

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -429,7 +430,8 @@ func TestClusterWebhook(t *testing.T) {
 		t.Skip("runs two brainbot processes")
 	}
 	c := newCluster(t, []string{"alpha"}, 0)
-	env := []string{"BRAINBOT_WEBHOOK_URL=https://bots.example.com/telegram", "BRAINBOT_WEBHOOK_ADDR=127.0.0.1:0"}
+	env := []string{"BRAINBOT_WEBHOOK_URL=https://bots.example.com/telegram", "BRAINBOT_WEBHOOK_ADDR=127.0.0.1:0",
+		"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}
 	ins := []*instance{c.start("w0", env...), c.start("w1", env...)}
 	var urls []string
 	for _, in := range ins {
@@ -499,4 +501,43 @@ func TestClusterWebhook(t *testing.T) {
 	if n := len(c.tg.Sent(token, "deleteWebhook")); n > 0 {
 		t.Errorf("the webhook was deleted %d times", n)
 	}
+
+	// The admin endpoint tells what each instance does in the cluster.
+	owned := 0
+	for _, in := range ins {
+		var admin string
+		in.logs.each(func(l map[string]any) {
+			if l["msg"] == "admin endpoint listening" {
+				admin = "http://" + l["addr"].(string)
+			}
+		})
+		ready := httpGet(t, admin+"/readyz")
+		if !strings.HasPrefix(ready, "ready\ninstance "+in.name+" polls bots [], owns ") {
+			t.Errorf("%s /readyz: %q", in.name, ready)
+		}
+		m := regexp.MustCompile(`(?m)^brainbot_cluster_partitions_owned (\d+)$`).FindStringSubmatch(httpGet(t, admin+"/metrics"))
+		if m == nil {
+			t.Errorf("%s /metrics has no brainbot_cluster_partitions_owned", in.name)
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		owned += n
+	}
+	if owned != 8 {
+		t.Errorf("the instances own %d partitions together, want 8", owned)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %d %s", url, resp.StatusCode, body)
+	}
+	return string(body)
 }
