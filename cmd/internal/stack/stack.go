@@ -61,8 +61,8 @@ type Stack struct {
 	OpenAI   *openaitest.Server
 
 	BrainsDir, DataDir, Home, LogFile string
-	// TempDir is brainbot's TMPDIR, which the Claude CLI inherits: it
-	// keeps a copy of each image it is given there.
+	// TempDir is brainbot's TMPDIR (each Claude CLI gets a folder of its
+	// own under DataDir instead).
 	TempDir string
 
 	cfg  Config
