@@ -127,9 +127,9 @@ type Model struct {
 	// when each streamed answer sent its first content delta.
 	pace         time.Duration
 	streamStarts []time.Time
-	failures     []int // HTTP statuses for the next message requests, in order
+	failures     []int  // HTTP statuses for the next message requests, in order
 	holding      string // requests whose current text holds it are held (Hold)
-	served       int   // message responses so far: numbers message and tool ids
+	served       int    // message responses so far: numbers message and tool ids
 }
 
 // Request is one request the CLI made, as recorded by the model.
