@@ -17,9 +17,9 @@ type decoder struct {
 	// kind names the file's kind in messages ("brain"), needs lists the
 	// fields an empty file lacks, and shape shows what the file looks like.
 	kind, needs, shape string
-	file        string
-	data []byte // the file, to locate text inside a value
-	errs Errors
+	file               string
+	data               []byte // the file, to locate text inside a value
+	errs               Errors
 	// lines locates every field present in the file. Validation uses it to
 	// point at the right line and to tell an explicit zero from an absent
 	// field.
