@@ -162,7 +162,7 @@ func Folder(chat int64, runID string) string {
 type Report struct {
 	Answers, Comments, Replies, Dropped int
 	// SatOut lists "member (turn n)" for each member that sat a turn out.
-	SatOut           []string
+	SatOut             []string
 	CostUSD, OpenAIUSD float64
 	// Sends counts the messages sent by this call of Run.
 	Sends int
