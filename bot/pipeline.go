@@ -59,6 +59,7 @@ type pipeline struct {
 	// noDrafts are the chats where drafts failed: replies stream by edits.
 	noDrafts chatSet
 	media    media
+	panels   *panels
 }
 
 // budgetWarnings remembers which bots' admins heard today that the daily
@@ -117,6 +118,8 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 		r.log.Info("user not allowed")
 		r.say("denied", b.Messages.Denied)
 	case p.media.refused(r):
+	case in.command == "panel":
+		p.panels.start(r)
 	case in.command != "":
 		r.say("command", p.command(r))
 	default:
