@@ -92,8 +92,8 @@ type Config struct {
 	// Speaker speaks the members of panels that speak; nil (no OpenAI
 	// key): they write.
 	Speaker Speaker
-	Store       *store.Store
-	Log         *zap.Logger
+	Store   *store.Store
+	Log     *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
 	Metrics *metrics.Metrics
 	// LookupEnv resolves brains' token_env and the ${VAR} references of

@@ -118,7 +118,7 @@ type botState struct {
 	nextMsg    int
 	calls      []Call
 	rules      []*Rule
-	poll       chan struct{} // closed to end the running getUpdates with 409
+	poll       chan struct{}  // closed to end the running getUpdates with 409
 	left       map[int64]bool // groups the bot is not in (getChatMember)
 }
 
