@@ -237,12 +237,7 @@ func (h *panels) missing(r *request, pn *panel.Panel) []string {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 			defer cancel()
-			var cm *models.ChatMember
-			err := h.p.caller.retry(ctx, "getChatMember", func(ctx context.Context) error {
-				var err error
-				cm, err = client.GetChatMember(ctx, &tgbot.GetChatMemberParams{ChatID: r.in.chat, UserID: me.id})
-				return err
-			})
+			cm, err := client.GetChatMember(ctx, &tgbot.GetChatMemberParams{ChatID: r.in.chat, UserID: me.id})
 			if err != nil {
 				r.log.Info("panel member cannot see the group", zap.String("member", m), zap.Error(err))
 				return
