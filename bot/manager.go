@@ -225,6 +225,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		defer m.pollers.Done()
 		m.pruneStore(pollCtx)
 	}()
+	m.pipeline.panels.report()
 	m.launch(func(context.Context) { m.pipeline.panels.resume(pollCtx, m.stopping) })
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })

@@ -75,6 +75,18 @@ func newPanels(dir, dataDir string, p *pipeline, member func(string) (*tgbot.Bot
 	return h
 }
 
+// report logs the panels folder at start: its panels, and the problems
+// of its files (each as file:line), which /panel reports again when used.
+func (h *panels) report() {
+	all, err := panel.LoadDir(h.dir)
+	if err != nil {
+		h.log.Error("panel files have problems; those panels do not run until fixed", zap.String("panels", h.dir), zap.Error(err))
+	}
+	for _, p := range all {
+		h.log.Info("panel loaded", zap.String("panel", p.ID), zap.Strings("members", p.Members), zap.Bool("speak", p.Speak))
+	}
+}
+
 // claimFor reports whether the bot that calls it is the first to take up
 // the message; claims older than an hour are forgotten.
 func (h *panels) claimFor(chat int64, message int) bool {

@@ -60,7 +60,7 @@ speak: true
 
 func newPanelStack(t *testing.T) *stack.Stack {
 	t.Helper()
-	s, err := stack.New(stack.Config{
+	return startStack(t, stack.Config{
 		Brainbot:  brainbotBinary(t),
 		ClaudeCmd: claudetest.RequireCLI(t),
 		Dir:       t.TempDir(),
@@ -69,17 +69,7 @@ func newPanelStack(t *testing.T) *stack.Stack {
 		Panels: map[string]string{"cities.yaml": citiesPanel, "failing.yaml": failingPanel},
 		Env:    []string{"BRAINBOT_GRACE=5s", "BRAINBOT_MAX_CLAUDE=3"},
 		Logs:   testLogs(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	}, nil)
 }
 
 // sendPanel posts text from user in group, as one message every bot
