@@ -3,6 +3,7 @@ package panel
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -92,5 +93,30 @@ func TestFor(t *testing.T) {
 	}
 	if _, _, ok := For(panels, "clock", "a question"); ok {
 		t.Error("a bot of no panel got one")
+	}
+}
+
+// The reference documents every field, and the example panel is valid.
+func TestREADMEDocumentsEveryField(t *testing.T) {
+	data, err := os.ReadFile("../../panels/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	for _, field := range []string{"`members`", "`name`", "`speak`", "`access.allowed_users`", "`max_chars.answer`", "`.comment`", "`.reply`", "`comment_cap`"} {
+		if !strings.Contains(readme, field) {
+			t.Errorf("panels/README.md does not document %s", field)
+		}
+	}
+	typ := reflect.TypeFor[Panel]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" && !strings.Contains(readme, "`"+name) {
+			t.Errorf("panels/README.md does not document the field %s", name)
+		}
+	}
+	panels, err := LoadDir("../../panels")
+	if err != nil || len(panels) == 0 {
+		t.Fatalf("example panels: %d, %v", len(panels), err)
 	}
 }
