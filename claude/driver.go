@@ -52,6 +52,7 @@ type Config struct {
 type Driver struct {
 	cfg    Config
 	mcpDir string // the per-process --mcp-config files
+	tmpDir string // the per-process temporary folders
 	log    *zap.Logger
 	pool   *pool
 }
@@ -77,14 +78,26 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
 	}
-	dir := filepath.Join(cfg.DataDir, "claude", "mcp")
+	d := &Driver{cfg: cfg, log: cfg.Log, pool: newPool(cfg.Warm, cfg.Log),
+		mcpDir: filepath.Join(cfg.DataDir, "claude", "mcp"), tmpDir: filepath.Join(cfg.DataDir, "claude", "tmp")}
+	for _, dir := range []string{d.mcpDir, d.tmpDir} {
+		if err := freshDir(dir); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// freshDir empties dir, or makes it: what is in it belonged to CLIs of an
+// earlier brainbot, all gone.
+func freshDir(dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("claude: MCP config folder: %w", err)
+		return fmt.Errorf("claude: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("claude: MCP config folder: %w", err)
+		return fmt.Errorf("claude: %w", err)
 	}
-	return &Driver{cfg: cfg, mcpDir: dir, log: cfg.Log, pool: newPool(cfg.Warm, cfg.Log)}, nil
+	return nil
 }
 
 // args is the CLI's command line for req, with the process's MCP config.
@@ -279,14 +292,21 @@ func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
 		tools.Close()
 		return nil, err
 	}
-	started := time.Now()
-	p, err := startProcess(context.Background(), d.cfg.Command, d.args(req, mcpConfig), dir, cliEnv(os.Environ(), d.cfg.Env))
+	// The CLI copies every image it is sent into its temporary folder and
+	// never removes them; a folder of the process's own goes with it.
+	tmp, err := os.MkdirTemp(d.tmpDir, "cli-")
 	if err != nil {
 		tools.Close()
 		os.Remove(mcpConfig)
+		return nil, fmt.Errorf("claude: temporary folder: %w", err)
+	}
+	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
+	env := cliEnv(os.Environ(), append([]string{"TMPDIR=" + tmp}, d.cfg.Env...))
+	if cli.p, err = startProcess(context.Background(), d.cfg.Command, d.args(req, mcpConfig), dir, env); err != nil {
+		cli.release()
 		return nil, err
 	}
-	return &live{p: p, tools: tools, mcpConfig: mcpConfig, fingerprint: fingerprint, sessionID: req.SessionID, started: started}, nil
+	return cli, nil
 }
 
 // fingerprint is what a process is started with, but for its session and

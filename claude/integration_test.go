@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,17 @@ func TestIntegration(t *testing.T) {
 		next.SessionID, next.Resume = res.SessionID, true
 		if res, err = h.run(next); err != nil || res.Text != "You said: and now? (message 2)" {
 			t.Fatalf("resumed: %v, %+v", err, res)
+		}
+		// The CLI's copy of the photo went to the process's own temporary
+		// folder, not the system's, and left with the process.
+		// The CLI names its folder after the working folder, every
+		// character but letters and digits made a "-".
+		workDir := regexp.MustCompile(`[^a-zA-Z0-9]`).ReplaceAllString(filepath.Join(h.data, "claude", "bot-it"), "-")
+		if copies, _ := filepath.Glob(filepath.Join(os.TempDir(), "claude-*", workDir)); len(copies) > 0 {
+			t.Errorf("the CLI wrote to the system's temporary folder: %q", copies)
+		}
+		if left, err := os.ReadDir(filepath.Join(h.data, "claude", "tmp")); err != nil || len(left) > 0 {
+			t.Errorf("per-process temporary folders left after the processes ended: %v %v", left, err)
 		}
 	})
 

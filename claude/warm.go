@@ -49,6 +49,8 @@ type live struct {
 	p         *process
 	tools     *ticket.Process
 	mcpConfig string
+	// tmpDir is the process's TMPDIR, removed with it.
+	tmpDir string
 	// fingerprint is everything the process was started with except its
 	// session: a request with another (an edited brain) needs a new one.
 	fingerprint string
@@ -83,8 +85,14 @@ func isDone(c <-chan struct{}) bool {
 // shutdown ends the process and releases what it held.
 func (cli *live) shutdown() {
 	cli.p.shutdown()
+	cli.release()
+}
+
+// release gives back what the process was started with.
+func (cli *live) release() {
 	cli.tools.Close()
 	os.Remove(cli.mcpConfig)
+	os.RemoveAll(cli.tmpDir)
 }
 
 // residentMB is the process's resident memory (Linux; 0 elsewhere).
