@@ -174,17 +174,21 @@ func (h *panels) start(r *request) {
 			r.say("denied", b.Messages.Denied)
 			return
 		}
-		if lim := b.Limits.PerUserPerDay; lim > 0 {
-			n, err := h.p.store.DailyCount(r.ctx, m, in.user, h.p.now())
-			if err != nil {
-				r.fail("limit", err)
-				return
-			}
-			if n >= lim {
-				now := h.p.now()
-				r.say("limited", b.Messages.LimitText(store.NextReset(now).Sub(now)))
-				return
-			}
+		over, err := h.p.overBudget(r.ctx, b, m, in.user, r.log.With(zap.String("member", m)))
+		if lim := b.Limits.PerUserPerDay; err == nil && !over && lim > 0 {
+			var n int
+			n, err = h.p.store.DailyCount(r.ctx, m, in.user, h.p.now())
+			over = n >= lim
+		}
+		switch {
+		case err != nil:
+			r.fail("limit", err)
+			return
+		case over:
+			r.log.Info("a panel member's daily limit is reached", zap.String("member", m))
+			now := h.p.now()
+			r.say("limited", b.Messages.LimitText(store.NextReset(now).Sub(now)))
+			return
 		}
 	}
 	speak := pn.Speak

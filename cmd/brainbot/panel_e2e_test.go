@@ -304,11 +304,17 @@ func TestEndToEndPanelResumesAfterKill(t *testing.T) {
 	}, nil); err != nil {
 		t.Fatalf("turns 1 and 2 were not sent: %v\n%s", err, s.Logs().Tail(20))
 	}
+	// One panel at a time per group.
+	sendPanel(s, group, 4, "/panel and another question?", members...)
+	busy := waitPosts(t, s, group, 7, members...)
+	if text := busy[6].text; !strings.Contains(text, "already running") || busy[6].replyTo != 4 {
+		t.Errorf("a second /panel while one runs got %q (a reply to %d)", text, busy[6].replyTo)
+	}
 	if _, err := s.Stop(ctx, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(groupPosts(s, group, members...)); n != 6 {
-		t.Fatalf("%d messages before the kill, want 6", n)
+	if n := len(groupPosts(s, group, members...)); n != 7 {
+		t.Fatalf("%d messages before the kill, want 6 and the busy reply", n)
 	}
 	s.Model.Hold("")
 	mark = s.Logs().Len()
@@ -319,7 +325,7 @@ func TestEndToEndPanelResumesAfterKill(t *testing.T) {
 	if summary.Int("resumes") != 1 || summary.Int("sent") != 2 || summary.Int("replies") != 2 {
 		t.Errorf("summary after the restart %s", summary.Raw)
 	}
-	posts := groupPosts(s, group, members...)
+	posts := slices.DeleteFunc(groupPosts(s, group, members...), func(p posted) bool { return p.replyTo == 4 })
 	var order []string
 	for _, p := range posts {
 		order = append(order, p.bot)
