@@ -359,6 +359,14 @@ func (h *panels) Ask(ctx context.Context, run *engine.Run, q engine.Question) (e
 	defer h.p.slots.release()
 	log := h.log.With(zap.String("panel_run", run.ID), zap.String("bot", q.Member), zap.Int("turn", q.Turn),
 		zap.Int64("chat", run.Chat), zap.Int64("user", run.Starter))
+	// The group sees who is at work, as for any answer.
+	if o, err := h.replier(run, q.Member, 0); err == nil {
+		action := models.ChatActionTyping
+		if run.Speak {
+			action = models.ChatActionRecordVoice
+		}
+		defer o.keepAction(ctx, action, h.p.actionEvery)()
+	}
 	res, err := h.p.claude.Run(ctx, claude.Request{
 		Mode:         claude.Text,
 		Prompt:       q.Prompt,
