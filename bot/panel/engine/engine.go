@@ -229,6 +229,7 @@ func (e *Engine) Run(ctx context.Context, run *Run) (Report, error) {
 		wg.Wait()
 		err = interrupted
 		s.save(ctx)
+		s.writeManifest()
 	}
 	close(queue)
 	if serr := <-sent; err == nil {
@@ -248,10 +249,9 @@ func (e *Engine) Run(ctx context.Context, run *Run) (Report, error) {
 		run.NoteSent = true
 	}
 	run.Finished = time.Now()
+	// The manifest first: a run marked finished is not resumed.
+	s.writeManifest()
 	s.save(ctx)
-	if merr := e.writeManifest(run); merr != nil {
-		s.log.Warn("panel manifest not written", zap.Error(merr))
-	}
 	return rep, nil
 }
 
@@ -623,6 +623,15 @@ func (s *runState) report() Report {
 type manifest struct {
 	*Run
 	Files []string `json:"files"`
+}
+
+// writeManifest writes run.json as the run stands; a failure is logged.
+func (s *runState) writeManifest() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.e.writeManifest(s.run); err != nil {
+		s.log.Warn("panel manifest not written", zap.Error(err))
+	}
 }
 
 func (e *Engine) writeManifest(run *Run) error {
