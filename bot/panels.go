@@ -87,6 +87,13 @@ func (h *panels) report() {
 	}
 }
 
+// onPanel reports whether bot is a member of a valid panel now.
+func (h *panels) onPanel(bot string) bool {
+	all, _ := panel.LoadDir(h.dir) // problems are reported at start and on use
+	_, _, ok := panel.For(all, bot, "")
+	return ok
+}
+
 // claimFor reports whether the bot that calls it is the first to take up
 // the message; claims older than an hour are forgotten.
 func (h *panels) claimFor(chat int64, message int) bool {

@@ -202,6 +202,14 @@ func TestEndToEndPanel(t *testing.T) {
 			}
 		}
 
+		registered := false
+		for _, c := range s.Telegram.Sent(stack.Token("voice"), "setMyCommands") {
+			registered = registered || strings.Contains(c.Param("commands"), `"panel"`)
+		}
+		if !registered {
+			t.Error("a panel member does not list /panel among its commands")
+		}
+
 		// The panel left the members' own conversation in the group alone.
 		s.Telegram.SendMessage(stack.Token("chat"), groupMessage(601, group, "hello", "@"+telegramtest.Username(stack.Token("chat"))))
 		got := waitChat(t, s, stack.Token("chat"), group, 4)[3]
