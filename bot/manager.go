@@ -47,6 +47,9 @@ type Claude interface {
 type Config struct {
 	// BrainsDir holds the brain files; it is watched for edits.
 	BrainsDir string
+	// PanelsDir holds the panel files (BRAINBOT_PANELS), read on every
+	// /panel, so an edit applies to the next panel.
+	PanelsDir string
 	// DataDir is BRAINBOT_DATA: the CLI's working folders and the
 	// generated files live below it.
 	DataDir string
@@ -86,8 +89,11 @@ type Config struct {
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
 	Transcriber Transcriber
-	Store       *store.Store
-	Log         *zap.Logger
+	// Speaker speaks the members of panels that speak; nil (no OpenAI
+	// key): they write.
+	Speaker Speaker
+	Store   *store.Store
+	Log     *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
 	Metrics *metrics.Metrics
 	// LookupEnv resolves brains' token_env and the ${VAR} references of
@@ -195,6 +201,7 @@ func New(cfg Config) (*Manager, error) {
 		lookupEnv:   cfg.LookupEnv,
 		onSecret:    cfg.OnSecret,
 	}
+	m.pipeline.panels = newPanels(cfg.PanelsDir, cfg.DataDir, m.pipeline, m.member, cfg.Speaker, m.launch, cfg.Log)
 	return m, nil
 }
 
@@ -218,6 +225,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		defer m.pollers.Done()
 		m.pruneStore(pollCtx)
 	}()
+	m.pipeline.panels.report()
+	m.launch(func(context.Context) { m.pipeline.panels.resume(pollCtx, m.stopping) })
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
@@ -352,6 +361,28 @@ func (m *Manager) client(id string) *tgbot.Bot {
 	}
 	client, _ := r.current()
 	return client
+}
+
+// member returns bot id's Telegram client and identity (nil while it
+// connects or once the bot is stopped).
+func (m *Manager) member(id string) (*tgbot.Bot, self) {
+	m.mu.Lock()
+	r := m.bots[id]
+	m.mu.Unlock()
+	if r == nil {
+		return nil, self{}
+	}
+	return r.current()
+}
+
+// launch runs fn as work of the Manager: Run's shutdown waits for it
+// within the grace period, then cancels its context.
+func (m *Manager) launch(fn func(ctx context.Context)) {
+	m.work.Add(1)
+	go func() {
+		defer m.work.Done()
+		fn(m.workCtx)
+	}()
 }
 
 // takeReplay reports whether bot id's journal is still to be replayed in
