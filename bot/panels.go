@@ -42,7 +42,7 @@ type Speaker interface {
 // panels runs the panels of one Manager. It is the engine's members, chat
 // and journal.
 type panels struct {
-	dir     string // the panels folder
+	folder  *panel.Folder
 	dataDir string
 	p       *pipeline
 	// member is a bot's current client and identity (nil while it
@@ -69,7 +69,7 @@ type claim struct {
 
 func newPanels(dir, dataDir string, p *pipeline, member func(string) (*tgbot.Bot, self), speaker Speaker,
 	launch func(func(context.Context)), log *zap.Logger) *panels {
-	h := &panels{dir: dir, dataDir: dataDir, p: p, member: member, speaker: speaker, launch: launch, log: log,
+	h := &panels{folder: &panel.Folder{Dir: dir}, dataDir: dataDir, p: p, member: member, speaker: speaker, launch: launch, log: log,
 		claimed: map[claim]time.Time{}}
 	h.engine = &engine.Engine{Members: h, Chat: h, Journal: h, Dir: dataDir, Log: log}
 	return h
@@ -78,9 +78,9 @@ func newPanels(dir, dataDir string, p *pipeline, member func(string) (*tgbot.Bot
 // report logs the panels folder at start: its panels, and the problems
 // of its files (each as file:line), which /panel reports again when used.
 func (h *panels) report() {
-	all, err := panel.LoadDir(h.dir)
+	all, err := h.folder.Panels()
 	if err != nil {
-		h.log.Error("panel files have problems; those panels do not run until fixed", zap.String("panels", h.dir), zap.Error(err))
+		h.log.Error("panel files have problems; those panels do not run until fixed", zap.String("panels", h.folder.Dir), zap.Error(err))
 	}
 	for _, p := range all {
 		h.log.Info("panel loaded", zap.String("panel", p.ID), zap.Strings("members", p.Members), zap.Bool("speak", p.Speak))
@@ -89,7 +89,7 @@ func (h *panels) report() {
 
 // onPanel reports whether bot is a member of a valid panel now.
 func (h *panels) onPanel(bot string) bool {
-	all, _ := panel.LoadDir(h.dir) // problems are reported at start and on use
+	all, _ := h.folder.Panels() // problems are reported at start and on use
 	_, _, ok := panel.For(all, bot, "")
 	return ok
 }
@@ -136,9 +136,9 @@ func (h *panels) start(r *request) {
 		r.say("command", "Panels run in groups: add the panel's bots to a group and send /panel <question> there.")
 		return
 	}
-	all, err := panel.LoadDir(h.dir)
+	all, err := h.folder.Panels()
 	if err != nil {
-		r.log.Error("panel files have problems; the valid ones are used", zap.String("panels", h.dir), zap.Error(err))
+		r.log.Error("panel files have problems; the valid ones are used", zap.String("panels", h.folder.Dir), zap.Error(err))
 	}
 	pn, q, ok := panel.For(all, in.bot, question(in.text))
 	if !ok {

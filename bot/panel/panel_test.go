@@ -120,3 +120,37 @@ func TestREADMEDocumentsEveryField(t *testing.T) {
 		t.Fatalf("example panels: %d, %v", len(panels), err)
 	}
 }
+
+// An edit that breaks a panel file keeps the panel as it was, the way a
+// broken brain edit keeps the bot running; removing the file ends it.
+func TestFolderKeepsTheLastGoodVersion(t *testing.T) {
+	dir := t.TempDir()
+	f := &Folder{Dir: dir}
+	path := write(t, dir, "cities.yaml", "members: [chat, voice]\n")
+	if got, err := f.Panels(); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0].Members, []string{"chat", "voice"}) {
+		t.Fatalf("first read: %v %v", got, err)
+	}
+	write(t, dir, "cities.yaml", "members: [chat, voice, painter]\nspeek: true\n")
+	got, err := f.Panels()
+	if err == nil || !strings.Contains(err.Error(), path+":2: speek: unknown field") || !strings.Contains(err.Error(), "keeping the last good version") {
+		t.Errorf("broken edit: error %v, want its file:line and that the last good version is kept", err)
+	}
+	if len(got) != 1 || !reflect.DeepEqual(got[0].Members, []string{"chat", "voice"}) {
+		t.Fatalf("broken edit: panels %v, want the last good version", got)
+	}
+	write(t, dir, "cities.yaml", "members: [chat, painter]\n")
+	if got, err := f.Panels(); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0].Members, []string{"chat", "painter"}) {
+		t.Fatalf("fixed: %v %v", got, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.Panels(); err != nil || len(got) != 0 {
+		t.Fatalf("removed: %v %v, want no panel", got, err)
+	}
+	// A file that was never valid gives no panel, only its problems.
+	write(t, dir, "bad.yaml", "members: [chat]\n")
+	if got, err := f.Panels(); err == nil || len(got) != 0 || strings.Contains(err.Error(), "keeping") {
+		t.Fatalf("never valid: %v %v", got, err)
+	}
+}
