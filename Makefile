@@ -96,10 +96,11 @@ SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 dist:
 	rm -rf $(DIST_DIR)/$(DIST_NAME) $(DIST_DIR)/$(DIST_NAME).tar.gz $(DIST_DIR)/$(DIST_NAME).tar.gz.sha256
-	mkdir -p $(DIST_DIR)/$(DIST_NAME)/brains $(DIST_DIR)/$(DIST_NAME)/docs
+	mkdir -p $(DIST_DIR)/$(DIST_NAME)/brains $(DIST_DIR)/$(DIST_NAME)/panels $(DIST_DIR)/$(DIST_NAME)/docs
 	CGO_ENABLED=0 GOOS=$(GOOS) GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
 		-o $(DIST_DIR)/$(DIST_NAME)/brainbot ./cmd/brainbot
 	cp brains/*.yaml brains/README.md $(DIST_DIR)/$(DIST_NAME)/brains/
+	cp panels/*.yaml panels/README.md $(DIST_DIR)/$(DIST_NAME)/panels/
 	cp deploy/brainbot.service deploy/brainbot.env.example README.md $(DIST_DIR)/$(DIST_NAME)/
 	cp docs/operations.md docs/architecture.md docs/scaling.md $(DIST_DIR)/$(DIST_NAME)/docs/
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum > SHA256SUMS

@@ -11,8 +11,8 @@ import (
 )
 
 // commandList is what the bot registers with setMyCommands and lists in
-// /help.
-func commandList(b *brain.Brain) []models.BotCommand {
+// /help; onPanel: the bot is a member of a panel (/panel).
+func commandList(b *brain.Brain, onPanel bool) []models.BotCommand {
 	cmds := []models.BotCommand{
 		{Command: "start", Description: "Say hello"},
 		{Command: "help", Description: "What I do and my commands"},
@@ -22,10 +22,13 @@ func commandList(b *brain.Brain) []models.BotCommand {
 	if b.TTS.UserToggle {
 		cmds = append(cmds, models.BotCommand{Command: "voice", Description: "Switch voice replies on or off"})
 	}
+	if onPanel {
+		cmds = append(cmds, models.BotCommand{Command: "panel", Description: "Ask the panel a question (in groups)"})
+	}
 	return cmds
 }
 
-func helpText(b *brain.Brain) string {
+func helpText(b *brain.Brain, onPanel bool) string {
 	var sb strings.Builder
 	sb.WriteString(b.Name)
 	if b.Description != "" {
@@ -36,7 +39,7 @@ func helpText(b *brain.Brain) string {
 		fmt.Fprintf(&sb, " Ask for a %s and I will make one.", b.Image.Keywords[0])
 	}
 	sb.WriteString("\n\nCommands:")
-	for _, c := range commandList(b) {
+	for _, c := range commandList(b, onPanel) {
 		fmt.Fprintf(&sb, "\n/%s - %s", c.Command, c.Description)
 	}
 	return sb.String()
@@ -51,9 +54,9 @@ func (p *pipeline) command(r *request) string {
 		if b.Greeting != "" {
 			return b.Greeting
 		}
-		return helpText(b)
+		return helpText(b, p.panels.onPanel(r.in.bot))
 	case "help":
-		return helpText(b)
+		return helpText(b, p.panels.onPanel(r.in.bot))
 	case "reset":
 		p.claude.End(r.in.conversationKey())
 		ended, err := p.store.ResetSession(r.ctx, r.in.conversation(), p.now())

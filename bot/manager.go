@@ -47,6 +47,9 @@ type Claude interface {
 type Config struct {
 	// BrainsDir holds the brain files; it is watched for edits.
 	BrainsDir string
+	// PanelsDir holds the panel files (BRAINBOT_PANELS), read on every
+	// /panel, so an edit applies to the next panel.
+	PanelsDir string
 	// DataDir is BRAINBOT_DATA: the CLI's working folders and the
 	// generated files live below it.
 	DataDir string
@@ -86,6 +89,9 @@ type Config struct {
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
 	Transcriber Transcriber
+	// Speaker speaks the members of panels that speak; nil (no OpenAI
+	// key): they write.
+	Speaker Speaker
 	// Store keeps the bots' state: *store.Store, or the cluster's.
 	Store Store
 	// Cluster, if set, shares the bots with other instances (shared.go);
@@ -205,6 +211,7 @@ func New(cfg Config) (*Manager, error) {
 		onSecret:    cfg.OnSecret,
 		transcripts: cfg.Transcripts,
 	}
+	m.pipeline.panels = newPanels(cfg.PanelsDir, cfg.DataDir, m.pipeline, m.member, cfg.Speaker, m.launch, cfg.Log)
 	return m, nil
 }
 
@@ -231,6 +238,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	if m.cfg.Cluster != nil {
 		m.cfg.Cluster.Work(pollCtx, m.deliver)
 	}
+	m.pipeline.panels.report()
+	m.launch(func(context.Context) { m.pipeline.panels.resume(pollCtx, m.stopping) })
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
@@ -372,6 +381,28 @@ func (m *Manager) client(id string) *tgbot.Bot {
 	}
 	client, _ := r.current()
 	return client
+}
+
+// member returns bot id's Telegram client and identity (nil while it
+// connects or once the bot is stopped).
+func (m *Manager) member(id string) (*tgbot.Bot, self) {
+	m.mu.Lock()
+	r := m.bots[id]
+	m.mu.Unlock()
+	if r == nil {
+		return nil, self{}
+	}
+	return r.current()
+}
+
+// launch runs fn as work of the Manager: Run's shutdown waits for it
+// within the grace period, then cancels its context.
+func (m *Manager) launch(fn func(ctx context.Context)) {
+	m.work.Add(1)
+	go func() {
+		defer m.work.Done()
+		fn(m.workCtx)
+	}()
 }
 
 // takeReplay reports whether bot id's journal is still to be replayed in

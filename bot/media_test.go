@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sashabaranov/go-openai"
+	"go.uber.org/zap"
 
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
@@ -457,7 +458,9 @@ func TestTranscriptionCostRecordedWithoutTheModel(t *testing.T) {
 		t.Fatalf("reply %q, want the busy message", got.Param("text"))
 	}
 	close(h.claude.release)
-	h.waitLog("request") // the busy request's, recorded before its line
+	// The busy request's line, written after its usage was recorded (user
+	// 7's may come first).
+	waitFor(t, func() bool { return h.logs.FilterMessage("request").FilterField(zap.Int64("user", 8)).Len() > 0 })
 	spent, err := h.store.SpentToday(context.Background(), "alpha", 8, time.Now())
 	if err != nil || math.Abs(spent-0.003) > 1e-9 {
 		t.Errorf("user 8 spent %v (%v), want a minute of transcription, $0.003", spent, err)

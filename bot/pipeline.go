@@ -59,6 +59,7 @@ type pipeline struct {
 	// noDrafts are the chats where drafts failed: replies stream by edits.
 	noDrafts chatSet
 	media    media
+	panels   *panels
 	// transcripts, in a cluster, brings a session's transcript to this
 	// instance before it is resumed and stores it after each turn.
 	transcripts Transcripts
@@ -120,6 +121,8 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 		r.log.Info("user not allowed")
 		r.say("denied", b.Messages.Denied)
 	case p.media.refused(r):
+	case in.command == "panel":
+		p.panels.start(r)
 	case in.command != "":
 		r.say("command", p.command(r))
 	default:
@@ -250,34 +253,46 @@ func allowed(b *brain.Brain, user int64) bool {
 
 // withinBudget reports whether the bot, and the user, may still spend
 // today (limits.daily_usd, limits.per_user_daily_usd); false means the
-// user got the limit text. The admin hears of a bot's cap once a day.
+// user got the limit text.
 func (p *pipeline) withinBudget(r *request) bool {
-	lim := r.brain.Limits
+	over, err := p.overBudget(r.ctx, r.brain, r.in.bot, r.in.user, r.log)
+	switch {
+	case err != nil:
+		r.fail("budget", err)
+	case over:
+		now := p.now()
+		r.say("limited", r.brain.Messages.LimitText(store.NextReset(now).Sub(now)))
+	}
+	return err == nil && !over
+}
+
+// overBudget reports whether bot (brain b) has spent its daily cap today,
+// in all or on user. The admin hears of a bot's cap once a day.
+func (p *pipeline) overBudget(ctx context.Context, b *brain.Brain, bot string, user int64, log *zap.Logger) (bool, error) {
+	lim := b.Limits
 	for _, cap := range []struct {
 		usd  float64
 		user int64
 		what string
-	}{{lim.DailyUSD, 0, "limits.daily_usd"}, {lim.PerUserDailyUSD, r.in.user, "limits.per_user_daily_usd"}} {
+	}{{lim.DailyUSD, 0, "limits.daily_usd"}, {lim.PerUserDailyUSD, user, "limits.per_user_daily_usd"}} {
 		if cap.usd <= 0 {
 			continue
 		}
 		now := p.now()
-		spent, err := p.store.SpentToday(r.ctx, r.in.bot, cap.user, now)
+		spent, err := p.store.SpentToday(ctx, bot, cap.user, now)
 		if err != nil {
-			r.fail("budget", err)
-			return false
+			return false, err
 		}
 		if spent < cap.usd {
 			continue
 		}
-		if cap.user == 0 && p.budgets.firstToday(r.in.bot, now) {
-			r.log.Warn("daily spending cap reached: the bot answers no more messages today",
+		if cap.user == 0 && p.budgets.firstToday(bot, now) {
+			log.Warn("daily spending cap reached: the bot answers no more messages today",
 				zap.String("setting", cap.what), zap.Float64("cap_usd", cap.usd), zap.Float64("spent_usd", spent))
 		}
-		r.say("limited", r.brain.Messages.LimitText(store.NextReset(now).Sub(now)))
-		return false
+		return true, nil
 	}
-	return true
+	return false, nil
 }
 
 // openAICost prices the speech or image a request produced (0 when it

@@ -231,7 +231,7 @@ func (r *runner) register(ctx context.Context) {
 	if b == nil || client == nil {
 		return
 	}
-	cmds := commandList(b)
+	cmds := commandList(b, r.m.pipeline.panels.onPanel(r.id))
 	key, _ := json.Marshal([]any{cmds, b.Description})
 	r.mu.Lock()
 	same := r.registered == string(key)

@@ -39,7 +39,16 @@ type replier struct {
 	// edit is a message of ours the next text replaces (a streamed reply's
 	// message), instead of a new one.
 	edit int
+	// sent are the ids of the messages sent, in order.
+	sent []int
 	log  *zap.Logger
+}
+
+// note records a message sent.
+func (o *replier) note(m *models.Message) {
+	if m != nil {
+		o.sent = append(o.sent, m.ID)
+	}
 }
 
 func newReplier(c caller, client func() *tgbot.Bot, in *incoming, log *zap.Logger) *replier {
@@ -165,8 +174,11 @@ func (o *replier) text(ctx context.Context, text string, markdown bool) error {
 				})
 			}
 			return o.retry(ctx, "sendMessage", func(ctx context.Context) error {
-				_, err := o.client().SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
+				m, err := o.client().SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat, MessageThreadID: o.thread,
 					ReplyParameters: replyTo, Text: text, ParseMode: mode})
+				if err == nil {
+					o.note(m)
+				}
 				return err
 			})
 		}
@@ -221,19 +233,28 @@ func (o *replier) file(ctx context.Context, mode claude.Mode, path string) error
 	}
 	if mode == claude.Speech {
 		err = o.retry(ctx, "sendVoice", func(ctx context.Context) error {
-			_, err := o.client().SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
+			m, err := o.client().SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Voice: upload()})
+			if err == nil {
+				o.note(m)
+			}
 			return err
 		})
 		return o.blockedOr(err)
 	}
 	err = o.retry(ctx, "sendPhoto", func(ctx context.Context) error {
-		_, err := o.client().SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
+		m, err := o.client().SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Photo: upload()})
+		if err == nil {
+			o.note(m)
+		}
 		return err
 	})
 	if isPhotoRejected(err) {
 		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
 		err = o.retry(ctx, "sendDocument", func(ctx context.Context) error {
-			_, err := o.client().SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
+			m, err := o.client().SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat, MessageThreadID: o.thread, ReplyParameters: replyTo, Document: upload()})
+			if err == nil {
+				o.note(m)
+			}
 			return err
 		})
 	}

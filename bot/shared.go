@@ -50,6 +50,10 @@ type Store interface {
 	Offset(ctx context.Context, poller string) (int64, error)
 	SetOffset(ctx context.Context, poller string, updateID int64) error
 	Prune(ctx context.Context, now time.Time, r store.Retention) (store.Pruned, error)
+	DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error)
+	StartPanel(ctx context.Context, r store.PanelRun) error
+	SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error
+	RunningPanels(ctx context.Context) ([]store.PanelRun, error)
 }
 
 // Cluster shares the bots with other instances.

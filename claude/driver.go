@@ -127,6 +127,9 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	}
 	allowed := append([]string{toolspec.SpeechTool, toolspec.ImageTool}, req.AllowedTools...)
 	args = append(args, "--allowedTools", strings.Join(allowed, ","))
+	if req.JSONSchema != "" {
+		args = append(args, "--json-schema", req.JSONSchema)
+	}
 	if req.MaxTurns > 0 {
 		args = append(args, "--max-turns", strconv.Itoa(req.MaxTurns))
 	}
@@ -144,6 +147,10 @@ func checkRequest(req Request) error {
 		return fmt.Errorf("claude: bot id %q cannot name a working directory", req.BotID)
 	case req.Mode != Text && req.FilePrefix == "":
 		return fmt.Errorf("claude: a %v request needs a file prefix", req.Mode)
+	case req.JSONSchema != "" && req.Mode != Text:
+		return fmt.Errorf("claude: a %v request cannot carry a JSON schema", req.Mode)
+	case req.JSONSchema != "" && !json.Valid([]byte(req.JSONSchema)):
+		return errors.New("claude: the request's JSON schema is not JSON")
 	case req.Mode == Speech && !knownFormat:
 		return fmt.Errorf("claude: unsupported speech format %q", req.Speech.Format)
 	}
@@ -521,6 +528,7 @@ func (c *conversation) endTurn(ev event) {
 		if c.res.Text == "" && !r.IsError {
 			c.res.Text = r.Text
 		}
+		c.res.Structured = r.Structured
 	} else {
 		c.res.Turn2 = time.Since(c.turnStart)
 		c.denials = append(c.denials, r.Denials...)
@@ -533,6 +541,9 @@ func (c *conversation) endTurn(ev event) {
 		// Checked here, as the CLI's --max-budget-usd would, but per
 		// request: the CLI's counts what its process spent in all.
 		c.failure = fmt.Errorf("%w (claude.max_budget_usd %g, spent %g)", errMaxBudget, c.req.MaxBudgetUSD, c.res.CostUSD)
+		c.finished = true
+	case c.req.JSONSchema != "" && len(c.res.Structured) == 0:
+		c.failure = errNoStructuredOutput
 		c.finished = true
 	case c.turn == 2 || c.tool == "":
 		c.finished = true

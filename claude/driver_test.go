@@ -281,13 +281,16 @@ func TestCLIGetsOnlyTheEnvironmentItNeeds(t *testing.T) {
 	if got["ENABLE_TOOL_SEARCH"] != "false" {
 		t.Errorf("ENABLE_TOOL_SEARCH = %q, want the driver's false", got["ENABLE_TOOL_SEARCH"])
 	}
+	if tmp := got["TMPDIR"]; filepath.Dir(tmp) != filepath.Join(e.data, "claude", "tmp") {
+		t.Errorf("TMPDIR = %q, want the process's own folder under %s", tmp, filepath.Join(e.data, "claude", "tmp"))
+	}
 	fake := map[string]bool{}
 	for _, kv := range claudetest.FakeCLIEnv() {
 		k, _, _ := strings.Cut(kv, "=")
 		fake[k] = true
 	}
 	for k := range got {
-		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && !fake[k] {
+		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && k != "TMPDIR" && !fake[k] {
 			t.Errorf("the CLI got %s, which is off the list", k)
 		}
 	}

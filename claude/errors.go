@@ -22,6 +22,9 @@ var (
 	ErrSessionNotFound = errors.New("claude: session not found")
 	// errNothingToSpeak: a speech request whose turn 1 produced no text.
 	errNothingToSpeak = errors.New("claude: empty reply, nothing to speak")
+	// errNoStructuredOutput: a request with a JSON schema whose answer
+	// carried no structured output.
+	errNoStructuredOutput = errors.New("claude: no structured output in the answer")
 	// ErrInterrupted: the request's turn was stopped (Driver.Interrupt).
 	ErrInterrupted = errors.New("claude: interrupted")
 	// ErrToolNotCalled: turn 2 ended without a call of the requested tool.

@@ -126,6 +126,9 @@ type turnResult struct {
 	NumTurns   int     // num_turns
 	Errors     []string
 	Denials    []denial // permission_denials
+	// Structured is structured_output, the answer of a --json-schema
+	// request (absent or null: nil).
+	Structured json.RawMessage
 }
 
 // object is one JSON object's members by exact key. Decoding into a map,
@@ -221,6 +224,9 @@ func (o object) turnResult(subtype string) *turnResult {
 	o.value("total_cost_usd", &r.CostUSD)
 	o.value("duration_ms", &r.DurationMS)
 	o.value("num_turns", &r.NumTurns)
+	if raw := o["structured_output"]; len(raw) > 0 && string(raw) != "null" {
+		r.Structured = append(json.RawMessage(nil), raw...)
+	}
 	if u := asObject(o["usage"]); u != nil {
 		u.value("input_tokens", &r.Tokens.Input)
 		u.value("output_tokens", &r.Tokens.Output)

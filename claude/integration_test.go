@@ -50,6 +50,24 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	t.Run("structured output", func(t *testing.T) {
+		h := newHarness(t, cli)
+		req := h.request(Text, "whose answer do you comment on?")
+		req.JSONSchema = `{"type":"object","properties":{"target":{"type":"string","enum":["voice","painter"]},"comment":{"type":"string"}},"required":["target","comment"]}`
+		res, err := h.run(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(res.Structured); got != `{"comment":"comment of voice","target":"voice"}` {
+			t.Fatalf("structured output %s (text %q)", got, res.Text)
+		}
+		req = h.request(Speech, "say it")
+		req.JSONSchema = `{"type":"object"}`
+		if _, err := h.run(req); err == nil {
+			t.Error("a speech request with a JSON schema was run")
+		}
+	})
+
 	t.Run("speech", func(t *testing.T) {
 		h := newHarness(t, cli)
 		req := h.request(Speech, "say hello")

@@ -96,6 +96,13 @@ type Request struct {
 	MaxTurns     int
 	MaxBudgetUSD float64
 
+	// JSONSchema, when set, is a JSON Schema the turn's answer must
+	// follow (--json-schema): the CLI offers the model a StructuredOutput
+	// tool with it as input schema and the answer is Result.Structured.
+	// Only for Text requests: such a process forces the tool on every
+	// turn, so it cannot also run a speech or image turn.
+	JSONSchema string
+
 	// OnText, when set, is called with turn 1's text so far each time the
 	// model writes more of it (from the driver's goroutine: it must not
 	// block). The final text is Result.Text.
@@ -142,6 +149,9 @@ type Tokens struct {
 type Result struct {
 	// Text is Claude's turn-1 reply.
 	Text string
+	// Structured is the answer of a request with a JSONSchema, as the
+	// CLI reported it (result.structured_output); nil otherwise.
+	Structured json.RawMessage
 	// SessionID is the conversation id the CLI reported (system/init or
 	// result); store it for the next --resume.
 	SessionID string

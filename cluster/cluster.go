@@ -39,14 +39,17 @@ import (
 
 // Names of what brainbot keeps in JetStream.
 const (
-	Stream        = "BRAINBOT_UPDATES"
-	UsageStream   = "BRAINBOT_USAGE"
-	leaseBucket   = "brainbot_leases"
-	memberBucket  = "brainbot_members"
-	answerBucket  = "brainbot_answered"
-	stateBucket   = "brainbot_state"
-	dailyBucket   = "brainbot_daily"
-	objectBucket  = "brainbot_transcripts"
+	Stream       = "BRAINBOT_UPDATES"
+	UsageStream  = "BRAINBOT_USAGE"
+	leaseBucket  = "brainbot_leases"
+	memberBucket = "brainbot_members"
+	answerBucket = "brainbot_answered"
+	stateBucket  = "brainbot_state"
+	dailyBucket  = "brainbot_daily"
+	objectBucket = "brainbot_transcripts"
+	panelBucket  = "brainbot_panels"
+	// panelTTL frees a chat whose panel run's instance died.
+	panelTTL      = 15 * time.Minute
 	subjectPrefix = "brainbot.in"
 	partPrefix    = "brainbot.part"
 	// group is the priority group every instance pulls in.
@@ -109,9 +112,9 @@ type Cluster struct {
 	js  jetstream.JetStream
 	log *zap.Logger
 
-	leases, members, answered, state, daily jetstream.KeyValue
-	objects                                 jetstream.ObjectStore
-	stream                                  jetstream.Stream
+	leases, members, answered, state, daily, panels jetstream.KeyValue
+	objects                                         jetstream.ObjectStore
+	stream                                          jetstream.Stream
 
 	mu      sync.Mutex
 	polled  map[string]bool // bots whose lease this instance holds
@@ -265,6 +268,9 @@ func (c *Cluster) ensure(ctx context.Context) error {
 		return err
 	}
 	if c.daily, err = kv(dailyBucket, "brainbot: daily message counters and spending", 48*time.Hour); err != nil {
+		return err
+	}
+	if c.panels, err = kv(panelBucket, "brainbot: panel runs and the chats they run in", panelTTL); err != nil {
 		return err
 	}
 	c.objects, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{

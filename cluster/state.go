@@ -129,6 +129,19 @@ func (s *State) TakeDaily(ctx context.Context, bot string, user int64, limit int
 	return ok, resetAt, nil
 }
 
+// DailyCount is how many messages the user sent on now's UTC day.
+func (s *State) DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error) {
+	e, err := s.c.daily.Get(ctx, fmt.Sprintf("count.%s.%s.%d", day(now), keyPart(bot), user))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read daily count: %w", err)
+	}
+	n, _ := strconv.Atoi(string(e.Value()))
+	return n, nil
+}
+
 func spentKey(now time.Time, bot string, user int64) string {
 	who := "all"
 	if user > 0 {
@@ -265,3 +278,75 @@ func isConflict(err error) bool {
 	return errors.Is(err, jetstream.ErrKeyExists) ||
 		errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
 }
+
+// Panels: a run is started once per /panel message and one at a time per
+// chat, whichever instance's member bot saw the message first (created
+// keys decide). The chat's marker lives in a bucket with a TTL, refreshed
+// with every step, so a run whose instance died frees its chat.
+
+type panelValue struct {
+	store.PanelRun
+	Running bool `json:"running"`
+}
+
+func panelStartKey(chat int64, message int) string { return fmt.Sprintf("start.%d.%d", chat, message) }
+func panelChatKey(chat int64) string               { return fmt.Sprintf("chat.%d", chat) }
+func panelRunKey(id string) string                 { return "run." + keyPart(id) }
+
+// StartPanel records a new running panel run, unless one exists for the
+// same message (store.ErrPanelStarted) or one still runs in the chat
+// (store.ErrPanelBusy).
+func (s *State) StartPanel(ctx context.Context, r store.PanelRun) error {
+	if _, err := s.c.panels.Create(ctx, panelStartKey(r.Chat, r.MessageID), []byte(r.ID)); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return store.ErrPanelStarted
+		}
+		return fmt.Errorf("start panel: %w", err)
+	}
+	if _, err := s.c.panels.Create(ctx, panelChatKey(r.Chat), []byte(r.ID)); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return store.ErrPanelBusy
+		}
+		return fmt.Errorf("start panel: %w", err)
+	}
+	return s.putPanel(ctx, panelValue{PanelRun: r, Running: true})
+}
+
+func (s *State) putPanel(ctx context.Context, v panelValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := s.c.panels.Put(ctx, panelRunKey(v.ID), b); err != nil {
+		return fmt.Errorf("save panel: %w", err)
+	}
+	return nil
+}
+
+// SavePanel stores a run's state; finished marks it no longer running and
+// frees its chat.
+func (s *State) SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error {
+	e, err := s.c.panels.Get(ctx, panelRunKey(id))
+	if err != nil {
+		return fmt.Errorf("store: no panel run %s: %w", id, err)
+	}
+	var v panelValue
+	if err := json.Unmarshal(e.Value(), &v); err != nil {
+		return err
+	}
+	v.Run, v.Running = run, !finished
+	if err := s.putPanel(ctx, v); err != nil {
+		return err
+	}
+	if finished {
+		_ = s.c.panels.Delete(ctx, panelChatKey(v.Chat)) // expires anyway
+		return nil
+	}
+	_, err = s.c.panels.Put(ctx, panelChatKey(v.Chat), []byte(id)) // refresh
+	return err
+}
+
+// RunningPanels is empty in a cluster: a run is not resumed by another
+// instance (docs/scaling.md); its chat is free again once its marker
+// expires.
+func (s *State) RunningPanels(context.Context) ([]store.PanelRun, error) { return nil, nil }

@@ -570,3 +570,23 @@ func TestTTSOnePartFailing(t *testing.T) {
 		t.Errorf("failure = %q", msg)
 	}
 }
+
+func TestSpeakerSpeaksWithTheGivenSettings(t *testing.T) {
+	f := newFixture(t)
+	s := NewSpeaker(f.cfg)
+	data, ext, err := s.Speak(context.Background(), "Cars out, trees in.", toolspec.SpeechSettings{Voice: "onyx", Format: "opus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := audio.OggOpusDuration(data); ext != ".ogg" || err != nil || d <= 0 {
+		t.Errorf("ext %s, not playable Ogg Opus: %v %v", ext, d, err)
+	}
+	reqs := f.oa.Requests()
+	if len(reqs) != 1 || reqs[0].Voice != "onyx" || reqs[0].Model != toolspec.DefaultSpeechModel || reqs[0].Speed != toolspec.DefaultSpeed || reqs[0].Input != "Cars out, trees in." {
+		t.Errorf("OpenAI saw %+v", reqs)
+	}
+	f.oa.FailNext(500, "server_error", "boom")
+	if _, _, err := s.Speak(context.Background(), "again", toolspec.SpeechSettings{}); err == nil {
+		t.Error("a failed speech call gave no error")
+	}
+}

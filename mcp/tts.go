@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -116,18 +117,14 @@ func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechAr
 	log = log.With(zap.String("tool", toolspec.SpeechToolName), zap.String("voice", args.Voice), zap.String("format", args.Format))
 	log.Debug("speech requested", zap.String("text", args.Text))
 
-	parts := splitText(args.Text, MaxSpeechInput)
-	clips, failed, err := t.synthesiseAll(ctx, parts, openai.CreateSpeechRequest{
-		Model: openai.SpeechModel(args.Model), Voice: openai.SpeechVoice(args.Voice),
-		ResponseFormat: openai.SpeechResponseFormat(args.Format), Speed: args.Speed,
-	})
+	data, parts, err := t.audio(ctx, args.Text, args.SpeechSettings)
 	if err != nil {
-		reason := openAIFailure(err, t.cfg.Timeout)
-		log.Warn("speech failed", zap.Int("part", failed+1), zap.Int("parts", len(parts)), zap.String("reason", reason))
-		return mcpgo.NewToolResultError(reason)
-	}
-	data, err := joinClips(args.Format, clips)
-	if err != nil {
+		var sf *speechFailure
+		if errors.As(err, &sf) {
+			reason := openAIFailure(sf.err, t.cfg.Timeout)
+			log.Warn("speech failed", zap.Int("part", sf.part+1), zap.Int("parts", sf.parts), zap.String("reason", reason))
+			return mcpgo.NewToolResultError(reason)
+		}
 		log.Warn("joining speech parts failed", zap.Error(err))
 		return mcpgo.NewToolResultError("audio: cannot join the parts: " + err.Error())
 	}
@@ -137,12 +134,61 @@ func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechAr
 		return mcpgo.NewToolResultError("saving the audio failed: " + err.Error())
 	}
 	res := toolspec.SpeechResult{Success: true, AudioPath: path, Format: args.Format, Bytes: len(data),
-		Characters: utf8.RuneCountInString(args.Text), Voice: args.Voice, Parts: len(parts)}
+		Characters: utf8.RuneCountInString(args.Text), Voice: args.Voice, Parts: parts}
 	if args.IncludeBase64 {
 		res.Base64 = base64.StdEncoding.EncodeToString(data)
 	}
-	log.Info("speech saved", zap.String("path", path), zap.Int("bytes", len(data)), zap.Int("characters", res.Characters), zap.Int("parts", len(parts)))
+	log.Info("speech saved", zap.String("path", path), zap.Int("bytes", len(data)), zap.Int("characters", res.Characters), zap.Int("parts", parts))
 	return jsonResult(res)
+}
+
+// speechFailure is OpenAI's refusal of one part of a text.
+type speechFailure struct {
+	part, parts int
+	err         error
+}
+
+func (f *speechFailure) Error() string {
+	return fmt.Sprintf("speech part %d of %d: %v", f.part+1, f.parts, f.err)
+}
+
+func (f *speechFailure) Unwrap() error { return f.err }
+
+// audio speaks text with settings: in parts of at most MaxSpeechInput
+// characters, joined into one file.
+func (t *tts) audio(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, parts int, err error) {
+	texts := splitText(text, MaxSpeechInput)
+	clips, failed, err := t.synthesiseAll(ctx, texts, openai.CreateSpeechRequest{
+		Model: openai.SpeechModel(settings.Model), Voice: openai.SpeechVoice(settings.Voice),
+		ResponseFormat: openai.SpeechResponseFormat(settings.Format), Speed: settings.Speed,
+	})
+	if err != nil {
+		return nil, len(texts), &speechFailure{part: failed, parts: len(texts), err: err}
+	}
+	data, err = joinClips(settings.Format, clips)
+	return data, len(texts), err
+}
+
+// Speaker speaks text the way the tts tool does, for brainbot's own use
+// (panels speak their members' words without a tool call).
+type Speaker struct{ t *tts }
+
+// NewSpeaker is a Speaker with cfg's OpenAI settings and timeout.
+func NewSpeaker(cfg Config) *Speaker { return &Speaker{t: newTTS(cfg)} }
+
+// Speak returns text spoken with settings (toolspec's defaults fill in
+// what is unset) and the audio's file extension.
+func (s *Speaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error) {
+	settings.Voice = cmp.Or(settings.Voice, toolspec.DefaultVoice)
+	settings.Speed = cmp.Or(settings.Speed, toolspec.DefaultSpeed)
+	settings.Model = cmp.Or(settings.Model, toolspec.DefaultSpeechModel)
+	settings.Format = cmp.Or(settings.Format, toolspec.DefaultFormat)
+	ext, ok := toolspec.SpeechExt(settings.Format)
+	if !ok {
+		return nil, "", fmt.Errorf("unknown speech format %q", settings.Format)
+	}
+	data, _, err = s.t.audio(ctx, text, settings)
+	return data, ext, err
 }
 
 // speechParallel bounds how many parts of one long text are spoken at once.

@@ -47,6 +47,8 @@ type Metrics struct {
 	// tool and outcome (ok, error, denied); its _count is the number of
 	// calls.
 	ToolCalls *prometheus.HistogramVec
+	// Panels counts finished panel runs by outcome (ok, partial, failed).
+	Panels *prometheus.CounterVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -90,9 +92,12 @@ func New() *Metrics {
 			Name: "brainbot_tool_call_seconds", Help: "The model's tool calls, by bot, server, tool and outcome (ok, error, denied): their time; _count counts them.",
 			Buckets: stageBuckets,
 		}, []string{"bot", "server", "tool", "outcome"}),
+		Panels: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_panels_total", Help: "Finished panel runs, by outcome (ok, partial: someone sat out, failed: no answer).",
+		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.Tokens,
-		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.LastPoll, m.ToolCalls,
+		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -14,9 +14,12 @@ import (
 // and an explicit zero can be told from an absent field: yaml.v3's own
 // decoder (even with KnownFields) does none of the three.
 type decoder struct {
-	file string
-	data []byte // the file, to locate text inside a value
-	errs Errors
+	// kind names the file's kind in messages ("brain"), needs lists the
+	// fields an empty file lacks, and shape shows what the file looks like.
+	kind, needs, shape string
+	file               string
+	data               []byte // the file, to locate text inside a value
+	errs               Errors
 	// lines locates every field present in the file. Validation uses it to
 	// point at the right line and to tell an explicit zero from an absent
 	// field.
@@ -26,6 +29,13 @@ type decoder struct {
 	// "must be between 0.25 and 4" about the zero left behind).
 	failed map[string]bool
 }
+
+func newDecoder(kind, needs, shape, path string, data []byte) *decoder {
+	return &decoder{kind: kind, needs: needs, shape: shape, file: path, data: data, lines: make(fieldLines), failed: make(map[string]bool)}
+}
+
+// reflectValue is the struct v points to.
+func reflectValue(v any) reflect.Value { return reflect.ValueOf(v).Elem() }
 
 func (d *decoder) addf(line int, field, format string, args ...any) {
 	d.errs = append(d.errs, &Error{File: d.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)})
@@ -102,7 +112,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	default:
 		// Only reachable when a field of a type this walker does not know
 		// is added to Brain; the schema test decodes every field.
-		panic(fmt.Sprintf("brain: no YAML decoding for %s (field %s)", v.Type(), path))
+		panic(fmt.Sprintf("%s: no YAML decoding for %s (field %s)", d.kind, v.Type(), path))
 	}
 }
 

@@ -35,7 +35,7 @@ func Parse(path string) (*Brain, error) {
 // ParseBytes is Parse for a file already read: path names the file in
 // errors and gives the bot id.
 func ParseBytes(path string, data []byte) (*Brain, error) {
-	d := &decoder{file: path, data: data, lines: make(fieldLines), failed: make(map[string]bool)}
+	d := newDecoder("brain", "name, telegram and system_prompt", "name: ..., system_prompt: ...", path, data)
 	id := fileID(filepath.Base(path))
 	switch {
 	case !isBrainFileName(filepath.Base(path)):
@@ -82,7 +82,7 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	var doc yaml.Node
 	err := dec.Decode(&doc)
 	if errors.Is(err, io.EOF) {
-		d.addf(1, "", "empty file; a brain needs at least name, telegram and system_prompt")
+		d.addf(1, "", "empty file; a %s needs at least %s", d.kind, d.needs)
 		return nil
 	}
 	if err != nil {
@@ -92,7 +92,7 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case err == nil:
-		d.addf(extra.Line, "", "more than one YAML document (---); a brain file holds one")
+		d.addf(extra.Line, "", "more than one YAML document (---); a %s file holds one", d.kind)
 		return nil
 	case !errors.Is(err, io.EOF):
 		d.addSyntaxError(data, err)
@@ -108,10 +108,10 @@ func (d *decoder) document(data []byte) *yaml.Node {
 	}
 	switch {
 	case root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null":
-		d.addf(1, "", "empty file; a brain needs at least name, telegram and system_prompt")
+		d.addf(1, "", "empty file; a %s needs at least %s", d.kind, d.needs)
 		return nil
 	case root.Kind != yaml.MappingNode:
-		d.addf(root.Line, "", "a brain file must be a mapping of fields (name: ..., system_prompt: ...), got %s", describe(root))
+		d.addf(root.Line, "", "a %s file must be a mapping of fields (%s), got %s", d.kind, d.shape, describe(root))
 		return nil
 	}
 	return root

@@ -113,6 +113,21 @@ var migrations = []migration{
 	);
 	CREATE INDEX usage_by_time ON usage (at);
 	CREATE INDEX usage_by_bot_user ON usage (bot, user_id, at);`},
+	// 3: panel runs (issue 17), journaled as a whole after every step so a
+	// restart resumes them; one per /panel message (a message several
+	// member bots receive starts one run), and the running ones found fast.
+	{3, `CREATE TABLE panel_runs (
+		id         TEXT    PRIMARY KEY,
+		chat_id    INTEGER NOT NULL,
+		thread_id  INTEGER NOT NULL,
+		message_id INTEGER NOT NULL,
+		running    INTEGER NOT NULL,
+		run        TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		updated    INTEGER NOT NULL,
+		UNIQUE (chat_id, message_id)
+	);
+	CREATE INDEX panel_runs_running ON panel_runs (running, chat_id);`},
 }
 
 // migrate brings db from its recorded version to target, all steps in one

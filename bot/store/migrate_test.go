@@ -23,6 +23,7 @@ func TestMigrationsAreNumberedInOrder(t *testing.T) {
 // fixture holds. Every release a step upgrades from has a fixture and a check.
 var releaseChecks = map[int]func(*testing.T, *Store){
 	1: checkRelease1Rows,
+	2: checkRelease2Rows,
 }
 
 // TestUpgradeFromEveryRelease makes a database as each earlier release left
@@ -88,6 +89,21 @@ func checkRelease1Rows(t *testing.T, s *Store) {
 	id, err := s.Journal(ctx, Entry{Bot: "painter", Text: "again", Created: at}, "painter@7000000001", 815244022)
 	if err != nil || id <= pending[0].ID {
 		t.Errorf("new journal id %d after %d, %v", id, pending[0].ID, err)
+	}
+}
+
+func checkRelease2Rows(t *testing.T, s *Store) {
+	ctx := context.Background()
+	group := Conversation{Bot: "narrator", Chat: -1001501}
+	if sess, ok, err := s.Session(ctx, group); err != nil || !ok || sess.ID != "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41" {
+		t.Errorf("session = %+v, %v, %v", sess, ok, err)
+	}
+	pending, err := s.Pending(ctx, "painter")
+	if err != nil || len(pending) != 1 || pending[0].Sender != "Ann" || pending[0].ChatType != "supergroup" {
+		t.Errorf("journal = %+v, %v", pending, err)
+	}
+	if runs, err := s.RunningPanels(ctx); err != nil || len(runs) != 0 {
+		t.Errorf("panel runs after the upgrade = %v, %v", runs, err)
 	}
 }
 

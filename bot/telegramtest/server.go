@@ -43,6 +43,8 @@ type Call struct {
 	// Code is the HTTP status the server answered (200 or the injected error).
 	Code int
 	Time time.Time
+	// MessageID is the message_id of the message a successful send made.
+	MessageID int
 }
 
 // Param returns one parameter ("" if absent).
@@ -104,6 +106,9 @@ type Server struct {
 	changed chan struct{} // closed and replaced whenever state changes
 	bots    map[string]*botState
 	closed  bool
+	// groupMsg numbers the messages bots send to each group: one sequence
+	// per chat, shared by its members, as in Telegram.
+	groupMsg map[int64]int
 }
 
 type botState struct {
@@ -113,7 +118,8 @@ type botState struct {
 	nextMsg    int
 	calls      []Call
 	rules      []*Rule
-	poll       chan struct{} // closed to end the running getUpdates with 409
+	poll       chan struct{}  // closed to end the running getUpdates with 409
+	left       map[int64]bool // groups the bot is not in (getChatMember)
 }
 
 type update struct {
@@ -123,7 +129,7 @@ type update struct {
 
 // NewServer starts a stand-in on a loopback port. Close it when done.
 func NewServer() *Server {
-	s := &Server{changed: make(chan struct{}), bots: map[string]*botState{}}
+	s := &Server{changed: make(chan struct{}), bots: map[string]*botState{}, groupMsg: map[int64]int{}}
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.ts.URL
 	return s
@@ -278,6 +284,22 @@ func (s *Server) RejectHTML(token string) {
 	s.Fail(token, Rule{Match: func(c Call) bool { return c.Params["parse_mode"] != "" }, Err: ErrCantParseEntities})
 }
 
+// groupMessageBase starts the ids of bots' messages in groups, above the
+// ids of the users' messages tests send.
+const groupMessageBase = 100000
+
+// Leave takes the bot out of a group: getChatMember answers 403 there, as
+// Telegram does for a chat the bot is not in.
+func (s *Server) Leave(token string, chatID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.botLocked(token)
+	if b.left == nil {
+		b.left = map[int64]bool{}
+	}
+	b.left[chatID] = true
+}
+
 // Block answers every call addressed to chatID with 403, as when the user
 // blocked the bot.
 func (s *Server) Block(token string, chatID int64) {
@@ -403,7 +425,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if failed {
 		call.Code = apiErr.Code
 	}
+	index := -1
 	if method != "getUpdates" {
+		index = len(b.calls)
 		b.calls = append(b.calls, call)
 		s.notifyLocked()
 	}
@@ -425,10 +449,24 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case "editMessageText":
 		id, _ := strconv.Atoi(call.Param("message_id"))
 		writeResult(w, sentMessage(token, id, call))
+	case "getChatMember":
+		s.mu.Lock()
+		left := b.left[call.ChatID()]
+		s.mu.Unlock()
+		if left {
+			writeError(w, APIError{Code: 403, Description: "Forbidden: bot is not a member of the supergroup chat"})
+			return
+		}
+		writeResult(w, map[string]any{"status": "member", "user": map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)}})
 	case "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
 		s.mu.Lock()
 		id := b.nextMsg
 		b.nextMsg++
+		if chat := call.ChatID(); chat < 0 {
+			s.groupMsg[chat]++
+			id = groupMessageBase + s.groupMsg[chat]
+		}
+		b.calls[index].MessageID = id
 		s.mu.Unlock()
 		writeResult(w, sentMessage(token, id, call))
 	default:

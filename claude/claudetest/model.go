@@ -41,6 +41,8 @@ const (
 	SlowDelay = time.Second
 	// APIKey is the key Env hands the CLI; the model accepts any key.
 	APIKey = "test-key"
+	// StructuredTool is the tool the CLI offers under --json-schema.
+	StructuredTool = "StructuredOutput"
 )
 
 // Model is a scripted Anthropic Messages API on loopback for the real
@@ -125,8 +127,9 @@ type Model struct {
 	// when each streamed answer sent its first content delta.
 	pace         time.Duration
 	streamStarts []time.Time
-	failures     []int // HTTP statuses for the next message requests, in order
-	served       int   // message responses so far: numbers message and tool ids
+	failures     []int  // HTTP statuses for the next message requests, in order
+	holding      string // requests whose current text holds it are held (Hold)
+	served       int    // message responses so far: numbers message and tool ids
 }
 
 // Request is one request the CLI made, as recorded by the model.
@@ -143,6 +146,9 @@ type Request struct {
 	Messages []Message
 	// Tools are the names of the tools offered to the model.
 	Tools []string
+	// StructuredSchema is the input schema of the StructuredOutput tool
+	// the CLI offers under --json-schema (nil without).
+	StructuredSchema json.RawMessage
 }
 
 // Message is one entry of a request's conversation. The CLI sends the roles
@@ -284,6 +290,15 @@ func (m *Model) FailNext(n, status int) {
 	}
 }
 
+// Hold holds every later request whose current text contains substr
+// (answering nothing, like "#hang") until its client goes away or the
+// model is closed; "" holds nothing more. Requests held already stay so.
+func (m *Model) Hold(substr string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.holding = substr
+}
+
 // requestBody is the part of a Messages API request body the model reads.
 type requestBody struct {
 	Model    string          `json:"model"`
@@ -291,7 +306,8 @@ type requestBody struct {
 	System   json.RawMessage `json:"system"`
 	Messages []Message       `json:"messages"`
 	Tools    []struct {
-		Name string `json:"name"`
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
 	} `json:"tools"`
 }
 
@@ -317,6 +333,9 @@ func (m *Model) record(r *http.Request) (Request, int, error) {
 	}
 	for _, t := range body.Tools {
 		req.Tools = append(req.Tools, t.Name)
+		if t.Name == StructuredTool {
+			req.StructuredSchema = t.InputSchema
+		}
 	}
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
@@ -355,7 +374,7 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.mu.Lock()
-	delay, pace := m.delay, m.pace
+	delay, pace, holding := m.delay, m.pace, m.holding
 	var injected int
 	if len(m.failures) > 0 {
 		injected, m.failures = m.failures[0], m.failures[1:]
@@ -370,6 +389,11 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := script(req)
+	if last := lastUserMessage(req.Messages); holding != "" && last != nil {
+		if text, _ := ownText(*last); strings.Contains(text, holding) {
+			a.hang = true
+		}
+	}
 	switch {
 	case a.fail:
 		writeAPIError(w, http.StatusBadRequest, "invalid_request_error", "scripted model: failure requested by #fail")
@@ -455,11 +479,14 @@ func script(req Request) answer {
 	}
 	current, _ := ownText(*last)
 	a := answer{
-		fail: strings.Contains(current, "#fail"),
+		// In the system prompt, it makes every request of a brain fail.
+		fail: strings.Contains(current, "#fail") || strings.Contains(req.System, "#fail"),
 		hang: strings.Contains(current, "#hang"),
 		slow: strings.Contains(current, "#slow"),
 	}
 	switch tool := requestedTool(current); {
+	case req.StructuredSchema != nil:
+		a.tools = []toolUse{{name: StructuredTool, input: structuredInput(req.StructuredSchema)}}
 	case tool != "":
 		earlier := previousUserText(req.Messages)
 		if strings.Contains(earlier, "#notool") || strings.Contains(current, "#notool") {
@@ -485,6 +512,38 @@ func script(req Request) answer {
 		}
 	}
 	return a
+}
+
+// structuredInput answers a StructuredOutput schema: each property with
+// an enum gets its first value, each other string "<property> of
+// <first enum value>", so a panel member comments on the first member it
+// may choose ("comment of voice").
+func structuredInput(schema json.RawMessage) json.RawMessage {
+	var s struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+			Enum []any  `json:"enum"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &s) // not an object schema: an empty answer
+	input := map[string]any{}
+	first := ""
+	names := slices.Sorted(maps.Keys(s.Properties))
+	for _, name := range names {
+		if p := s.Properties[name]; len(p.Enum) > 0 {
+			input[name] = p.Enum[0]
+			if first == "" {
+				first = fmt.Sprint(p.Enum[0])
+			}
+		}
+	}
+	for _, name := range names {
+		if p := s.Properties[name]; len(p.Enum) == 0 && p.Type == "string" {
+			input[name] = strings.TrimSpace(name + " of " + first)
+		}
+	}
+	data, _ := json.Marshal(input) // strings and enum values from JSON: cannot fail
+	return data
 }
 
 func lastUserMessage(msgs []Message) *Message {

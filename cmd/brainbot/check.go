@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/panel"
 )
 
 // check validates a brain file, or the brain files in a folder, prints
@@ -15,7 +17,8 @@ import (
 // Bot authors run it before committing a brain; CI runs it on the
 // examples. With -connect it also starts the brains' own MCP servers.
 func (m *Main) check(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("check", "check [-connect] [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains).")
+	fs := m.newFlagSet("check", "check [-connect] [-panels DIR] [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains) and then the panel files (default $BRAINBOT_PANELS, else ./panels), whose members must be brains of DIR.")
+	panelsDir := fs.String("panels", "", "folder of panel files to check (default $BRAINBOT_PANELS, else ./panels); not checked for a single brain FILE")
 	connect := fs.Bool("connect", false, "also start each brain's own MCP servers (mcp_servers) as the Claude CLI would, list their tools, and report a server that does not start or a tools.allow entry no server offers")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -52,6 +55,9 @@ func (m *Main) check(ctx context.Context, args []string) error {
 			problems = append(problems, m.connect(ctx, b)...)
 		}
 	}
+	if info, err := os.Stat(dir); err == nil && info.IsDir() {
+		problems = append(problems, m.checkPanels(cmp.Or(*panelsDir, cfg.PanelsDir), dir)...)
+	}
 	if len(problems) == 0 {
 		return nil
 	}
@@ -60,6 +66,37 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stderr, "%d problem(s) in %s\n", len(problems), dir)
 	return errReported
+}
+
+// checkPanels validates the panel files of dir, their members against the
+// brain files of brainsDir; it prints each valid panel.
+func (m *Main) checkPanels(dir, brainsDir string) brain.Errors {
+	panels, err := panel.LoadDir(dir)
+	var problems brain.Errors
+	if err != nil && !errors.As(err, &problems) {
+		return brain.Errors{{File: dir, Line: 1, Msg: err.Error()}}
+	}
+	var ids []string
+	entries, _ := os.ReadDir(brainsDir) // read already by the brain check
+	for _, e := range entries {
+		if id, ok := brain.FileID(e.Name()); ok && !e.IsDir() {
+			ids = append(ids, id)
+		}
+	}
+	for _, p := range panels {
+		if err := panel.CheckMembers(p, ids); err != nil {
+			var errs brain.Errors
+			errors.As(err, &errs)
+			problems = append(problems, errs...)
+			continue
+		}
+		mode := "writes"
+		if p.Speak {
+			mode = "speaks"
+		}
+		fmt.Fprintf(m.Stdout, "ok  %s  panel %q: %s (%s)\n", p.Path, p.Name, strings.Join(p.Members, ", "), mode)
+	}
+	return problems
 }
 
 // loadBrains loads the brain file at path, or the brains of the folder.

@@ -25,6 +25,7 @@ import (
 // variable and the flag it came from.
 type Config struct {
 	BrainsDir      string
+	PanelsDir      string
 	DataDir        string
 	TelegramAPIURL string
 	ClaudeCmd      string
@@ -83,6 +84,8 @@ type setting struct {
 var settings = []setting{
 	{"BRAINBOT_BRAINS", "brains", "folder of brain files", "./brains",
 		func(c *Config, v string) error { c.BrainsDir = v; return nil }},
+	{"BRAINBOT_PANELS", "panels", "folder of panel files (several brains answering one question in a group: /panel); it need not exist", "./panels",
+		func(c *Config, v string) error { c.PanelsDir = v; return nil }},
 	{"BRAINBOT_DATA", "data", "state root: sessions store, audio-output/, image-output/, Claude working dirs", "./data",
 		func(c *Config, v string) error { c.DataDir = v; return nil }},
 	{"TELEGRAM_API_URL", "telegram-api-url", "Bot API base URL", "https://api.telegram.org",
@@ -265,6 +268,9 @@ func (c *Config) validate() error {
 	if c.BrainsDir == "" {
 		bad("BRAINBOT_BRAINS", c.BrainsDir, "must name a folder")
 	}
+	if c.PanelsDir == "" {
+		bad("BRAINBOT_PANELS", c.PanelsDir, "must name a folder")
+	}
 	if c.DataDir == "" {
 		bad("BRAINBOT_DATA", c.DataDir, "must name a folder")
 	}
@@ -360,6 +366,9 @@ func (c *Config) normalize() error {
 	}
 	if c.BrainsDir, err = filepath.Abs(c.BrainsDir); err != nil {
 		return fmt.Errorf("BRAINBOT_BRAINS (-brains): %w", err)
+	}
+	if c.PanelsDir, err = filepath.Abs(c.PanelsDir); err != nil {
+		return fmt.Errorf("BRAINBOT_PANELS (-panels): %w", err)
 	}
 	c.TelegramAPIURL = strings.TrimRight(c.TelegramAPIURL, "/")
 	return nil

@@ -25,8 +25,10 @@ func TestConfigDefaults(t *testing.T) {
 	}
 	wantBrains, _ := filepath.Abs("brains")
 	wantData, _ := filepath.Abs("data")
+	wantPanels, _ := filepath.Abs("panels")
 	want := Config{
 		BrainsDir:      wantBrains,
+		PanelsDir:      wantPanels,
 		DataDir:        wantData,
 		TelegramAPIURL: "https://api.telegram.org",
 		ClaudeCmd:      "claude",
@@ -47,6 +49,7 @@ func TestConfigDefaults(t *testing.T) {
 func TestConfigEnvAndFlags(t *testing.T) {
 	env := map[string]string{
 		"BRAINBOT_BRAINS":        "/srv/brains",
+		"BRAINBOT_PANELS":        "/srv/panels",
 		"BRAINBOT_DATA":          "/srv/data",
 		"TELEGRAM_API_URL":       "http://127.0.0.1:8081/",
 		"CLAUDE_CMD":             "/opt/claude",
@@ -66,6 +69,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 	}
 	want := Config{
 		BrainsDir:      "/srv/brains",
+		PanelsDir:      "/srv/panels",
 		DataDir:        "/srv/data",
 		TelegramAPIURL: "http://127.0.0.1:8081", // trailing slash trimmed
 		ClaudeCmd:      "/opt/claude",
@@ -154,7 +158,7 @@ func TestClaudeBare(t *testing.T) {
 // trimming the URL is normalize's job (issue 10).
 func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
-		BrainsDir: "brains", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
+		BrainsDir: "brains", PanelsDir: "panels", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
 		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
 		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute,
 	}

@@ -104,14 +104,21 @@ func newStackWithPrepare(tb testing.TB, more map[string]string, env []string, pr
 		"sleepy.yaml":   sleepyBrain,
 	}
 	maps.Copy(brains, more)
-	s, err := stack.New(stack.Config{
+	return startStack(tb, stack.Config{
 		Brainbot:  brainbotBinary(tb),
 		ClaudeCmd: cli,
 		Dir:       tb.TempDir(),
 		Brains:    brains,
 		Env:       append([]string{"BRAINBOT_GRACE=20s", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
 		Logs:      testLogs(tb),
-	})
+	}, prepare)
+}
+
+// startStack starts brainbot as cfg says, closed when the test ends;
+// prepare, if set, runs before brainbot starts.
+func startStack(tb testing.TB, cfg stack.Config, prepare func(*stack.Stack)) *stack.Stack {
+	tb.Helper()
+	s, err := stack.New(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -127,3 +127,34 @@ func TestCheckOneFile(t *testing.T) {
 		t.Fatalf("check bad.yaml = %d, stderr:\n%s", code, stderr)
 	}
 }
+
+func TestCheckPanels(t *testing.T) {
+	brains, panels := t.TempDir(), t.TempDir()
+	for _, id := range []string{"chat", "voice"} {
+		writeFile(t, filepath.Join(brains, id+".yaml"), "name: "+id+"\nsystem_prompt: hi\ntelegram:\n  token_env: X_TOKEN_"+id+"\n")
+	}
+	writeFile(t, filepath.Join(panels, "good.yaml"), "name: Good panel\nmembers: [chat, voice]\nspeak: true\n")
+	writeFile(t, filepath.Join(panels, "bad.yaml"), "members:\n  - chat\n  - ghost\ncomment_cap: 0\n")
+	code, stdout, stderr := runMain(t, []string{"BRAINBOT_PANELS=" + panels}, "check", brains)
+	if code != exitError {
+		t.Errorf("exit = %d, want %d", code, exitError)
+	}
+	if want := filepath.Join(panels, "bad.yaml") + ":4: comment_cap: must be between 1 and 5, got 0\n"; !strings.Contains(stderr, want) {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+	if !strings.Contains(stdout, `panel "Good panel": chat, voice (speaks)`) {
+		t.Errorf("the valid panel is not listed:\n%s", stdout)
+	}
+	writeFile(t, filepath.Join(panels, "bad.yaml"), "members:\n  - chat\n  - ghost\n")
+	_, _, stderr = runMain(t, nil, "check", "-panels", panels, brains)
+	if want := filepath.Join(panels, "bad.yaml") + `:3: members[1]: no brain "ghost" in the brains folder`; !strings.Contains(stderr, want) {
+		t.Errorf("stderr = %q, want %q", stderr, want)
+	}
+}
+
+func TestCheckExamplePanels(t *testing.T) {
+	code, stdout, stderr := runMain(t, nil, "check", "-panels", "../../panels", "../../brains")
+	if code != exitOK || !strings.Contains(stdout, "panel ") {
+		t.Fatalf("check -panels ../../panels ../../brains = %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}

@@ -66,11 +66,14 @@ func TestMediaEndToEnd(t *testing.T) {
 		if got := wantText(t, r); got != want {
 			t.Errorf("reply %q\nwant  %q", got, want)
 		}
-		// The CLI keeps a copy of the image in its temporary folder
-		// (docs/operations.md says so).
-		copies, _ := filepath.Glob(filepath.Join(s.TempDir, "claude-*", "*", "*", "images", "*"))
+		// The CLI keeps a copy of the image in its temporary folder: the
+		// warm process's own, not brainbot's (docs/operations.md).
+		copies, _ := filepath.Glob(filepath.Join(s.DataDir, "claude", "tmp", "cli-*", "claude-*", "*", "*", "images", "*"))
 		if len(copies) == 0 {
-			t.Errorf("no copy of the image under %s", s.TempDir)
+			t.Errorf("no copy of the image in the CLI process's temporary folder")
+		}
+		if strays, _ := filepath.Glob(filepath.Join(s.TempDir, "claude-*")); len(strays) > 0 {
+			t.Errorf("the CLI wrote to brainbot's temporary folder: %q", strays)
 		}
 	})
 

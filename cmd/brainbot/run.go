@@ -101,13 +101,16 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	// Voice messages in need the key; without it they get the brain's
 	// messages.text_only.
 	var transcriber bot.Transcriber
+	var speaker bot.Speaker
 	if cfg.OpenAIKey != "" {
 		transcriber = transcribe.New(openAIConfig(cfg))
+		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
 	}
 	reg := metrics.New()
 	reg.TrackWarm(driver.Warm)
 	botCfg := bot.Config{
 		BrainsDir:        cfg.BrainsDir,
+		PanelsDir:        cfg.PanelsDir,
 		DataDir:          cfg.DataDir,
 		APIURL:           cfg.TelegramAPIURL,
 		MaxClaude:        cfg.MaxClaude,
@@ -116,6 +119,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Grace:            cfg.Grace,
 		Claude:           driver,
 		Transcriber:      transcriber,
+		Speaker:          speaker,
 		Store:            db,
 		Log:              log,
 		Metrics:          reg,
@@ -149,7 +153,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	v, rev := buildVersion()
 	log.Info("brainbot starting", zap.String("version", v), zap.String("revision", rev),
-		zap.String("brains", cfg.BrainsDir), zap.String("data", cfg.DataDir),
+		zap.String("brains", cfg.BrainsDir), zap.String("panels", cfg.PanelsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd), zap.String("tools", tools.URL),
 		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))

@@ -102,7 +102,7 @@ func (w *webTools) authorizations() []string {
 
 func newToolsStack(t *testing.T, web *webTools) *stack.Stack {
 	t.Helper()
-	s, err := stack.New(stack.Config{
+	s := startStack(t, stack.Config{
 		Brainbot:  brainbotBinary(t),
 		ClaudeCmd: claudetest.RequireCLI(t),
 		Dir:       t.TempDir(),
@@ -113,16 +113,7 @@ func newToolsStack(t *testing.T, web *webTools) *stack.Stack {
 		},
 		Env:  []string{"TOOL_PASSPHRASE=" + toolPassphrase, "WEB_TOKEN=" + webToken, "BRAINBOT_HTTP_ADDR=127.0.0.1:0"},
 		Logs: testLogs(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	if err := s.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	}, nil)
 	// A clean stop ends the warm CLIs, which live in process groups of
 	// their own: killed with brainbot's group, they would outlive it
 	// writing into the HOME the test removes.

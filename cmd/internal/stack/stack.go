@@ -48,6 +48,9 @@ type Config struct {
 	// ("narrator.yaml"). Each should say `token_env: <ID>_TOKEN` (upper
 	// case); Start sets that variable to Token(id).
 	Brains map[string]string
+	// Panels are the panel files to start with, by file name
+	// ("cities.yaml"), in PanelsDir.
+	Panels map[string]string
 	// Env is added to brainbot's environment (e.g. BRAINBOT_MAX_CLAUDE=8).
 	Env []string
 	// Logs, if set, receives a copy of brainbot's stderr (its JSON logs).
@@ -60,9 +63,9 @@ type Stack struct {
 	Model    *claudetest.Model
 	OpenAI   *openaitest.Server
 
-	BrainsDir, DataDir, Home, LogFile string
-	// TempDir is brainbot's TMPDIR, which the Claude CLI inherits: it
-	// keeps a copy of each image it is given there.
+	BrainsDir, PanelsDir, DataDir, Home, LogFile string
+	// TempDir is brainbot's TMPDIR (each Claude CLI gets a folder of its
+	// own under DataDir instead).
 	TempDir string
 
 	cfg  Config
@@ -85,6 +88,7 @@ func New(cfg Config) (*Stack, error) {
 	s := &Stack{
 		cfg:       cfg,
 		BrainsDir: filepath.Join(cfg.Dir, "brains"),
+		PanelsDir: filepath.Join(cfg.Dir, "panels"),
 		DataDir:   filepath.Join(cfg.Dir, "data"),
 		Home:      filepath.Join(cfg.Dir, "home"),
 		LogFile:   filepath.Join(cfg.Dir, "brainbot.log"),
@@ -92,13 +96,18 @@ func New(cfg Config) (*Stack, error) {
 		logs:      newLogBook(),
 		asked:     map[chatKey]int{},
 	}
-	for _, dir := range []string{s.BrainsDir, s.DataDir, s.Home, s.TempDir} {
+	for _, dir := range []string{s.BrainsDir, s.PanelsDir, s.DataDir, s.Home, s.TempDir} {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, err
 		}
 	}
 	for name, content := range cfg.Brains {
 		if err := s.WriteBrain(name, content); err != nil {
+			return nil, err
+		}
+	}
+	for name, content := range cfg.Panels {
+		if err := os.WriteFile(filepath.Join(s.PanelsDir, name), []byte(content), 0o640); err != nil {
 			return nil, err
 		}
 	}
@@ -142,6 +151,7 @@ func (s *Stack) Env() []string {
 		"HOME=" + s.Home,
 		"TMPDIR=" + s.TempDir,
 		"BRAINBOT_BRAINS=" + s.BrainsDir,
+		"BRAINBOT_PANELS=" + s.PanelsDir,
 		"BRAINBOT_DATA=" + s.DataDir,
 		"BRAINBOT_LOG_FORMAT=json",
 		"BRAINBOT_LOG_LEVEL=debug", // the most a log ever says: secrets must be absent even here
