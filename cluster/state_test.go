@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -137,5 +138,41 @@ func TestTranscriptFollowsTheConversation(t *testing.T) {
 	got, _ = os.ReadFile(at(dirA)("bot", "s1"))
 	if string(got) != "turn 1\nturn 2\n" {
 		t.Fatalf("a has %q", got)
+	}
+}
+
+func TestPanelRunsStartOnceAndOneAtATimePerChat(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a").State(), join(t, url, "b").State()
+	ctx := context.Background()
+	now := time.Now()
+	run := store.PanelRun{ID: "r1", Chat: -100, MessageID: 5, Run: []byte(`{}`), Created: now}
+	if err := a.StartPanel(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	// The same /panel message reached another member bot on b.
+	if err := b.StartPanel(ctx, store.PanelRun{ID: "r1b", Chat: -100, MessageID: 5}); !errors.Is(err, store.ErrPanelStarted) {
+		t.Fatalf("same message: %v, want ErrPanelStarted", err)
+	}
+	if err := b.StartPanel(ctx, store.PanelRun{ID: "r2", Chat: -100, MessageID: 6}); !errors.Is(err, store.ErrPanelBusy) {
+		t.Fatalf("second run in the chat: %v, want ErrPanelBusy", err)
+	}
+	if err := a.SavePanel(ctx, "r1", []byte(`{"step":1}`), false, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SavePanel(ctx, "r1", []byte(`{"step":2}`), true, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.StartPanel(ctx, store.PanelRun{ID: "r3", Chat: -100, MessageID: 7}); err != nil {
+		t.Fatalf("after the run finished: %v", err)
+	}
+	if n, err := b.DailyCount(ctx, "bot", 1, now); err != nil || n != 0 {
+		t.Fatalf("daily count %d %v", n, err)
+	}
+	if _, _, err := a.TakeDaily(ctx, "bot", 1, 0, now); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := b.DailyCount(ctx, "bot", 1, now); n != 1 {
+		t.Fatalf("daily count %d, want 1", n)
 	}
 }
