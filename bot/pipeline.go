@@ -577,14 +577,27 @@ func (r *request) timeSend(send func() error) error {
 	start := time.Now()
 	err := send()
 	r.sum.send = time.Since(start)
+	if err == nil {
+		r.delivered()
+	}
 	return err
+}
+
+// delivered acknowledges the message's shared updates (in a cluster) the
+// moment its reply is out: a crash after this point must not have another
+// instance answer it again, so nothing may come between.
+func (r *request) delivered() {
+	for _, d := range r.in.deliveries {
+		d.Done(true)
+	}
+	r.in.deliveries = nil
 }
 
 // finish clears the journal entry of an answered message and writes the
 // summary line. serve and serveAside defer it; nothing else calls it.
 func (r *request) finish() {
-	// First of all, as close to the reply as can be: a crash from here on
-	// must not have another instance answer the message again.
+	// Shared updates not acknowledged by the reply (delivered): no reply,
+	// or shutdown cut the request short.
 	for _, d := range r.in.deliveries {
 		if r.keepJournal {
 			d.Abandon() // another instance answers it
