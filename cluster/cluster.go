@@ -76,7 +76,10 @@ type Config struct {
 	// stopped pulling (default 3s).
 	PinnedTTL time.Duration
 	// AckWait is how long a message may go without a sign of work before
-	// it is redelivered (default 4s; the holder signals every third).
+	// it is redelivered (default 10s; the holder signals five times as
+	// often, so only a process stalled for 8s loses its claim). A dead
+	// instance's messages wait this long before they are answered
+	// elsewhere.
 	AckWait time.Duration
 	// Replicas is the replication of the streams and buckets (default 1;
 	// 3 on a three-node cluster).
@@ -99,7 +102,7 @@ func (c *Config) defaults() {
 	def(&c.LeaseTTL, 3*time.Second)
 	def(&c.MemberTTL, 3*time.Second)
 	def(&c.PinnedTTL, 3*time.Second)
-	def(&c.AckWait, 4*time.Second)
+	def(&c.AckWait, 10*time.Second)
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}

@@ -74,19 +74,25 @@ func (d *Delivery) Done(answered bool) {
 			c.log.Warn("could not mark the update answered", zap.String("bot", d.bot), zap.Int64("update_id", d.updateID), zap.Error(err))
 		}
 	}
-	if err := d.msg.DoubleAck(ctx); err != nil {
+	msg := d.msg
+	c.heldMu.Lock()
+	if newest, ok := c.held[d.seq]; ok {
+		msg = newest
+	}
+	c.heldMu.Unlock()
+	if err := msg.DoubleAck(ctx); err != nil {
 		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", d.bot),
 			zap.Int64("update_id", d.updateID), zap.Error(err))
 	}
 	d.w.forget(d.seq)
 }
 
-// Abandon hands the update back for redelivery at once (this instance
-// will not answer it).
-func (d *Delivery) Abandon() {
-	_ = d.msg.Nak() // if lost, AckWait redelivers it
-	d.w.forget(d.seq)
-}
+// Abandon gives the update up: this instance stops keeping it, and the
+// server redelivers it after the ack wait to whoever owns its partition
+// then. (Not a Nak: a Nak'd update leaves the consumer's pending count
+// before it is redelivered, and a new owner could answer a later update
+// of its conversation first.)
+func (d *Delivery) Abandon() { d.w.forget(d.seq) }
 
 func answeredKey(bot string, update int64) string {
 	return keyPart(bot) + "." + strconv.FormatInt(update, 10)
@@ -123,8 +129,9 @@ func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
 	}()
 }
 
-// Release hands back every update still held (so another instance answers
-// it at once) and leaves the membership. Call it after the work stopped.
+// Release gives up every update still held (the server redelivers them to
+// the partitions' next owners after the ack wait) and leaves the
+// membership. Call it after the work stopped.
 func (c *Cluster) Release() {
 	c.mu.Lock()
 	workers := c.workers
@@ -134,12 +141,8 @@ func (c *Cluster) Release() {
 		w.stop()
 	}
 	c.heldMu.Lock()
-	held := c.held
 	c.held = map[uint64]jetstream.Msg{}
 	c.heldMu.Unlock()
-	for _, m := range held {
-		_ = m.Nak()
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = c.members.Delete(ctx, keyPart(c.cfg.Instance))
@@ -244,10 +247,10 @@ func (c *Cluster) rebalance(want []int) {
 	}
 }
 
-// keepAlive tells the server, every third of AckWait, that the updates
+// keepAlive tells the server, five times per AckWait, that the updates
 // this instance holds are being worked on, until Release.
 func (c *Cluster) keepAlive() {
-	tick := time.NewTicker(c.cfg.AckWait / 3)
+	tick := time.NewTicker(c.cfg.AckWait / 5)
 	defer tick.Stop()
 	for {
 		select {
@@ -313,7 +316,7 @@ func (c *Cluster) startWorker(p int) (*worker, error) {
 	return w, nil
 }
 
-// stop ends pulling, hands back what was buffered and not handed on, and
+// stop ends pulling, gives up what was buffered and not handed on, and
 // unpins the partition so the next owner is pinned at once.
 func (w *worker) stop() {
 	w.cc.Stop()
@@ -354,17 +357,22 @@ func (w *worker) receive(msg jetstream.Msg) {
 	w.order.Lock()
 	defer w.order.Unlock()
 	w.mu.Lock()
-	if w.held[seq] || w.stopped {
-		// Redelivered while we still hold it (a late keep-alive), or
-		// after we stopped: not ours to hand on again.
+	w.c.heldMu.Lock()
+	_, heldHere := w.c.held[seq]
+	if heldHere {
+		// Keep alive and acknowledge through the newest delivery.
+		w.c.held[seq] = msg
+	}
+	if heldHere || w.stopped {
+		// Redelivered while this instance still holds it (a late
+		// keep-alive; maybe by a worker of an earlier turn of ownership),
+		// or after we stopped: not ours to hand on (again). Left alone, it
+		// is redelivered after the ack wait if nobody finishes it.
+		w.c.heldMu.Unlock()
 		w.mu.Unlock()
-		if w.stopped && !w.held[seq] {
-			_ = msg.Nak()
-		}
 		return
 	}
 	w.held[seq] = true
-	w.c.heldMu.Lock()
 	w.c.held[seq] = msg
 	w.c.heldMu.Unlock()
 	if pin := msg.Headers().Get(pinHeader); pin != w.pin {

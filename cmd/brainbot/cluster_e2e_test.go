@@ -323,12 +323,26 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 	}
 	t.Logf("all answered %v after the kill", time.Since(killed))
 
-	moved := 0
+	// Exactly once, in order, with history. The one exception no system
+	// can avoid without an idempotent sendMessage: a reply the killed
+	// instance had sent when it died, before Telegram's answer reached it
+	// (so before it could mark the message answered), is sent again by
+	// the next owner. Such a repeat is allowed only for a reply the
+	// stand-in received at the moment of the kill.
+	moved, inFlight := 0, 0
 	for _, bot := range bots {
-		for chat, texts := range c.answers(bot) {
-			var ks []int
-			lastN := 0
-			for _, text := range texts {
+		byChat := map[int64][]telegramtest.Call{}
+		for _, call := range c.tg.Sent(stack.Token(bot), "sendMessage") {
+			if call.Code == 200 {
+				byChat[call.ChatID()] = append(byChat[call.ChatID()], call)
+			}
+		}
+		for chat, calls := range byChat {
+			var texts []string
+			next, lastN := 1, 0
+			for i, call := range calls {
+				text := stack.Rendered(call)
+				texts = append(texts, text)
 				m := youSaid.FindStringSubmatch(text)
 				if m == nil {
 					t.Errorf("%s to %d: unexpected answer %q", bot, chat, text)
@@ -339,21 +353,27 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 				if m[3] != "" {
 					n, _ = strconv.Atoi(m[3])
 				}
-				ks = append(ks, k)
 				// The session's count only grows: history went along.
 				if n <= lastN {
 					t.Errorf("%s to %d: %q after message %d: the session lost its history", bot, chat, text, lastN)
 				}
 				lastN = n
+				switch {
+				case k == next:
+					next++
+				case k == next-1 && i > 0 && calls[i-1].Time.After(killed.Add(-250*time.Millisecond)) && !calls[i-1].Time.After(killed.Add(50*time.Millisecond)):
+					inFlight++ // in flight at the kill: sent again
+				default:
+					t.Errorf("%s to %d: answer %q out of order or repeated", bot, chat, text)
+				}
 			}
-			if len(ks) != per {
+			if next != per+1 {
+				t.Errorf("%s to %d: answered up to message %d of %d: %q", bot, chat, next-1, per, texts)
+			}
+			if t.Failed() {
 				c.explain(chat)
-				t.Errorf("%s to %d: %d answers, want %d: %q", bot, chat, len(ks), per, texts)
-			}
-			for i, k := range ks {
-				if k != i+1 {
-					t.Errorf("%s to %d: answers out of order or repeated: %q", bot, chat, texts)
-					break
+				for _, call := range calls {
+					t.Logf("sent %s at %s (kill at %s)", stack.Rendered(call), call.Time.Format("15:04:05.000"), killed.Format("15:04:05.000"))
 				}
 			}
 			if onI0[chat] {
@@ -361,6 +381,7 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 			}
 		}
 	}
+	t.Logf("%d replies in flight at the kill were sent again", inFlight)
 	if moved == 0 {
 		t.Errorf("no conversation was on the killed instance: the test proved nothing")
 	}
