@@ -21,7 +21,7 @@ func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*cluster.Clu
 		host, _ := os.Hostname()
 		name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	c, err := cluster.Connect(ctx, cluster.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Instance: name,
+	c, err := cluster.Connect(ctx, cluster.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Replicas: cfg.NATSReplicas, Instance: name,
 		Log: log.Named("cluster")})
 	if err != nil {
 		return nil, fmt.Errorf("BRAINBOT_NATS_URL (-nats-url): %w", err)

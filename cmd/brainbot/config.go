@@ -61,6 +61,7 @@ type Config struct {
 	// conversations; Instance names this instance among them.
 	NATSURL        string
 	NATSPartitions int
+	NATSReplicas   int
 	Instance       string
 	// WebhookURL (with NATSURL) has Telegram post updates to
 	// <WebhookURL>/<bot id> instead of polling; WebhookAddr is where this
@@ -145,6 +146,14 @@ var settings = []setting{
 				return nil
 			}
 			c.NATSPartitions, err = strconv.Atoi(v)
+			return err
+		}},
+	{"BRAINBOT_NATS_REPLICAS", "nats-replicas", "with BRAINBOT_NATS_URL: copies JetStream keeps of brainbot's streams and buckets, 3 on a three-node NATS cluster (empty: 1)", "",
+		func(c *Config, v string) (err error) {
+			if v == "" {
+				return nil
+			}
+			c.NATSReplicas, err = strconv.Atoi(v)
 			return err
 		}},
 	{"BRAINBOT_INSTANCE", "instance", "with BRAINBOT_NATS_URL: this instance's name, unique among them (default: host name and process id)", "",
@@ -335,6 +344,9 @@ func (c *Config) validate() error {
 		if _, _, err := net.SplitHostPort(cmp.Or(c.WebhookAddr, defaultWebhookAddr)); err != nil {
 			bad("BRAINBOT_WEBHOOK_ADDR", c.WebhookAddr, "must be host:port, e.g. :8443")
 		}
+	}
+	if c.NATSReplicas < 0 || c.NATSReplicas > 5 {
+		bad("BRAINBOT_NATS_REPLICAS", strconv.Itoa(c.NATSReplicas), "must be 1 to 5 (empty: 1)")
 	}
 	if c.NATSPartitions < 0 || c.NATSPartitions > 1024 {
 		bad("BRAINBOT_NATS_PARTITIONS", strconv.Itoa(c.NATSPartitions), "must be 1 to 1024 (empty: 16)")
