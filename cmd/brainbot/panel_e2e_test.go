@@ -72,51 +72,6 @@ func newPanelStack(t *testing.T) *stack.Stack {
 	}, nil)
 }
 
-// sendPanel posts text from user in group, as one message every bot
-// named receives (privacy mode lets a plain command reach each member).
-func sendPanel(s *stack.Stack, group int64, messageID int, text string, bots ...string) {
-	cmd, _, _ := strings.Cut(text, " ")
-	for _, bot := range bots {
-		s.Telegram.SendMessage(stack.Token(bot), map[string]any{
-			"message_id": messageID,
-			"date":       time.Now().Unix(),
-			"chat":       map[string]any{"id": group, "type": "supergroup", "title": "City"},
-			"from":       map[string]any{"id": 601, "is_bot": false, "first_name": "Ann"},
-			"text":       text,
-			"entities":   []map[string]any{{"type": "bot_command", "offset": 0, "length": len(cmd)}},
-		})
-	}
-}
-
-// posted is one message a bot posted in the group.
-type posted struct {
-	bot     string
-	method  string
-	id      int
-	replyTo int
-	text    string
-	call    telegramtest.Call
-}
-
-// groupPosts are the messages the bots posted in group, in chat order.
-func groupPosts(s *stack.Stack, group int64, bots ...string) []posted {
-	var out []posted
-	for _, bot := range bots {
-		for _, c := range s.Telegram.Sent(stack.Token(bot), "sendMessage", "sendVoice") {
-			if c.ChatID() != group || c.Code != 200 {
-				continue
-			}
-			var rp struct {
-				MessageID int `json:"message_id"`
-			}
-			_ = json.Unmarshal([]byte(c.Param("reply_parameters")), &rp)
-			out = append(out, posted{bot: bot, method: c.Method, id: c.MessageID, replyTo: rp.MessageID, text: stack.Rendered(c), call: c})
-		}
-	}
-	slices.SortFunc(out, func(a, b posted) int { return a.id - b.id })
-	return out
-}
-
 func waitPanelLine(t *testing.T, s *stack.Stack, from int, group int64) stack.Line {
 	t.Helper()
 	return waitLogFrom(t, s, from, func(l stack.Line) bool { return l.Msg == "panel" && l.Int("chat") == group })
@@ -130,7 +85,7 @@ func TestEndToEndPanel(t *testing.T) {
 		const group = -100701
 		mark := s.Logs().Len()
 		start := time.Now()
-		sendPanel(s, group, 77, "/panel should cities ban cars?", members...)
+		s.SendGroupCommand(group, 77, "/panel should cities ban cars?", members...)
 		summary := waitPanelLine(t, s, mark, group)
 		t.Logf("panel of three speaking members: %v (summary %s)", time.Since(start).Round(time.Millisecond), summary.Raw)
 		if summary.Str("outcome") != "ok" || summary.Int("answers") != 3 || summary.Int("comments") != 3 || summary.Int("replies") != 2 {
@@ -139,12 +94,12 @@ func TestEndToEndPanel(t *testing.T) {
 		if n := len(s.Logs().Find(mark, func(l stack.Line) bool { return l.Msg == "panel started" })); n != 1 {
 			t.Errorf("%d runs started for one /panel message three bots received, want 1", n)
 		}
-		posts := groupPosts(s, group, members...)
+		posts := s.GroupPosts(group, members...)
 		var order []string
 		for _, p := range posts {
-			order = append(order, p.bot)
-			if p.method != "sendVoice" || len(p.call.Files["voice"].Data) == 0 {
-				t.Errorf("%s posted %s, want a voice note", p.bot, p.method)
+			order = append(order, p.Bot)
+			if p.Method != "sendVoice" || len(p.Call.Files["voice"].Data) == 0 {
+				t.Errorf("%s stack.Post %s, want a voice note", p.Bot, p.Method)
 			}
 		}
 		// Scripted model: each member comments on the first other member,
@@ -153,14 +108,14 @@ func TestEndToEndPanel(t *testing.T) {
 		if want := []string{"chat", "voice", "painter", "chat", "voice", "painter", "chat", "voice"}; !slices.Equal(order, want) {
 			t.Fatalf("the group got %v, want %v", order, want)
 		}
-		answer := map[string]int{"chat": posts[0].id, "voice": posts[1].id, "painter": posts[2].id}
-		comment := map[string]int{"chat": posts[3].id, "voice": posts[4].id, "painter": posts[5].id}
+		answer := map[string]int{"chat": posts[0].ID, "voice": posts[1].ID, "painter": posts[2].ID}
+		comment := map[string]int{"chat": posts[3].ID, "voice": posts[4].ID, "painter": posts[5].ID}
 		for i, want := range []int{77, 77, 77, answer["voice"], answer["chat"], answer["chat"], comment["voice"], comment["chat"]} {
-			if posts[i].replyTo != want {
-				t.Errorf("message %d (%s) replies to %d, want %d", i+1, posts[i].bot, posts[i].replyTo, want)
+			if posts[i].ReplyTo != want {
+				t.Errorf("message %d (%s) replies to %d, want %d", i+1, posts[i].Bot, posts[i].ReplyTo, want)
 			}
 		}
-		if got := filepath.Ext(posts[1].call.Files["voice"].Name); got != ".ogg" {
+		if got := filepath.Ext(posts[1].Call.Files["voice"].Name); got != ".ogg" {
 			t.Errorf("voice's note is %s, want its brain's opus (.ogg)", got)
 		}
 		voices := map[string]string{}
@@ -211,7 +166,7 @@ func TestEndToEndPanel(t *testing.T) {
 		}
 
 		// The panel left the members' own conversation in the group alone.
-		s.Telegram.SendMessage(stack.Token("chat"), groupMessage(601, group, "hello", "@"+telegramtest.Username(stack.Token("chat"))))
+		s.Telegram.SendMessage(stack.Token("chat"), groupMessage(stack.GroupUser, group, "hello", "@"+telegramtest.Username(stack.Token("chat"))))
 		got := waitChat(t, s, stack.Token("chat"), group, 4)[3]
 		if text := stack.Rendered(got); text != "You said: Ann: hello (message 1)" {
 			t.Errorf("chat's next group message = %q, want a conversation of its own", text)
@@ -222,25 +177,25 @@ func TestEndToEndPanel(t *testing.T) {
 		const group = -100702
 		bots := []string{"chat", "voice", "broken"}
 		mark := s.Logs().Len()
-		sendPanel(s, group, 5, "/panel failing is jazz music?", bots...)
+		s.SendGroupCommand(group, 5, "/panel failing is jazz music?", bots...)
 		summary := waitPanelLine(t, s, mark, group)
 		if summary.Str("outcome") != "partial" || summary.Int("answers") != 2 || summary.Int("comments") != 2 || summary.Int("replies") != 2 {
 			t.Errorf("summary %s", summary.Raw)
 		}
-		posts := groupPosts(s, group, bots...)
+		posts := s.GroupPosts(group, bots...)
 		var order []string
 		for _, p := range posts {
-			order = append(order, p.bot)
+			order = append(order, p.Bot)
 		}
 		// chat and voice comment on each other; chat notes who sat out.
 		if want := []string{"chat", "voice", "chat", "voice", "chat", "voice", "chat"}; !slices.Equal(order, want) {
 			t.Fatalf("the group got %v, want %v", order, want)
 		}
-		if note := posts[6].text; note != "Sat out: Broken (turn 1)." {
+		if note := posts[6].Text; note != "Sat out: Broken (turn 1)." {
 			t.Errorf("closing note %q", note)
 		}
-		if !strings.HasPrefix(posts[0].text, "You said: ") || posts[0].method != "sendMessage" {
-			t.Errorf("a writing panel's answer: %s %q", posts[0].method, posts[0].text)
+		if !strings.HasPrefix(posts[0].Text, "You said: ") || posts[0].Method != "sendMessage" {
+			t.Errorf("a writing panel's answer: %s %q", posts[0].Method, posts[0].Text)
 		}
 		for _, r := range s.Model.Requests() {
 			if !strings.Contains(r.System, "You are broken") {
@@ -258,30 +213,30 @@ func TestEndToEndPanel(t *testing.T) {
 
 	t.Run("without a question or with a member missing, /panel says what to do", func(t *testing.T) {
 		const group = -100703
-		sendPanel(s, group, 9, "/panel", members...)
+		s.SendGroupCommand(group, 9, "/panel", members...)
 		usage := waitPosts(t, s, group, 1, members...)
-		if text := usage[0].text; !strings.Contains(text, "/panel should cities ban cars?") || usage[0].replyTo != 9 {
-			t.Errorf("usage = %q (a reply to %d)", text, usage[0].replyTo)
+		if text := usage[0].Text; !strings.Contains(text, "/panel should cities ban cars?") || usage[0].ReplyTo != 9 {
+			t.Errorf("usage = %q (a reply to %d)", text, usage[0].ReplyTo)
 		}
 		s.Telegram.Leave(stack.Token("painter"), group)
-		sendPanel(s, group, 10, "/panel should cities ban cars?", "chat", "voice")
+		s.SendGroupCommand(group, 10, "/panel should cities ban cars?", "chat", "voice")
 		missing := waitPosts(t, s, group, 2, members...)
-		if text := missing[1].text; !strings.Contains(text, "missing: Painter") {
+		if text := missing[1].Text; !strings.Contains(text, "missing: Painter") {
 			t.Errorf("reply with painter gone = %q", text)
 		}
 		time.Sleep(300 * time.Millisecond) // any further reply would be a duplicate
-		if n := len(groupPosts(s, group, members...)); n != 2 {
+		if n := len(s.GroupPosts(group, members...)); n != 2 {
 			t.Errorf("%d replies in the group, want 2 (one per /panel)", n)
 		}
 	})
 }
 
 // waitPosts waits for n messages of the bots in group.
-func waitPosts(t *testing.T, s *stack.Stack, group int64, n int, bots ...string) []posted {
+func waitPosts(t *testing.T, s *stack.Stack, group int64, n int, bots ...string) []stack.Post {
 	t.Helper()
 	deadline := time.Now().Add(waitLong)
 	for {
-		if posts := groupPosts(s, group, bots...); len(posts) >= n {
+		if posts := s.GroupPosts(group, bots...); len(posts) >= n {
 			return posts
 		}
 		if time.Now().After(deadline) {
@@ -298,7 +253,7 @@ func TestEndToEndPanelResumesAfterKill(t *testing.T) {
 	// Turn 3's answers wait: brainbot is killed with turns 1 and 2 out.
 	s.Model.Hold(engine.HoldMarker)
 	mark := s.Logs().Len()
-	sendPanel(s, group, 3, "/panel should cities ban cars?", members...)
+	s.SendGroupCommand(group, 3, "/panel should cities ban cars?", members...)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	if _, err := s.Logs().WaitFrom(ctx, mark, func(lines []stack.Line) bool {
@@ -313,15 +268,15 @@ func TestEndToEndPanelResumesAfterKill(t *testing.T) {
 		t.Fatalf("turns 1 and 2 were not sent: %v\n%s", err, s.Logs().Tail(20))
 	}
 	// One panel at a time per group.
-	sendPanel(s, group, 4, "/panel and another question?", members...)
+	s.SendGroupCommand(group, 4, "/panel and another question?", members...)
 	busy := waitPosts(t, s, group, 7, members...)
-	if text := busy[6].text; !strings.Contains(text, "already running") || busy[6].replyTo != 4 {
-		t.Errorf("a second /panel while one runs got %q (a reply to %d)", text, busy[6].replyTo)
+	if text := busy[6].Text; !strings.Contains(text, "already running") || busy[6].ReplyTo != 4 {
+		t.Errorf("a second /panel while one runs got %q (a reply to %d)", text, busy[6].ReplyTo)
 	}
 	if _, err := s.Stop(ctx, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(groupPosts(s, group, members...)); n != 7 {
+	if n := len(s.GroupPosts(group, members...)); n != 7 {
 		t.Fatalf("%d messages before the kill, want 6 and the busy reply", n)
 	}
 	s.Model.Hold("")
@@ -333,16 +288,16 @@ func TestEndToEndPanelResumesAfterKill(t *testing.T) {
 	if summary.Int("resumes") != 1 || summary.Int("sent") != 2 || summary.Int("replies") != 2 {
 		t.Errorf("summary after the restart %s", summary.Raw)
 	}
-	posts := slices.DeleteFunc(groupPosts(s, group, members...), func(p posted) bool { return p.replyTo == 4 })
+	posts := slices.DeleteFunc(s.GroupPosts(group, members...), func(p stack.Post) bool { return p.ReplyTo == 4 })
 	var order []string
 	for _, p := range posts {
-		order = append(order, p.bot)
+		order = append(order, p.Bot)
 	}
 	if want := []string{"chat", "voice", "painter", "chat", "voice", "painter", "chat", "voice"}; !slices.Equal(order, want) {
 		t.Fatalf("the group got %v, want turns 1-2 once and turn 3 once: %v", order, want)
 	}
-	if posts[6].replyTo != posts[4].id || posts[7].replyTo != posts[3].id {
-		t.Errorf("resumed replies answer %d and %d, want the comments %d and %d", posts[6].replyTo, posts[7].replyTo, posts[4].id, posts[3].id)
+	if posts[6].ReplyTo != posts[4].ID || posts[7].ReplyTo != posts[3].ID {
+		t.Errorf("resumed replies answer %d and %d, want the comments %d and %d", posts[6].ReplyTo, posts[7].ReplyTo, posts[4].ID, posts[3].ID)
 	}
 	m := readManifest(t, summary.Str("manifest"))
 	if len(m.Files) != 8 {

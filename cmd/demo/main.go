@@ -2,8 +2,9 @@
 // a newcomer can watch. It starts brainbot with the example brains against
 // stand-ins for Telegram, the model and OpenAI — the Claude Code CLI and
 // everything of ours between Telegram and OpenAI are real — sends a text, a
-// voice and an image request as Telegram users would, and prints what each
-// bot answered. It exits 0 when all three worked.
+// voice and an image request as Telegram users would, then asks the example
+// panel a question in a group, and prints what each bot answered. It exits
+// 0 when all of it worked.
 package main
 
 import (
@@ -33,6 +34,7 @@ func main() {
 	flag.StringVar(&o.brainbot, "brainbot", "", "the brainbot executable (default: built from this repository into the run's folder)")
 	flag.StringVar(&o.claudeCmd, "claude", os.Getenv("CLAUDE_CMD"), "the Claude Code CLI (default: $CLAUDE_CMD, else the pinned one `make claude-cli` installs under .cache/)")
 	flag.StringVar(&o.brains, "brains", "", "folder of the example brains (default: brains/ of this repository)")
+	flag.StringVar(&o.panels, "panels", "", "folder of the example panels (default: panels/ of this repository)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the run's folder (brains, data, logs) and print where it is")
 	flag.BoolVar(&o.verbose, "v", false, "also print brainbot's logs")
 	flag.Parse()
@@ -47,8 +49,8 @@ func main() {
 
 // options are the command line; empty paths are found in the repository.
 type options struct {
-	brainbot, claudeCmd, brains string
-	keep, verbose               bool
+	brainbot, claudeCmd, brains, panels string
+	keep, verbose                       bool
 }
 
 // exchange is one message of the demo and how to judge its answer.
@@ -80,11 +82,15 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	if err := o.complete(ctx, out, dir); err != nil {
 		return err
 	}
-	brains, err := readBrains(o.brains)
+	brains, err := readYAML(o.brains)
 	if err != nil {
 		return err
 	}
-	cfg := stack.Config{Brainbot: o.brainbot, ClaudeCmd: o.claudeCmd, Dir: dir, Brains: brains}
+	panels, err := readYAML(o.panels)
+	if err != nil {
+		return err
+	}
+	cfg := stack.Config{Brainbot: o.brainbot, ClaudeCmd: o.claudeCmd, Dir: dir, Brains: brains, Panels: panels}
 	if o.verbose {
 		cfg.Logs = os.Stderr
 	}
@@ -123,6 +129,13 @@ func run(ctx context.Context, out io.Writer, o options) error {
 			reply.Elapsed.Round(time.Millisecond), ms(reply.Summary, "claude_startup_ms"), ms(reply.Summary, "turn1_ms"),
 			ms(reply.Summary, "turn2_ms"), ms(reply.Summary, "send_ms"))
 	}
+	ok, err := askPanel(ctx, out, s)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		failed++
+	}
 	stopCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if code, err := s.Stop(stopCtx, syscall.SIGTERM); err != nil || code != 0 {
@@ -130,28 +143,28 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}
 	fmt.Fprintf(out, "brainbot stopped on SIGTERM. Total %v.\n", time.Since(start).Round(time.Millisecond))
 	if failed > 0 {
-		return fmt.Errorf("%d of %d exchanges did not get the answer they should", failed, len(script))
+		return fmt.Errorf("%d of %d exchanges did not get the answer they should", failed, len(script)+1)
 	}
 	fmt.Fprintln(out, "All exchanges answered as they should.")
 	return nil
 }
 
-// readBrains reads the example brain files, which name their tokens
-// <ID>_TOKEN; the stack sets those variables.
-func readBrains(dir string) (map[string]string, error) {
+// readYAML reads the example files of a folder (brains, which name their
+// tokens <ID>_TOKEN, set by the stack; or panels), by file name.
+func readYAML(dir string) (map[string]string, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(paths) == 0 {
-		return nil, fmt.Errorf("no brains in %s: %v", dir, err)
+		return nil, fmt.Errorf("no .yaml files in %s: %v", dir, err)
 	}
-	brains := map[string]string{}
+	files := map[string]string{}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
 		}
-		brains[filepath.Base(p)] = string(b)
+		files[filepath.Base(p)] = string(b)
 	}
-	return brains, nil
+	return files, nil
 }
 
 func describe(s *stack.Stack, ex exchange, method string, files map[string]telegramtest.File, text string) string {

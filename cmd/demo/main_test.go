@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"brainbot/bot/telegramtest"
+	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -77,5 +78,23 @@ func TestPinnedClaude(t *testing.T) {
 	install("2.2.0")
 	if _, err := pinnedClaude(root); err == nil || !strings.Contains(err.Error(), "-claude") {
 		t.Errorf("two CLIs: %v, want a request to choose with -claude", err)
+	}
+}
+
+// TestDemo runs `make demo` as the README promises it: every exchange and
+// the panel answered as they should, offline.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds brainbot and runs the whole demo")
+	}
+	var out strings.Builder
+	err := run(t.Context(), &out, options{claudeCmd: claudetest.RequireCLI(t)})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"ok: answered with Voice", "ok: answered with Photo", "ok: the panel ran", "All exchanges answered as they should."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 // repository the demo runs in, so that `go run ./cmd/demo` works from a
 // fresh checkout once `make claude-cli` has installed the CLI.
 func (o *options) complete(ctx context.Context, out io.Writer, runDir string) error {
-	if o.brainbot != "" && o.claudeCmd != "" && o.brains != "" {
+	if o.brainbot != "" && o.claudeCmd != "" && o.brains != "" && o.panels != "" {
 		return nil
 	}
 	wd, err := os.Getwd()
@@ -25,10 +25,13 @@ func (o *options) complete(ctx context.Context, out io.Writer, runDir string) er
 	}
 	root, err := repoRoot(wd)
 	if err != nil {
-		return fmt.Errorf("%w; pass -brainbot, -claude and -brains", err)
+		return fmt.Errorf("%w; pass -brainbot, -claude, -brains and -panels", err)
 	}
 	if o.brains == "" {
 		o.brains = filepath.Join(root, "brains")
+	}
+	if o.panels == "" {
+		o.panels = filepath.Join(root, "panels")
 	}
 	if o.claudeCmd == "" {
 		if o.claudeCmd, err = pinnedClaude(root); err != nil {
