@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -174,5 +175,43 @@ func TestPanelRunsStartOnceAndOneAtATimePerChat(t *testing.T) {
 	}
 	if n, _ := b.DailyCount(ctx, "bot", 1, now); n != 1 {
 		t.Fatalf("daily count %d, want 1", n)
+	}
+}
+
+func TestUsageReportSumsTheSharedRecords(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a").State(), join(t, url, "b").State()
+	ctx := context.Background()
+	now := time.Now()
+	for _, u := range []store.Usage{
+		{At: now.Add(-48 * time.Hour), Bot: "old", User: 1, Mode: "text", Outcome: "ok", ClaudeUSD: 9},
+		{At: now, Bot: "alpha", User: 1, Mode: "text", Outcome: "ok", ClaudeUSD: 0.5, InputTokens: 10},
+		{At: now, Bot: "alpha", User: 2, Mode: "text", Outcome: "error", ClaudeUSD: 0.25, InputTokens: 5},
+		{At: now, Bot: "alpha", User: 2, Mode: "speech", Outcome: "ok", ClaudeUSD: 0.1, OpenAIUSD: 0.2},
+		{At: now, Bot: "beta", User: 3, Mode: "text", Outcome: "ok", ClaudeUSD: 1},
+	} {
+		st := a
+		if u.User == 2 {
+			st = b
+		}
+		if err := st.RecordUsage(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines, err := UsageReport(ctx, url, store.UsageFilter{Since: now.Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.UsageLine{
+		{Bot: "alpha", Mode: "speech", Requests: 1, ClaudeUSD: 0.1, OpenAIUSD: 0.2},
+		{Bot: "alpha", Mode: "text", Requests: 2, Errors: 1, InputTokens: 15, ClaudeUSD: 0.75},
+		{Bot: "beta", Mode: "text", Requests: 1, ClaudeUSD: 1},
+	}
+	if fmt.Sprint(lines) != fmt.Sprint(want) {
+		t.Fatalf("report\n got %+v\nwant %+v", lines, want)
+	}
+	lines, err = UsageReport(ctx, url, store.UsageFilter{Since: now.Add(-24 * time.Hour), Bot: "alpha", ByUser: true})
+	if err != nil || len(lines) != 3 || lines[0].User != 1 || lines[2].User != 2 || lines[2].Mode != "text" {
+		t.Fatalf("alpha by user: %+v %v", lines, err)
 	}
 }

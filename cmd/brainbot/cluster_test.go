@@ -4,7 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"brainbot/bot/store"
+	"brainbot/cluster"
 	"brainbot/cluster/natstest"
 )
 
@@ -45,5 +48,35 @@ func TestDoctorChecksNATS(t *testing.T) {
 	checkNATS(context.Background(), Config{NATSURL: "nats://u:secret@127.0.0.1:9"}, r)
 	if !r.refused() || strings.Contains(r.findings[0].detail, "secret") {
 		t.Fatalf("unreachable NATS: findings %+v", r.findings)
+	}
+}
+
+// In a cluster, `brainbot usage` reads the records every instance keeps
+// in the usage stream.
+func TestUsageReportOfACluster(t *testing.T) {
+	url := natstest.Start(t)
+	ctx := context.Background()
+	c, err := cluster.Connect(ctx, cluster.Config{URL: url, Instance: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := time.Now()
+	for _, u := range []store.Usage{
+		{At: now, Bot: "voice", User: 1, Mode: "speech", Outcome: "ok", ClaudeUSD: 0.012, OpenAIUSD: 0.003},
+		{At: now, Bot: "voice", User: 2, Mode: "speech", Outcome: "error", ClaudeUSD: 0.01},
+		{At: now, Bot: "chat", User: 3, Mode: "text", Outcome: "ok", ClaudeUSD: 0.5},
+	} {
+		if err := c.State().RecordUsage(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, stdout, stderr := runMain(t, []string{"BRAINBOT_NATS_URL=" + url, "BRAINBOT_DATA=" + t.TempDir()}, "usage", "-brain", "voice")
+	if code != exitOK {
+		t.Fatalf("usage = %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "voice") || !strings.Contains(lines[1], "speech") || !strings.Contains(lines[2], "0.0250") {
+		t.Errorf("usage -brain voice in a cluster:\n%s", stdout)
 	}
 }

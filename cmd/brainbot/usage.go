@@ -12,18 +12,20 @@ import (
 	"time"
 
 	"brainbot/bot/store"
+	"brainbot/cluster"
 )
 
 // usage prints what the bots cost: requests by mode, tokens, USD and
 // errors per brain (and per user), from the usage records brainbot run
-// keeps in the state database.
+// keeps in the state database (with BRAINBOT_NATS_URL, in the cluster's
+// usage stream).
 func (m *Main) usage(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("usage", "usage [-since 24h|7d|30d] [-brain NAME] [-by user] [-json] [-data DIR]\n\nPrints what each bot's requests cost: requests by reply mode, errors, tokens and USD (the model's as the Claude CLI reports it; OpenAI's by brainbot's price table).")
 	since := fs.String("since", "24h", "how far back: a duration such as 24h, or days such as 7d or 30d")
 	brainID := fs.String("brain", "", "only this brain (its file name without .yaml)")
 	by := fs.String("by", "", `"user": one line per user`)
 	asJSON := fs.Bool("json", false, "print JSON lines, for scripts")
-	cfg, err := loadConfig(fs, args, m.getenv, "BRAINBOT_DATA")
+	cfg, err := loadConfig(fs, args, m.getenv, "BRAINBOT_DATA", "BRAINBOT_NATS_URL")
 	if err != nil {
 		return usageError{err}
 	}
@@ -37,14 +39,22 @@ func (m *Main) usage(ctx context.Context, args []string) error {
 	if *by != "" && *by != "user" {
 		return usageError{fmt.Errorf(`-by %q: the only grouping is "user"`, *by)}
 	}
-	db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
-	if err != nil {
-		return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
-	}
-	defer db.Close()
-	lines, err := db.UsageReport(ctx, store.UsageFilter{Since: time.Now().Add(-window), Bot: *brainID, ByUser: *by == "user"})
-	if err != nil {
-		return err
+	filter := store.UsageFilter{Since: time.Now().Add(-window), Bot: *brainID, ByUser: *by == "user"}
+	var lines []store.UsageLine
+	if cfg.NATSURL != "" {
+		// The instances of a cluster keep their records in one stream.
+		if lines, err = cluster.UsageReport(ctx, cfg.NATSURL, filter); err != nil {
+			return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)
+		}
+	} else {
+		db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
+		if err != nil {
+			return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
+		}
+		defer db.Close()
+		if lines, err = db.UsageReport(ctx, filter); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		return writeUsageJSON(m.Stdout, lines)
