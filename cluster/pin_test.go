@@ -63,3 +63,44 @@ func TestHeldMessageStaysWithItsHolderAcrossAHandover(t *testing.T) {
 	close(stop)
 	_ = d.msg.DoubleAck(ctx)
 }
+
+// A graceful stop hands what the instance held to the next owner at once,
+// not after the ack wait, and in order.
+func TestReleaseHandsOverAtOnce(t *testing.T) {
+	url := natstest.Start(t)
+	ctx := context.Background()
+	long := func(name string) *Cluster {
+		c, err := Connect(ctx, Config{URL: url, Instance: name, Partitions: 2, LeaseTTL: 1500 * time.Millisecond,
+			MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	a := long("a")
+	actx, stopA := context.WithCancel(ctx)
+	var held atomic.Int32
+	a.Work(actx, func(*Delivery) { held.Add(1) }) // never answers
+	for id := int64(1); id <= 10; id++ {
+		if err := a.Publish(ctx, "bot", 5, 0, id, update(id, 5, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "a to hold all", func() bool { return held.Load() == 10 })
+	b := long("b")
+	g := newGot()
+	b.Work(ctx, func(d *Delivery) { g.record("b", d); go d.Done(true) })
+	stopA()
+	a.Release()
+	start := time.Now()
+	waitFor(t, 10*time.Second, "b to answer what a held", func() bool { return g.count() == 10 })
+	t.Logf("handed over in %v", time.Since(start))
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, id := range g.chat[5] {
+		if id != int64(i+1) {
+			t.Fatalf("out of order: %v", g.chat[5])
+		}
+	}
+}

@@ -87,12 +87,14 @@ func (d *Delivery) Done(answered bool) {
 	d.w.forget(d.seq)
 }
 
-// Abandon gives the update up: this instance stops keeping it, and the
-// server redelivers it after the ack wait to whoever owns its partition
-// then. (Not a Nak: a Nak'd update leaves the consumer's pending count
-// before it is redelivered, and a new owner could answer a later update
-// of its conversation first.)
-func (d *Delivery) Abandon() { d.w.forget(d.seq) }
+// Abandon hands the update back: the server redelivers it at once to
+// whoever owns its partition then. A Nak'd update stays in the consumer's
+// pending count until it is redelivered, so a new owner's handover still
+// waits for it and order holds.
+func (d *Delivery) Abandon() {
+	d.w.forget(d.seq)
+	_ = d.msg.Nak() // if lost, the ack wait redelivers it
+}
 
 func answeredKey(bot string, update int64) string {
 	return keyPart(bot) + "." + strconv.FormatInt(update, 10)
@@ -129,9 +131,9 @@ func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
 	}()
 }
 
-// Release gives up every update still held (the server redelivers them to
-// the partitions' next owners after the ack wait) and leaves the
-// membership. Call it after the work stopped.
+// Release hands back every update still held (the server redelivers them
+// to the partitions' next owners at once) and leaves the membership. Call
+// it after the work stopped.
 func (c *Cluster) Release() {
 	c.mu.Lock()
 	workers := c.workers
@@ -141,8 +143,12 @@ func (c *Cluster) Release() {
 		w.stop()
 	}
 	c.heldMu.Lock()
+	held := c.held
 	c.held = map[uint64]jetstream.Msg{}
 	c.heldMu.Unlock()
+	for _, m := range held {
+		_ = m.Nak()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = c.members.Delete(ctx, keyPart(c.cfg.Instance))
@@ -365,11 +371,14 @@ func (w *worker) receive(msg jetstream.Msg) {
 	}
 	if heldHere || w.stopped {
 		// Redelivered while this instance still holds it (a late
-		// keep-alive; maybe by a worker of an earlier turn of ownership),
-		// or after we stopped: not ours to hand on (again). Left alone, it
-		// is redelivered after the ack wait if nobody finishes it.
+		// keep-alive; maybe by a worker of an earlier turn of ownership):
+		// not to be handed on again. Or received after we stopped: handed
+		// back.
 		w.c.heldMu.Unlock()
 		w.mu.Unlock()
+		if !heldHere {
+			_ = msg.Nak()
+		}
 		return
 	}
 	w.held[seq] = true
