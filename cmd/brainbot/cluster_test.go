@@ -24,6 +24,7 @@ func TestClusterSettings(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"BRAINBOT_NATS_URL": "http://a:4222"}, `BRAINBOT_NATS_URL (-nats-url) "http://a:4222": must be nats://`},
+		{map[string]string{"BRAINBOT_NATS_URL": "http://u:pw@a:4222"}, `BRAINBOT_NATS_URL (-nats-url) "http://***@a:4222": must be nats://`},
 		{map[string]string{"BRAINBOT_NATS_URL": "nats://a", "BRAINBOT_NATS_PARTITIONS": "-1"}, `BRAINBOT_NATS_PARTITIONS (-nats-partitions) "-1": must be 1 to 1024`},
 		{map[string]string{"BRAINBOT_NATS_URL": "nats://a", "BRAINBOT_NATS_REPLICAS": "7"}, `BRAINBOT_NATS_REPLICAS (-nats-replicas) "7": must be 1 to 5`},
 		{map[string]string{"BRAINBOT_WEBHOOK_URL": "https://x/tg"}, `BRAINBOT_WEBHOOK_URL (-webhook-url) "https://x/tg": needs BRAINBOT_NATS_URL`},
