@@ -114,41 +114,16 @@ func (r *runner) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pollCtx, stopPoll := context.WithCancel(ctx)
-	defer stopPoll()
-	var fatalMu sync.Mutex
-	var fatal error
-	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second}, r.polled)
-	client, err := tgbot.New(r.token,
-		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
-		tgbot.WithSkipGetMe(), // called below, under our context and retry
-		tgbot.WithHTTPClient(r.m.cfg.PollTimeout, gate),
-		tgbot.WithInitialOffset(offset),
-		// The handler only journals and enqueues; running it in the
-		// polling worker keeps journaling in update order.
-		tgbot.WithNotAsyncHandlers(),
-		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
-			if bad, ok := gate.takeUndecodable(u.ID); ok {
-				r.skipUndecodable(u.ID, bad)
-			} else {
-				r.accept(u, nil)
-			}
-			gate.handled(u.ID)
-		}),
-		tgbot.WithErrorsHandler(func(err error) {
-			if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorConflict) {
-				fatalMu.Lock()
-				fatal = err
-				fatalMu.Unlock()
-				stopPoll()
-				return
-			}
-			r.log.Warn("telegram polling error", zap.Error(err))
-		}),
-	)
+	// The handler only journals and enqueues.
+	lp, err := r.newLongPoll(ctx, offset, func(_ context.Context, u *models.Update) bool {
+		r.accept(u, nil)
+		return true
+	})
 	if err != nil {
 		return err
 	}
+	defer lp.stop()
+	client := lp.client
 	me, err := client.GetMe(ctx)
 	if err != nil {
 		return err
@@ -165,16 +140,77 @@ func (r *runner) serve(ctx context.Context) error {
 		r.m.replay(ctx, r)
 	}
 	r.log.Info("telegram bot polling", zap.String("username", me.Username))
-	client.Start(pollCtx)
-	fatalMu.Lock()
-	defer fatalMu.Unlock()
-	if ctx.Err() != nil {
+	return lp.run(ctx)
+}
+
+// longPoll is a bot's getUpdates client: updates reach its handler one at
+// a time, in order, and each is confirmed to Telegram (through the confirm
+// gate) only once the handler is done with it.
+type longPoll struct {
+	client *tgbot.Bot
+	ctx    context.Context
+	stop   context.CancelFunc
+
+	mu    sync.Mutex
+	fatal error // why polling stopped: token rejected, or a second poller
+}
+
+// newLongPoll makes the bot's polling client, starting at offset. handle
+// gets every decodable update (undecodable ones are skipped and told);
+// false leaves the update unconfirmed, for polling to stop.
+func (r *runner) newLongPoll(ctx context.Context, offset int64, handle func(context.Context, *models.Update) bool) (*longPoll, error) {
+	lp := &longPoll{}
+	lp.ctx, lp.stop = context.WithCancel(ctx)
+	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second}, r.polled)
+	client, err := tgbot.New(r.token,
+		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
+		tgbot.WithSkipGetMe(), // called by the caller, under its context and retry
+		tgbot.WithHTTPClient(r.m.cfg.PollTimeout, gate),
+		tgbot.WithInitialOffset(offset),
+		// The handler must stay fast; running it in the polling worker
+		// keeps updates in order.
+		tgbot.WithNotAsyncHandlers(),
+		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
+			if bad, ok := gate.takeUndecodable(u.ID); ok {
+				r.skipUndecodable(u.ID, bad)
+			} else if !handle(lp.ctx, u) {
+				return
+			}
+			gate.handled(u.ID)
+		}),
+		tgbot.WithErrorsHandler(func(err error) {
+			if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorConflict) {
+				lp.mu.Lock()
+				lp.fatal = err
+				lp.mu.Unlock()
+				lp.stop()
+				return
+			}
+			r.log.Warn("telegram polling error", zap.Error(err))
+		}),
+	)
+	if err != nil {
+		lp.stop()
+		return nil, err
+	}
+	lp.client = client
+	return lp, nil
+}
+
+// run long-polls until ctx (newLongPoll's) ends (nil) or Telegram rejects
+// the token or reports a second poller (the error).
+func (lp *longPoll) run(ctx context.Context) error {
+	defer lp.stop()
+	lp.client.Start(lp.ctx)
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	switch {
+	case ctx.Err() != nil:
 		return nil
+	case lp.fatal != nil:
+		return lp.fatal
 	}
-	if fatal == nil {
-		fatal = errPollStopped
-	}
-	return fatal
+	return errPollStopped
 }
 
 // polled records that Telegram answered the bot just now (getMe, or a

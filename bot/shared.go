@@ -18,10 +18,8 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
@@ -142,55 +140,21 @@ func (r *runner) pollShared(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pollCtx, stopPoll := context.WithCancel(ctx)
-	defer stopPoll()
-	var fatalMu sync.Mutex
-	var fatal error
-	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second}, r.polled)
-	poller, err := tgbot.New(r.token,
-		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
-		tgbot.WithSkipGetMe(),
-		tgbot.WithHTTPClient(r.m.cfg.PollTimeout, gate),
-		tgbot.WithInitialOffset(offset),
-		tgbot.WithNotAsyncHandlers(),
-		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
-			if bad, ok := gate.takeUndecodable(u.ID); ok {
-				r.skipUndecodable(u.ID, bad)
-			} else if !r.publish(pollCtx, u) {
-				return // not confirmed: polling stops, the next poller gets it again
-			}
-			gate.handled(u.ID)
-		}),
-		tgbot.WithErrorsHandler(func(err error) {
-			if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorConflict) {
-				fatalMu.Lock()
-				fatal = err
-				fatalMu.Unlock()
-				stopPoll()
-				return
-			}
-			r.log.Warn("telegram polling error", zap.Error(err))
-		}),
-	)
+	lp, err := r.newLongPoll(ctx, offset, func(ctx context.Context, u *models.Update) bool {
+		// Not confirmed unless published: the next poller gets it again.
+		return r.publish(ctx, u)
+	})
 	if err != nil {
 		return err
 	}
+	defer lp.stop()
 	// Telegram answers getUpdates only without a webhook (one may be left
 	// from webhook mode).
-	if _, err := poller.DeleteWebhook(ctx, &tgbot.DeleteWebhookParams{}); err != nil {
+	if _, err := lp.client.DeleteWebhook(ctx, &tgbot.DeleteWebhookParams{}); err != nil {
 		return err
 	}
 	r.log.Info("telegram bot polling", zap.String("username", r.username()))
-	poller.Start(pollCtx)
-	fatalMu.Lock()
-	defer fatalMu.Unlock()
-	if ctx.Err() != nil {
-		return nil
-	}
-	if fatal == nil {
-		fatal = errPollStopped
-	}
-	return fatal
+	return lp.run(ctx)
 }
 
 func (r *runner) username() string {
