@@ -124,6 +124,10 @@ type Cluster struct {
 	owned   map[int]bool    // partitions this instance pulls
 	workers map[int]*worker
 	handle  func(*Delivery)
+	// stopWork ends Work's loop, which closes workDone once it stopped
+	// its workers.
+	stopWork context.CancelFunc
+	workDone chan struct{}
 
 	heldMu sync.Mutex
 	// held are the updates handed to this instance and not yet done, by

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -65,8 +66,17 @@ func TestHeldMessageStaysWithItsHolderAcrossAHandover(t *testing.T) {
 }
 
 // A graceful stop hands what the instance held to the next owner at once,
-// not after the ack wait, and in order.
+// not after the ack wait, and in order. Release may come while the work
+// loop, its context just ended, is still stopping the workers: it must not
+// hand the updates back to a worker that still pulls (which would take
+// them again and hold them, unkept, until the ack wait).
 func TestReleaseHandsOverAtOnce(t *testing.T) {
+	for _, gap := range []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond} {
+		t.Run(gap.String(), func(t *testing.T) { releaseHandsOverAtOnce(t, gap) })
+	}
+}
+
+func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 	url := natstest.Start(t)
 	ctx := context.Background()
 	long := func(name string) *Cluster {
@@ -92,10 +102,14 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	g := newGot()
 	b.Work(ctx, func(d *Delivery) { g.record("b", d); go d.Done(true) })
 	stopA()
+	time.Sleep(gap) // the work loop begins stopping the workers
 	a.Release()
 	start := time.Now()
 	waitFor(t, 10*time.Second, "b to answer what a held", func() bool { return g.count() == 10 })
 	t.Logf("handed over in %v", time.Since(start))
+	if n := held.Load(); n != 10 {
+		t.Errorf("a was handed %d updates, %d after it released them", n, n-10)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, id := range g.chat[5] {
@@ -103,4 +117,78 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 			t.Fatalf("out of order: %v", g.chat[5])
 		}
 	}
+}
+
+// While the last owner of a partition still holds an update (queued or
+// being answered there), the next owner hands on none of the later ones
+// of the partition, even while new ones keep arriving at it: counting
+// what it holds against the consumer's ack-pending count must not include
+// updates delivered after that count was taken.
+func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a"), join(t, url, "b")
+	ctx := context.Background()
+	if err := a.Publish(ctx, "bot", 1, 0, 1, update(1, 1, "x")); err != nil {
+		t.Fatal(err)
+	}
+	var part int
+	for p := range 8 {
+		c, _ := a.stream.Consumer(ctx, consumerName(p))
+		info, _ := c.Info(ctx)
+		if info.NumPending > 0 {
+			part = p
+		}
+	}
+	got := make(chan *Delivery, 1)
+	a.mu.Lock()
+	a.handle = func(d *Delivery) { got <- d }
+	a.mu.Unlock()
+	wa, err := a.startWorker(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // a keeps it in progress
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+				_ = d.msg.InProgress()
+			}
+		}
+	}()
+	wa.stop()
+	var handed atomic.Int32
+	b.mu.Lock()
+	b.handle = func(d *Delivery) { handed.Add(1); go d.Done(true) }
+	b.mu.Unlock()
+	wb, err := b.startWorker(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.stop()
+	go func() { // later updates of the same conversation keep coming
+		defer wg.Done()
+		for id := int64(2); ; id++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			_ = a.Publish(ctx, "bot", 1, 0, id, update(id, 1, "later"))
+		}
+	}()
+	time.Sleep(4 * time.Second)
+	if n := handed.Load(); n != 0 {
+		t.Errorf("b handed on %d later updates while a held an earlier one", n)
+	}
+	close(stop)
+	wg.Wait()
+	d.Done(true)
+	waitFor(t, 10*time.Second, "b to hand on the later ones once a is done", func() bool { return handed.Load() > 0 })
 }

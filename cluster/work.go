@@ -80,11 +80,14 @@ func (d *Delivery) Done(answered bool) {
 		msg = newest
 	}
 	c.heldMu.Unlock()
+	// Forgotten before it is acknowledged: a handover counting what its
+	// worker holds against the consumer's ack-pending count may count an
+	// update short (it waits a round), never one the server no longer has.
+	d.w.forget(d.seq)
 	if err := msg.DoubleAck(ctx); err != nil {
 		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", d.bot),
 			zap.Int64("update_id", d.updateID), zap.Error(err))
 	}
-	d.w.forget(d.seq)
 }
 
 // Abandon hands the update back: the server redelivers it at once to
@@ -105,24 +108,28 @@ func answeredKey(bot string, update int64) string {
 // handle must not block: it queues the work. Pulling stops when ctx ends;
 // updates held then keep their claim (work in progress) until Release.
 func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	c.mu.Lock()
 	c.handle = handle
 	if c.workers == nil {
 		c.workers = map[int]*worker{}
 	}
+	c.stopWork, c.workDone = cancel, done
 	c.mu.Unlock()
 	c.heartbeat(ctx)
 	go c.keepAlive()
 	go func() {
+		defer close(done)
 		tick := time.NewTicker(c.cfg.MemberTTL / 5)
 		defer tick.Stop()
 		for {
 			if ctx.Err() != nil {
-				c.rebalance(nil)
+				c.rebalance(nil, true)
 				return
 			}
 			c.heartbeat(ctx)
-			c.rebalance(c.assigned(ctx))
+			c.rebalance(c.assigned(ctx), false)
 			select {
 			case <-ctx.Done():
 			case <-tick.C:
@@ -133,14 +140,27 @@ func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
 
 // Release hands back every update still held (the server redelivers them
 // to the partitions' next owners at once) and leaves the membership. Call
-// it after the work stopped.
+// it after the work stopped (the updates handed on are answered or
+// abandoned); it ends Work's loop itself and waits until every worker
+// stopped pulling before it hands anything back.
 func (c *Cluster) Release() {
+	// The workers must have stopped before the held updates go back: one
+	// still pulling (the work loop may be stopping it right now) would be
+	// handed them again, and hold them unkept until the ack wait.
+	c.mu.Lock()
+	stopWork, workDone := c.stopWork, c.workDone
+	c.mu.Unlock()
+	if stopWork != nil {
+		stopWork()
+		<-workDone
+	}
 	c.mu.Lock()
 	workers := c.workers
 	c.workers = nil
 	c.mu.Unlock()
 	for _, w := range workers {
 		w.stop()
+		w.settle()
 	}
 	c.heldMu.Lock()
 	held := c.held
@@ -212,8 +232,9 @@ func (c *Cluster) ownedList() []int {
 	return out
 }
 
-// rebalance starts pulling the partitions in want and stops the others.
-func (c *Cluster) rebalance(want []int) {
+// rebalance starts pulling the partitions in want and stops the others;
+// final: for good (Release comes next).
+func (c *Cluster) rebalance(want []int, final bool) {
 	c.mu.Lock()
 	var stop []*worker
 	for p, w := range c.workers {
@@ -232,6 +253,9 @@ func (c *Cluster) rebalance(want []int) {
 	c.mu.Unlock()
 	for _, w := range stop {
 		w.stop()
+		if final {
+			w.settle()
+		}
 		c.log.Info("partition released", zap.Int("partition", w.p))
 	}
 	for _, p := range start {
@@ -323,7 +347,8 @@ func (c *Cluster) startWorker(p int) (*worker, error) {
 }
 
 // stop ends pulling, gives up what was buffered and not handed on, and
-// unpins the partition so the next owner is pinned at once.
+// unpins the partition so the next owner is pinned at once. A receive
+// from then on hands its message back.
 func (w *worker) stop() {
 	w.cc.Stop()
 	w.mu.Lock()
@@ -337,6 +362,16 @@ func (w *worker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = w.c.stream.UnpinConsumer(ctx, consumerName(w.p), group)
+}
+
+// settle waits, after stop, until what the worker was handing on when it
+// stopped (a receive, a handover's buffer) is handed on: held, so Release
+// hands it back. It waits on handle, which may take a while to queue an
+// update, so only a worker stopped for good is waited for.
+func (w *worker) settle() {
+	w.order.Lock()
+	//lint:ignore SA2001 waiting for the holder is the point
+	w.order.Unlock()
 }
 
 func (w *worker) forget(seq uint64) {
@@ -417,7 +452,7 @@ func (w *worker) handover() {
 			w.mu.Unlock()
 			return
 		}
-		caughtUp := err == nil && info.NumAckPending <= len(w.held)
+		caughtUp := err == nil && holdsAllPending(info, w.held)
 		late := time.Since(start) > handoverMax
 		w.mu.Unlock()
 		if !caughtUp && !late {
@@ -440,6 +475,25 @@ func (w *worker) handover() {
 		w.order.Unlock()
 		return
 	}
+}
+
+// holdsAllPending reports whether every update ack-pending on the
+// consumer when info was taken is one of held (the stream sequences a
+// worker holds). Only those held at or below info's last delivered stream
+// sequence count: an update delivered for the first time after info was
+// taken is past that sequence and not in its count, and counting it would
+// let a later update stand in for an earlier one the last owner still
+// holds. Those counted were all pending then (redelivered ones too; a
+// worker forgets an update before acknowledging it), so as many of them as
+// were pending are all of them.
+func holdsAllPending(info *jetstream.ConsumerInfo, held map[uint64]bool) bool {
+	n := 0
+	for seq := range held {
+		if seq <= info.Delivered.Stream {
+			n++
+		}
+	}
+	return info.NumAckPending <= n
 }
 
 func compareSeq(a, b uint64) int {
