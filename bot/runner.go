@@ -123,24 +123,34 @@ func (r *runner) serve(ctx context.Context) error {
 		return err
 	}
 	defer lp.stop()
-	client := lp.client
-	me, err := client.GetMe(ctx)
+	me, err := r.connect(ctx, lp.client)
 	if err != nil {
 		return err
 	}
-	// Telegram answered: the bot is connected before its first long poll
-	// returns, which may take PollTimeout when nobody writes.
-	r.polled()
-	r.mu.Lock()
-	r.client, r.me = client, self{id: me.ID, username: me.Username}
-	r.mu.Unlock()
-	r.brainChanged()
 	r.polling.Store(true)
 	if r.m.takeReplay(r.id) {
 		r.m.replay(ctx, r)
 	}
-	r.log.Info("telegram bot polling", zap.String("username", me.Username))
+	r.log.Info("telegram bot polling", zap.String("username", me.username))
 	return lp.run(ctx)
+}
+
+// connect asks Telegram who the bot is (getMe) and makes client the one
+// replies go out through.
+func (r *runner) connect(ctx context.Context, client *tgbot.Bot) (self, error) {
+	me, err := client.GetMe(ctx)
+	if err != nil {
+		return self{}, err
+	}
+	// Telegram answered: the bot is connected before its first long poll
+	// returns, which may take PollTimeout when nobody writes.
+	r.polled()
+	who := self{id: me.ID, username: me.Username}
+	r.mu.Lock()
+	r.client, r.me = client, who
+	r.mu.Unlock()
+	r.brainChanged()
+	return who, nil
 }
 
 // longPoll is a bot's getUpdates client: updates reach its handler one at

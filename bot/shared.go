@@ -96,16 +96,11 @@ func (r *runner) serveShared(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	me, err := client.GetMe(ctx)
+	me, err := r.connect(ctx, client)
 	if err != nil {
 		return err
 	}
-	r.polled()
-	r.mu.Lock()
-	r.client, r.me = client, self{id: me.ID, username: me.Username}
-	r.mu.Unlock()
-	r.brainChanged()
-	r.log.Info("telegram bot connected", zap.String("username", me.Username))
+	r.log.Info("telegram bot connected", zap.String("username", me.username))
 	if r.m.cfg.WebhookURL != "" {
 		r.setWebhook(ctx, client)
 		<-ctx.Done()

@@ -81,16 +81,7 @@ func UsageReport(ctx context.Context, url string, f store.UsageFilter) ([]store.
 				l = &store.UsageLine{Bot: k.bot, User: k.user, Mode: k.mode}
 				sums[k] = l
 			}
-			l.Requests++
-			if u.Outcome == "error" {
-				l.Errors++
-			}
-			l.InputTokens += u.InputTokens
-			l.OutputTokens += u.OutputTokens
-			l.CacheReadTokens += u.CacheReadTokens
-			l.CacheWriteTokens += u.CacheWriteTokens
-			l.ClaudeUSD += u.ClaudeUSD
-			l.OpenAIUSD += u.OpenAIUSD
+			l.Add(u.Line())
 		}
 		if err := batch.Error(); err != nil {
 			return nil, err

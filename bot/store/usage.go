@@ -57,6 +57,29 @@ type UsageLine struct {
 	ClaudeUSD, OpenAIUSD                                         float64
 }
 
+// Add adds o's counts and costs to l (its bot, user and mode stay).
+func (l *UsageLine) Add(o UsageLine) {
+	l.Requests += o.Requests
+	l.Errors += o.Errors
+	l.InputTokens += o.InputTokens
+	l.OutputTokens += o.OutputTokens
+	l.CacheReadTokens += o.CacheReadTokens
+	l.CacheWriteTokens += o.CacheWriteTokens
+	l.ClaudeUSD += o.ClaudeUSD
+	l.OpenAIUSD += o.OpenAIUSD
+}
+
+// Line is one usage record as a line of a usage report.
+func (u Usage) Line() UsageLine {
+	l := UsageLine{Bot: u.Bot, User: u.User, Mode: u.Mode, Requests: 1,
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, ClaudeUSD: u.ClaudeUSD, OpenAIUSD: u.OpenAIUSD}
+	if u.Outcome == "error" {
+		l.Errors = 1
+	}
+	return l
+}
+
 // UsageReport sums the usage f selects per bot (and user) and mode.
 func (s *Store) UsageReport(ctx context.Context, f UsageFilter) ([]UsageLine, error) {
 	user := "0"

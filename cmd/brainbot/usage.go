@@ -97,14 +97,7 @@ func writeUsageTable(w io.Writer, lines []store.UsageLine, byUser bool, since st
 			row += strconv.FormatInt(l.User, 10) + "\t"
 		}
 		fmt.Fprintln(tw, row+usageCells(l))
-		total.Requests += l.Requests
-		total.Errors += l.Errors
-		total.InputTokens += l.InputTokens
-		total.OutputTokens += l.OutputTokens
-		total.CacheReadTokens += l.CacheReadTokens
-		total.CacheWriteTokens += l.CacheWriteTokens
-		total.ClaudeUSD += l.ClaudeUSD
-		total.OpenAIUSD += l.OpenAIUSD
+		total.Add(l)
 	}
 	row := "total\t"
 	if byUser {
