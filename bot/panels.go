@@ -249,7 +249,7 @@ func (h *panels) missing(r *request, pn *panel.Panel) []string {
 	var wg sync.WaitGroup
 	for i, m := range pn.Members {
 		b := h.p.brain(m)
-		client, me := h.member(m)
+		client, me := h.connectedMember(r.ctx, m)
 		checks[i].name = m
 		if b == nil || client == nil || me.id == 0 {
 			continue
@@ -276,6 +276,28 @@ func (h *panels) missing(r *request, pn *panel.Panel) []string {
 		}
 	}
 	return missing
+}
+
+// memberConnectWait is how long /panel waits for a member bot that is
+// still connecting to Telegram (just started, or reconnecting) before it
+// counts as missing.
+const memberConnectWait = 10 * time.Second
+
+// connectedMember returns member bot's client and identity, waiting a
+// little for a bot of the brains folder that is still connecting.
+func (h *panels) connectedMember(ctx context.Context, bot string) (*tgbot.Bot, self) {
+	deadline := time.Now().Add(memberConnectWait)
+	for {
+		client, me := h.member(bot)
+		if client != nil && me.id != 0 || h.p.brain(bot) == nil || time.Now().After(deadline) {
+			return client, me
+		}
+		select {
+		case <-ctx.Done():
+			return client, me
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // run runs (or resumes) a panel in the background and writes its summary

@@ -79,3 +79,28 @@ func TestPanelLimitsAndSlots(t *testing.T) {
 		t.Errorf("%d calls after the refused panel, want only its reply", after-before)
 	}
 }
+
+// A member bot still connecting to Telegram when /panel arrives (it has
+// just started, or is retrying) is waited for, not reported missing.
+func TestPanelWaitsForAMemberStillConnecting(t *testing.T) {
+	panels := t.TempDir()
+	if err := os.WriteFile(filepath.Join(panels, "duo.yaml"), []byte("members: [alpha, beta]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, ""), "beta": brainFile(tokenB, "")},
+		func(c *Config) { c.PanelsDir, c.RetryMin, c.RetryMax = panels, 300*time.Millisecond, 300*time.Millisecond },
+		func(h *harness) {
+			// beta's first getMe fails: it connects a retry later.
+			h.srv.Fail(tokenB, telegramtest.Rule{Method: "getMe", Times: 1,
+				Err: telegramtest.APIError{Code: 502, Description: "Bad Gateway"}})
+		})
+	sendGroupCommand(h, -501, 50, "/panel is it?", tokenA)
+	if line := h.waitLog("panel"); line.ContextMap()["answers"] != int64(2) {
+		t.Errorf("panel line %v, want both members answering", line.ContextMap())
+	}
+	for _, c := range h.srv.Sent(tokenA, "sendMessage") {
+		if strings.Contains(c.Param("text"), "missing") {
+			t.Errorf("beta, still connecting, was reported missing: %q", c.Param("text"))
+		}
+	}
+}
