@@ -88,7 +88,9 @@ func TestPanelWaitsForAMemberStillConnecting(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, ""), "beta": brainFile(tokenB, "")},
-		func(c *Config) { c.PanelsDir, c.RetryMin, c.RetryMax = panels, 300*time.Millisecond, 300*time.Millisecond },
+		func(c *Config) {
+			c.PanelsDir, c.RetryMin, c.RetryMax = panels, 300*time.Millisecond, 300*time.Millisecond
+		},
 		func(h *harness) {
 			// beta's first getMe fails: it connects a retry later.
 			h.srv.Fail(tokenB, telegramtest.Rule{Method: "getMe", Times: 1,
