@@ -71,7 +71,7 @@ func (r *runner) run(parent context.Context) {
 	r.mu.Unlock()
 	defer cancel()
 
-	wait := r.m.cfg.RetryMin
+	retry := r.retries()
 	for {
 		started := time.Now()
 		err := r.serve(ctx)
@@ -79,18 +79,41 @@ func (r *runner) run(parent context.Context) {
 			return
 		}
 		if time.Since(started) > r.m.cfg.RetryMax {
-			wait = r.m.cfg.RetryMin // it ran fine for a while: a new problem
+			retry.reset() // it ran fine for a while: a new problem
 		}
 		r.log.Error("telegram bot not running; retrying", zap.String("cause", describeTelegramError(err)),
-			zap.Error(err), zap.Duration("retry_in", wait))
-		select {
-		case <-ctx.Done():
+			zap.Error(err), zap.Duration("retry_in", retry.next))
+		if !retry.wait(ctx) {
 			return
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, r.m.cfg.RetryMax)
 	}
 }
+
+// backoff is the wait between retries of a call to Telegram or NATS: it
+// starts at Config.RetryMin and doubles up to max.
+type backoff struct {
+	min, max, next time.Duration
+}
+
+// retries is the runner's backoff, up to Config.RetryMax.
+func (r *runner) retries() *backoff {
+	return &backoff{min: r.m.cfg.RetryMin, max: r.m.cfg.RetryMax, next: r.m.cfg.RetryMin}
+}
+
+// wait sleeps for the next wait, then doubles it; false when ctx ended
+// first.
+func (b *backoff) wait(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(b.next):
+	}
+	b.next = min(2*b.next, b.max)
+	return true
+}
+
+// reset starts the waits again from the first.
+func (b *backoff) reset() { b.next = b.min }
 
 // describeTelegramError explains the failures an admin must act on.
 func describeTelegramError(err error) string {
@@ -285,7 +308,7 @@ func (r *runner) register(ctx context.Context) {
 	if same {
 		return
 	}
-	wait := r.m.cfg.RetryMin
+	retry := r.retries()
 	for {
 		err := r.m.pipeline.caller.retry(ctx, "setMyCommands", func(ctx context.Context) error {
 			if _, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds}); err != nil {
@@ -307,12 +330,9 @@ func (r *runner) register(ctx context.Context) {
 			r.log.Warn("Telegram refused the command list or description", zap.Error(err))
 			return
 		}
-		r.log.Warn("could not register the command list and description; retrying", zap.Error(err), zap.Duration("retry_in", wait))
-		select {
-		case <-ctx.Done():
+		r.log.Warn("could not register the command list and description; retrying", zap.Error(err), zap.Duration("retry_in", retry.next))
+		if !retry.wait(ctx) {
 			return
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, r.m.cfg.RetryMax)
 	}
 }

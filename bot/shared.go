@@ -109,20 +109,17 @@ func (r *runner) serveShared(ctx context.Context) error {
 	r.m.cfg.Cluster.Lease(ctx, r.id, func(ctx context.Context) {
 		r.polling.Store(true)
 		defer r.polling.Store(false)
-		wait := r.m.cfg.RetryMin
+		retry := r.retries()
 		for {
 			err := r.pollShared(ctx)
 			if ctx.Err() != nil {
 				return
 			}
 			r.log.Error("telegram polling stopped; retrying", zap.String("cause", describeTelegramError(err)),
-				zap.Error(err), zap.Duration("retry_in", wait))
-			select {
-			case <-ctx.Done():
+				zap.Error(err), zap.Duration("retry_in", retry.next))
+			if !retry.wait(ctx) {
 				return
-			case <-time.After(wait):
 			}
-			wait = min(2*wait, r.m.cfg.RetryMax)
 		}
 	})
 	return nil
@@ -174,7 +171,8 @@ func (r *runner) publish(ctx context.Context, u *models.Update) bool {
 			thread = msg.MessageThreadID
 		}
 	}
-	wait := r.m.cfg.RetryMin
+	// At most 10s apart: polling waits for it.
+	retry := &backoff{min: r.m.cfg.RetryMin, max: 10 * time.Second, next: r.m.cfg.RetryMin}
 	for {
 		err := r.m.cfg.Cluster.Publish(ctx, r.id, chat, thread, u.ID, data)
 		if err == nil {
@@ -184,12 +182,9 @@ func (r *runner) publish(ctx context.Context, u *models.Update) bool {
 			return false
 		}
 		r.log.Warn("could not publish the update; retrying", zap.Int64("update_id", u.ID), zap.Error(err))
-		select {
-		case <-ctx.Done():
+		if !retry.wait(ctx) {
 			return false
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, 10*time.Second)
 	}
 	r.confirm(u.ID, nil)
 	return true

@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"path"
 	"strings"
-	"time"
 
 	tgbot "github.com/go-telegram/bot"
 	"go.uber.org/zap"
@@ -42,7 +41,7 @@ func WebhookSecret(token string) string {
 // until it is done or ctx ends.
 func (r *runner) setWebhook(ctx context.Context, client *tgbot.Bot) {
 	url := strings.TrimRight(r.m.cfg.WebhookURL, "/") + "/" + r.id
-	wait := r.m.cfg.RetryMin
+	retry := r.retries()
 	for {
 		_, err := client.SetWebhook(ctx, &tgbot.SetWebhookParams{URL: url, SecretToken: WebhookSecret(r.token),
 			AllowedUpdates: []string{"message", "my_chat_member"}})
@@ -53,13 +52,10 @@ func (r *runner) setWebhook(ctx context.Context, client *tgbot.Bot) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Error("could not set the webhook; retrying", zap.Error(err), zap.Duration("retry_in", wait))
-		select {
-		case <-ctx.Done():
+		r.log.Error("could not set the webhook; retrying", zap.Error(err), zap.Duration("retry_in", retry.next))
+		if !retry.wait(ctx) {
 			return
-		case <-time.After(wait):
 		}
-		wait = min(2*wait, r.m.cfg.RetryMax)
 	}
 }
 
