@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/fsnotify/fsnotify v1.10.1
-	github.com/go-telegram/bot v1.23.0
+	github.com/go-telegram/bot v1.24.0
 	github.com/google/uuid v1.6.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/mattn/go-isatty v0.0.24
