@@ -34,18 +34,19 @@ func addressed(msg *models.Message, me self, setting string) (text string, ok bo
 	last := 0
 	mentioned := false
 	for _, e := range entities {
-		if e.Offset < last || e.Offset+e.Length > len(units) {
+		start, end, ok := entitySpan(units, e)
+		if !ok || start < last {
 			continue
 		}
-		span := string(utf16.Decode(units[e.Offset : e.Offset+e.Length]))
+		span := string(utf16.Decode(units[start:end]))
 		isMe := e.Type == models.MessageEntityTypeMention && strings.EqualFold(span, "@"+me.username) ||
 			e.Type == models.MessageEntityTypeTextMention && e.User != nil && e.User.ID == me.id
 		if !isMe {
 			continue
 		}
 		mentioned = true
-		keep = append(keep, units[last:e.Offset]...)
-		last = e.Offset + e.Length
+		keep = append(keep, units[last:start]...)
+		last = end
 	}
 	keep = append(keep, units[last:]...)
 	cleaned := strings.Join(strings.Fields(string(utf16.Decode(keep))), " ")

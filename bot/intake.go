@@ -265,15 +265,13 @@ func (in *incoming) logger(base *zap.Logger) *zap.Logger {
 // its bot_command entity as Telegram marks it: "/reset@mybot now" is
 // "reset". A command addressed to another bot is reported as such.
 func parseCommand(text string, entities []models.MessageEntity, username string) (cmd string, forOtherBot bool) {
+	units := utf16.Encode([]rune(text))
 	for _, e := range entities {
-		if e.Type != models.MessageEntityTypeBotCommand || e.Offset != 0 {
+		start, end, ok := entitySpan(units, e)
+		if e.Type != models.MessageEntityTypeBotCommand || !ok || start != 0 || end < 2 {
 			continue
 		}
-		units := utf16.Encode([]rune(text))
-		if e.Length > len(units) || e.Length < 2 {
-			return "", false
-		}
-		word := string(utf16.Decode(units[1:e.Length]))
+		word := string(utf16.Decode(units[1:end]))
 		name, target, addressed := strings.Cut(word, "@")
 		if addressed && !strings.EqualFold(target, username) {
 			return "", true
