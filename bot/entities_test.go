@@ -70,4 +70,7 @@ func TestMalformedEntitiesAreIgnored(t *testing.T) {
 	if err := h.srv.WaitConfirmed(h.ctx(), tokenA); err != nil {
 		t.Fatalf("updates left unconfirmed: %v", err)
 	}
+	if n := h.logs.FilterMessage(panicLog).Len(); n > 0 {
+		t.Errorf("%d panics contained: malformed entities must be refused before use", n)
+	}
 }

@@ -111,6 +111,7 @@ type request struct {
 func (p *pipeline) serve(ctx context.Context, in *incoming) {
 	r := p.begin(ctx, in)
 	defer r.finish()
+	defer r.contain()
 	b := r.brain
 	switch {
 	case b == nil:
@@ -134,6 +135,7 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*request)) {
 	r := p.begin(ctx, in)
 	defer r.finish()
+	defer r.contain()
 	if r.brain == nil {
 		r.drop("dropped")
 		return
@@ -178,6 +180,9 @@ func (p *pipeline) converse(r *request) {
 	if !p.waitForSlot(r) {
 		return
 	}
+	// Given back after the answer, or by a panic on the way.
+	releaseSlot := sync.OnceFunc(p.slots.release)
+	defer releaseSlot()
 	// Only now does work start: a message that never got this far is
 	// replayed after a restart as if new, never met with "please resend".
 	p.journal(r, "attempt", p.store.Attempt)
@@ -190,6 +195,7 @@ func (p *pipeline) converse(r *request) {
 	var st *streamer
 	if mode == claude.Text && r.brain.Stream {
 		st = newStreamer(r, &p.noDrafts, p.streamEvery)
+		defer st.cancel() // if a panic skips its finish
 		onText = st.update
 	}
 	res, expired, err := p.ask(r, onText)
@@ -201,7 +207,7 @@ func (p *pipeline) converse(r *request) {
 			r.sum.firstText = firstShown.Sub(r.in.arrived)
 		}
 	}
-	p.slots.release()
+	releaseSlot()
 	r.countToolCalls(res)
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
