@@ -62,6 +62,20 @@ func addressed(msg *models.Message, me self, setting string) (text string, ok bo
 	return cleaned, mentioned || repliesToMe || cmd != "" && !forOther
 }
 
+// senderID is who wrote msg, for everything kept per sender: access,
+// daily limits, spending caps, /voice, the files made for them. A message
+// sent on behalf of a chat (sender_chat: a group's anonymous admins, a
+// channel posting in a group) is that chat's, whose id is negative:
+// Telegram sends all of those from one shared user (GroupAnonymousBot, or
+// its service account), which would make the admins of every group one
+// person.
+func senderID(msg *models.Message) int64 {
+	if msg.SenderChat != nil {
+		return msg.SenderChat.ID
+	}
+	return msg.From.ID
+}
+
 // senderName is how a group message's author is shown to the model:
 // their name, an anonymous admin's title or the chat they post as.
 func senderName(msg *models.Message) string {

@@ -244,7 +244,7 @@ func (r *runner) incoming(msg *models.Message) *incoming {
 		bot:       r.id,
 		chat:      msg.Chat.ID,
 		chatType:  msg.Chat.Type,
-		user:      msg.From.ID,
+		user:      senderID(msg),
 		firstName: msg.From.FirstName,
 		language:  msg.From.LanguageCode,
 		messageID: msg.ID,
