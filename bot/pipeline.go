@@ -34,6 +34,7 @@ import (
 // lives in its request.
 type pipeline struct {
 	store   Store
+	clearer *journalClearer
 	claude  Claude
 	dataDir string
 	now     func() time.Time
@@ -97,6 +98,7 @@ type request struct {
 	log     *zap.Logger
 	out     *replier // the chat the answer goes to
 	store   Store
+	clearer *journalClearer
 	now     func() time.Time
 	metrics *metrics.Metrics
 	sum     summary
@@ -158,6 +160,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 		log:     log,
 		out:     newReplier(p.caller, client, in, log),
 		store:   p.store,
+		clearer: p.clearer,
 		now:     p.now,
 		metrics: p.metrics,
 		sum:     summary{outcome: "ok"},
@@ -612,11 +615,7 @@ func (r *request) finish() {
 		}
 	}
 	if !r.keepJournal {
-		for _, id := range r.in.journalEntries() {
-			if err := r.store.Done(context.WithoutCancel(r.ctx), id); err != nil {
-				r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
-			}
-		}
+		r.clearer.clear(context.WithoutCancel(r.ctx), r.in.journalEntries(), r.log)
 	}
 	// A transcription is paid for even when the model was not reached.
 	if r.sum.ranClaude || r.sum.openAI > 0 {
