@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"brainbot/bot/store"
+	"brainbot/bot/store/storetest"
 )
 
 // The journal entry of an answered message that cannot be cleared (an
@@ -43,18 +43,13 @@ func TestJournalClearOutlastingShutdownLandsAtTheNextStart(t *testing.T) {
 		func(c *Config) { c.Grace = 300 * time.Millisecond }, shortBusyTimeout)
 	unlock := h.answerUnderLock("#wait one")
 	h.waitLog("could not clear journal entry; retrying")
-	h.stop()
+	h.stop() // with the lock held
 	e := h.waitLog("journal entries not cleared before shutdown")
 	if e.Level.String() != "error" || e.ContextMap()["journal_ids"] == nil {
 		t.Errorf("log line = %v %v, want error naming the entries", e.Level, e.ContextMap())
 	}
 	unlock()
-	h.reopenStore() // as a new process does
-	h.start()
-	h.exchange(tokenA, 7, "probe") // answered after anything replayed in its chat
-	if sent := h.srv.Sent(tokenA); len(sent) != 2 {
-		t.Fatalf("sent %s, want the one answer and the probe's", describeCalls(sent))
-	}
+	h.restartAnswersNothingTwice()
 	if n := h.logs.FilterMessage("replaying journaled message").Len(); n != 0 {
 		t.Errorf("%d messages replayed, want none", n)
 	}
@@ -83,7 +78,7 @@ func (h *harness) answerUnderLock(text string) (unlock func()) {
 	h.t.Helper()
 	h.srv.SendText(tokenA, 7, 7, text)
 	waitFor(h.t.(*testing.T), func() bool { return len(h.claude.requests()) == 1 })
-	unlock = lockDatabase(h.t, filepath.Join(h.data, store.FileName))
+	unlock = storetest.LockWrites(h.t, filepath.Join(h.data, store.FileName))
 	close(h.claude.release)
 	if got := h.waitSent(tokenA, 1)[0]; got.Param("text") != "You said: "+text {
 		h.t.Fatalf("answer = %q", got.Param("text"))
@@ -91,28 +86,20 @@ func (h *harness) answerUnderLock(text string) (unlock func()) {
 	return unlock
 }
 
-// lockDatabase holds the write lock of the SQLite file at path from
-// another connection, as an admin's sqlite3 shell inside a transaction
-// does, until the returned func is called.
-func lockDatabase(t testing.TB, path string) (unlock func()) {
-	t.Helper()
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
+// restartAnswersNothingTwice starts brainbot again as a new process would
+// (the store opened again; stopping first if it runs) and sends a probe
+// from user 7. Its answer must be the only new one: nothing answered
+// before comes again (a replay in chat 7 would come before the probe's).
+func (h *harness) restartAnswersNothingTwice() {
+	h.t.Helper()
+	h.stop()
+	before := len(h.srv.Sent(tokenA))
+	h.reopenStore()
+	h.start()
+	if got := h.exchange(tokenA, 7, "probe after the restart"); got.Param("text") != "You said: probe after the restart" {
+		h.t.Fatalf("after the restart the bot sent %q first, want the probe's answer", got.Param("text"))
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-			t.Error(err)
-		}
-		conn.Close()
-		db.Close()
+	if sent := h.srv.Sent(tokenA); len(sent) != before+1 {
+		h.t.Fatalf("sent %s after the restart, want only the probe's answer", describeCalls(sent[before:]))
 	}
 }

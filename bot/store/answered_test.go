@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"io/fs"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"brainbot/bot/store/storetest"
 )
 
 // A journal entry answered while another connection holds the database's
@@ -38,7 +39,7 @@ func TestDoneUnderALongLockKeepsTheAnswer(t *testing.T) {
 	}
 	kept := path + "-answered"
 
-	unlock := lockWrites(t, path)
+	unlock := storetest.LockWrites(t, path)
 	for _, id := range ids[:2] {
 		err := s.Done(ctx, id)
 		if err == nil || !strings.Contains(err.Error(), "kept as answered") {
@@ -67,31 +68,6 @@ func TestDoneUnderALongLockKeepsTheAnswer(t *testing.T) {
 	var rows int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM journal`).Scan(&rows); err != nil || rows != 1 {
 		t.Fatalf("journal rows after Open = %d, %v; want 1", rows, err)
-	}
-}
-
-// lockWrites holds the write lock of the database at path from another
-// connection until the returned func is called.
-func lockWrites(t *testing.T, path string) (unlock func()) {
-	t.Helper()
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-			t.Error(err)
-		}
-		conn.Close()
-		db.Close()
 	}
 }
 
