@@ -123,6 +123,10 @@ func TestParseCommand(t *testing.T) {
 		{"/reset@other_bot", ent(16), "", true},
 		{"/start", nil, "", false},
 		{"hi /start", []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Offset: 3, Length: 6}}, "", false},
+		// Entities that do not fit the text mark nothing.
+		{"/start", ent(-1), "", false},
+		{"/start", ent(99), "", false},
+		{"/start", []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Offset: 1 << 62, Length: 1 << 62}}, "", false},
 	} {
 		cmd, other := parseCommand(tc.text, tc.entities, "mybot")
 		if cmd != tc.cmd || other != tc.other {

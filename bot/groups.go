@@ -34,18 +34,19 @@ func addressed(msg *models.Message, me self, setting string) (text string, ok bo
 	last := 0
 	mentioned := false
 	for _, e := range entities {
-		if e.Offset < last || e.Offset+e.Length > len(units) {
+		start, end, ok := entitySpan(units, e)
+		if !ok || start < last {
 			continue
 		}
-		span := string(utf16.Decode(units[e.Offset : e.Offset+e.Length]))
+		span := string(utf16.Decode(units[start:end]))
 		isMe := e.Type == models.MessageEntityTypeMention && strings.EqualFold(span, "@"+me.username) ||
 			e.Type == models.MessageEntityTypeTextMention && e.User != nil && e.User.ID == me.id
 		if !isMe {
 			continue
 		}
 		mentioned = true
-		keep = append(keep, units[last:e.Offset]...)
-		last = e.Offset + e.Length
+		keep = append(keep, units[last:start]...)
+		last = end
 	}
 	keep = append(keep, units[last:]...)
 	cleaned := strings.Join(strings.Fields(string(utf16.Decode(keep))), " ")
@@ -59,6 +60,20 @@ func addressed(msg *models.Message, me self, setting string) (text string, ok bo
 	cmd, forOther := parseCommand(msg.Text, msg.Entities, me.username)
 	repliesToMe := msg.ReplyToMessage != nil && msg.ReplyToMessage.From != nil && msg.ReplyToMessage.From.ID == me.id
 	return cleaned, mentioned || repliesToMe || cmd != "" && !forOther
+}
+
+// senderID is who wrote msg, for everything kept per sender: access,
+// daily limits, spending caps, /voice, the files made for them. A message
+// sent on behalf of a chat (sender_chat: a group's anonymous admins, a
+// channel posting in a group) is that chat's, whose id is negative:
+// Telegram sends all of those from one shared user (GroupAnonymousBot, or
+// its service account), which would make the admins of every group one
+// person.
+func senderID(msg *models.Message) int64 {
+	if msg.SenderChat != nil {
+		return msg.SenderChat.ID
+	}
+	return msg.From.ID
 }
 
 // senderName is how a group message's author is shown to the model:

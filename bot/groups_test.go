@@ -3,8 +3,11 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf16"
 
 	"brainbot/bot/store"
@@ -170,5 +173,62 @@ func TestUpdatesThatNeedNoAnswer(t *testing.T) {
 	h.exchange(tokenA, 7, "probe")
 	if sent := h.srv.Sent(tokenA); len(sent) != 1 {
 		t.Fatalf("answered %s, want only the probe", describeCalls(sent))
+	}
+}
+
+// Telegram sends an anonymous admin's messages from GroupAnonymousBot with
+// sender_chat set to the group (and a channel's posts in its linked group
+// with sender_chat the channel). Such a sender is its chat: the anonymous
+// admins of two groups each have their own daily allowance and /voice
+// setting, and access.allowed_users names them by the chat's id.
+func TestAnonymousAdminsOfTwoGroupsAreTwoSenders(t *testing.T) {
+	h := newHarness(t, map[string]string{
+		"alpha": brainFile(tokenA, "groups: all\nlimits:\n  per_user_per_day: 1\nmessages:\n  limit: Enough for today.\ntts:\n  enabled: false\n  user_toggle: true\n"),
+		"beta":  brainFile(tokenB, "groups: all\naccess:\n  allowed_users: [-1001500]\nmessages:\n  denied: Private bot.\n"),
+	}, nil)
+	groups := map[int64]string{-1001500: "Friends", -1002600: "Neighbours"}
+	// ask sends text as the anonymous admin of group, as Telegram does, and
+	// returns the bot's answer.
+	ask := func(token string, group int64, text string) telegramtest.Call {
+		t.Helper()
+		chat := fmt.Sprintf(`{"id":%d,"type":"supergroup","title":%q}`, group, groups[group])
+		entities := ""
+		if strings.HasPrefix(text, "/") {
+			entities = fmt.Sprintf(`,"entities":[{"type":"bot_command","offset":0,"length":%d}]`, len(text))
+		}
+		before := len(h.srv.Sent(token))
+		h.srv.SendUpdate(token, fmt.Appendf(nil, `{"update_id":1,"message":{"message_id":%d,"date":1763888000,"chat":%s,`+
+			`"from":{"id":%d,"is_bot":true,"first_name":"Group","username":"GroupAnonymousBot"},"sender_chat":%s,"text":%q%s}}`,
+			messageIDs.Add(1), chat, anonymousAdmin, chat, text, entities))
+		return h.waitSent(token, before+1)[before]
+	}
+	if got := ask(tokenA, -1001500, "/voice"); !strings.Contains(got.Param("text"), "on") {
+		t.Fatalf("/voice by Friends' admin = %q", got.Param("text"))
+	}
+	if got := ask(tokenA, -1001500, "hello"); got.Method != "sendVoice" {
+		t.Fatalf("Friends' admin, voice on: %s %q", got.Method, got.Param("text"))
+	}
+	if got := ask(tokenA, -1002600, "hello"); got.Param("text") != "You said: Neighbours: hello" {
+		t.Fatalf("Neighbours' admin, their own allowance and voice setting: %s %q", got.Method, got.Param("text"))
+	}
+	if got := ask(tokenA, -1001500, "again"); got.Param("text") != "Enough for today." {
+		t.Fatalf("Friends' admin over the limit: %q", got.Param("text"))
+	}
+	ctx := context.Background()
+	for sender, want := range map[int64]int{-1001500: 1, -1002600: 1, anonymousAdmin: 0} {
+		if n, _ := h.store.DailyCount(ctx, "alpha", sender, time.Now()); n != want {
+			t.Errorf("daily count of %d = %d, want %d", sender, n, want)
+		}
+	}
+	// The voice note is filed under its sender, the group.
+	if files, _ := filepath.Glob(filepath.Join(h.data, "audio-output", "bot-alpha", "user--1001500", "*.ogg")); len(files) != 1 {
+		t.Errorf("voice notes filed for Friends' admin: %v", files)
+	}
+
+	if got := ask(tokenB, -1001500, "hi"); got.Param("text") != "You said: Friends: hi" {
+		t.Fatalf("allowed group's admin: %q", got.Param("text"))
+	}
+	if got := ask(tokenB, -1002600, "hi"); got.Param("text") != "Private bot." {
+		t.Fatalf("another group's admin: %q", got.Param("text"))
 	}
 }

@@ -27,7 +27,7 @@ import (
 // #wait (blocks until release or cancellation), #notool (turn 2 fails
 // after turn 1 produced text), #nofile (reports a file that is not there),
 // #crash (the CLI dies before it starts the session), #tools (the
-// result reports fakeToolCalls).
+// result reports fakeToolCalls), #panic (a bug: Run panics).
 type fakeClaude struct {
 	dataDir string
 	// sessions are the ids the fake knows (resume of others fails).
@@ -82,6 +82,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}
 	if f.turn > 0 {
 		time.Sleep(f.turn)
+	}
+	if strings.Contains(req.Prompt, "#panic") {
+		panic("model driver exploded")
 	}
 	if strings.Contains(req.Prompt, "#crash") {
 		// The CLI died before its init event: no session was created,

@@ -62,6 +62,9 @@ type incoming struct {
 	// fallback is the brain at arrival, used if the brain is removed
 	// before the message is answered.
 	fallback *brain.Brain
+	// updateID is Telegram's id of the update that brought it (0 after a
+	// replay: it is not journaled), for the logs.
+	updateID int64
 }
 
 // conversation is where the message belongs: the queue it waits in (its
@@ -122,6 +125,7 @@ func (r *runner) accept(u *models.Update, d Delivery) {
 	}
 	_, me := r.current()
 	in := r.incoming(msg)
+	in.updateID = u.ID
 	in.text = text
 	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, me.username)
 	if in.command == "stop" && !in.forOtherBot {
@@ -240,7 +244,7 @@ func (r *runner) incoming(msg *models.Message) *incoming {
 		bot:       r.id,
 		chat:      msg.Chat.ID,
 		chatType:  msg.Chat.Type,
-		user:      msg.From.ID,
+		user:      senderID(msg),
 		firstName: msg.From.FirstName,
 		language:  msg.From.LanguageCode,
 		messageID: msg.ID,
@@ -265,15 +269,13 @@ func (in *incoming) logger(base *zap.Logger) *zap.Logger {
 // its bot_command entity as Telegram marks it: "/reset@mybot now" is
 // "reset". A command addressed to another bot is reported as such.
 func parseCommand(text string, entities []models.MessageEntity, username string) (cmd string, forOtherBot bool) {
+	units := utf16.Encode([]rune(text))
 	for _, e := range entities {
-		if e.Type != models.MessageEntityTypeBotCommand || e.Offset != 0 {
+		start, end, ok := entitySpan(units, e)
+		if e.Type != models.MessageEntityTypeBotCommand || !ok || start != 0 || end < 2 {
 			continue
 		}
-		units := utf16.Encode([]rune(text))
-		if e.Length > len(units) || e.Length < 2 {
-			return "", false
-		}
-		word := string(utf16.Decode(units[1:e.Length]))
+		word := string(utf16.Decode(units[1:end]))
 		name, target, addressed := strings.Cut(word, "@")
 		if addressed && !strings.EqualFold(target, username) {
 			return "", true
@@ -326,18 +328,24 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 // private chat or by mentioning the bot in a group. Anything else (a
 // reaction, a boost, a service message) passes silently but for the log.
 func (r *runner) skipUndecodable(updateID int64, bad undecodable) {
-	m := r.m
 	r.log.Warn("undecodable update skipped", zap.Int64("update_id", updateID), zap.Error(bad.err))
-	m.cfg.Metrics.UndecodableUpdates.WithLabelValues(r.id).Inc()
+	r.m.cfg.Metrics.UndecodableUpdates.WithLabelValues(r.id).Inc()
 	r.confirm(updateID, nil)
+	r.tellUnreadable(bad)
+}
+
+// tellUnreadable tells the person who wrote an update that was skipped
+// that it could not be read: in a private chat, or in a group when it
+// mentions the bot.
+func (r *runner) tellUnreadable(bad undecodable) {
 	client, me := r.current()
 	private := bad.chatType == string(models.ChatTypePrivate)
 	if bad.user == 0 || !private && !mentions(bad.text, me.username) {
 		return
 	}
 	in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: bad.chat, chatType: models.ChatType(bad.chatType),
-		user: bad.user, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
-	m.answerAside(in, func(req *request) { req.say("unreadable", req.brain.Messages.Unreadable) })
+		user: bad.user, arrived: time.Now(), client: client, fallback: r.m.brain(r.id)}
+	r.m.answerAside(in, func(req *request) { req.say("unreadable", req.brain.Messages.Unreadable) })
 }
 
 // mentions reports whether text names @username.

@@ -194,6 +194,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.pipeline = &pipeline{
 		store:       cfg.Store,
+		clearer:     &journalClearer{store: cfg.Store, launch: m.launch, min: cfg.RetryMin, max: cfg.RetryMax},
 		claude:      cfg.Claude,
 		dataDir:     cfg.DataDir,
 		now:         cfg.Now,

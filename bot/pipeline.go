@@ -34,6 +34,7 @@ import (
 // lives in its request.
 type pipeline struct {
 	store   Store
+	clearer *journalClearer
 	claude  Claude
 	dataDir string
 	now     func() time.Time
@@ -97,6 +98,7 @@ type request struct {
 	log     *zap.Logger
 	out     *replier // the chat the answer goes to
 	store   Store
+	clearer *journalClearer
 	now     func() time.Time
 	metrics *metrics.Metrics
 	sum     summary
@@ -111,6 +113,7 @@ type request struct {
 func (p *pipeline) serve(ctx context.Context, in *incoming) {
 	r := p.begin(ctx, in)
 	defer r.finish()
+	defer r.contain()
 	b := r.brain
 	switch {
 	case b == nil:
@@ -134,6 +137,7 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*request)) {
 	r := p.begin(ctx, in)
 	defer r.finish()
+	defer r.contain()
 	if r.brain == nil {
 		r.drop("dropped")
 		return
@@ -156,6 +160,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 		log:     log,
 		out:     newReplier(p.caller, client, in, log),
 		store:   p.store,
+		clearer: p.clearer,
 		now:     p.now,
 		metrics: p.metrics,
 		sum:     summary{outcome: "ok"},
@@ -178,6 +183,9 @@ func (p *pipeline) converse(r *request) {
 	if !p.waitForSlot(r) {
 		return
 	}
+	// Given back after the answer, or by a panic on the way.
+	releaseSlot := sync.OnceFunc(p.slots.release)
+	defer releaseSlot()
 	// Only now does work start: a message that never got this far is
 	// replayed after a restart as if new, never met with "please resend".
 	p.journal(r, "attempt", p.store.Attempt)
@@ -190,6 +198,7 @@ func (p *pipeline) converse(r *request) {
 	var st *streamer
 	if mode == claude.Text && r.brain.Stream {
 		st = newStreamer(r, &p.noDrafts, p.streamEvery)
+		defer st.cancel() // if a panic skips its finish
 		onText = st.update
 	}
 	res, expired, err := p.ask(r, onText)
@@ -201,7 +210,7 @@ func (p *pipeline) converse(r *request) {
 			r.sum.firstText = firstShown.Sub(r.in.arrived)
 		}
 	}
-	p.slots.release()
+	releaseSlot()
 	r.countToolCalls(res)
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
@@ -606,11 +615,7 @@ func (r *request) finish() {
 		}
 	}
 	if !r.keepJournal {
-		for _, id := range r.in.journalEntries() {
-			if err := r.store.Done(context.WithoutCancel(r.ctx), id); err != nil {
-				r.log.Error("could not clear journal entry; it may be answered again after a restart", zap.Error(err))
-			}
-		}
+		r.clearer.clear(context.WithoutCancel(r.ctx), r.in.journalEntries(), r.log)
 	}
 	// A transcription is paid for even when the model was not reached.
 	if r.sum.ranClaude || r.sum.openAI > 0 {

@@ -204,12 +204,16 @@ func (r *runner) newLongPoll(ctx context.Context, offset int64, handle func(cont
 		// keeps updates in order.
 		tgbot.WithNotAsyncHandlers(),
 		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
-			if bad, ok := gate.takeUndecodable(u.ID); ok {
-				r.skipUndecodable(u.ID, bad)
-			} else if !handle(lp.ctx, u) {
-				return
+			handled := r.contain(stageIntake, u, nil, func() bool {
+				if bad, ok := gate.takeUndecodable(u.ID); ok {
+					r.skipUndecodable(u.ID, bad)
+					return true
+				}
+				return handle(lp.ctx, u)
+			})
+			if handled {
+				gate.handled(u.ID)
 			}
-			gate.handled(u.ID)
 		}),
 		tgbot.WithErrorsHandler(func(err error) {
 			if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorConflict) {

@@ -216,7 +216,10 @@ func (m *Manager) deliver(d Delivery) {
 			return
 		case r != nil:
 			if client, _ := r.current(); client != nil {
-				r.accept(&u, d)
+				r.contain(stageDelivery, &u, d, func() bool {
+					r.accept(&u, d)
+					return true
+				})
 				return
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path"
@@ -26,7 +27,8 @@ import (
 // secretHeader is where Telegram puts the webhook's secret token.
 const secretHeader = "X-Telegram-Bot-Api-Secret-Token"
 
-// maxUpdate bounds an update's body (Telegram's are a few KB).
+// maxUpdate bounds an update's body (Telegram's are a few KB); a larger
+// one is refused unread (413).
 const maxUpdate = 1 << 20
 
 // WebhookSecret is the secret token of the bot with this Telegram token:
@@ -81,8 +83,14 @@ func (m *Manager) WebhookHandler() http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(req.Body, maxUpdate))
-		if err != nil {
+		body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxUpdate))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			r.log.Warn("webhook call over the size of an update refused", zap.String("remote", req.RemoteAddr), zap.Int64("limit_bytes", maxUpdate))
+			http.Error(w, "update too large", http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
 			http.Error(w, "bad body", http.StatusBadRequest)
 			return
 		}

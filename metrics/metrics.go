@@ -40,6 +40,10 @@ type Metrics struct {
 	// UndecodableUpdates counts updates skipped because the Telegram
 	// library could not decode them, by bot.
 	UndecodableUpdates *prometheus.CounterVec
+	// Panics counts panics contained while handling an update, by bot and
+	// stage (intake: the polling handler; delivery: an update the cluster
+	// handed over; answer: the worker answering a message).
+	Panics *prometheus.CounterVec
 	// LastPoll is when each bot last had an answer from getUpdates (unix
 	// seconds).
 	LastPoll *prometheus.GaugeVec
@@ -85,6 +89,9 @@ func New() *Metrics {
 		UndecodableUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_undecodable_updates_total", Help: "Updates skipped because they could not be decoded, by bot.",
 		}, []string{"bot"}),
+		Panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_panics_total", Help: "Panics contained while handling an update (the update was skipped), by bot and stage (intake, delivery, answer).",
+		}, []string{"bot", "stage"}),
 		LastPoll: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "brainbot_last_poll_timestamp_seconds", Help: "When each bot last had an answer from getUpdates.",
 		}, []string{"bot"}),
@@ -97,7 +104,7 @@ func New() *Metrics {
 		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.Tokens,
-		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.LastPoll, m.ToolCalls, m.Panels,
+		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -11,7 +11,8 @@ import (
 // Organize moves the generated file at path (directly inside
 // root/<kind dir>) to root/<kind dir>/bot-<botID>/user-<userID>/, keeping its
 // name, or adding a numeric suffix when that name is taken: it never
-// overwrites. Folders are created with DirMode, the file gets FileMode. It
+// overwrites. userID is the sender's: a chat's negative id for messages
+// sent as that chat (user--1001234567890/). Folders are created with DirMode, the file gets FileMode. It
 // returns the final path.
 func Organize(root, path string, kind Kind, botID string, userID int64) (string, error) {
 	if kind.Dir() == "" {
@@ -20,7 +21,7 @@ func Organize(root, path string, kind Kind, botID string, userID int64) (string,
 	if !botIDPattern.MatchString(botID) {
 		return "", fmt.Errorf("output: invalid bot id %q", botID)
 	}
-	if userID <= 0 {
+	if userID == 0 {
 		return "", fmt.Errorf("output: invalid user id %d", userID)
 	}
 	kindDir := filepath.Join(root, kind.Dir())

@@ -127,6 +127,8 @@ func (t Telegram) source() string {
 }
 
 // Access restricts who may talk to the bot. Empty AllowedUsers: anyone.
+// A negative id is a group's or channel's, for the messages sent as that
+// chat (a group's anonymous admins, a channel posting in a group).
 type Access struct {
 	AllowedUsers []int64 `yaml:"allowed_users"`
 }

@@ -109,10 +109,8 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:3: telegram.token: is not a BotFather token (<bot id>:<35 letters, digits, _ or ->): it holds a space or line break"}},
 
 		// Access and limits.
-		{name: "allowed user negative", yaml: minimal + "access:\n  allowed_users: [11111, -5]\n", want: []string{
-			"t.yaml:6: access.allowed_users[1]: must be a positive Telegram user id, got -5"}},
 		{name: "allowed user zero", yaml: minimal + "access:\n  allowed_users:\n    - 0\n", want: []string{
-			"t.yaml:7: access.allowed_users[0]: must be a positive Telegram user id, got 0"}},
+			"t.yaml:7: access.allowed_users[0]: must be a Telegram user id, or a group's or channel's id (negative) for the messages sent as that chat, got 0"}},
 		{name: "limit negative", yaml: minimal + "limits:\n  per_user_per_day: -1\n", want: []string{
 			"t.yaml:6: limits.per_user_per_day: must be 0 (unlimited) or more, got -1"}},
 
@@ -296,7 +294,7 @@ func TestParseKeepsWhatTheFileSays(t *testing.T) {
 greeting: Hi!
 timezone: Europe/Berlin
 access:
-  allowed_users: [11111, 22222]
+  allowed_users: [11111, 22222, -1001234567890]
 limits:
   per_user_per_day: 0
 claude:
@@ -358,7 +356,7 @@ messages:
 		Telegram:     Telegram{TokenEnv: "NARRATOR_TOKEN"},
 		SystemPrompt: "You tell stories.",
 		Timezone:     "Europe/Berlin",
-		Access:       Access{AllowedUsers: []int64{11111, 22222}},
+		Access:       Access{AllowedUsers: []int64{11111, 22222, -1001234567890}},
 		Stream:       true,
 		Groups:       GroupsMention,
 		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second), MaxTurns: 5, MaxBudgetUSD: 0.25},

@@ -164,9 +164,9 @@ func (d *decoder) validate(b *Brain) {
 	}
 
 	for i, id := range b.Access.AllowedUsers {
-		if id <= 0 {
+		if id == 0 {
 			path := fmt.Sprintf("access.allowed_users[%d]", i)
-			d.reject(path, "must be a positive Telegram user id, got %d", id)
+			d.reject(path, "must be a Telegram user id, or a group's or channel's id (negative) for the messages sent as that chat, got %d", id)
 		}
 	}
 	for field, usd := range map[string]float64{"limits.daily_usd": b.Limits.DailyUSD, "limits.per_user_daily_usd": b.Limits.PerUserDailyUSD} {

@@ -122,8 +122,8 @@ func validate(p *Panel, f *brain.YAMLFile) {
 		}
 	}
 	for i, u := range p.Access.AllowedUsers {
-		if u <= 0 {
-			f.Reject(fmt.Sprintf("access.allowed_users[%d]", i), "must be a Telegram user id (a positive number), got %d", u)
+		if u == 0 {
+			f.Reject(fmt.Sprintf("access.allowed_users[%d]", i), "must be a Telegram user id, or a group's or channel's id (negative) for the messages sent as that chat, got %d", u)
 		}
 	}
 	for _, l := range []struct {

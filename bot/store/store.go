@@ -1,7 +1,9 @@
 // Package store keeps brainbot's state in one SQLite file (modernc.org/sqlite,
 // no cgo): each (bot, user)'s Claude session and the sessions it replaced,
 // voice-reply toggles, daily message counters, and the in-flight journal that
-// lets a restarted process finish what a crashed one had accepted.
+// lets a restarted process finish what a crashed one had accepted. Beside the
+// database, only while another process has held it locked, a small file lists
+// the answered journal entries not yet deleted (see Done).
 //
 // All times are stored as UTC Unix milliseconds. The schema is migrated in
 // code (see migrations) when the database is opened.
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -26,12 +29,35 @@ const FileName = "brainbot.db"
 // Store is safe for concurrent use.
 type Store struct {
 	db *sql.DB
+	// answered are the journal entries answered but not yet deleted (see
+	// Done).
+	answered *answered
 }
 
-// Open opens (creating if needed) the database at path and brings its schema
-// up to date (see migrations).
-func Open(ctx context.Context, path string) (*Store, error) {
-	s, err := open(path, "rwc")
+// Option changes how Open opens the database.
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+}
+
+func defaultOptions() options { return options{busyTimeout: 10 * time.Second} }
+
+// BusyTimeout is how long a statement waits for a lock another connection
+// holds before it fails (default 10s).
+func BusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+// Open opens (creating if needed) the database at path, brings its schema
+// up to date (see migrations) and deletes the journal entries an earlier
+// process kept as answered (see Done).
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s, err := open(path, "rwc", o)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +65,17 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
 	}
+	if s.answered, err = loadAnswered(path + answeredSuffix); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	s.deleteAnswered(ctx)
 	return s, nil
 }
+
+// answeredSuffix names the file of the answered entries beside the
+// database (see answered).
+const answeredSuffix = "-answered"
 
 // OpenExisting opens the database at path, which must exist, and leaves
 // its schema as it is. It is for tools that run beside the service, such
@@ -53,7 +88,7 @@ func OpenExisting(ctx context.Context, path string) (*Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	s, err := open(path, "rw")
+	s, err := open(path, "rw", defaultOptions())
 	if err != nil {
 		return nil, err
 	}
@@ -63,15 +98,20 @@ func OpenExisting(ctx context.Context, path string) (*Store, error) {
 		s.db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	// Read, never applied: deleting them is the service's.
+	if s.answered, err = loadAnswered(path + answeredSuffix); err != nil {
+		s.db.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
 // open prepares the connection pool; mode is SQLite's URI mode: "rwc"
 // creates a missing file, "rw" does not.
-func open(path, mode string) (*Store, error) {
+func open(path, mode string, o options) (*Store, error) {
 	q := url.Values{}
 	q.Set("mode", mode)
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	// NORMAL in WAL mode survives a process crash (kill -9); only a power
 	// loss can drop the last commits.
@@ -401,15 +441,44 @@ func (s *Store) Attempt(ctx context.Context, id int64, mode string) error {
 	return nil
 }
 
-// Done removes an answered entry.
+// Done removes an answered entry. When the database refuses (another
+// process holds it locked past the busy timeout), the entry is kept as
+// answered in a file beside the database before Done returns the error:
+// Pending leaves it out from then on and the next Open deletes it, so the
+// message is never answered twice. The caller may retry Done.
 func (s *Store) Done(ctx context.Context, id int64) error {
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM journal WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("clear journal entry: %w", err)
+		if kerr := s.answered.keep(id); kerr != nil {
+			return fmt.Errorf("clear journal entry %d: %w; nor could it be kept as answered, so a restart may answer it again: %w", id, err, kerr)
+		}
+		return fmt.Errorf("clear journal entry %d: %w (kept as answered in %s: a restart does not answer it again)", id, err, filepath.Base(s.answered.path))
 	}
+	s.answered.forget(id)
 	return nil
 }
 
-// Pending lists bot's unanswered entries in arrival order.
+// deleteAnswered deletes the entries kept as answered; those it cannot
+// stay kept.
+func (s *Store) deleteAnswered(ctx context.Context) {
+	ids := s.answered.list()
+	if len(ids) == 0 {
+		return
+	}
+	err := s.withTx(ctx, func(tx *sql.Tx) error {
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM journal WHERE id = ?`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.answered.forget(ids...)
+	}
+}
+
+// Pending lists bot's unanswered entries in arrival order (not those kept
+// as answered: see Done).
 func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created
@@ -426,7 +495,9 @@ func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 			return nil, fmt.Errorf("read journal: %w", err)
 		}
 		e.Created = fromMS(created)
-		out = append(out, e)
+		if !s.answered.has(e.ID) {
+			out = append(out, e)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)

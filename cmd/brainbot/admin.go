@@ -9,14 +9,46 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/net/netutil"
 )
 
-// serveAdmin serves the admin endpoint on addr: /healthz (the process
-// answers), /readyz (every bot polls Telegram; 503 naming the ones that do
-// not) and /metrics. It listens before it returns, so a bad address fails
-// the start; stop shuts it down. info, if given, adds lines to a ready
-// answer (what this instance does in a cluster).
-func serveAdmin(addr string, metrics http.Handler, ready func() error, log *zap.Logger, info ...func() string) (stop func(), err error) {
+// endpoint is one of brainbot's HTTP servers: the admin endpoint or the
+// webhook. Both may face untrusted clients (the webhook listens on every
+// interface by default), so each bounds what one client can hold: time to
+// send a request, time to take the answer, an idle keep-alive connection,
+// header bytes, and connections at once (beyond that, new ones wait in the
+// kernel's accept queue and cost the process no descriptor).
+type endpoint struct {
+	name    string // for the log: "admin endpoint", "webhook endpoint"
+	handler http.Handler
+	limits  httpLimits
+}
+
+// httpLimits are an endpoint's bounds; docs/operations.md lists them.
+type httpLimits struct {
+	readHeader, read, write, idle time.Duration
+	maxHeaderBytes                int
+	maxConns                      int
+}
+
+// endpointLimits suit both endpoints: their requests are small (an update
+// is a few KB, a metrics page some tens) and quick.
+func endpointLimits(maxConns int) httpLimits {
+	return httpLimits{
+		readHeader:     10 * time.Second,
+		read:           30 * time.Second,
+		write:          30 * time.Second,
+		idle:           60 * time.Second,
+		maxHeaderBytes: 16 << 10,
+		maxConns:       maxConns,
+	}
+}
+
+// adminEndpoint serves /healthz (the process answers), /readyz (every bot
+// polls Telegram; 503 naming the ones that do not) and /metrics. info, if
+// given, adds lines to a ready answer (what this instance does in a
+// cluster). A scraper and a health checker or two use it.
+func adminEndpoint(metrics http.Handler, ready func() error, info ...func() string) endpoint {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -32,46 +64,44 @@ func serveAdmin(addr string, metrics http.Handler, ready func() error, log *zap.
 		}
 	})
 	mux.Handle("GET /metrics", metrics)
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			log.Error("admin endpoint stopped", zap.Error(err))
-		}
-	}()
-	log.Info("admin endpoint listening", zap.String("addr", ln.Addr().String()))
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx) // a scrape cut short at exit needs no report
-		<-done
-	}, nil
+	return endpoint{name: "admin endpoint", handler: mux, limits: endpointLimits(64)}
 }
 
-// serveWebhook serves Telegram's webhook calls on addr until stop.
-func serveWebhook(addr string, handler http.Handler, log *zap.Logger) (stop func(), err error) {
+// webhookEndpoint serves Telegram's webhook calls. Telegram opens up to 40
+// connections per bot (setWebhook's max_connections), spread over the
+// instances behind the load balancer.
+func webhookEndpoint(handler http.Handler) endpoint {
+	return endpoint{name: "webhook endpoint", handler: handler, limits: endpointLimits(512)}
+}
+
+// serve serves the endpoint on addr until stop. It listens before it
+// returns, so a bad address fails the start.
+func (e endpoint) serve(addr string, log *zap.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	l := e.limits
+	srv := &http.Server{
+		Handler:           e.handler,
+		ReadHeaderTimeout: l.readHeader,
+		ReadTimeout:       l.read,
+		WriteTimeout:      l.write,
+		IdleTimeout:       l.idle,
+		MaxHeaderBytes:    l.maxHeaderBytes,
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			log.Error("webhook endpoint stopped", zap.Error(err))
+		if err := srv.Serve(netutil.LimitListener(ln, l.maxConns)); !errors.Is(err, http.ErrServerClosed) {
+			log.Error(e.name+" stopped", zap.Error(err))
 		}
 	}()
-	log.Info("webhook endpoint listening", zap.String("addr", ln.Addr().String()))
+	log.Info(e.name+" listening", zap.String("addr", ln.Addr().String()), zap.Int("max_connections", l.maxConns))
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		_ = srv.Shutdown(ctx) // a call cut short at exit needs no report
 		<-done
 	}, nil
 }

@@ -1,14 +1,29 @@
 package main
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"brainbot/bot"
+	"brainbot/bot/store"
+	"brainbot/claude"
 )
 
 // /readyz answers 503 naming what is not ready, and the endpoint says where
@@ -16,7 +31,8 @@ import (
 func TestAdminEndpoint(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
 	notReady := func() error { return errors.New("not polling Telegram: voice") }
-	stop, err := serveAdmin("127.0.0.1:0", http.NotFoundHandler(), notReady, zap.New(core))
+	admin := adminEndpoint(http.NotFoundHandler(), notReady)
+	stop, err := admin.serve("127.0.0.1:0", zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +47,191 @@ func TestAdminEndpoint(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "voice") {
 		t.Errorf("/readyz = %d %q, want 503 naming the bot", resp.StatusCode, body)
 	}
-	if _, err := serveAdmin(addr, http.NotFoundHandler(), notReady, zap.NewNop()); err == nil {
+	if _, err := admin.serve(addr, zap.NewNop()); err == nil {
 		t.Error("a second endpoint on a taken address started")
 	}
+}
+
+// Both endpoints bound every resource a client can hold.
+func TestEndpointsHaveLimits(t *testing.T) {
+	for _, e := range []endpoint{adminEndpoint(http.NotFoundHandler(), func() error { return nil }), webhookEndpoint(http.NotFoundHandler())} {
+		l := e.limits
+		if l.readHeader <= 0 || l.read <= 0 || l.write <= 0 || l.idle <= 0 || l.maxHeaderBytes <= 0 || l.maxConns <= 0 {
+			t.Errorf("%s: limits %+v, want every one set", e.name, l)
+		}
+	}
+}
+
+// idleClients is how many connections the attack below opens: what held
+// as many descriptors as long as the client liked before the endpoints
+// had limits.
+const idleClients = 3000
+
+// An unauthenticated client opens thousands of keep-alive connections to
+// the webhook endpoint, sends each a GET (answered 405) and leaves them
+// idle. Each is closed after the idle timeout, and the process never holds
+// more of them at once than the endpoint's connection limit: the
+// descriptors it has open, counted whenever a call is served, stay within
+// that bound.
+func TestWebhookEndpointClosesIdleConnections(t *testing.T) {
+	webhook := newWebhookHandler(t)
+	baseline := openDescriptors(t)
+	var (
+		mu   sync.Mutex // one count at a time: each opens /proc/self/fd
+		peak int
+	)
+	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		peak = max(peak, openDescriptors(t))
+		mu.Unlock()
+		webhook.ServeHTTP(w, r)
+	})
+	e := webhookEndpoint(counting)
+	// Shorter than in service, so the test takes seconds.
+	e.limits.idle = 200 * time.Millisecond
+	e.limits.maxConns = 300
+	core, logs := observer.New(zap.InfoLevel)
+	stop, err := e.serve("127.0.0.1:0", zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	addr := logs.FilterMessage("webhook endpoint listening").All()[0].ContextMap()["addr"].(string)
+
+	// The client is another process, so its own descriptors are not
+	// counted as the endpoint's.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	client.Env = append(os.Environ(), idleClientEnv+"="+addr+","+strconv.Itoa(idleClients))
+	client.Stderr = os.Stderr
+	out, err := client.Output()
+	if err != nil {
+		t.Fatalf("idle client: %v: %s", err, out)
+	}
+	var got idleClientReport
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("idle client said %q: %v", out, err)
+	}
+	if got.Answered405 != idleClients || got.ClosedByServer != idleClients {
+		t.Errorf("of %d idle connections, %d got 405 and %d were closed by the endpoint (first error: %s)",
+			idleClients, got.Answered405, got.ClosedByServer, got.FirstError)
+	}
+	// The connections themselves, the listener, and a few the runtime
+	// opens meanwhile.
+	mu.Lock()
+	held := peak - baseline
+	mu.Unlock()
+	t.Logf("at most %d descriptors more than before the attack (connection limit %d)", held, e.limits.maxConns)
+	if held > e.limits.maxConns+16 {
+		t.Errorf("the process held %d more descriptors than before the attack, want at most about %d (the connection limit)", held, e.limits.maxConns)
+	}
+}
+
+// newWebhookHandler is the webhook handler of a Manager with no bots.
+func newWebhookHandler(t *testing.T) http.Handler {
+	t.Helper()
+	data := t.TempDir()
+	db, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	m, err := bot.New(bot.Config{BrainsDir: t.TempDir(), DataDir: data, Claude: noModel{}, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.WebhookHandler()
+}
+
+// noModel is a Claude the webhook never reaches.
+type noModel struct{}
+
+func (noModel) Run(context.Context, claude.Request) (*claude.Result, error) {
+	return nil, errors.New("no model in this test")
+}
+func (noModel) Interrupt(string) bool { return false }
+func (noModel) End(string)            {}
+
+// openDescriptors counts the process's open file descriptors.
+func openDescriptors(t *testing.T) int {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Error(err)
+	}
+	return len(entries)
+}
+
+// idleClientEnv, set to "host:port,n", makes the test binary the idle
+// client (runIdleClientIfRequested).
+const idleClientEnv = "BRAINBOT_TEST_IDLE_CLIENT"
+
+type idleClientReport struct {
+	Answered405, ClosedByServer int
+	FirstError                  string
+}
+
+// runIdleClientIfRequested, in a test binary started with idleClientEnv,
+// opens n connections to the address, sends a GET on each, reads the
+// answer and then waits for the server to close the connection; it prints
+// what it saw as JSON and exits.
+func runIdleClientIfRequested() {
+	spec, ok := os.LookupEnv(idleClientEnv)
+	if !ok {
+		return
+	}
+	addr, count, _ := strings.Cut(spec, ",")
+	n, _ := strconv.Atoi(count)
+	var (
+		mu     sync.Mutex
+		report idleClientReport
+		wg     sync.WaitGroup
+	)
+	deadline := time.Now().Add(90 * time.Second)
+	for range n {
+		wg.Go(func() {
+			answered, closed, err := idleConnection(addr, deadline)
+			mu.Lock()
+			defer mu.Unlock()
+			if answered {
+				report.Answered405++
+			}
+			if closed {
+				report.ClosedByServer++
+			}
+			if err != nil && report.FirstError == "" {
+				report.FirstError = err.Error()
+			}
+		})
+	}
+	wg.Wait()
+	_ = json.NewEncoder(os.Stdout).Encode(report)
+	os.Exit(0)
+}
+
+// idleConnection is one connection of the idle client.
+func idleConnection(addr string, deadline time.Time) (answered405, closedByServer bool, err error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+	if err != nil {
+		return false, false, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(deadline)
+	if _, err := fmt.Fprintf(conn, "GET /bot HTTP/1.1\r\nHost: %s\r\n\r\n", addr); err != nil {
+		return false, false, err
+	}
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		return false, false, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	answered405 = resp.StatusCode == http.StatusMethodNotAllowed && resp.Header.Get("Connection") != "close"
+	// Keep-alive: nothing more comes until the server closes.
+	_, err = r.ReadByte()
+	if errors.Is(err, io.EOF) {
+		return answered405, true, nil
+	}
+	return answered405, false, fmt.Errorf("waiting for the server to close: %w", err)
 }

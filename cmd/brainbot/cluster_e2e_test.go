@@ -495,6 +495,11 @@ func TestClusterWebhook(t *testing.T) {
 	if code := post(urls[1], "", 9, "no secret"); code != http.StatusUnauthorized {
 		t.Errorf("no secret: %d, want 401", code)
 	}
+	// An update over the bound (1 MiB; Telegram's are a few KB) is refused
+	// unread and stores nothing.
+	if code := post(urls[0], secret, 8, strings.Repeat("a", 2<<20)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized update: %d, want 413", code)
+	}
 	if code := post(urls[0], secret, 10, "hello-1"); code != http.StatusOK {
 		t.Fatalf("update on w0: %d", code)
 	}

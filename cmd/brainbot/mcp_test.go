@@ -69,6 +69,8 @@ func toolServerBinary(t testing.TB) string { return goBinary(t, "./testdata/tool
 func TestMain(m *testing.M) {
 	// The cluster tests run this binary as the fake Claude CLI.
 	claudetest.RunFakeCLIIfRequested()
+	// TestWebhookEndpointClosesIdleConnections runs it as its attacker.
+	runIdleClientIfRequested()
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir) // best effort: the run's result stands

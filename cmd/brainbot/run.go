@@ -159,14 +159,14 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
 	log.Info(checks.summary("running"))
 	if cfg.HTTPAddr != "" {
-		stop, err := serveAdmin(cfg.HTTPAddr, reg.Handler(), ready, log, info...)
+		stop, err := adminEndpoint(reg.Handler(), ready, info...).serve(cfg.HTTPAddr, log)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
 		}
 		defer stop()
 	}
 	if cfg.WebhookURL != "" {
-		stop, err := serveWebhook(cmp.Or(cfg.WebhookAddr, defaultWebhookAddr), manager.WebhookHandler(), log)
+		stop, err := webhookEndpoint(manager.WebhookHandler()).serve(cmp.Or(cfg.WebhookAddr, defaultWebhookAddr), log)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_WEBHOOK_ADDR (-webhook-addr) %q: %w", cfg.WebhookAddr, err)
 		}

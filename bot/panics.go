@@ -1,0 +1,79 @@
+package bot
+
+// No single update may take the process down: net/http recovers a panic
+// per request, and brainbot does per update, wherever one is handled: the
+// polling handler (intake), an update the cluster handed over (delivery)
+// and the worker answering a message (answer). A panic there is logged at
+// error with the update id and the stack, counted, the update confirmed
+// (a replay would panic again) and its sender told it could not be read,
+// as an undecodable update's is; everything else goes on.
+
+import (
+	"fmt"
+
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+
+	"brainbot/metrics"
+)
+
+// The stages where a panic is contained (the metric's stage label).
+const (
+	stageIntake   = "intake"
+	stageDelivery = "delivery"
+	stageAnswer   = "answer"
+)
+
+// contain runs handle, which handles update u (d is its delivery in a
+// cluster), and contains a panic in it: the update is then confirmed and
+// its sender told, and contain reports it handled.
+func (r *runner) contain(stage string, u *models.Update, d Delivery, handle func() bool) (handled bool) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		reportPanic(r.log, r.m.cfg.Metrics, r.id, stage, u.ID, v)
+		r.confirm(u.ID, d)
+		r.tellUnreadable(senderOf(u.Message))
+		handled = true
+	}()
+	return handle()
+}
+
+// contain, deferred by serve and serveAside (after finish, so it runs
+// first), contains a panic while answering the request's message: the
+// sender is told it could not be read and the journal entry cleared.
+func (r *request) contain() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	reportPanic(r.log, r.metrics, r.in.bot, stageAnswer, r.in.updateID, v)
+	r.keepJournal = false
+	if r.brain == nil {
+		r.drop("dropped")
+		return
+	}
+	r.say("unreadable", r.brain.Messages.Unreadable)
+}
+
+// reportPanic logs a contained panic, with the stack that led to it, and
+// counts it. It runs in the deferred call that recovered, whose stack
+// still holds the panicking frames.
+func reportPanic(log *zap.Logger, m *metrics.Metrics, bot, stage string, updateID int64, v any) {
+	log.Error("panic while handling an update; skipped", zap.String("stage", stage), zap.Int64("update_id", updateID),
+		zap.String("panic", fmt.Sprint(v)), zap.Stack("stack"))
+	m.Panics.WithLabelValues(bot, stage).Inc()
+}
+
+// senderOf is who wrote msg and where, for telling them it could not be
+// read (nobody for a message without a sender).
+func senderOf(msg *models.Message) undecodable {
+	var u undecodable
+	if msg != nil && msg.From != nil {
+		u.chat, u.chatType, u.user = msg.Chat.ID, string(msg.Chat.Type), msg.From.ID
+		u.text = msg.Text + " " + msg.Caption
+	}
+	return u
+}
