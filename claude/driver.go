@@ -105,6 +105,9 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	// Partial messages: the text arrives as the model writes it, for
 	// replies streamed to the chat (Request.OnText).
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
+	// None of the CLI's own commands (/config, /insights, /heapdump...):
+	// a user's words are never one (asWords says how they stay words).
+	args = append(args, "--disable-slash-commands")
 	if req.Resume {
 		args = append(args, "--resume", req.SessionID)
 	} else {

@@ -190,7 +190,7 @@ func TestArgs(t *testing.T) {
 	tools := toolspec.SpeechTool + "," + toolspec.ImageTool
 	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice"}
 	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
+		"--disable-slash-commands", "--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
@@ -199,7 +199,7 @@ func TestArgs(t *testing.T) {
 
 	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x"}
 	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
+		"--disable-slash-commands", "--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {

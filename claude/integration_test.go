@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,39 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	t.Run("a user's slash command reaches the model as words", func(t *testing.T) {
+		h := newHarness(t, cli)
+		img, err := openaitest.PNG("8x8")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			prompt string
+			files  []Attachment
+		}{
+			{"/config model=haiku", nil},
+			{"/insights", []Attachment{{MediaType: "image/png", Data: img}}}, // a caption
+			{"/heapdump: hello", nil},                                         // a group sender named /heapdump
+			{"/context", nil},
+		} {
+			before := len(h.model.Requests())
+			req := h.request(Text, tc.prompt)
+			req.Attachments = tc.files
+			res, err := h.run(req)
+			if err != nil {
+				t.Fatalf("%q: %v", tc.prompt, err)
+			}
+			if !strings.HasPrefix(res.Text, "You said: ") || !strings.Contains(res.Text, tc.prompt+" (message 1)") {
+				t.Errorf("%q: reply %q, want the model's answer to the words", tc.prompt, res.Text)
+			}
+			got := userTexts(h.model.Requests()[before:])
+			if !slices.ContainsFunc(got, func(text string) bool { return strings.HasPrefix(text, " "+tc.prompt) }) {
+				t.Errorf("%q: the model got the texts %q", tc.prompt, got)
+			}
+		}
+		h.checkNoCLIState()
+	})
+
 	t.Run("no shell", func(t *testing.T) {
 		h := newHarness(t, cli)
 		target := filepath.Join(t.TempDir(), "pwned")
@@ -331,6 +365,33 @@ func (h *harness) checkFile(res *Result, folder, ext string) []byte {
 		h.t.Errorf("file %q, prefix %q, extension %q: want <prefix>-<ms>%s", res.FilePath, res.FilePrefix, res.FileExt, ext)
 	}
 	return h.checkInside(res.FilePath, folder)
+}
+
+// userTexts are the user's own texts the model received in reqs.
+func userTexts(reqs []claudetest.Request) []string {
+	var texts []string
+	for _, r := range reqs {
+		for _, m := range r.Messages {
+			for _, b := range m.Content {
+				if m.Role == "user" && b.Type == "text" && !strings.HasPrefix(b.Text, "<system-reminder>") {
+					texts = append(texts, b.Text)
+				}
+			}
+		}
+	}
+	return texts
+}
+
+// checkNoCLIState fails the test if a CLI command left its traces: a
+// settings file it rewrote, a heap snapshot or an insights report.
+func (h *harness) checkNoCLIState() {
+	h.t.Helper()
+	_ = filepath.WalkDir(h.root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && (d.Name() == "settings.json" || strings.HasSuffix(d.Name(), ".heapsnapshot") || strings.Contains(path, "insights")) {
+			h.t.Errorf("a CLI command wrote %s", path)
+		}
+		return nil
+	})
 }
 
 // checkInside checks path is a file inside the data folder's folder and

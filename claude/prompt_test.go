@@ -80,3 +80,42 @@ func TestEncodeUserLineRefusesUnreadableFiles(t *testing.T) {
 		}
 	}
 }
+
+// A user's text that starts with "/" would be a CLI command (the CLI reads
+// the last text block of a message as one): it goes out as words, and
+// only a leading space tells. Other text is written as it is.
+func TestEncodeUserLineKeepsWordsWords(t *testing.T) {
+	for _, tc := range []struct {
+		text  string
+		files []Attachment
+		want  string
+	}{
+		{"/config model=haiku", nil, " /config model=haiku"},
+		{"/insights", []Attachment{{MediaType: "image/png", Data: []byte{1}}}, " /insights"},
+		{"/heapdump: hello", nil, " /heapdump: hello"},
+		{"/", nil, " /"},
+		{"what does /config do?", nil, "what does /config do?"},
+		{" /already spaced", nil, " /already spaced"},
+		{"hello", nil, "hello"},
+	} {
+		line, err := encodeUserLine(tc.text, tc.files...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg struct {
+			Message struct {
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"message"`
+		}
+		if err := json.Unmarshal(line, &msg); err != nil {
+			t.Fatal(err)
+		}
+		last := msg.Message.Content[len(msg.Message.Content)-1]
+		if last.Type != "text" || last.Text != tc.want {
+			t.Errorf("%q: last block %s %q, want text %q", tc.text, last.Type, last.Text, tc.want)
+		}
+	}
+}

@@ -36,7 +36,9 @@
 // stderr and an error_during_execution result, as the real CLI does. A
 // user message is answered "You said: <text>", followed by
 // " (message N)" when it is the N-th message (N > 1) of the session, so a
-// resume is visible.
+// resume is visible. A message whose text starts with "/" is answered
+// "/<name> isn't available in this environment.", as the real CLI run
+// with --disable-slash-commands (which the fake insists on) answers it.
 //
 // The --mcp-config must name our two servers over HTTP on loopback with a
 // bearer token, as the driver writes it. A message naming
@@ -169,7 +171,7 @@ func hang() {
 
 // options are the CLI flags the driver passes.
 type options struct {
-	print, verbose, strictMCP               bool
+	print, verbose, strictMCP, noSlash      bool
 	inputFormat, outputFormat               string
 	sessionID, resume                       string
 	systemPrompt, snapshot, model, tools    string
@@ -189,6 +191,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "verbose", false, "verbose")
 	fs.BoolVar(&o.partial, "include-partial-messages", false, "stream_event deltas")
 	fs.BoolVar(&o.strictMCP, "strict-mcp-config", false, "only --mcp-config servers")
+	fs.BoolVar(&o.noSlash, "disable-slash-commands", false, "no skills or commands")
 	fs.Bool("bare", false, "minimal mode")
 	fs.StringVar(&o.inputFormat, "input-format", "text", "input format")
 	fs.StringVar(&o.outputFormat, "output-format", "text", "output format")
@@ -226,6 +229,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	check(o.snapshot == "off", "--system-prompt-snapshot off is required")
 	check(o.toolsSet && o.tools == "", `--tools "" is required`)
 	check(o.strictMCP, "--strict-mcp-config is required")
+	check(o.noSlash, "--disable-slash-commands is required")
 	check(o.permissionMode == "dontAsk", "--permission-mode dontAsk is required")
 	servers, err := readMCPConfig(o.mcpConfig)
 	if err != nil {
@@ -323,6 +327,13 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if !c.awaitInterrupt(in) {
 				return 1
 			}
+			continue
+		}
+		if name, command := strings.CutPrefix(text, "/"); command {
+			// As the real CLI run with --disable-slash-commands answers
+			// a message that reads as a command: the model never sees it.
+			name, _, _ = strings.Cut(name, " ")
+			c.emit(c.resultEvent(resultFields{subtype: "success", result: "/" + name + " isn't available in this environment."}))
 			continue
 		}
 		if strings.Contains(text, toolspec.SpeechTool) || strings.Contains(text, toolspec.ImageTool) {
