@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +57,11 @@ type Driver struct {
 	tmpDir string // the per-process temporary folders
 	log    *zap.Logger
 	pool   *pool
+	// prepared holds the bots whose sessions were moved in (prepareBot).
+	prepared struct {
+		mu   sync.Mutex
+		bots map[string]bool
+	}
 }
 
 const (
@@ -66,6 +73,7 @@ const (
 
 // New checks cfg and prepares DataDir/claude/mcp for the CLIs' MCP
 // configs, removing any a crashed brainbot left: their tokens are dead.
+// It readies the folders of the bots that ran before (prepareBots).
 func New(cfg Config) (*Driver, error) {
 	switch {
 	case cfg.Command == "":
@@ -84,6 +92,10 @@ func New(cfg Config) (*Driver, error) {
 		if err := freshDir(dir); err != nil {
 			return nil, err
 		}
+	}
+	d.prepared.bots = map[string]bool{}
+	if err := d.prepareBots(); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -108,6 +120,9 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	// None of the CLI's own commands (/config, /insights, /heapdump...):
 	// a user's words are never one (asWords says how they stay words).
 	args = append(args, "--disable-slash-commands")
+	// Only the settings of the bot's own config folder, which brainbot
+	// writes (botSettings), not those of the working directory.
+	args = append(args, "--setting-sources", "user")
 	if req.Resume {
 		args = append(args, "--resume", req.SessionID)
 	} else {
@@ -285,9 +300,8 @@ func (d *Driver) acquire(req Request, allowWarm bool) (cli *live, warm bool, err
 // spawn starts a CLI for req. It runs detached from the request's context,
 // so it can outlive the request as a warm process: the driver ends it.
 func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
-	dir := d.workDir(req.BotID)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("claude: working directory: %w", err)
+	if err := d.prepareBot(req.BotID); err != nil {
+		return nil, err
 	}
 	tools := d.cfg.Tickets.Connect()
 	mcpConfig, err := d.writeMCPConfig(tools.Token(), req)
@@ -304,12 +318,19 @@ func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
 	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
-	env := cliEnv(os.Environ(), append([]string{"TMPDIR=" + tmp}, d.cfg.Env...))
-	if cli.p, err = startProcess(context.Background(), d.cfg.Command, d.args(req, mcpConfig), dir, env); err != nil {
+	if cli.p, err = startProcess(context.Background(), d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
 		cli.release()
 		return nil, err
 	}
 	return cli, nil
+}
+
+// env is the environment of a CLI of the bot whose temporary folder is
+// tmp: the allow-list of brainbot's, Config.Env, then the bot's own
+// folders, which nothing overrides.
+func (d *Driver) env(botID, tmp string) []string {
+	extra := append(slices.Clone(d.cfg.Env), "TMPDIR="+tmp)
+	return cliEnv(os.Environ(), append(extra, d.dirs(botID).env()...))
 }
 
 // fingerprint is what a process is started with, but for its session and
@@ -688,24 +709,14 @@ func (c *conversation) findDenial(toolUseID string) (denial, bool) {
 	return denial{}, false
 }
 
-// SessionFile is where the CLI keeps a bot's session transcript:
-// <config dir>/projects/<working dir with every character but letters and
-// digits made '-'>/<session>.jsonl, the config dir being CLAUDE_CONFIG_DIR
-// or ~/.claude (as the CLI's environment has them). Copying this file to
-// another machine, under the same layout, lets the session be resumed
-// there.
+// SessionFile is where the bot's CLI keeps a session's transcript: in the
+// bot's own config folder (see botDirs), projects/<working dir with every
+// character but letters and digits made '-'>/<session>.jsonl. Copying
+// this file to another machine, under the same layout, lets the session
+// be resumed there.
 func (d *Driver) SessionFile(botID, session string) string {
-	env := cliEnv(os.Environ(), d.cfg.Env)
-	lookup := func(name string) string {
-		v := ""
-		for _, kv := range env {
-			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-				v = val // the last one wins, as in exec
-			}
-		}
-		return v
-	}
-	return SessionFile(lookup("CLAUDE_CONFIG_DIR"), lookup("HOME"), d.workDir(botID), session)
+	b := d.dirs(botID)
+	return SessionFile(b.config, "", b.work, session)
 }
 
 // SessionFile is the CLI's transcript of session for a CLI run in workDir

@@ -190,7 +190,7 @@ func TestArgs(t *testing.T) {
 	tools := toolspec.SpeechTool + "," + toolspec.ImageTool
 	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice"}
 	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--disable-slash-commands", "--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
+		"--disable-slash-commands", "--setting-sources", "user", "--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
@@ -199,7 +199,7 @@ func TestArgs(t *testing.T) {
 
 	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x"}
 	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--disable-slash-commands", "--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
+		"--disable-slash-commands", "--setting-sources", "user", "--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
@@ -239,7 +239,7 @@ func TestCLIEnv(t *testing.T) {
 		"OPENAI_API_KEY=k", "BOT_TOKEN=1:x", "ENABLE_TOOL_SEARCH=true", "ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p"}
 	got := cliEnv(parent, []string{"EXTRA=1"})
 	want := []string{"PATH=/bin", "CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CONFIG_DIR=/c", "ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p",
+		"ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p",
 		"ENABLE_TOOL_SEARCH=false", "EXTRA=1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("cliEnv\n got %q\nwant %q", got, want)
@@ -290,7 +290,7 @@ func TestCLIGetsOnlyTheEnvironmentItNeeds(t *testing.T) {
 		fake[k] = true
 	}
 	for k := range got {
-		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && k != "TMPDIR" && !fake[k] {
+		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && k != "TMPDIR" && k != "CLAUDE_CONFIG_DIR" && !fake[k] {
 			t.Errorf("the CLI got %s, which is off the list", k)
 		}
 	}

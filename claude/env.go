@@ -9,15 +9,14 @@ import (
 // Telegram token and the OpenAI key, none of which the CLI needs (the
 // tools run in brainbot). It gets what any program needs, the network's
 // proxy and certificate settings, and the model provider's own variables.
-// TMPDIR is the driver's: a folder of each process's own (Driver.spawn).
+// TMPDIR is the driver's: a folder of each process's own (Driver.spawn);
+// HOME and CLAUDE_CONFIG_DIR are the bot's own folders (botDirs).
 var (
 	allowedEnvNames = []string{
 		"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ",
 		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
 		"http_proxy", "https_proxy", "no_proxy", "all_proxy",
 		"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
-		// Where Claude Code keeps its settings and sessions.
-		"CLAUDE_CONFIG_DIR",
 		// Vertex AI (Google credentials and region).
 		"CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT",
 		// Model-side switches an operator may set.

@@ -6,7 +6,8 @@
 //     (see its doc for the script), with CLIPath/RequireCLI to find the CLI
 //     `make test` installs, CLIRun to drive it turn by turn, and stand-in
 //     MCP servers for tests that do not build brainbot;
-//   - ProcessesWithEnv, to prove no CLI or MCP server outlived a request.
+//   - ProcessesWithEnv and ProcessesUnder, to prove no CLI or MCP server
+//     outlived a request.
 //
 // # Fake CLI
 //
@@ -176,6 +177,7 @@ type options struct {
 	sessionID, resume                       string
 	systemPrompt, snapshot, model, tools    string
 	mcpConfig, allowedTools, permissionMode string
+	settingSources                          string
 	toolsSet, systemPromptSet               bool
 	servers                                 map[string]mcpServer
 	maxTurns                                int
@@ -192,6 +194,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.partial, "include-partial-messages", false, "stream_event deltas")
 	fs.BoolVar(&o.strictMCP, "strict-mcp-config", false, "only --mcp-config servers")
 	fs.BoolVar(&o.noSlash, "disable-slash-commands", false, "no skills or commands")
+	fs.StringVar(&o.settingSources, "setting-sources", "user,project,local", "settings read")
 	fs.Bool("bare", false, "minimal mode")
 	fs.StringVar(&o.inputFormat, "input-format", "text", "input format")
 	fs.StringVar(&o.outputFormat, "output-format", "text", "output format")
@@ -230,6 +233,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	check(o.toolsSet && o.tools == "", `--tools "" is required`)
 	check(o.strictMCP, "--strict-mcp-config is required")
 	check(o.noSlash, "--disable-slash-commands is required")
+	check(o.settingSources == "user", "--setting-sources user is required")
 	check(o.permissionMode == "dontAsk", "--permission-mode dontAsk is required")
 	servers, err := readMCPConfig(o.mcpConfig)
 	if err != nil {
