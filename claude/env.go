@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -77,3 +78,10 @@ func cliEnv(parent []string, extra []string) []string {
 // parent: the CLI passes its own on (checked on 2.1.328). brainbot check
 // -connect starts the servers with it, as the CLI would.
 func ServerEnv(parent []string) []string { return cliEnv(parent, nil) }
+
+// ProbeEnv is the environment of a CLI run only to be asked something (its
+// version, its credentials): a bot's CLI's, with home, a new folder, as
+// its HOME and config folder, so that it answers as a bot's CLI would.
+func ProbeEnv(parent []string, home string) []string {
+	return cliEnv(parent, botDirs{home: home, config: filepath.Join(home, ".claude")}.env())
+}
