@@ -35,8 +35,14 @@ type Config struct {
 	ToolsURL string
 	Tickets  *ticket.Registry
 	// Env holds extra environment entries for the CLI; they win over
-	// inherited ones (see cliEnv).
+	// inherited ones (see cliEnv), the bot's HOME, CLAUDE_CONFIG_DIR and
+	// TMPDIR aside (the driver's).
 	Env []string
+	// Launcher is brainbot's own executable. Every stdio MCP server of a
+	// request is started through it (package launch), with only its own
+	// env and a minimal base, never the CLI's environment. A request with
+	// such a server fails without it.
+	Launcher string
 	// Warm keeps conversations' CLI processes alive between requests.
 	Warm WarmConfig
 	// Bare runs the CLI with --bare: none of the operator's own Claude

@@ -31,6 +31,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// fakeLauncher stands for brainbot's executable in the MCP configs: the
+// fake CLI starts no stdio server.
+const fakeLauncher = "/opt/brainbot/bin/brainbot"
+
 // fakeEnv is a Driver running the fake CLI (the test binary itself) with
 // its own data folder and our real tool server in front of the OpenAI
 // stand-in.
@@ -52,6 +56,7 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 		ToolsURL: tools.URL,
 		Tickets:  tools.Tickets,
 		Env:      claudetest.FakeCLIEnv(),
+		Launcher: fakeLauncher,
 		Log:      log,
 	})
 	if err != nil {
@@ -137,10 +142,11 @@ func TestMCPConfigPerProcess(t *testing.T) {
 	}
 
 	// A request's own servers join ours, each with the request's tool
-	// timeout, their secrets in this private file only.
+	// timeout, their secrets in this private file only; a stdio one starts
+	// through brainbot (package launch), which keeps only its own env.
 	path, err = e.d.writeMCPConfig("tok123", Request{
 		MCPServers: map[string]MCPServer{
-			"clock":  {Type: "stdio", Command: "/bin/clock", Args: []string{"-z"}, Env: map[string]string{"KEY": "s3cret"}},
+			"clock":  {Type: "stdio", Command: "/bin/clock", Args: []string{"-z"}, Env: map[string]string{"ZONE": "UTC", "KEY": "s3cret"}},
 			"search": {Type: "http", URL: "https://search.example/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
 		},
 		ToolTimeout: 20 * time.Second,
@@ -149,7 +155,7 @@ func TestMCPConfigPerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(path)
-	want = `{"mcpServers":{"clock":{"type":"stdio","command":"/bin/clock","args":["-z"],"env":{"KEY":"s3cret"},"timeout":20000},` +
+	want = `{"mcpServers":{"clock":{"type":"stdio","command":"` + fakeLauncher + `","args":["mcp","exec","-keep","KEY","-keep","ZONE","--","/bin/clock","-z"],"env":{"KEY":"s3cret","ZONE":"UTC"},"timeout":20000},` +
 		`"image-gen":{"type":"http","url":"` + e.tools.URL + `/image-gen","headers":{"Authorization":"Bearer tok123"}},` +
 		`"search":{"type":"http","url":"https://search.example/mcp","headers":{"Authorization":"Bearer s3cret"},"timeout":20000},` +
 		`"tts":{"type":"http","url":"` + e.tools.URL + `/tts","headers":{"Authorization":"Bearer tok123"}}}}`
@@ -157,6 +163,13 @@ func TestMCPConfigPerProcess(t *testing.T) {
 		t.Errorf("MCP config with the request's servers\n got %s\nwant %s", data, want)
 	}
 	os.Remove(path)
+
+	// Without the launcher, no stdio server starts.
+	e.d.cfg.Launcher = ""
+	if _, err := e.d.writeMCPConfig("tok123", Request{MCPServers: map[string]MCPServer{"clock": {Command: "/bin/clock"}}}); err == nil {
+		t.Error("a stdio server was configured without the launcher")
+	}
+	e.d.cfg.Launcher = fakeLauncher
 
 	// A config left behind (a crash) is removed by the next start, and a
 	// request leaves none.

@@ -73,10 +73,12 @@ func cliEnv(parent []string, extra []string) []string {
 	return append(env, extra...)
 }
 
-// ServerEnv is the environment a stdio MCP server started by the CLI
-// inherits from the CLI, before its own env entries, when brainbot's is
-// parent: the CLI passes its own on (checked on 2.1.328). brainbot check
-// -connect starts the servers with it, as the CLI would.
+// ServerEnv is the environment a stdio MCP server's launcher (brainbot
+// mcp exec, package launch) gets from a CLI, before the server's own env
+// entries, when brainbot's is parent: the CLI passes its own on (checked
+// on 2.1.328), and the launcher keeps only a minimal base and the server's
+// own. brainbot check -connect starts the servers with it, as the CLI
+// would.
 func ServerEnv(parent []string) []string { return cliEnv(parent, nil) }
 
 // ProbeEnv is the environment of a CLI run only to be asked something (its

@@ -27,16 +27,23 @@ type Main struct {
 	Environ []string
 	// Terminal says whether Stderr is a terminal (console logs by default).
 	Terminal bool
+	// Executable is brainbot's own program (os.Executable in production):
+	// brains' stdio MCP servers start through its `mcp exec`.
+	Executable string
 }
 
 func newMain() *Main {
-	return &Main{
+	m := &Main{
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 		Environ:  os.Environ(),
 		Terminal: isatty.IsTerminal(os.Stderr.Fd()),
 	}
+	// Only fails where /proc is missing; a brain's stdio MCP server then
+	// reports that it does not start.
+	m.Executable, _ = os.Executable()
+	return m
 }
 
 // Exit codes.

@@ -88,6 +88,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		DataDir:  cfg.DataDir,
 		ToolsURL: tools.URL,
 		Tickets:  tickets,
+		Launcher: m.Executable,
 		Bare:     bare,
 		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle},
 		Log:      log.Named("claude"),
