@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/reaper"
 	"brainbot/sysprompt"
 	"brainbot/ticket"
 	"brainbot/toolspec"
@@ -45,6 +46,11 @@ type Config struct {
 	Launcher string
 	// Warm keeps conversations' CLI processes alive between requests.
 	Warm WarmConfig
+	// Reaper starts the CLIs, each tied to this process's life, and takes
+	// care of what they leave behind when it adopts (package reaper):
+	// brainbot's, which outlives the driver. Without one the driver has
+	// its own, which does not adopt.
+	Reaper *reaper.Reaper
 	// Bare runs the CLI with --bare: none of the operator's own Claude
 	// Code hooks, plugins, CLAUDE.md files or auto-memory reach the bots,
 	// and it starts faster (~20%). It authenticates only with
@@ -63,6 +69,9 @@ type Driver struct {
 	tmpDir string // the per-process temporary folders
 	log    *zap.Logger
 	pool   *pool
+	procs  *reaper.Reaper
+	// ownProcs: procs is the driver's own, closed with it.
+	ownProcs bool
 	// prepared holds the bots whose sessions were moved in (prepareBot).
 	prepared struct {
 		mu   sync.Mutex
@@ -102,6 +111,14 @@ func New(cfg Config) (*Driver, error) {
 	d.prepared.bots = map[string]bool{}
 	if err := d.prepareBots(); err != nil {
 		return nil, err
+	}
+	d.procs = cfg.Reaper
+	if d.procs == nil {
+		var err error
+		if d.procs, err = reaper.New(false); err != nil {
+			return nil, err
+		}
+		d.ownProcs = true
 	}
 	return d, nil
 }
@@ -324,7 +341,7 @@ func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
 	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
-	if cli.p, err = startProcess(context.Background(), d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
+	if cli.p, err = startProcess(context.Background(), d.procs, d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
 		cli.release()
 		return nil, err
 	}
@@ -387,7 +404,12 @@ func (d *Driver) Warm() int { return d.pool.warmCount() }
 
 // Close ends every warm process. Requests still running end theirs when
 // they finish.
-func (d *Driver) Close() { d.pool.close() }
+func (d *Driver) Close() {
+	d.pool.close()
+	if d.ownProcs {
+		d.procs.Close()
+	}
+}
 
 // conversation is the state of one Run: which turn we are in and what the
 // CLI has said so far.

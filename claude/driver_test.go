@@ -28,6 +28,7 @@ import (
 
 func TestMain(m *testing.M) {
 	claudetest.RunFakeCLIIfRequested()
+	runTestParentIfRequested()
 	os.Exit(m.Run())
 }
 
@@ -62,6 +63,7 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(d.Close) // before the leak check, which runs last
 	return &fakeEnv{d: d, data: data, tools: tools}
 }
 
@@ -173,9 +175,11 @@ func TestMCPConfigPerProcess(t *testing.T) {
 
 	// A config left behind (a crash) is removed by the next start, and a
 	// request leaves none.
-	if _, err := New(e.d.cfg); err != nil {
+	again, err := New(e.d.cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
+	again.Close()
 	e.mustRun(t, e.request(Speech, "hello"))
 	if left, _ := os.ReadDir(filepath.Dir(path)); len(left) != 0 {
 		t.Errorf("MCP configs left: %v", left)
@@ -750,6 +754,7 @@ func BenchmarkDriverOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer d.Close()
 	b.ReportAllocs()
 	for b.Loop() {
 		_, err := d.Run(context.Background(), Request{

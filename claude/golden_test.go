@@ -225,6 +225,7 @@ func capture(t *testing.T, tr transcript) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer d.Close()
 	req := Request{Mode: tr.mode, SessionID: goldenSession, Resume: tr.resume, SystemPrompt: "You are a golden test bot.",
 		BotID: "golden", FilePrefix: goldenPrefix, Speech: goldenSpeech, Image: goldenImage}
 	if err := d.prepareBot(req.BotID); err != nil {

@@ -64,6 +64,8 @@
 //	#unknown    mix four events of types the driver skips into the turn
 //	#ignoreterm ignore SIGTERM, then hang
 //	#grandchild start a grandchild process that inherits stdout, then hang
+//	#setsid     start a grandchild detached in a session of its own, its
+//	            standard files closed, and reply "grandchild <pid>"
 //	#slow       wait about a second before replying
 //	#stoppable  go on until the next stdin line, an interrupt control
 //	            request, then end the turn as the real CLI does
@@ -529,6 +531,8 @@ func (c *fakeCLI) textTurn(text string, n int) {
 		env := os.Environ()
 		slices.Sort(env)
 		reply = strings.Join(env, "\n")
+	case d["#setsid"]:
+		reply = c.startDetached()
 	}
 	if reply != "" {
 		c.stream(reply)
@@ -573,6 +577,23 @@ func (c *fakeCLI) startGrandchild() {
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(c.stderr, "error:", err)
 	}
+}
+
+// startDetached starts a grandchild the way a daemon leaves: a session
+// and process group of its own, nothing of the CLI's open. Only its
+// process's parent can still find it.
+func (c *fakeCLI) startDetached() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), fakeEnv+"=grandchild")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("grandchild %d", cmd.Process.Pid)
 }
 
 func longReply() string {
