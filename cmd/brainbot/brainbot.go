@@ -62,6 +62,7 @@ Usage:
   brainbot backup FILE              copy the state database to FILE while brainbot runs
   brainbot usage [-since 7d]        what the bots cost: requests, tokens and USD per brain
   brainbot mcp tts|image-gen|clock  serve an MCP server on stdio: our tools for other MCP clients, a clock for brains
+  brainbot mcp exec -- COMMAND      run a brain's MCP server with only its own environment (brainbot's MCP configs use it)
   brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
 
 Run "brainbot <command> -h" for a command's flags.
