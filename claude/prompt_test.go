@@ -41,23 +41,8 @@ func TestEncodeUserLineText(t *testing.T) {
 		{"hello", nil, []string{"text"}},
 		{"", nil, []string{"text"}},
 	} {
-		line, err := encodeUserLine(tc.text, tc.files...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg struct {
-			Message struct {
-				Content []struct {
-					Type string  `json:"type"`
-					Text *string `json:"text"`
-				} `json:"content"`
-			} `json:"message"`
-		}
-		if err := json.Unmarshal(line, &msg); err != nil {
-			t.Fatal(err)
-		}
 		var types []string
-		for _, b := range msg.Message.Content {
+		for _, b := range encodedBlocks(t, tc.text, tc.files...) {
 			types = append(types, b.Type)
 			if b.Type == "text" && (b.Text == nil || *b.Text != tc.text) {
 				t.Errorf("text block %v, want %q", b.Text, tc.text)
@@ -98,24 +83,35 @@ func TestEncodeUserLineKeepsWordsWords(t *testing.T) {
 		{" /already spaced", nil, " /already spaced"},
 		{"hello", nil, "hello"},
 	} {
-		line, err := encodeUserLine(tc.text, tc.files...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg struct {
-			Message struct {
-				Content []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"content"`
-			} `json:"message"`
-		}
-		if err := json.Unmarshal(line, &msg); err != nil {
-			t.Fatal(err)
-		}
-		last := msg.Message.Content[len(msg.Message.Content)-1]
-		if last.Type != "text" || last.Text != tc.want {
-			t.Errorf("%q: last block %s %q, want text %q", tc.text, last.Type, last.Text, tc.want)
+		blocks := encodedBlocks(t, tc.text, tc.files...)
+		if last := blocks[len(blocks)-1]; last.Type != "text" || last.Text == nil || *last.Text != tc.want {
+			t.Errorf("%q: last block %+v, want text %q", tc.text, last, tc.want)
 		}
 	}
+}
+
+// encodedBlock is a content block of an encoded stdin line; Text is nil
+// when the block has none.
+type encodedBlock struct {
+	Type string  `json:"type"`
+	Text *string `json:"text"`
+}
+
+// encodedBlocks encodes text and files as a stdin line and returns its
+// content blocks.
+func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBlock {
+	t.Helper()
+	line, err := encodeUserLine(text, files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Message struct {
+			Content []encodedBlock `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(line, &msg); err != nil {
+		t.Fatal(err)
+	}
+	return msg.Message.Content
 }
