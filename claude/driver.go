@@ -51,9 +51,9 @@ type Config struct {
 	// brainbot's, which outlives the driver. Without one the driver has
 	// its own, which does not adopt.
 	Reaper *reaper.Reaper
-	// Bare runs the CLI with --bare: none of the operator's own Claude
-	// Code hooks, plugins, CLAUDE.md files or auto-memory reach the bots,
-	// and it starts faster (~20%). It authenticates only with
+	// Bare runs the CLI with --bare: it skips hooks, plugins, CLAUDE.md
+	// files and auto-memory altogether (each bot's config folder has none
+	// of them anyway) and starts faster (~20%). It authenticates only with
 	// ANTHROPIC_API_KEY, an apiKeyHelper or a cloud provider, not with a
 	// `claude` login.
 	Bare bool
