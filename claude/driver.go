@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/reaper"
 	"brainbot/sysprompt"
 	"brainbot/ticket"
 	"brainbot/toolspec"
@@ -33,13 +36,24 @@ type Config struct {
 	ToolsURL string
 	Tickets  *ticket.Registry
 	// Env holds extra environment entries for the CLI; they win over
-	// inherited ones (see cliEnv).
+	// inherited ones (see cliEnv), the bot's HOME, CLAUDE_CONFIG_DIR and
+	// TMPDIR aside (the driver's).
 	Env []string
+	// Launcher is brainbot's own executable. Every stdio MCP server of a
+	// request is started through it (package launch), with only its own
+	// env and a minimal base, never the CLI's environment. A request with
+	// such a server fails without it.
+	Launcher string
 	// Warm keeps conversations' CLI processes alive between requests.
 	Warm WarmConfig
-	// Bare runs the CLI with --bare: none of the operator's own Claude
-	// Code hooks, plugins, CLAUDE.md files or auto-memory reach the bots,
-	// and it starts faster (~20%). It authenticates only with
+	// Reaper starts the CLIs, each tied to this process's life, and takes
+	// care of what they leave behind when it adopts (package reaper):
+	// brainbot's, which outlives the driver. Without one the driver has
+	// its own, which does not adopt.
+	Reaper *reaper.Reaper
+	// Bare runs the CLI with --bare: it skips hooks, plugins, CLAUDE.md
+	// files and auto-memory altogether (each bot's config folder has none
+	// of them anyway) and starts faster (~20%). It authenticates only with
 	// ANTHROPIC_API_KEY, an apiKeyHelper or a cloud provider, not with a
 	// `claude` login.
 	Bare bool
@@ -55,6 +69,14 @@ type Driver struct {
 	tmpDir string // the per-process temporary folders
 	log    *zap.Logger
 	pool   *pool
+	procs  *reaper.Reaper
+	// ownProcs: procs is the driver's own, closed with it.
+	ownProcs bool
+	// prepared holds the bots whose sessions were moved in (prepareBot).
+	prepared struct {
+		mu   sync.Mutex
+		bots map[string]bool
+	}
 }
 
 const (
@@ -66,6 +88,7 @@ const (
 
 // New checks cfg and prepares DataDir/claude/mcp for the CLIs' MCP
 // configs, removing any a crashed brainbot left: their tokens are dead.
+// It readies the folders of the bots that ran before (prepareBots).
 func New(cfg Config) (*Driver, error) {
 	switch {
 	case cfg.Command == "":
@@ -84,6 +107,18 @@ func New(cfg Config) (*Driver, error) {
 		if err := freshDir(dir); err != nil {
 			return nil, err
 		}
+	}
+	d.prepared.bots = map[string]bool{}
+	if err := d.prepareBots(); err != nil {
+		return nil, err
+	}
+	d.procs = cfg.Reaper
+	if d.procs == nil {
+		var err error
+		if d.procs, err = reaper.New(false); err != nil {
+			return nil, err
+		}
+		d.ownProcs = true
 	}
 	return d, nil
 }
@@ -105,6 +140,12 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	// Partial messages: the text arrives as the model writes it, for
 	// replies streamed to the chat (Request.OnText).
 	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
+	// None of the CLI's own commands (/config, /insights, /heapdump...):
+	// a user's words are never one (asWords says how they stay words).
+	args = append(args, "--disable-slash-commands")
+	// Only the settings of the bot's own config folder, which brainbot
+	// writes (botSettings), not those of the working directory.
+	args = append(args, "--setting-sources", "user")
 	if req.Resume {
 		args = append(args, "--resume", req.SessionID)
 	} else {
@@ -282,9 +323,8 @@ func (d *Driver) acquire(req Request, allowWarm bool) (cli *live, warm bool, err
 // spawn starts a CLI for req. It runs detached from the request's context,
 // so it can outlive the request as a warm process: the driver ends it.
 func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
-	dir := d.workDir(req.BotID)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("claude: working directory: %w", err)
+	if err := d.prepareBot(req.BotID); err != nil {
+		return nil, err
 	}
 	tools := d.cfg.Tickets.Connect()
 	mcpConfig, err := d.writeMCPConfig(tools.Token(), req)
@@ -301,12 +341,19 @@ func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
 	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
-	env := cliEnv(os.Environ(), append([]string{"TMPDIR=" + tmp}, d.cfg.Env...))
-	if cli.p, err = startProcess(context.Background(), d.cfg.Command, d.args(req, mcpConfig), dir, env); err != nil {
+	if cli.p, err = startProcess(context.Background(), d.procs, d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
 		cli.release()
 		return nil, err
 	}
 	return cli, nil
+}
+
+// env is the environment of a CLI of the bot whose temporary folder is
+// tmp: the allow-list of brainbot's, Config.Env, then the bot's own
+// folders, which nothing overrides.
+func (d *Driver) env(botID, tmp string) []string {
+	extra := append(slices.Clone(d.cfg.Env), "TMPDIR="+tmp)
+	return cliEnv(os.Environ(), append(extra, d.dirs(botID).env()...))
 }
 
 // fingerprint is what a process is started with, but for its session and
@@ -357,7 +404,12 @@ func (d *Driver) Warm() int { return d.pool.warmCount() }
 
 // Close ends every warm process. Requests still running end theirs when
 // they finish.
-func (d *Driver) Close() { d.pool.close() }
+func (d *Driver) Close() {
+	d.pool.close()
+	if d.ownProcs {
+		d.procs.Close()
+	}
+}
 
 // conversation is the state of one Run: which turn we are in and what the
 // CLI has said so far.
@@ -685,24 +737,14 @@ func (c *conversation) findDenial(toolUseID string) (denial, bool) {
 	return denial{}, false
 }
 
-// SessionFile is where the CLI keeps a bot's session transcript:
-// <config dir>/projects/<working dir with every character but letters and
-// digits made '-'>/<session>.jsonl, the config dir being CLAUDE_CONFIG_DIR
-// or ~/.claude (as the CLI's environment has them). Copying this file to
-// another machine, under the same layout, lets the session be resumed
-// there.
+// SessionFile is where the bot's CLI keeps a session's transcript: in the
+// bot's own config folder (see botDirs), projects/<working dir with every
+// character but letters and digits made '-'>/<session>.jsonl. Copying
+// this file to another machine, under the same layout, lets the session
+// be resumed there.
 func (d *Driver) SessionFile(botID, session string) string {
-	env := cliEnv(os.Environ(), d.cfg.Env)
-	lookup := func(name string) string {
-		v := ""
-		for _, kv := range env {
-			if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-				v = val // the last one wins, as in exec
-			}
-		}
-		return v
-	}
-	return SessionFile(lookup("CLAUDE_CONFIG_DIR"), lookup("HOME"), d.workDir(botID), session)
+	b := d.dirs(botID)
+	return SessionFile(b.config, "", b.work, session)
 }
 
 // SessionFile is the CLI's transcript of session for a CLI run in workDir

@@ -28,8 +28,13 @@ import (
 
 func TestMain(m *testing.M) {
 	claudetest.RunFakeCLIIfRequested()
+	runTestParentIfRequested()
 	os.Exit(m.Run())
 }
+
+// fakeLauncher stands for brainbot's executable in the MCP configs: the
+// fake CLI starts no stdio server.
+const fakeLauncher = "/opt/brainbot/bin/brainbot"
 
 // fakeEnv is a Driver running the fake CLI (the test binary itself) with
 // its own data folder and our real tool server in front of the OpenAI
@@ -52,11 +57,13 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 		ToolsURL: tools.URL,
 		Tickets:  tools.Tickets,
 		Env:      claudetest.FakeCLIEnv(),
+		Launcher: fakeLauncher,
 		Log:      log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(d.Close) // before the leak check, which runs last
 	return &fakeEnv{d: d, data: data, tools: tools}
 }
 
@@ -137,10 +144,11 @@ func TestMCPConfigPerProcess(t *testing.T) {
 	}
 
 	// A request's own servers join ours, each with the request's tool
-	// timeout, their secrets in this private file only.
+	// timeout, their secrets in this private file only; a stdio one starts
+	// through brainbot (package launch), which keeps only its own env.
 	path, err = e.d.writeMCPConfig("tok123", Request{
 		MCPServers: map[string]MCPServer{
-			"clock":  {Type: "stdio", Command: "/bin/clock", Args: []string{"-z"}, Env: map[string]string{"KEY": "s3cret"}},
+			"clock":  {Type: "stdio", Command: "/bin/clock", Args: []string{"-z"}, Env: map[string]string{"ZONE": "UTC", "KEY": "s3cret"}},
 			"search": {Type: "http", URL: "https://search.example/mcp", Headers: map[string]string{"Authorization": "Bearer s3cret"}},
 		},
 		ToolTimeout: 20 * time.Second,
@@ -149,7 +157,7 @@ func TestMCPConfigPerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	data, _ = os.ReadFile(path)
-	want = `{"mcpServers":{"clock":{"type":"stdio","command":"/bin/clock","args":["-z"],"env":{"KEY":"s3cret"},"timeout":20000},` +
+	want = `{"mcpServers":{"clock":{"type":"stdio","command":"` + fakeLauncher + `","args":["mcp","exec","-keep","KEY","-keep","ZONE","--","/bin/clock","-z"],"env":{"KEY":"s3cret","ZONE":"UTC"},"timeout":20000},` +
 		`"image-gen":{"type":"http","url":"` + e.tools.URL + `/image-gen","headers":{"Authorization":"Bearer tok123"}},` +
 		`"search":{"type":"http","url":"https://search.example/mcp","headers":{"Authorization":"Bearer s3cret"},"timeout":20000},` +
 		`"tts":{"type":"http","url":"` + e.tools.URL + `/tts","headers":{"Authorization":"Bearer tok123"}}}}`
@@ -158,11 +166,20 @@ func TestMCPConfigPerProcess(t *testing.T) {
 	}
 	os.Remove(path)
 
+	// Without the launcher, no stdio server starts.
+	e.d.cfg.Launcher = ""
+	if _, err := e.d.writeMCPConfig("tok123", Request{MCPServers: map[string]MCPServer{"clock": {Command: "/bin/clock"}}}); err == nil {
+		t.Error("a stdio server was configured without the launcher")
+	}
+	e.d.cfg.Launcher = fakeLauncher
+
 	// A config left behind (a crash) is removed by the next start, and a
 	// request leaves none.
-	if _, err := New(e.d.cfg); err != nil {
+	again, err := New(e.d.cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
+	again.Close()
 	e.mustRun(t, e.request(Speech, "hello"))
 	if left, _ := os.ReadDir(filepath.Dir(path)); len(left) != 0 {
 		t.Errorf("MCP configs left: %v", left)
@@ -190,7 +207,7 @@ func TestArgs(t *testing.T) {
 	tools := toolspec.SpeechTool + "," + toolspec.ImageTool
 	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice"}
 	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
+		"--disable-slash-commands", "--setting-sources", "user", "--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
@@ -199,7 +216,7 @@ func TestArgs(t *testing.T) {
 
 	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x"}
 	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
+		"--disable-slash-commands", "--setting-sources", "user", "--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
@@ -239,7 +256,7 @@ func TestCLIEnv(t *testing.T) {
 		"OPENAI_API_KEY=k", "BOT_TOKEN=1:x", "ENABLE_TOOL_SEARCH=true", "ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p"}
 	got := cliEnv(parent, []string{"EXTRA=1"})
 	want := []string{"PATH=/bin", "CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CONFIG_DIR=/c", "ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p",
+		"ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p",
 		"ENABLE_TOOL_SEARCH=false", "EXTRA=1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("cliEnv\n got %q\nwant %q", got, want)
@@ -290,7 +307,7 @@ func TestCLIGetsOnlyTheEnvironmentItNeeds(t *testing.T) {
 		fake[k] = true
 	}
 	for k := range got {
-		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && k != "TMPDIR" && !fake[k] {
+		if !allowedEnv(k) && k != "ENABLE_TOOL_SEARCH" && k != "TMPDIR" && k != "CLAUDE_CONFIG_DIR" && !fake[k] {
 			t.Errorf("the CLI got %s, which is off the list", k)
 		}
 	}
@@ -737,6 +754,7 @@ func BenchmarkDriverOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer d.Close()
 	b.ReportAllocs()
 	for b.Loop() {
 		_, err := d.Run(context.Background(), Request{

@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -9,15 +10,14 @@ import (
 // Telegram token and the OpenAI key, none of which the CLI needs (the
 // tools run in brainbot). It gets what any program needs, the network's
 // proxy and certificate settings, and the model provider's own variables.
-// TMPDIR is the driver's: a folder of each process's own (Driver.spawn).
+// TMPDIR is the driver's: a folder of each process's own (Driver.spawn);
+// HOME and CLAUDE_CONFIG_DIR are the bot's own folders (botDirs).
 var (
 	allowedEnvNames = []string{
 		"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ",
 		"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
 		"http_proxy", "https_proxy", "no_proxy", "all_proxy",
 		"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
-		// Where Claude Code keeps its settings and sessions.
-		"CLAUDE_CONFIG_DIR",
 		// Vertex AI (Google credentials and region).
 		"CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_PROJECT", "GCLOUD_PROJECT",
 		// Model-side switches an operator may set.
@@ -73,8 +73,17 @@ func cliEnv(parent []string, extra []string) []string {
 	return append(env, extra...)
 }
 
-// ServerEnv is the environment a stdio MCP server started by the CLI
-// inherits from the CLI, before its own env entries, when brainbot's is
-// parent: the CLI passes its own on (checked on 2.1.328). brainbot check
-// -connect starts the servers with it, as the CLI would.
+// ServerEnv is the environment a stdio MCP server's launcher (brainbot
+// mcp exec, package launch) gets from a CLI, before the server's own env
+// entries, when brainbot's is parent: the CLI passes its own on (checked
+// on 2.1.328), and the launcher keeps only a minimal base and the server's
+// own. brainbot check -connect starts the servers with it, as the CLI
+// would.
 func ServerEnv(parent []string) []string { return cliEnv(parent, nil) }
+
+// ProbeEnv is the environment of a CLI run only to be asked something (its
+// version, its credentials): a bot's CLI's, with home, a new folder, as
+// its HOME and config folder, so that it answers as a bot's CLI would.
+func ProbeEnv(parent []string, home string) []string {
+	return cliEnv(parent, botDirs{home: home, config: filepath.Join(home, ".claude")}.env())
+}

@@ -225,10 +225,10 @@ func capture(t *testing.T, tr transcript) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer d.Close()
 	req := Request{Mode: tr.mode, SessionID: goldenSession, Resume: tr.resume, SystemPrompt: "You are a golden test bot.",
 		BotID: "golden", FilePrefix: goldenPrefix, Speech: goldenSpeech, Image: goldenImage}
-	work := d.workDir(req.BotID)
-	if err := os.MkdirAll(work, 0o755); err != nil {
+	if err := d.prepareBot(req.BotID); err != nil {
 		t.Fatal(err)
 	}
 	// The turn-2 call is the one allowed; the scripted turn 1 calls nothing.
@@ -240,7 +240,7 @@ func capture(t *testing.T, tr transcript) []byte {
 		t.Fatal(err)
 	}
 	// The driver's own command line and environment; CLIRun keeps stdout.
-	run := claudetest.CLIRun{Path: cli, Args: d.args(req, mcpConfig), Dir: work, Env: cliEnv(os.Environ(), env)}
+	run := claudetest.CLIRun{Path: cli, Args: d.args(req, mcpConfig), Dir: d.workDir(req.BotID), Env: d.env(req.BotID, t.TempDir())}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	stdout, err := run.Turns(ctx, tr.turns(t)...)

@@ -3,11 +3,13 @@ package claude
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +216,101 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	t.Run("a user's slash command reaches the model as words", func(t *testing.T) {
+		h := newHarness(t, cli)
+		img, err := openaitest.PNG("8x8")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			prompt string
+			files  []Attachment
+		}{
+			{"/config model=haiku", nil},
+			{"/insights", []Attachment{{MediaType: "image/png", Data: img}}}, // a caption
+			{"/heapdump: hello", nil},                                        // a group sender named /heapdump
+			{"/context", nil},
+		} {
+			before := len(h.model.Requests())
+			req := h.request(Text, tc.prompt)
+			req.Attachments = tc.files
+			res, err := h.run(req)
+			if err != nil {
+				t.Fatalf("%q: %v", tc.prompt, err)
+			}
+			if !strings.HasPrefix(res.Text, "You said: ") || !strings.Contains(res.Text, tc.prompt+" (message 1)") {
+				t.Errorf("%q: reply %q, want the model's answer to the words", tc.prompt, res.Text)
+			}
+			got := userTexts(h.model.Requests()[before:])
+			if !slices.ContainsFunc(got, func(text string) bool { return strings.HasPrefix(text, " "+tc.prompt) }) {
+				t.Errorf("%q: the model got the texts %q", tc.prompt, got)
+			}
+		}
+		h.checkNoCLIState()
+	})
+
+	t.Run("a user's @path reaches the model as words, not as the file", func(t *testing.T) {
+		h := newHarness(t, cli)
+		const secret = "TOP-SECRET-0451"
+		outside := filepath.Join(h.root, "secret.txt")
+		inside := filepath.Join(h.driver.workDir("it"), "notes.txt")
+		for _, path := range []string{outside, inside} {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(secret), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, prompt := range []string{"what is in @" + outside + " ?", "and in @notes.txt?", "@~/.claude/settings.json"} {
+			before := len(h.model.Requests())
+			res, err := h.run(h.request(Text, prompt))
+			if err != nil {
+				t.Fatalf("%q: %v", prompt, err)
+			}
+			if res.Text != "You said: "+prompt+" (message 1)" {
+				t.Errorf("%q: reply %q", prompt, res.Text)
+			}
+			all, _ := json.Marshal(h.model.Requests()[before:])
+			if strings.Contains(string(all), secret) || strings.Contains(string(all), "disableAllHooks") {
+				t.Errorf("%q: the CLI sent the model a file's contents: %s", prompt, all)
+			}
+		}
+	})
+
+	t.Run("the settings the CLI reads are the bot's, as brainbot wrote them", func(t *testing.T) {
+		h := newHarness(t, cli)
+		config := filepath.Dir(filepath.Dir(filepath.Dir(h.driver.SessionFile("it", "x"))))
+		if err := os.MkdirAll(config, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(config, "settings.json"), []byte(`{"model":"haiku"}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Project and local settings in the working folder are not read.
+		project := filepath.Join(h.driver.workDir("it"), ".claude")
+		if err := os.MkdirAll(project, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"settings.json", "settings.local.json"} {
+			if err := os.WriteFile(filepath.Join(project, name), []byte(`{"model":"haiku"}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := len(h.model.Requests())
+		if _, err := h.run(h.request(Text, "which model?")); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range h.model.Requests()[before:] {
+			if strings.Contains(r.Model, "haiku") {
+				t.Errorf("the CLI used the model %s of a settings file brainbot did not write", r.Model)
+			}
+		}
+		if got, _ := os.ReadFile(filepath.Join(config, "settings.json")); string(got) != botSettings {
+			t.Errorf("settings %s, want ours", got)
+		}
+	})
+
 	t.Run("no shell", func(t *testing.T) {
 		h := newHarness(t, cli)
 		target := filepath.Join(t.TempDir(), "pwned")
@@ -333,6 +430,42 @@ func (h *harness) checkFile(res *Result, folder, ext string) []byte {
 	return h.checkInside(res.FilePath, folder)
 }
 
+// userTexts are the user's own texts the model received in reqs.
+func userTexts(reqs []claudetest.Request) []string {
+	var texts []string
+	for _, r := range reqs {
+		for _, m := range r.Messages {
+			for _, b := range m.Content {
+				if m.Role == "user" && b.Type == "text" && !strings.HasPrefix(b.Text, "<system-reminder>") {
+					texts = append(texts, b.Text)
+				}
+			}
+		}
+	}
+	return texts
+}
+
+// checkNoCLIState fails the test if a CLI command left its traces: a
+// settings file that is not brainbot's, a heap snapshot or an insights
+// report.
+func (h *harness) checkNoCLIState() {
+	h.t.Helper()
+	_ = filepath.WalkDir(h.root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Name() == "settings.json" {
+			if data, _ := os.ReadFile(path); string(data) != botSettings {
+				h.t.Errorf("settings %s changed: %s", path, data)
+			}
+		}
+		if strings.HasSuffix(d.Name(), ".heapsnapshot") || strings.Contains(path, "insights") {
+			h.t.Errorf("a CLI command wrote %s", path)
+		}
+		return nil
+	})
+}
+
 // checkInside checks path is a file inside the data folder's folder and
 // returns its contents.
 func (h *harness) checkInside(path, folder string) []byte {
@@ -349,13 +482,12 @@ func (h *harness) checkInside(path, folder string) []byte {
 }
 
 // checkNoProcessLeft fails the test if any process started for it (they all
-// carry its HOME in their environment) is still alive shortly after the
-// test.
+// have a HOME in its folder) is still alive shortly after the test.
 func (h *harness) checkNoProcessLeft() {
 	var left []claudetest.Process
 	// Killed processes can take a moment to be reaped; poll as a hang guard.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		left = claudetest.ProcessesWithEnv("HOME=" + h.home)
+		left = claudetest.ProcessesUnder(h.root)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break
 		}
@@ -492,5 +624,53 @@ func TestIntegrationSessionMovesWithItsFile(t *testing.T) {
 	}
 	if got.Text != "You said: who am I? (message 2)" {
 		t.Fatalf("resumed reply %q does not continue the conversation", got.Text)
+	}
+}
+
+// An upgrade from a brainbot whose CLIs shared one HOME loses no
+// conversation: the session the real CLI kept there is resumed from the
+// bot's own config folder.
+func TestIntegrationUpgradeKeepsSessions(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	h := newHarness(t, cli)
+	h.driver.Close()
+	work := h.driver.workDir("it")
+	if err := os.MkdirAll(work, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	// The CLI as an earlier brainbot ran it: HOME shared, no config
+	// folder of the bot's own.
+	session := uuid.NewString()
+	run := claudetest.CLIRun{Path: cli, Dir: work, Env: append(h.model.Env(), "HOME="+h.home, "PATH="+os.Getenv("PATH")),
+		Args: []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+			"--session-id", session, "--system-prompt", "old", "--tools", "", "--strict-mcp-config", "--permission-mode", "dontAsk"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := run.Turns(ctx, "remember me"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(SessionFile("", h.home, work, session)); err != nil {
+		t.Fatalf("the earlier layout has no transcript: %v", err)
+	}
+
+	log := zaptest.NewLogger(t)
+	tools := toolstest.Start(t, h.data, log)
+	d, err := New(Config{Command: cli, DataDir: h.data, ToolsURL: tools.URL, Tickets: tools.Tickets,
+		Env: append(h.model.Env(), "HOME="+h.home), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	req := h.request(Text, "who am I?")
+	req.SessionID, req.Resume = session, true
+	res, err := d.Run(ctx, req)
+	if err != nil {
+		t.Fatalf("resume after the upgrade: %v", err)
+	}
+	if res.Text != "You said: who am I? (message 2)" {
+		t.Fatalf("resumed reply %q does not continue the conversation", res.Text)
+	}
+	if _, err := os.Stat(SessionFile("", h.home, work, session)); !os.IsNotExist(err) {
+		t.Errorf("the transcript is still in the shared HOME: %v", err)
 	}
 }

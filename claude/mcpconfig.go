@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"brainbot/mcp/launch"
 	"brainbot/toolspec"
 )
 
@@ -33,12 +34,19 @@ type mcpEntry struct {
 
 // writeMCPConfig writes the --mcp-config of one CLI process: our two
 // servers with the process's bearer token, and the request's own servers
-// with its tool timeout. The token and the servers' secrets make the file
-// private (mode 0600, removed when the process ends) rather than a
-// command-line argument, which every local user can read in /proc.
+// with its tool timeout, each stdio one started through the launcher. The
+// token and the servers' secrets make the file private (mode 0600,
+// removed when the process ends) rather than a command-line argument,
+// which every local user can read in /proc.
 func (d *Driver) writeMCPConfig(token string, req Request) (path string, err error) {
 	servers := map[string]mcpEntry{}
 	for name, s := range req.MCPServers {
+		if s.Type == "" || s.Type == "stdio" {
+			if d.cfg.Launcher == "" {
+				return "", fmt.Errorf("claude: the request's MCP server %q needs Config.Launcher to start", name)
+			}
+			s.Command, s.Args = d.cfg.Launcher, launch.Args(s.Command, s.Args, s.Env)
+		}
 		servers[name] = mcpEntry{MCPServer: s, TimeoutMS: req.ToolTimeout.Milliseconds()}
 	}
 	for _, name := range []string{toolspec.SpeechServer, toolspec.ImageServer} {

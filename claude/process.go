@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"brainbot/reaper"
 )
 
 const (
@@ -54,10 +56,11 @@ type lineEvent struct {
 	err error
 }
 
-// startProcess starts command in dir. The pipes are our own (not
-// cmd.StdoutPipe), so reading them does not race with cmd.Wait and we can
-// close them ourselves if a stray process keeps them open.
-func startProcess(ctx context.Context, command string, args []string, dir string, env []string) (_ *process, err error) {
+// startProcess starts command in dir, through procs: tied to brainbot's
+// life. The pipes are our own (not cmd.StdoutPipe), so reading them does
+// not race with cmd.Wait and we can close them ourselves if a stray
+// process keeps them open.
+func startProcess(ctx context.Context, procs *reaper.Reaper, command string, args []string, dir string, env []string) (_ *process, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, command, args...)
 	cmd.Dir, cmd.Env = dir, env
@@ -98,7 +101,7 @@ func startProcess(ctx context.Context, command string, args []string, dir string
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := cmd.Start(); err != nil {
+	if err := procs.Start(cmd); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return nil, fmt.Errorf("%w: %q: %w", errCLINotFound, command, err)
 		}
@@ -121,7 +124,7 @@ func startProcess(ctx context.Context, command string, args []string, dir string
 		exited:      make(chan struct{}),
 	}
 	go func() {
-		_ = cmd.Wait() // the exit status is read from cmd.ProcessState
+		_ = procs.Wait(cmd) // the exit status is read from cmd.ProcessState
 		close(p.exited)
 	}()
 	p.readers.Add(2)

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"brainbot/toolspec"
@@ -55,7 +56,9 @@ type fileSource struct {
 
 // encodeUserLine returns text, after the files, as one stdin line, newline
 // included. Files come first, as the Claude API advises for images; text
-// that is empty beside files is left out (a photo without a caption).
+// that is empty beside files is left out (a photo without a caption). The
+// text is always words to the CLI, never one of its commands (asWords):
+// every line written to its stdin is made here.
 func encodeUserLine(text string, files ...Attachment) ([]byte, error) {
 	content := make([]any, 0, len(files)+1)
 	for _, f := range files {
@@ -66,13 +69,32 @@ func encodeUserLine(text string, files ...Attachment) ([]byte, error) {
 		content = append(content, b)
 	}
 	if text != "" || len(files) == 0 {
-		content = append(content, textBlock{Type: "text", Text: text})
+		content = append(content, textBlock{Type: "text", Text: asWords(text)})
 	}
 	line, err := json.Marshal(userLine{Type: "user", Message: userMessage{Role: "user", Content: content}})
 	if err != nil {
 		return nil, err
 	}
 	return append(line, '\n'), nil
+}
+
+// asWords keeps text from reading as a command of the CLI. The CLI
+// (2.1.328, checked) takes a stream-json message whose last text block
+// starts with "/" for one of its slash commands and runs it without asking
+// the model: a caption "/insights", a "/config model=haiku" Telegram did
+// not mark as a bot command, a group message whose sender is named
+// "/heapdump". Run with --disable-slash-commands it answers "/<name> isn't
+// available in this environment." instead, and the model still never sees
+// the words. Any other first character makes the CLI pass the text on as
+// it is (a space, a tab, a newline and a zero-width space were checked; a
+// text block of our own before the user's was not enough). A space is the
+// one a model reading " /insights" notices least: the user's words,
+// unchanged.
+func asWords(text string) string {
+	if strings.HasPrefix(text, "/") {
+		return " " + text
+	}
+	return text
 }
 
 // attachmentBlock is the content block that carries f. The CLI (2.1.328,

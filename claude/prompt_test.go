@@ -41,23 +41,8 @@ func TestEncodeUserLineText(t *testing.T) {
 		{"hello", nil, []string{"text"}},
 		{"", nil, []string{"text"}},
 	} {
-		line, err := encodeUserLine(tc.text, tc.files...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var msg struct {
-			Message struct {
-				Content []struct {
-					Type string  `json:"type"`
-					Text *string `json:"text"`
-				} `json:"content"`
-			} `json:"message"`
-		}
-		if err := json.Unmarshal(line, &msg); err != nil {
-			t.Fatal(err)
-		}
 		var types []string
-		for _, b := range msg.Message.Content {
+		for _, b := range encodedBlocks(t, tc.text, tc.files...) {
 			types = append(types, b.Type)
 			if b.Type == "text" && (b.Text == nil || *b.Text != tc.text) {
 				t.Errorf("text block %v, want %q", b.Text, tc.text)
@@ -79,4 +64,54 @@ func TestEncodeUserLineRefusesUnreadableFiles(t *testing.T) {
 			t.Errorf("%s: err = %v, want one naming the file", f.MediaType, err)
 		}
 	}
+}
+
+// A user's text that starts with "/" would be a CLI command (the CLI reads
+// the last text block of a message as one): it goes out as words, and
+// only a leading space tells. Other text is written as it is.
+func TestEncodeUserLineKeepsWordsWords(t *testing.T) {
+	for _, tc := range []struct {
+		text  string
+		files []Attachment
+		want  string
+	}{
+		{"/config model=haiku", nil, " /config model=haiku"},
+		{"/insights", []Attachment{{MediaType: "image/png", Data: []byte{1}}}, " /insights"},
+		{"/heapdump: hello", nil, " /heapdump: hello"},
+		{"/", nil, " /"},
+		{"what does /config do?", nil, "what does /config do?"},
+		{" /already spaced", nil, " /already spaced"},
+		{"hello", nil, "hello"},
+	} {
+		blocks := encodedBlocks(t, tc.text, tc.files...)
+		if last := blocks[len(blocks)-1]; last.Type != "text" || last.Text == nil || *last.Text != tc.want {
+			t.Errorf("%q: last block %+v, want text %q", tc.text, last, tc.want)
+		}
+	}
+}
+
+// encodedBlock is a content block of an encoded stdin line; Text is nil
+// when the block has none.
+type encodedBlock struct {
+	Type string  `json:"type"`
+	Text *string `json:"text"`
+}
+
+// encodedBlocks encodes text and files as a stdin line and returns its
+// content blocks.
+func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBlock {
+	t.Helper()
+	line, err := encodeUserLine(text, files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Message struct {
+			Content []encodedBlock `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(line, &msg); err != nil {
+		t.Fatal(err)
+	}
+	return msg.Message.Content
 }

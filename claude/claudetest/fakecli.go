@@ -6,7 +6,8 @@
 //     (see its doc for the script), with CLIPath/RequireCLI to find the CLI
 //     `make test` installs, CLIRun to drive it turn by turn, and stand-in
 //     MCP servers for tests that do not build brainbot;
-//   - ProcessesWithEnv, to prove no CLI or MCP server outlived a request.
+//   - ProcessesWithEnv and ProcessesUnder, to prove no CLI or MCP server
+//     outlived a request.
 //
 // # Fake CLI
 //
@@ -36,7 +37,9 @@
 // stderr and an error_during_execution result, as the real CLI does. A
 // user message is answered "You said: <text>", followed by
 // " (message N)" when it is the N-th message (N > 1) of the session, so a
-// resume is visible.
+// resume is visible. A message whose text starts with "/" is answered
+// "/<name> isn't available in this environment.", as the real CLI run
+// with --disable-slash-commands (which the fake insists on) answers it.
 //
 // The --mcp-config must name our two servers over HTTP on loopback with a
 // bearer token, as the driver writes it. A message naming
@@ -61,6 +64,8 @@
 //	#unknown    mix four events of types the driver skips into the turn
 //	#ignoreterm ignore SIGTERM, then hang
 //	#grandchild start a grandchild process that inherits stdout, then hang
+//	#setsid     start a grandchild detached in a session of its own, its
+//	            standard files closed, and reply "grandchild <pid>"
 //	#slow       wait about a second before replying
 //	#stoppable  go on until the next stdin line, an interrupt control
 //	            request, then end the turn as the real CLI does
@@ -169,11 +174,12 @@ func hang() {
 
 // options are the CLI flags the driver passes.
 type options struct {
-	print, verbose, strictMCP               bool
+	print, verbose, strictMCP, noSlash      bool
 	inputFormat, outputFormat               string
 	sessionID, resume                       string
 	systemPrompt, snapshot, model, tools    string
 	mcpConfig, allowedTools, permissionMode string
+	settingSources                          string
 	toolsSet, systemPromptSet               bool
 	servers                                 map[string]mcpServer
 	maxTurns                                int
@@ -189,6 +195,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "verbose", false, "verbose")
 	fs.BoolVar(&o.partial, "include-partial-messages", false, "stream_event deltas")
 	fs.BoolVar(&o.strictMCP, "strict-mcp-config", false, "only --mcp-config servers")
+	fs.BoolVar(&o.noSlash, "disable-slash-commands", false, "no skills or commands")
+	fs.StringVar(&o.settingSources, "setting-sources", "user,project,local", "settings read")
 	fs.Bool("bare", false, "minimal mode")
 	fs.StringVar(&o.inputFormat, "input-format", "text", "input format")
 	fs.StringVar(&o.outputFormat, "output-format", "text", "output format")
@@ -226,6 +234,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	check(o.snapshot == "off", "--system-prompt-snapshot off is required")
 	check(o.toolsSet && o.tools == "", `--tools "" is required`)
 	check(o.strictMCP, "--strict-mcp-config is required")
+	check(o.noSlash, "--disable-slash-commands is required")
+	check(o.settingSources == "user", "--setting-sources user is required")
 	check(o.permissionMode == "dontAsk", "--permission-mode dontAsk is required")
 	servers, err := readMCPConfig(o.mcpConfig)
 	if err != nil {
@@ -323,6 +333,13 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if !c.awaitInterrupt(in) {
 				return 1
 			}
+			continue
+		}
+		if name, command := strings.CutPrefix(text, "/"); command {
+			// As the real CLI run with --disable-slash-commands answers
+			// a message that reads as a command: the model never sees it.
+			name, _, _ = strings.Cut(name, " ")
+			c.emit(c.resultEvent(resultFields{subtype: "success", result: "/" + name + " isn't available in this environment."}))
 			continue
 		}
 		if strings.Contains(text, toolspec.SpeechTool) || strings.Contains(text, toolspec.ImageTool) {
@@ -514,6 +531,8 @@ func (c *fakeCLI) textTurn(text string, n int) {
 		env := os.Environ()
 		slices.Sort(env)
 		reply = strings.Join(env, "\n")
+	case d["#setsid"]:
+		reply = c.startDetached()
 	}
 	if reply != "" {
 		c.stream(reply)
@@ -558,6 +577,23 @@ func (c *fakeCLI) startGrandchild() {
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(c.stderr, "error:", err)
 	}
+}
+
+// startDetached starts a grandchild the way a daemon leaves: a session
+// and process group of its own, nothing of the CLI's open. Only its
+// process's parent can still find it.
+func (c *fakeCLI) startDetached() string {
+	self, err := os.Executable()
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), fakeEnv+"=grandchild")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("grandchild %d", cmd.Process.Pid)
 }
 
 func longReply() string {

@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// Process is a live process found by ProcessesWithEnv.
+// Process is a live process found by ProcessesWithEnv or ProcessesUnder.
 type Process struct {
 	PID     int
 	Cmdline string // arguments joined by spaces
@@ -20,6 +20,29 @@ type Process struct {
 // and processes we may not read are left out.
 func ProcessesWithEnv(kv string) []Process {
 	entry := []byte(kv + "\x00")
+	return processesWhere(func(env []byte) bool {
+		return bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))
+	})
+}
+
+// ProcessesUnder lists the live processes whose HOME is dir or a folder
+// in it: brainbot gives each bot's CLI a HOME of its own under its data
+// folder, and the CLI's children inherit it.
+func ProcessesUnder(dir string) []Process {
+	prefix := []byte("HOME=" + filepath.Clean(dir))
+	return processesWhere(func(env []byte) bool {
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if rest, ok := bytes.CutPrefix(kv, prefix); ok && (len(rest) == 0 || rest[0] == '/') {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// processesWhere lists the live processes whose environment (entries
+// separated by NUL bytes) matches.
+func processesWhere(match func(environ []byte) bool) []Process {
 	entries, _ := os.ReadDir("/proc")
 	var found []Process
 	for _, e := range entries {
@@ -28,7 +51,7 @@ func ProcessesWithEnv(kv string) []Process {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !(bytes.HasPrefix(env, entry) || bytes.Contains(env, append([]byte{0}, entry...))) {
+		if err != nil || !match(env) {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))

@@ -264,7 +264,7 @@ func BenchmarkMemory(b *testing.B) {
 		deadline := time.Now().Add(time.Minute)
 		for time.Now().Before(deadline) {
 			cli := 0.0
-			for _, proc := range claudetest.ProcessesWithEnv("HOME=" + s.Home) {
+			for _, proc := range claudetest.ProcessesUnder(s.DataDir) {
 				if proc.PID != s.PID() {
 					cli += rssMBOrZero(proc.PID)
 				}

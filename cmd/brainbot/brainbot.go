@@ -27,16 +27,23 @@ type Main struct {
 	Environ []string
 	// Terminal says whether Stderr is a terminal (console logs by default).
 	Terminal bool
+	// Executable is brainbot's own program (os.Executable in production):
+	// brains' stdio MCP servers start through its `mcp exec`.
+	Executable string
 }
 
 func newMain() *Main {
-	return &Main{
+	m := &Main{
 		Stdin:    os.Stdin,
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
 		Environ:  os.Environ(),
 		Terminal: isatty.IsTerminal(os.Stderr.Fd()),
 	}
+	// Only fails where /proc is missing; a brain's stdio MCP server then
+	// reports that it does not start.
+	m.Executable, _ = os.Executable()
+	return m
 }
 
 // Exit codes.
@@ -55,6 +62,7 @@ Usage:
   brainbot backup FILE              copy the state database to FILE while brainbot runs
   brainbot usage [-since 7d]        what the bots cost: requests, tokens and USD per brain
   brainbot mcp tts|image-gen|clock  serve an MCP server on stdio: our tools for other MCP clients, a clock for brains
+  brainbot mcp exec -- COMMAND      run a brain's MCP server with only its own environment (brainbot's MCP configs use it)
   brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
 
 Run "brainbot <command> -h" for a command's flags.

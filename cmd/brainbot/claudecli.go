@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"brainbot/claude"
 )
 
 // The Claude Code CLI releases brainbot supports. The driver relies on
@@ -108,15 +112,34 @@ func (m *Main) checkCredentials(ctx context.Context, cfg Config, r *report) {
 	}
 	bare := claudeBare(cfg.ClaudeBare, m.getenv)
 	switch {
+	case !st.LoggedIn && m.operatorLogin() != "":
+		r.fatal(check, fmt.Sprintf("the `claude` login in %s does not reach the bots (each bot's Claude CLI has a config folder of its own): "+
+			"run `claude setup-token` as this user and set CLAUDE_CODE_OAUTH_TOKEN to the token it prints, or set ANTHROPIC_API_KEY", m.operatorLogin()))
 	case !st.LoggedIn:
-		r.fatal(check, fmt.Sprintf("none: set ANTHROPIC_API_KEY, or a provider (CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_USE_VERTEX, CLAUDE_CODE_USE_FOUNDRY) with its credentials, or log in once by running `claude` as this user (HOME=%s)",
-			m.getenv("HOME")))
-	case bare && st.AuthMethod == "claude.ai":
-		r.fatal(check, fmt.Sprintf(`%s %q runs the CLI with --bare, which cannot use a claude login: set ANTHROPIC_API_KEY, or use "auto"`,
+		r.fatal(check, "none: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN to the token `claude setup-token` prints (a Claude subscription), "+
+			"or a provider (CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_USE_VERTEX, CLAUDE_CODE_USE_FOUNDRY) with its credentials")
+	case bare && (st.AuthMethod == "oauth_token" || st.AuthMethod == "claude.ai"):
+		r.fatal(check, fmt.Sprintf(`%s %q runs the CLI with --bare, which cannot use an OAuth token: set ANTHROPIC_API_KEY, or use "auto"`,
 			lookupSetting("BRAINBOT_CLAUDE_BARE").name(), cfg.ClaudeBare))
 	default:
 		r.ok(check, st.describe())
 	}
+}
+
+// operatorLogin is the file of the `claude` login of brainbot's user, ""
+// if there is none. The bots do not use it: copies of a login break one
+// another, the CLI rotating its refresh token (checked on 2.1.328), so a
+// subscription reaches them as CLAUDE_CODE_OAUTH_TOKEN.
+func (m *Main) operatorLogin() string {
+	dir := m.getenv("CLAUDE_CONFIG_DIR")
+	if dir == "" {
+		dir = filepath.Join(m.getenv("HOME"), ".claude")
+	}
+	path := filepath.Join(dir, ".credentials.json")
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
 }
 
 func (st authStatus) describe() string {
@@ -133,17 +156,24 @@ func (st authStatus) describe() string {
 	return st.AuthMethod
 }
 
-// runClaude runs the CLI with args and brainbot's environment, and
-// returns its standard output; an error carries the start of its stderr.
+// runClaude runs the CLI with args as a bot's CLI runs (claude.ProbeEnv:
+// the allow-list of brainbot's environment, a config folder of its own,
+// removed afterwards), and returns its standard output; an error carries
+// the start of its stderr.
 func (m *Main) runClaude(ctx context.Context, cli string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
+	home, err := os.MkdirTemp("", "brainbot-claude-probe-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
 	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.Env = m.Environ
+	cmd.Env = claude.ProbeEnv(m.Environ, home)
 	cmd.WaitDelay = time.Second // a child holding the pipes open must not hold us
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err = cmd.Run()
 	var exitErr *exec.ExitError
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):

@@ -44,7 +44,7 @@ type testCluster struct {
 type instance struct {
 	name string
 	cmd  *exec.Cmd
-	home string
+	data string // its BRAINBOT_DATA: its CLIs have their HOMEs there
 	logs *logLines
 	done chan struct{}
 }
@@ -150,7 +150,7 @@ func (c *testCluster) start(name string, extraEnv ...string) *instance {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	in := &instance{name: name, cmd: cmd, home: home, logs: &logLines{}, done: make(chan struct{})}
+	in := &instance{name: name, cmd: cmd, data: data, logs: &logLines{}, done: make(chan struct{})}
 	go func() {
 		defer close(in.done)
 		defer logFile.Close()
@@ -209,7 +209,7 @@ func (c *testCluster) kill(name string, sig syscall.Signal) {
 		<-in.done
 	}
 	if sig == syscall.SIGKILL {
-		killFakeCLIs(in.home) // a killed brainbot leaves its warm CLIs
+		killFakeCLIs(in.data) // a killed brainbot leaves its warm CLIs
 	}
 }
 
@@ -221,15 +221,15 @@ func (c *testCluster) close() {
 	for _, in := range procs {
 		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
 		<-in.done
-		killFakeCLIs(in.home)
+		killFakeCLIs(in.data)
 	}
 	c.tg.Close()
 }
 
-func killFakeCLIs(home string) {
+func killFakeCLIs(data string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		left := claudetest.ProcessesWithEnv("HOME=" + home)
+		left := claudetest.ProcessesUnder(data)
 		if len(left) == 0 {
 			return
 		}

@@ -392,11 +392,10 @@ func isHTTPURL(s string) bool {
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
-// claudeBare decides BRAINBOT_CLAUDE_BARE. --bare keeps the operator's own
-// Claude Code setup (hooks that run commands, plugins, CLAUDE.md memory)
-// away from the bots, but authenticates only with an API key or a cloud
-// provider; auto uses it whenever one of those is configured, so a
-// `claude` login keeps working without it.
+// claudeBare decides BRAINBOT_CLAUDE_BARE. --bare starts the CLI faster
+// and skips hooks, plugins and memory files altogether, but authenticates
+// only with an API key or a cloud provider; auto uses it whenever one of
+// those is configured, so CLAUDE_CODE_OAUTH_TOKEN keeps working without it.
 func claudeBare(setting string, getenv func(string) string) bool {
 	switch setting {
 	case "on":

@@ -16,7 +16,7 @@ import (
 // start and a tools.allow entry that a started server does not offer.
 func (m *Main) connect(ctx context.Context, b *brain.Brain) brain.Errors {
 	servers, _ := b.ResolveMCPServers(m.lookupEnv)
-	found := probe.Connect(ctx, servers, claude.ServerEnv(m.Environ))
+	found := probe.Connect(ctx, servers, claude.ServerEnv(m.Environ), m.Executable)
 	var problems brain.Errors
 	offered := map[string][]string{} // tools of the servers that started
 	for _, s := range found {

@@ -117,7 +117,8 @@ func TestSystemdUnit(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	// The Claude CLI keeps its sessions and login under $HOME/.claude.
+	// brainbot's HOME and the data folder, where each bot's CLI has its
+	// own, are in the state folder: the one writable place.
 	if env["HOME"] != state || !strings.HasPrefix(env["BRAINBOT_DATA"], state) {
 		t.Errorf("HOME=%s and BRAINBOT_DATA=%s, want both in the state folder %s", env["HOME"], env["BRAINBOT_DATA"], state)
 	}

@@ -587,7 +587,7 @@ func waitNoCLI(t *testing.T, s *stack.Stack, systemPrompt string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var left []claudetest.Process
-		for _, p := range claudetest.ProcessesWithEnv("HOME=" + s.Home) {
+		for _, p := range claudetest.ProcessesUnder(s.DataDir) {
 			if p.PID != s.PID() && strings.Contains(p.Cmdline, systemPrompt) {
 				left = append(left, p)
 			}

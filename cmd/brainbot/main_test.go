@@ -14,7 +14,12 @@ import (
 func runMain(t *testing.T, env []string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Environ: env}
+	// This test binary is brainbot for `mcp exec` too (TestMain).
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &Main{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Environ: env, Executable: self}
 	code = m.Run(context.Background(), args)
 	return code, out.String(), errOut.String()
 }

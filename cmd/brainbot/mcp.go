@@ -11,6 +11,7 @@ import (
 
 	mcpserver "brainbot/mcp"
 	"brainbot/mcp/clock"
+	"brainbot/mcp/launch"
 	"brainbot/toolspec"
 )
 
@@ -24,6 +25,9 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("mcp", "mcp tts|image-gen|clock\n\nServes an MCP server on stdio: tts and image-gen for other MCP clients (brainbot run serves the same tools to its bots itself), clock for brains' mcp_servers (its tool now tells the date and time).\nEnvironment: BRAINBOT_DATA, OPENAI_API_KEY, OPENAI_BASE_URL, BRAINBOT_LOG_LEVEL; TZ for clock.")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
+	}
+	if fs.Arg(0) == "exec" {
+		return m.mcpExec(fs.Args()[1:])
 	}
 	if fs.NArg() != 1 {
 		return usageError{fmt.Errorf("want one server name: tts, image-gen or clock")}
@@ -53,6 +57,25 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 
 	s := newServer(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log})
 	return mcpserver.Serve(ctx, s, m.Stdin, m.Stdout, log)
+}
+
+// mcpExec runs a brain's stdio MCP server in this process's place with
+// only its own environment and a minimal base (package launch): brainbot
+// is the command the CLI and check -connect start such a server with.
+func (m *Main) mcpExec(args []string) error {
+	fs := m.newFlagSet("mcp exec", "mcp exec [-keep NAME]... -- COMMAND [ARGS...]\n\nRuns COMMAND with PATH, HOME, the locale, the time zone, TMPDIR, the proxy and certificate settings of this environment, and the variables named by -keep: nothing else. brainbot starts the MCP servers of brains so.")
+	var keep []string
+	fs.Func(launch.KeepFlag, "a `variable` the command keeps (repeatable)", func(name string) error {
+		keep = append(keep, name)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() == 0 {
+		return usageError{fmt.Errorf("want the command to run")}
+	}
+	return launch.Exec(m.Environ, fs.Arg(0), fs.Args()[1:], keep)
 }
 
 // openAIConfig configures brainbot's OpenAI clients: the tools' and the

@@ -67,10 +67,14 @@ func toolServerBinary(t testing.TB) string { return goBinary(t, "./testdata/tool
 // TestMain removes the programs the tests built: 20 MB per run would
 // otherwise pile up in the temp folder.
 func TestMain(m *testing.M) {
-	// The cluster tests run this binary as the fake Claude CLI.
+	// The cluster tests run this binary as the fake Claude CLI, and the
+	// in-process ones (runMain) as brainbot's launcher of MCP servers.
 	claudetest.RunFakeCLIIfRequested()
 	// TestWebhookEndpointClosesIdleConnections runs it as its attacker.
 	runIdleClientIfRequested()
+	if len(os.Args) > 2 && os.Args[1] == "mcp" && os.Args[2] == "exec" {
+		os.Exit(newMain().Run(context.Background(), os.Args[1:]))
+	}
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir) // best effort: the run's result stands
@@ -139,5 +143,17 @@ func TestMCPServerProcess(t *testing.T) {
 	}
 	if reqs := openAI.Requests(); len(reqs) != 1 || reqs[0].Input != "Hello there." {
 		t.Errorf("OpenAI saw %+v", reqs)
+	}
+}
+
+// mcp exec needs the command to run; a command it cannot find is an error
+// naming it.
+func TestMCPExecUsage(t *testing.T) {
+	if code, _, stderr := runMain(t, nil, "mcp", "exec"); code != exitUsage || !strings.Contains(stderr, "want the command to run") {
+		t.Errorf("mcp exec without a command: exit %d, stderr %q", code, stderr)
+	}
+	code, _, stderr := runMain(t, []string{"PATH=/nonexistent"}, "mcp", "exec", "-keep", "KEY", "--", "no-such-server")
+	if code != exitError || !strings.Contains(stderr, `"no-such-server" is not in PATH`) {
+		t.Errorf("mcp exec of a missing command: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // them.
 const (
 	authAPIKey = `{"loggedIn": true, "authMethod": "api_key", "apiProvider": "firstParty", "apiKeySource": "ANTHROPIC_API_KEY"}`
-	authLogin  = `{"loggedIn": true, "authMethod": "claude.ai", "apiProvider": "firstParty", "subscriptionType": "max"}`
+	authToken  = `{"loggedIn": true, "authMethod": "oauth_token", "apiProvider": "firstParty"}`
 	authNone   = `{"loggedIn": false, "authMethod": "none", "apiProvider": "firstParty"}`
 )
 
@@ -162,10 +162,10 @@ func TestDoctorCredentials(t *testing.T) {
 		want       string
 	}{
 		{"none", authNone, nil, exitError,
-			"fail  model credentials: none: set ANTHROPIC_API_KEY, or a provider (CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_USE_VERTEX, CLAUDE_CODE_USE_FOUNDRY) with its credentials, or log in once by running `claude` as this user (HOME=/home/bots)"},
-		{"login", authLogin, nil, exitOK, "ok    model credentials: claude login\n"},
-		{"login with --bare", authLogin, []string{"BRAINBOT_CLAUDE_BARE=on"}, exitError,
-			`fail  model credentials: BRAINBOT_CLAUDE_BARE (-claude-bare) "on" runs the CLI with --bare, which cannot use a claude login`},
+			"fail  model credentials: none: set ANTHROPIC_API_KEY, or CLAUDE_CODE_OAUTH_TOKEN to the token `claude setup-token` prints (a Claude subscription), or a provider (CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_USE_VERTEX, CLAUDE_CODE_USE_FOUNDRY) with its credentials\n"},
+		{"oauth token", authToken, nil, exitOK, "ok    model credentials: OAuth token (CLAUDE_CODE_OAUTH_TOKEN)\n"},
+		{"oauth token with --bare", authToken, []string{"BRAINBOT_CLAUDE_BARE=on"}, exitError,
+			`fail  model credentials: BRAINBOT_CLAUDE_BARE (-claude-bare) "on" runs the CLI with --bare, which cannot use an OAuth token`},
 		{"unreadable answer", "Usage: claude [options]", nil, exitOK,
 			"warn  model credentials: could not read `claude auth status --json`"},
 	}
@@ -241,6 +241,68 @@ func TestDoctorBots(t *testing.T) {
 	}
 }
 
+// An admin logged in with `claude` learns that the login does not reach
+// the bots, each of which has a config folder of its own, and what to do.
+func TestDoctorOperatorLogin(t *testing.T) {
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(home, ".claude", ".credentials.json"), `{"claudeAiOauth":{"accessToken":"sk-ant-oat01-x","refreshToken":"sk-ant-ort01-y"}}`)
+	s := newSite(t, nil)
+	code, stdout, _ := s.doctor(t, "ANTHROPIC_API_KEY=", "HOME="+home, "CLAUDE_CMD="+fakeClaude(t, "2.1.328 (Claude Code)", authNone))
+	want := "fail  model credentials: the `claude` login in " + filepath.Join(home, ".claude", ".credentials.json") +
+		" does not reach the bots (each bot's Claude CLI has a config folder of its own): run `claude setup-token` as this user and set CLAUDE_CODE_OAUTH_TOKEN to the token it prints, or set ANTHROPIC_API_KEY\n"
+	if code != exitError || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, output:\n%s\nwant the line %q", code, stdout, want)
+	}
+}
+
+// The preflight's questions to the CLI run as a bot's CLI would: with the
+// allow-list of the environment (no bot token, no OpenAI key) and a config
+// folder of their own, never the operator's, gone afterwards.
+func TestPreflightProbesRunAsABotsCLI(t *testing.T) {
+	out, home := t.TempDir(), t.TempDir()
+	cli := filepath.Join(t.TempDir(), "claude")
+	writeFile(t, cli, "#!/bin/sh\nenv > "+out+"/$1\ncase \"$1\" in\n--version) echo '2.1.328 (Claude Code)' ;;\nauth) echo '"+authAPIKey+"' ;;\nesac\n")
+	if err := os.Chmod(cli, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, nil)
+	if code, stdout, _ := s.doctor(t, "CLAUDE_CMD="+cli, "HOME="+home, "NARRATOR_TOKEN=123456:narrator-secret", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+	for _, probe := range []string{"--version", "auth"} {
+		data, err := os.ReadFile(filepath.Join(out, probe))
+		if err != nil {
+			t.Fatalf("%s was not asked: %v", probe, err)
+		}
+		env := map[string]string{}
+		for _, kv := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		for _, secret := range []string{"NARRATOR_TOKEN", "OPENAI_API_KEY", "BRAINBOT_DATA"} {
+			if _, ok := env[secret]; ok {
+				t.Errorf("%s: the CLI got %s", probe, secret)
+			}
+		}
+		if env["ANTHROPIC_API_KEY"] == "" || env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] != "1" {
+			t.Errorf("%s: the CLI lacks the model's variables: %v", probe, env)
+		}
+		config := env["CLAUDE_CONFIG_DIR"]
+		if config == "" || env["HOME"] == home || strings.HasPrefix(config, home) {
+			t.Errorf("%s: HOME %q CLAUDE_CONFIG_DIR %q, want a folder of the probe's own", probe, env["HOME"], config)
+		}
+		if _, err := os.Stat(config); !os.IsNotExist(err) {
+			t.Errorf("%s: the probe's folder %s is still there: %v", probe, config, err)
+		}
+	}
+	if left, _ := os.ReadDir(home); len(left) != 0 {
+		t.Errorf("the operator's HOME got %v", left)
+	}
+}
+
 // The preflight asks the real CLI, which knows every way it can
 // authenticate.
 func TestPreflightRealCLI(t *testing.T) {
@@ -257,6 +319,19 @@ func TestPreflightRealCLI(t *testing.T) {
 	wantLines(t, stdout, "fail  model credentials: none: ")
 	if code != exitError {
 		t.Errorf("without credentials: exit %d, want %d", code, exitError)
+	}
+
+	// The operator's `claude` login is not the bots'.
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(home, ".claude", ".credentials.json"),
+		`{"claudeAiOauth":{"accessToken":"sk-ant-oat01-x","refreshToken":"sk-ant-ort01-y","expiresAt":4102444800000,"scopes":["user:inference"]}}`)
+	code, stdout, _ = s.doctor(t, "ANTHROPIC_API_KEY=", "HOME="+home)
+	wantLines(t, stdout, "fail  model credentials: the `claude` login in ")
+	if code != exitError {
+		t.Errorf("with the operator's login: exit %d, want %d", code, exitError)
 	}
 }
 

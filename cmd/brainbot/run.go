@@ -17,6 +17,7 @@ import (
 	mcpserver "brainbot/mcp"
 	"brainbot/metrics"
 	"brainbot/output"
+	"brainbot/reaper"
 	"brainbot/ticket"
 	"brainbot/transcribe"
 )
@@ -82,12 +83,26 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		}
 	}()
 
+	// Every CLI dies with brainbot (a parent-death signal), and what a CLI
+	// leaves behind, detached or not, is brainbot's to reap and, at the
+	// stop, to end. Closed after the driver.
+	procs, err := reaper.New(true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if n := procs.Close(); n > 0 {
+			log.Info("ended the processes the Claude CLIs left behind", zap.Int("processes", n))
+		}
+	}()
 	bare := claudeBare(cfg.ClaudeBare, m.getenv)
 	driver, err := claude.New(claude.Config{
 		Command:  cfg.ClaudeCmd,
 		DataDir:  cfg.DataDir,
 		ToolsURL: tools.URL,
 		Tickets:  tickets,
+		Launcher: m.Executable,
+		Reaper:   procs,
 		Bare:     bare,
 		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle},
 		Log:      log.Named("claude"),

@@ -255,9 +255,13 @@ func TestBrainToolsEndToEnd(t *testing.T) {
 			}
 		}
 
-		r = ask(t, s, "toolbot", 907, `#call mcp__t__env {"name":"TOOL_PASSPHRASE"} #call mcp__t__env {"name":"TOOLBOT_TOKEN"} #call mcp__t__env {"name":"OPENAI_API_KEY"}`)
+		// A third-party server gets its own env and a minimal base: not the
+		// model's key, nor anything else of the CLI's.
+		r = ask(t, s, "toolbot", 907, `#call mcp__t__env {"name":"TOOL_PASSPHRASE"} #call mcp__t__env {"name":"TOOLBOT_TOKEN"} #call mcp__t__env {"name":"OPENAI_API_KEY"} `+
+			`#call mcp__t__env {"name":"ANTHROPIC_API_KEY"} #call mcp__t__env {"name":"ANTHROPIC_BASE_URL"} #call mcp__t__env {"name":"CLAUDE_CONFIG_DIR"} #call mcp__t__env {"name":"PATH"}`)
 		got := wantText(t, r)
-		for _, want := range []string{"TOOL_PASSPHRASE=" + toolPassphrase, "TOOLBOT_TOKEN is not set", "OPENAI_API_KEY is not set"} {
+		for _, want := range []string{"TOOL_PASSPHRASE=" + toolPassphrase, "TOOLBOT_TOKEN is not set", "OPENAI_API_KEY is not set",
+			"ANTHROPIC_API_KEY is not set", "ANTHROPIC_BASE_URL is not set", "CLAUDE_CONFIG_DIR is not set", "PATH=/"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("reply %q lacks %q: the server's environment is wrong", got, want)
 			}

@@ -17,8 +17,8 @@ import (
 
 // warmDriver is a driver as production runs it (--bare, warm processes)
 // against the scripted model, in its own folders; home is its CLIs' HOME.
-func warmDriver(b *testing.B, model *claudetest.Model, warm claude.WarmConfig) (d *claude.Driver, home string) {
-	dir := b.TempDir()
+func warmDriver(b *testing.B, model *claudetest.Model, warm claude.WarmConfig) (d *claude.Driver, dir string) {
+	dir = b.TempDir()
 	data := filepath.Join(dir, "data")
 	tools := toolstest.Start(b, data, nil)
 	d, err := claude.New(claude.Config{Command: claudetest.RequireCLI(b), DataDir: data, ToolsURL: tools.URL, Tickets: tools.Tickets,
@@ -27,7 +27,7 @@ func warmDriver(b *testing.B, model *claudetest.Model, warm claude.WarmConfig) (
 		b.Fatal(err)
 	}
 	b.Cleanup(d.Close)
-	return d, filepath.Join(dir, "home")
+	return d, dir
 }
 
 func textRequest(conversation, session string, resume bool, prompt string) claude.Request {
@@ -121,14 +121,14 @@ func BenchmarkWarmMemory(b *testing.B) {
 	defer model.Close()
 	ctx := context.Background()
 	{
-		d, home := warmDriver(b, model, claude.WarmConfig{Max: 16})
+		d, dir := warmDriver(b, model, claude.WarmConfig{Max: 16})
 		for c := range 17 {
 			if _, err := d.Run(ctx, textRequest(fmt.Sprint("bench/", c), uuid.NewString(), false, "hello")); err != nil {
 				b.Fatal(err)
 			}
 		}
 		time.Sleep(time.Second) // the evicted one ends in the background
-		pids := cliPIDs(home)
+		pids := cliPIDs(dir)
 		var total float64
 		for _, pid := range pids {
 			total += rssMBOrZero(pid)
@@ -139,7 +139,7 @@ func BenchmarkWarmMemory(b *testing.B) {
 		b.ReportMetric(total, "rss-16-warm-MB")
 		d.Close()
 
-		one, oneHome := warmDriver(b, model, claude.WarmConfig{Max: 1, RecycleAfter: 1000})
+		one, oneDir := warmDriver(b, model, claude.WarmConfig{Max: 1, RecycleAfter: 1000})
 		session := uuid.NewString()
 		for turn := 1; turn <= 50; turn++ {
 			res, err := one.Run(ctx, textRequest("bench/one", session, turn > 1, fmt.Sprint("turn ", turn)))
@@ -148,7 +148,7 @@ func BenchmarkWarmMemory(b *testing.B) {
 			}
 			session = res.SessionID
 			if turn == 1 || turn == 50 {
-				pids := cliPIDs(oneHome)
+				pids := cliPIDs(oneDir)
 				if len(pids) != 1 {
 					b.Fatalf("%d CLI processes for one warm conversation", len(pids))
 				}
@@ -160,10 +160,10 @@ func BenchmarkWarmMemory(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// cliPIDs lists the Claude CLI processes running with this HOME.
-func cliPIDs(home string) []int {
+// cliPIDs lists the Claude CLI processes whose HOME is in dir.
+func cliPIDs(dir string) []int {
 	var pids []int
-	for _, p := range claudetest.ProcessesWithEnv("HOME=" + home) {
+	for _, p := range claudetest.ProcessesUnder(dir) {
 		pids = append(pids, p.PID)
 	}
 	return pids

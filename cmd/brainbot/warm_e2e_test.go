@@ -21,7 +21,7 @@ func TestEndToEndWarmConversation(t *testing.T) {
 	prompt := "You are a warm storyteller."
 	cliPIDs := func() []int {
 		var pids []int
-		for _, p := range claudetest.ProcessesWithEnv("HOME=" + s.Home) {
+		for _, p := range claudetest.ProcessesUnder(s.DataDir) {
 			if p.PID != s.PID() && strings.Contains(p.Cmdline, "--system-prompt "+prompt) {
 				pids = append(pids, p.PID)
 			}

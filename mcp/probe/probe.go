@@ -13,9 +13,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -23,6 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"brainbot/bot/brain"
+	"brainbot/mcp/launch"
 )
 
 // Timeout bounds starting one server and listing its tools.
@@ -43,12 +42,18 @@ type Server struct {
 
 // Connect starts or reaches every server (by name, sorted) and lists its
 // tools. servers must be resolved (brain.ResolveMCPServers). A stdio
-// server is started with environ, the environment the CLI would give it,
-// and its own env; an http server is sent its headers.
-func Connect(ctx context.Context, servers map[string]brain.MCPServer, environ []string) []Server {
+// server is started as the CLI starts it for brainbot: through launcher,
+// brainbot's executable (package launch), with environ, the environment
+// the CLI would give it, and its own env; an http server is sent its
+// headers.
+func Connect(ctx context.Context, servers map[string]brain.MCPServer, environ []string, launcher string) []Server {
 	var found []Server
 	for _, name := range slices.Sorted(maps.Keys(servers)) {
-		tools, err := listTools(ctx, servers[name], environ)
+		s := servers[name]
+		if s.Type != brain.ServerHTTP {
+			s.Command, s.Args = launcher, launch.Args(s.Command, s.Args, s.Env)
+		}
+		tools, err := listTools(ctx, s, environ)
 		found = append(found, Server{Name: name, Tools: tools, Err: err})
 	}
 	return found
@@ -107,7 +112,7 @@ func newClient(s brain.MCPServer, environ []string, stderr io.Writer) (*client.C
 	}
 	t := transport.NewStdioWithOptions(s.Command, nil, s.Args,
 		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-			path, err := lookPath(command, env)
+			path, err := launch.LookPath(command, env)
 			if err != nil {
 				return nil, err
 			}
@@ -117,27 +122,6 @@ func newClient(s brain.MCPServer, environ []string, stderr io.Writer) (*client.C
 		}),
 		transport.WithCommandStderrWriter(stderr))
 	return client.NewClient(t), nil
-}
-
-// lookPath finds command as the CLI would: in the PATH of the environment
-// the server gets, not this process's.
-func lookPath(command string, env []string) (string, error) {
-	if strings.Contains(command, "/") {
-		return command, nil
-	}
-	var path string
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v // the last one wins, as in exec
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		candidate := filepath.Join(dir, command)
-		if info, err := os.Stat(candidate); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
-			return candidate, nil
-		}
-	}
-	return "", fmt.Errorf("%q is not in PATH (%s)", command, path)
 }
 
 func initAndList(ctx context.Context, c *client.Client) ([]string, error) {

@@ -277,7 +277,7 @@ func (s *Stack) Close() {
 func (s *Stack) killCLIs() {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		left := claudetest.ProcessesWithEnv("HOME=" + s.Home)
+		left := claudetest.ProcessesUnder(s.DataDir)
 		if len(left) == 0 || time.Now().After(deadline) {
 			return
 		}

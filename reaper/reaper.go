@@ -1,0 +1,201 @@
+// Package reaper ties child processes to this process's life, and takes
+// care of the processes they leave behind.
+//
+// On Linux, each child started through a Reaper gets SIGKILL when this
+// process dies, however it dies (a parent-death signal). The kernel sends
+// it when the thread that started the child ends, not the process
+// (golang/go#27505), so every child is started from one goroutine locked
+// to its thread, which lives as long as the Reaper.
+//
+// A Reaper that adopts also makes this process the "child subreaper" of
+// its descendants (PR_SET_CHILD_SUBREAPER): a process a child leaves
+// behind, detached with setsid or not, becomes this process's child
+// instead of init's. The Reaper reaps those that exit and, at Close, ends
+// those still running. Only one Reaper per process may adopt.
+//
+// Elsewhere children are started as they are, and nothing is adopted.
+package reaper
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrClosed is Start's error once the Reaper is closed.
+var ErrClosed = errors.New("reaper: closed")
+
+// Reaper starts children and adopts what they leave. Its methods are safe
+// for concurrent use.
+type Reaper struct {
+	starts  chan start
+	started chan struct{} // closed when the starting goroutine has ended
+	adopt   bool
+
+	// mu is held across each start and each reaping, so that a child
+	// this process started is never taken for an orphan: children counts
+	// the processes started and not yet waited for, by pid.
+	mu       sync.Mutex
+	children map[int]int
+	closed   bool
+
+	sigchld   chan os.Signal
+	stop      chan struct{}
+	reapingWG sync.WaitGroup
+	closeOnce sync.Once
+	ended     int
+}
+
+type start struct {
+	cmd *exec.Cmd
+	err chan<- error
+}
+
+// New starts the goroutine that starts children; with adopt, on Linux,
+// this process becomes its descendants' subreaper.
+func New(adopt bool) (*Reaper, error) {
+	r := &Reaper{starts: make(chan start), started: make(chan struct{}), children: map[int]int{}}
+	if adopt && adoptable {
+		if err := becomeSubreaper(); err != nil {
+			return nil, err
+		}
+		r.adopt = true
+		r.sigchld, r.stop = make(chan os.Signal, 1), make(chan struct{})
+		signal.Notify(r.sigchld, syscall.SIGCHLD)
+		r.reapingWG.Go(r.reapExited)
+	}
+	go r.startChildren()
+	return r, nil
+}
+
+// startChildren starts each child from this goroutine's thread. The
+// thread is never unlocked: it ends with the goroutine, at Close, and with
+// it the children still running get their parent-death signal.
+func (r *Reaper) startChildren() {
+	runtime.LockOSThread()
+	defer close(r.started)
+	for s := range r.starts {
+		s.err <- s.cmd.Start()
+	}
+}
+
+// Start starts cmd as a child tied to this process's life (on Linux its
+// parent-death signal is SIGKILL). Wait for it with Wait, not cmd.Wait.
+func (r *Reaper) Start(cmd *exec.Cmd) error {
+	tie(cmd)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	errc := make(chan error, 1)
+	r.starts <- start{cmd: cmd, err: errc}
+	if err := <-errc; err != nil {
+		return err
+	}
+	r.children[cmd.Process.Pid]++
+	return nil
+}
+
+// Wait waits for a child started with Start, as cmd.Wait does.
+func (r *Reaper) Wait(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	pid := cmd.Process.Pid
+	r.mu.Lock()
+	if r.children[pid]--; r.children[pid] <= 0 {
+		delete(r.children, pid)
+	}
+	r.mu.Unlock()
+	return err
+}
+
+// reapExited reaps each adopted process as it exits (SIGCHLD), which would
+// otherwise stay a zombie.
+func (r *Reaper) reapExited() {
+	for {
+		select {
+		case <-r.sigchld:
+			r.mu.Lock()
+			for _, o := range r.orphans() {
+				if o.exited {
+					reap(o.pid, false)
+				}
+			}
+			r.mu.Unlock()
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// closeGrace bounds Close's work on adopted processes: killed, each is
+// gone at once, but their own children come to us in turn.
+const closeGrace = 5 * time.Second
+
+// Close ends the starting goroutine (children started and still running
+// get their parent-death signal: Close comes after their owner ended
+// them) and, when it adopts, kills and reaps every adopted process still
+// there and stops reaping. It returns how many adopted processes it
+// ended.
+func (r *Reaper) Close() int {
+	r.closeOnce.Do(func() {
+		r.mu.Lock()
+		r.closed = true
+		close(r.starts)
+		r.mu.Unlock()
+		<-r.started
+		if !r.adopt {
+			return
+		}
+		signal.Stop(r.sigchld)
+		close(r.stop)
+		r.reapingWG.Wait()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for deadline := time.Now().Add(closeGrace); time.Now().Before(deadline); {
+			orphans := r.orphans()
+			if len(orphans) == 0 {
+				break
+			}
+			for _, o := range orphans {
+				if !o.exited {
+					r.ended++
+					kill(o)
+				}
+				reap(o.pid, true)
+			}
+		}
+	})
+	return r.ended
+}
+
+// orphan is an adopted process: a child of this process it did not start.
+type orphan struct {
+	pid, pgid int
+	exited    bool // a zombie
+}
+
+// orphans lists the adopted processes. r.mu must be held.
+func (r *Reaper) orphans() []orphan {
+	var found []orphan
+	for _, o := range childrenOf(os.Getpid()) {
+		if r.children[o.pid] == 0 {
+			found = append(found, o)
+		}
+	}
+	return found
+}
+
+// kill ends an adopted process, with its process group when it leads one
+// (a detached one does: what it started went along).
+func kill(o orphan) {
+	if o.pgid == o.pid {
+		_ = syscall.Kill(-o.pid, syscall.SIGKILL)
+	}
+	_ = syscall.Kill(o.pid, syscall.SIGKILL)
+}

@@ -1,0 +1,75 @@
+package reaper
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+const adoptable = true
+
+// tie makes cmd's parent-death signal SIGKILL.
+func tie(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+}
+
+func becomeSubreaper() error {
+	return os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
+}
+
+// childrenOf lists the children of parent from /proc (every process's
+// stat: /proc/<pid>/task/<tid>/children is not in every kernel).
+func childrenOf(parent int) []orphan {
+	entries, _ := os.ReadDir("/proc")
+	var found []orphan
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and
+		// parentheses, so the fields start after the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(stat[i+1:])
+		if len(f) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(string(f[1]))
+		pgid, _ := strconv.Atoi(string(f[2]))
+		if ppid == parent {
+			found = append(found, orphan{pid: pid, pgid: pgid, exited: string(f[0]) == "Z"})
+		}
+	}
+	return found
+}
+
+// reap waits for an adopted process, if it has exited (or, with block,
+// until it does).
+func reap(pid int, block bool) {
+	options := unix.WNOHANG
+	if block {
+		options = 0
+	}
+	var status unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &status, options, nil)
+		if err != unix.EINTR {
+			return
+		}
+	}
+}

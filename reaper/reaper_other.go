@@ -1,0 +1,20 @@
+//go:build !linux
+
+package reaper
+
+import (
+	"errors"
+	"os/exec"
+)
+
+// Without Linux's parent-death signal and subreaper, children are started
+// as they are and nothing is adopted.
+const adoptable = false
+
+func tie(*exec.Cmd) {}
+
+func becomeSubreaper() error { return errors.ErrUnsupported }
+
+func childrenOf(int) []orphan { return nil }
+
+func reap(int, bool) {}
