@@ -15,7 +15,7 @@ import (
 // the upgrade.
 func (m *Main) backup(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("backup", "backup [-data DIR] FILE\n\nCopies $BRAINBOT_DATA/"+store.FileName+" to FILE, which must not exist, while brainbot runs.")
-	cfg, err := loadConfig(fs, args, m.getenv, "BRAINBOT_DATA")
+	cfg, err := m.loadConfig(fs, args, settingsNamed("BRAINBOT_DATA"))
 	if err != nil {
 		return usageError{err}
 	}

@@ -15,7 +15,12 @@ func parseConfig(t *testing.T, env map[string]string, args ...string) (Config, e
 	t.Helper()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	return loadConfig(fs, args, func(k string) string { return env[k] })
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	cfg, _, err := loadConfig(fs, args, environ, everySetting)
+	return cfg, err
 }
 
 func TestConfigDefaults(t *testing.T) {

@@ -25,7 +25,7 @@ func (m *Main) usage(ctx context.Context, args []string) error {
 	brainID := fs.String("brain", "", "only this brain (its file name without .yaml)")
 	by := fs.String("by", "", `"user": one line per user`)
 	asJSON := fs.Bool("json", false, "print JSON lines, for scripts")
-	cfg, err := loadConfig(fs, args, m.getenv, "BRAINBOT_DATA", "BRAINBOT_NATS_URL")
+	cfg, err := m.loadConfig(fs, args, settingsNamed("BRAINBOT_DATA", "BRAINBOT_NATS_URL"))
 	if err != nil {
 		return usageError{err}
 	}
