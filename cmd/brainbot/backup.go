@@ -9,18 +9,19 @@ import (
 	"brainbot/bot/store"
 )
 
-// backup copies the state database to a new file while `brainbot run` may
-// be using it. It never changes the database (no schema upgrade), so a
+// backup copies the state database to a file (replacing the previous
+// backup there once the copy is complete) while `brainbot run` may be
+// using it. It never changes the database (no schema upgrade), so a
 // newer brainbot can back up the database of an older running one before
 // the upgrade.
 func (m *Main) backup(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("backup", "backup [-data DIR] FILE\n\nCopies $BRAINBOT_DATA/"+store.FileName+" to FILE, which must not exist, while brainbot runs.")
+	fs := m.newFlagSet("backup", "backup [-data DIR] [-env-file FILE] FILE\n\nCopies $BRAINBOT_DATA/"+store.FileName+" to FILE while brainbot runs; a FILE there already (the previous backup) is replaced once the copy is complete.")
 	cfg, err := m.loadConfig(fs, args, settingsNamed("BRAINBOT_DATA"))
 	if err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() != 1 {
-		return usageError{fmt.Errorf("want one argument, the backup file to create; got %d", fs.NArg())}
+		return usageError{fmt.Errorf("want one argument, the backup file to write; got %d", fs.NArg())}
 	}
 	dest := fs.Arg(0)
 	src := filepath.Join(cfg.DataDir, store.FileName)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,59 @@ func TestConfigValidateOnlyValidates(t *testing.T) {
 	}
 	if c != before {
 		t.Errorf("validate changed the config:\n got %+v\nwant %+v", c, before)
+	}
+}
+
+// An env file is read as systemd reads EnvironmentFile=: comments, quotes
+// and spaces as systemd takes them; anything else is refused at its line.
+func TestReadEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainbot.env")
+	writeFile(t, path, `# tokens
+; also a comment
+VOICE_TOKEN=123:abc
+
+  BRAINBOT_DATA = /var/lib/brainbot/data
+QUOTED="a \"b\" c\\d"
+SINGLE='x "y" z'
+HALF="open
+EMPTY=
+`)
+	got, err := readEnvFile(path)
+	want := []string{"VOICE_TOKEN=123:abc", "BRAINBOT_DATA=/var/lib/brainbot/data", `QUOTED=a "b" c\d`, `SINGLE=x "y" z`, `HALF="open`, "EMPTY="}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("readEnvFile = %q, %v\nwant %q", got, err, want)
+	}
+	writeFile(t, path, "A=1\nexport B=2\n")
+	if _, err := readEnvFile(path); err == nil || err.Error() != path+":2: want KEY=value (systemd's EnvironmentFile= syntax)" {
+		t.Errorf("export line: %v", err)
+	}
+}
+
+// -env-file: its variables win over the environment, as systemd's
+// EnvironmentFile= wins over Environment=, and flags win over both; the
+// command's environment then holds them (tokens, keys).
+func TestConfigEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainbot.env")
+	writeFile(t, path, "BRAINBOT_DATA=/srv/data\nBRAINBOT_MAX_CLAUDE=6\nVOICE_TOKEN=123:abc\n")
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	environ := []string{"BRAINBOT_DATA=/elsewhere", "BRAINBOT_BRAINS=/srv/brains", "BRAINBOT_MAX_CLAUDE=3"}
+	cfg, env, err := loadConfig(fs, []string{"-env-file", path, "-max-claude", "2"}, environ, everySetting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "/srv/data" || cfg.BrainsDir != "/srv/brains" || cfg.MaxClaude != 2 {
+		t.Errorf("data %s, brains %s, max claude %d; want the file's, the environment's and the flag's", cfg.DataDir, cfg.BrainsDir, cfg.MaxClaude)
+	}
+	if v, _ := lookupIn(env, "VOICE_TOKEN"); v != "123:abc" {
+		t.Errorf("VOICE_TOKEN = %q in the command's environment", v)
+	}
+	if len(environ) != 3 {
+		t.Errorf("the caller's environment was changed: %q", environ)
+	}
+	fs = flag.NewFlagSet("usage", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, _, err := loadConfig(fs, []string{"-env-file", path + ".missing"}, nil, settingsNamed()); err == nil || !strings.HasPrefix(err.Error(), "-env-file: open ") {
+		t.Errorf("a missing env file: %v", err)
 	}
 }

@@ -52,6 +52,13 @@ func TestUsageReport(t *testing.T) {
 	if len(rows) != 4 || rows[0]["brain"] != "chat" || rows[1]["user"] != 1.0 || rows[1]["mode"] != "speech" {
 		t.Errorf("usage -since 7d -by user -json:\n%s", stdout)
 	}
+	// From an admin's shell, with the service's environment file.
+	envFile := filepath.Join(t.TempDir(), "brainbot.env")
+	writeFile(t, envFile, "# as in /etc/brainbot/brainbot.env\nBRAINBOT_DATA="+data+"\n")
+	code, stdout, stderr = runMain(t, []string{"BRAINBOT_DATA=/nonexistent"}, "usage", "-env-file", envFile, "-brain", "chat")
+	if code != exitOK || !strings.Contains(stdout, "0.5000") {
+		t.Errorf("usage -env-file = %d:\n%s%s", code, stdout, stderr)
+	}
 	for _, bad := range [][]string{{"usage", "-since", "soon"}, {"usage", "-by", "mode"}} {
 		if code, _, _ := runMain(t, env, bad...); code != exitUsage {
 			t.Errorf("%v = %d, want %d", bad, code, exitUsage)
