@@ -45,6 +45,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if !logPreflight(log, checks) {
 		return errNotStarted
 	}
+	// The admin who stops the service learns at once that brainbot heard
+	// it, not only once the requests in flight have finished.
+	defer context.AfterFunc(ctx, func() {
+		log.Info("stopping: no new messages; requests in flight may finish within the grace period",
+			zap.String("cause", context.Cause(ctx).Error()), zap.Duration("grace_ms", cfg.Grace))
+	})()
 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
