@@ -270,27 +270,26 @@ func lookupIn(environ []string, name string) (string, bool) {
 }
 
 // readEnvFile reads a file of KEY=value lines as systemd's EnvironmentFile=
-// does: blank lines and lines starting with # or ; are skipped, spaces
-// around the value are trimmed, and a value in matching single or double
-// quotes loses them (a double-quoted value keeps \" and \\ as " and \). A
-// line of another shape is an error naming its line.
+// does: lines starting with # or ; and lines that assign no variable are
+// skipped (systemd ignores them too), spaces around the value are trimmed,
+// and a value in matching single or double quotes loses them (a
+// double-quoted value reads \" and \\ as " and \). Line continuations and
+// the other escapes systemd knows are not read: the example file has none.
 func readEnvFile(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var vars []string
-	for n, line := range strings.Split(string(data), "\n") {
+	for line := range strings.Lines(string(data)) {
 		line = strings.TrimSpace(line)
 		if line == "" || line[0] == '#' || line[0] == ';' {
 			continue
 		}
 		key, value, ok := strings.Cut(line, "=")
-		key = strings.TrimSpace(key)
-		if !ok || !envVarName.MatchString(key) {
-			return nil, fmt.Errorf("%s:%d: want KEY=value (systemd's EnvironmentFile= syntax)", path, n+1)
+		if key = strings.TrimSpace(key); ok && envVarName.MatchString(key) {
+			vars = append(vars, key+"="+unquoteEnvValue(strings.TrimSpace(value)))
 		}
-		vars = append(vars, key+"="+unquoteEnvValue(strings.TrimSpace(value)))
 	}
 	return vars, nil
 }
