@@ -30,10 +30,11 @@ const (
 	testedClaudeVersion = "2.1.328"
 )
 
-// installClaude says how to install the tested CLI: from a release as
-// docs/operations.md shows, or in a checkout with the Makefile.
+// installClaude says how to install the tested CLI, as docs/operations.md
+// does (a release has no Makefile; in a checkout, make run and make doctor
+// install it themselves).
 const installClaude = "sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@" + testedClaudeVersion +
-	" (docs/operations.md, Install; in a checkout: make claude-cli)"
+	" (docs/operations.md, Install)"
 
 // checkClaude runs the CLI to learn its version, then asks it whether it
 // has credentials for the model.
