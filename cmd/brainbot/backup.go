@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -25,9 +27,9 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 	}
 	dest := fs.Arg(0)
 	src := filepath.Join(cfg.DataDir, store.FileName)
-	db, err := store.OpenExisting(ctx, src)
+	db, err := openState(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
+		return err
 	}
 	defer db.Close()
 	if err := db.Backup(ctx, dest); err != nil {
@@ -39,4 +41,19 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stdout, "backed up %s to %s (%d bytes)\n", src, dest, info.Size())
 	return nil
+}
+
+// openState opens the state database of an existing installation for an
+// admin command, without changing it. A missing database most often means
+// the command did not get the service's settings: the error says how.
+func openState(ctx context.Context, cfg Config) (*store.Store, error) {
+	db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s: %w (not the service's data folder? Give the command its settings: -env-file /etc/brainbot/brainbot.env)",
+			lookupSetting("BRAINBOT_DATA").name(), err)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
+	}
+	return db, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -47,9 +46,9 @@ func (m *Main) usage(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)
 		}
 	} else {
-		db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
+		db, err := openState(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
+			return err
 		}
 		defer db.Close()
 		if lines, err = db.UsageReport(ctx, filter); err != nil {
