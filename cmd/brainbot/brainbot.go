@@ -65,6 +65,8 @@ Usage:
   brainbot mcp exec -- COMMAND      run a brain's MCP server with only its own environment (brainbot's MCP configs use it)
   brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
 
+Every command but mcp takes -env-file FILE: settings, tokens and keys from a
+file of KEY=value lines, such as the service's /etc/brainbot/brainbot.env.
 Run "brainbot <command> -h" for a command's flags.
 `
 

@@ -17,7 +17,7 @@ import (
 // Bot authors run it before committing a brain; CI runs it on the
 // examples. With -connect it also starts the brains' own MCP servers.
 func (m *Main) check(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("check", "check [-connect] [-panels DIR] [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains) and then the panel files (default $BRAINBOT_PANELS, else ./panels), whose members must be brains of DIR.")
+	fs := m.newFlagSet("check", "check [-connect] [-panels DIR] [-env-file FILE] [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains) and then the panel files (default $BRAINBOT_PANELS, else ./panels), whose members must be brains of DIR.")
 	panelsDir := fs.String("panels", "", "folder of panel files to check (default $BRAINBOT_PANELS, else ./panels); not checked for a single brain FILE")
 	connect := fs.Bool("connect", false, "also start each brain's own MCP servers (mcp_servers) as the Claude CLI would, list their tools, and report a server that does not start or a tools.allow entry no server offers")
 	cfg, err := m.loadConfig(fs, args, settingsNamed())

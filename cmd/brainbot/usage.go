@@ -19,7 +19,7 @@ import (
 // keeps in the state database (with BRAINBOT_NATS_URL, in the cluster's
 // usage stream).
 func (m *Main) usage(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("usage", "usage [-since 24h|7d|30d] [-brain NAME] [-by user] [-json] [-data DIR]\n\nPrints what each bot's requests cost: requests by reply mode, errors, tokens and USD (the model's as the Claude CLI reports it; OpenAI's by brainbot's price table).")
+	fs := m.newFlagSet("usage", "usage [-since 24h|7d|30d] [-brain NAME] [-by user] [-json] [-data DIR] [-env-file FILE]\n\nPrints what each bot's requests cost: requests by reply mode, errors, tokens and USD (the model's as the Claude CLI reports it; OpenAI's by brainbot's price table).")
 	since := fs.String("since", "24h", "how far back: a duration such as 24h, or days such as 7d or 30d")
 	brainID := fs.String("brain", "", "only this brain (its file name without .yaml)")
 	by := fs.String("by", "", `"user": one line per user`)
