@@ -86,12 +86,13 @@ $(CLAUDE_BIN):
 
 # dist builds the release tarball dist/brainbot-<version>-<os>-<arch>.tar.gz:
 # a static, stamped binary, the example brains, the systemd unit and
-# environment file, the docs, and SHA256SUMS of them all; the .sha256 file
-# beside it checks the tarball. The same commit gives the same bytes.
+# environment file, the Prometheus alert rules and Grafana dashboard, the
+# docs, and SHA256SUMS of them all; the .sha256 file beside it checks the
+# tarball. The same commit gives the same bytes. DIST_DIR moves it.
 GOOS          ?= $(shell $(GO) env GOOS)
 GOARCH        ?= $(shell $(GO) env GOARCH)
 DIST_NAME     := brainbot-$(VERSION)-$(GOOS)-$(GOARCH)
-DIST_DIR      := $(CURDIR)/dist
+DIST_DIR      ?= $(CURDIR)/dist
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 dist:
@@ -101,7 +102,8 @@ dist:
 		-o $(DIST_DIR)/$(DIST_NAME)/brainbot ./cmd/brainbot
 	cp brains/*.yaml brains/README.md $(DIST_DIR)/$(DIST_NAME)/brains/
 	cp panels/*.yaml panels/README.md $(DIST_DIR)/$(DIST_NAME)/panels/
-	cp deploy/brainbot.service deploy/brainbot.env.example README.md $(DIST_DIR)/$(DIST_NAME)/
+	cp deploy/brainbot.service deploy/brainbot.env.example deploy/brainbot-alerts.yml deploy/brainbot-dashboard.json \
+		README.md $(DIST_DIR)/$(DIST_NAME)/
 	cp docs/operations.md docs/architecture.md docs/scaling.md $(DIST_DIR)/$(DIST_NAME)/docs/
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum > SHA256SUMS
 	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) \

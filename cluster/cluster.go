@@ -314,13 +314,18 @@ type Status struct {
 	Instance   string
 	Polled     []string // bots this instance polls
 	Partitions []int    // partitions this instance consumes
+	// Connected says whether this instance is connected to NATS now, and
+	// Reconnects how often it has had to connect again since it started.
+	Connected  bool
+	Reconnects uint64
 }
 
-// Status reports the bots polled and the partitions owned.
+// Status reports the bots polled, the partitions owned and the NATS
+// connection.
 func (c *Cluster) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Instance: c.cfg.Instance}
+	s := Status{Instance: c.cfg.Instance, Connected: c.nc.IsConnected(), Reconnects: c.nc.Stats().Reconnects}
 	for b := range c.polled {
 		s.Polled = append(s.Polled, b)
 	}

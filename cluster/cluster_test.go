@@ -67,9 +67,15 @@ func TestLeaseOnePollerAndTakeover(t *testing.T) {
 	if got := a.Status().Polled; len(got) != 1 || got[0] != "bot-1" {
 		t.Errorf("a polls %v", got)
 	}
+	if !a.Status().Connected {
+		t.Error("a does not say it is connected to NATS")
+	}
 	// a dies: its connection goes, its lease expires, b takes over.
 	died := time.Now()
 	a.nc.Close()
+	if a.Status().Connected {
+		t.Error("a says it is connected to NATS after its connection closed")
+	}
 	waitFor(t, 5*time.Second, "b to take over", func() bool { v, _ := who.Load("now"); return v == "b" })
 	t.Logf("takeover after %v", time.Since(died))
 }

@@ -29,6 +29,9 @@ type Metrics struct {
 	ClaudeWaiting prometheus.Gauge
 	// CostUSD is what the Claude CLI reported spending, by bot.
 	CostUSD *prometheus.CounterVec
+	// SpendingCap is each bot's limits.daily_usd (0: no cap), for alerts
+	// on spending near it.
+	SpendingCap *prometheus.GaugeVec
 	// Tokens counts model tokens by bot and kind (input, output,
 	// cache_read, cache_write).
 	Tokens *prometheus.CounterVec
@@ -77,6 +80,9 @@ func New() *Metrics {
 		CostUSD: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_cost_usd_total", Help: "USD the Claude CLI reported spending, by bot.",
 		}, []string{"bot"}),
+		SpendingCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "brainbot_spending_cap_usd", Help: "Each bot's daily spending cap, its brain's limits.daily_usd (0: no cap).",
+		}, []string{"bot"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_tokens_total", Help: "Model tokens, by bot and kind (input, output, cache_read, cache_write).",
 		}, []string{"bot", "kind"}),
@@ -103,7 +109,7 @@ func New() *Metrics {
 			Name: "brainbot_panels_total", Help: "Finished panel runs, by outcome (ok, partial: someone sat out, failed: no answer).",
 		}, []string{"outcome"}),
 	}
-	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.Tokens,
+	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -125,20 +131,55 @@ func (m *Metrics) TrackWarm(warm func() int) {
 	}, func() float64 { return float64(warm()) }))
 }
 
+// TrackReady reports ready() on every scrape as brainbot_ready: 1 when it
+// returns nil, as /readyz answers 200.
+func (m *Metrics) TrackReady(ready func() error) {
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "brainbot_ready", Help: "1 while /readyz would answer 200 (every bot this instance polls hears from Telegram), else 0.",
+	}, func() float64 {
+		if ready() != nil {
+			return 0
+		}
+		return 1
+	}))
+}
+
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
 
-// TrackCluster reports, in a cluster (BRAINBOT_NATS_URL), how many bots
-// this instance polls and how many partitions of the conversations it
-// consumes.
-func (m *Metrics) TrackCluster(bots, partitions func() int) {
+// ClusterState is what TrackCluster reports of this instance in a
+// cluster (BRAINBOT_NATS_URL).
+type ClusterState struct {
+	// BotsPolled are the bots this instance polls, PartitionsOwned the
+	// partitions of the conversations it consumes.
+	BotsPolled, PartitionsOwned int
+	// NATSConnected says whether it is connected to NATS, NATSReconnects
+	// how often it connected again since it started.
+	NATSConnected  bool
+	NATSReconnects uint64
+}
+
+// TrackCluster reports state() on every scrape: the bots this instance
+// polls, the partitions it consumes, and its NATS connection.
+func (m *Metrics) TrackCluster(state func() ClusterState) {
 	m.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "brainbot_cluster_bots_polled", Help: "Bots this instance polls Telegram for (it holds their poller lease).",
-		}, func() float64 { return float64(bots()) }),
+		}, func() float64 { return float64(state().BotsPolled) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "brainbot_cluster_partitions_owned", Help: "Partitions of the conversations this instance consumes.",
-		}, func() float64 { return float64(partitions()) }))
+		}, func() float64 { return float64(state().PartitionsOwned) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "brainbot_cluster_nats_connected", Help: "1 while this instance is connected to NATS, else 0.",
+		}, func() float64 {
+			if state().NATSConnected {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "brainbot_cluster_nats_reconnects_total", Help: "Times this instance connected to NATS again after losing the connection.",
+		}, func() float64 { return float64(state().NATSReconnects) }))
 }

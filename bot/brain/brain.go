@@ -75,31 +75,65 @@ const (
 	GroupsAll = "all"
 )
 
-// ErrNoToken is wrapped by ResolveToken when the token's environment
-// variable is unset or empty.
+// ErrNoToken is wrapped by ResolveToken when the brain's token source holds
+// no token yet: its environment variable is unset or empty, or its token
+// file does not exist or is empty. The bot waits for it; every other
+// problem of a token file (unreadable, a folder) is an error of its own.
 var ErrNoToken = errors.New("no telegram token")
 
-// ResolveToken returns the BotFather token: the inline token, or the value
-// of the token_env variable found by lookup (os.LookupEnv in production).
-// The error names the variable, never a token.
+// NoTokenError is ResolveToken's error for a token source that holds no
+// token yet (errors.Is(err, ErrNoToken)).
+type NoTokenError struct {
+	// Source names where the token was looked for: "environment variable
+	// VOICE_TOKEN", "token file /run/credentials/brainbot.service/voice".
+	Source string
+	// Field and File locate the brain's setting: "telegram.token_env" in
+	// "brains/voice.yaml".
+	Field, File string
+	// Reason says what is missing: "is unset or empty", "does not exist".
+	Reason string
+	// Short says it in a few words, for a summary line: "VOICE_TOKEN not
+	// set", "token file .../voice does not exist".
+	Short string
+}
+
+func (e *NoTokenError) Error() string {
+	return fmt.Sprintf("%v: %s (%s in %s) %s", ErrNoToken, e.Source, e.Field, e.File, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrNoToken) hold.
+func (e *NoTokenError) Is(target error) bool { return target == ErrNoToken }
+
+// ResolveToken returns the BotFather token: the inline token, the content
+// of the token file, or the value of the token_env variable found by
+// lookup (os.LookupEnv in production). A token file is read on every call,
+// so a bot added while brainbot runs finds a token written after it
+// started. Errors name the variable or the file, never a token.
 func (b *Brain) ResolveToken(lookup func(string) (string, bool)) (string, error) {
-	if b.Telegram.Token != "" {
-		return b.Telegram.Token, nil
+	switch t := b.Telegram; {
+	case t.Token != "":
+		return t.Token, nil
+	case t.TokenFile != "":
+		return b.readTokenFile(lookup)
 	}
 	value, _ := lookup(b.Telegram.TokenEnv)
 	// A trailing newline from `$(cat token.txt)` would make every call fail.
 	if value = strings.TrimSpace(value); value == "" {
-		return "", fmt.Errorf("%w: environment variable %s (telegram.token_env in %s) is unset or empty",
-			ErrNoToken, b.Telegram.TokenEnv, b.Path)
+		return "", &NoTokenError{Source: "environment variable " + b.Telegram.TokenEnv, Field: "telegram.token_env", File: b.Path,
+			Reason: "is unset or empty", Short: b.Telegram.TokenEnv + " not set"}
 	}
 	return value, nil
 }
 
 // Telegram says where the bot's BotFather token comes from: the
-// environment variable TokenEnv, or Token inline. Exactly one is set.
+// environment variable TokenEnv, the file TokenFile, or Token inline.
+// Exactly one is set.
 type Telegram struct {
 	TokenEnv string `yaml:"token_env"`
-	Token    string `yaml:"token"`
+	// TokenFile is a path: absolute, relative to the brain file's folder,
+	// or starting with $CREDENTIALS_DIRECTORY (systemd's LoadCredential=).
+	TokenFile string `yaml:"token_file"`
+	Token     string `yaml:"token"`
 }
 
 // String says where the token comes from without showing an inline token,
@@ -108,6 +142,8 @@ func (t Telegram) String() string {
 	switch {
 	case t.TokenEnv != "":
 		return "token from $" + t.TokenEnv
+	case t.TokenFile != "":
+		return "token from file " + t.TokenFile
 	case t.Token != "":
 		return "inline token (redacted)"
 	}
@@ -120,8 +156,11 @@ func (t Telegram) GoString() string { return "brain.Telegram{" + t.String() + "}
 // source identifies the token for conflict checks: two bots polling one
 // token make Telegram answer 409 Conflict to both.
 func (t Telegram) source() string {
-	if t.TokenEnv != "" {
+	switch {
+	case t.TokenEnv != "":
 		return "env:" + t.TokenEnv
+	case t.TokenFile != "":
+		return "file:" + t.TokenFile
 	}
 	return "inline:" + t.Token
 }
@@ -193,12 +232,15 @@ type Image struct {
 // Messages are what users are told in the bot's own words. Parse fills in
 // defaults for any left empty.
 type Messages struct {
-	Error   string `yaml:"error"`
-	Busy    string `yaml:"busy"`
-	Denied  string `yaml:"denied"`
-	Limit   string `yaml:"limit"`
-	Reset   string `yaml:"reset"`   // confirmation after /reset
-	Expired string `yaml:"expired"` // told once when a lost session had to be restarted
+	Error  string `yaml:"error"`
+	Busy   string `yaml:"busy"`
+	Denied string `yaml:"denied"`
+	Limit  string `yaml:"limit"`
+	// SpendingCap answers a message once the bot, or the user, has spent
+	// today's limits.daily_usd or limits.per_user_daily_usd.
+	SpendingCap string `yaml:"spending_cap"`
+	Reset       string `yaml:"reset"`   // confirmation after /reset
+	Expired     string `yaml:"expired"` // told once when a lost session had to be restarted
 	// Unreadable answers a message Telegram sent in a form brainbot cannot
 	// decode (a kind of content newer than its Telegram library).
 	Unreadable string `yaml:"unreadable"`
@@ -214,13 +256,26 @@ type Messages struct {
 // LimitText is the limit message with LimitPlaceholder replaced by when the
 // limit resets, untilReset from now: "in 5h 20m", "in 1m".
 func (m Messages) LimitText(untilReset time.Duration) string {
-	minutes := int((untilReset + time.Minute - 1) / time.Minute) // round up: never promise too early
+	return withReset(m.Limit, untilReset)
+}
+
+// SpendingCapText is the spending_cap message with LimitPlaceholder
+// replaced as in LimitText.
+func (m Messages) SpendingCapText(untilReset time.Duration) string {
+	return withReset(m.SpendingCap, untilReset)
+}
+
+// withReset replaces LimitPlaceholder in text by when a daily limit
+// resets, untilReset from now, rounded up to the minute: never promise
+// too early.
+func withReset(text string, untilReset time.Duration) string {
+	minutes := int((untilReset + time.Minute - 1) / time.Minute)
 	minutes = max(minutes, 1)
 	when := fmt.Sprintf("in %dm", minutes%60)
 	if hours := minutes / 60; hours > 0 {
 		when = fmt.Sprintf("in %dh %dm", hours, minutes%60)
 	}
-	return strings.ReplaceAll(m.Limit, LimitPlaceholder, when)
+	return strings.ReplaceAll(text, LimitPlaceholder, when)
 }
 
 // TooBigText is the too_big message with MaxPlaceholder replaced by the

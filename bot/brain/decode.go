@@ -28,6 +28,9 @@ type decoder struct {
 	// nothing more about them ("must be a number" is enough, without
 	// "must be between 0.25 and 4" about the zero left behind).
 	failed map[string]bool
+	// schema is the type of the whole file, where an unknown field is
+	// looked for in the other sections.
+	schema reflect.Type
 }
 
 func newDecoder(kind, needs, shape, path string, data []byte) *decoder {
@@ -62,6 +65,13 @@ func (d *decoder) reject(path, format string, args ...any) {
 }
 
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// decodeRoot stores the file's mapping n into v, the struct of the whole
+// file.
+func (d *decoder) decodeRoot(n *yaml.Node, v reflect.Value) {
+	d.schema = v.Type()
+	d.decode(n, v, "")
+}
 
 // decode stores n into v, the field at path. A null value leaves v at its
 // zero value and counts as absent, like a missing key.
@@ -134,7 +144,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		firstLine[name] = key.Line
 		index, known := fields[name]
 		if !known {
-			d.addf(key.Line, field, "unknown field; want one of %s", strings.Join(fieldNames(v.Type()), ", "))
+			d.addf(key.Line, field, "%s", d.unknownField(path, name, v.Type()))
 			continue
 		}
 		d.decode(value, v.Field(index), field)
@@ -194,6 +204,58 @@ func describe(n *yaml.Node) string {
 		return "a document"
 	}
 	return fmt.Sprintf("%q", n.Value)
+}
+
+// unknownField explains a field named name that the section at path (of
+// type t) does not have: where the file's schema has a field of that name,
+// most often a section's field indented one level too little; else the
+// fields the section has.
+func (d *decoder) unknownField(path, name string, t reflect.Type) string {
+	homes := fieldPaths(d.schema, "", name)
+	if len(homes) == 0 {
+		return "unknown field; want one of " + strings.Join(fieldNames(t), ", ")
+	}
+	switch {
+	case len(homes) > 1:
+		return fmt.Sprintf("unknown field here; did you mean %s? Write it indented under its section", orList(homes))
+	case parentPath(homes[0]) == "":
+		return "unknown field here; it is a field of the whole file: write it at the top level, not indented"
+	}
+	return fmt.Sprintf("unknown field here; did you mean %s? Write it indented under %s:", homes[0], parentPath(homes[0]))
+}
+
+// fieldPaths lists the paths of the fields named name in t, a struct at
+// path, and in its sections; the entries of a mapping of names
+// (mcp_servers) are written <name>.
+func fieldPaths(t reflect.Type, path, name string) []string {
+	var paths []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		fname := yamlName(f)
+		if fname == "" {
+			continue
+		}
+		fpath := joinPath(path, fname)
+		if fname == name {
+			paths = append(paths, fpath)
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Map {
+			ft, fpath = ft.Elem(), fpath+".<name>"
+		}
+		if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(unmarshalerType) {
+			paths = append(paths, fieldPaths(ft, fpath, name)...)
+		}
+	}
+	return paths
+}
+
+// orList joins words as "a", "a or b", "a, b or c".
+func orList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // yamlFields maps the YAML names of t's fields to their indexes.

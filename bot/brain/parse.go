@@ -49,7 +49,7 @@ func ParseBytes(path string, data []byte) (*Brain, error) {
 		return nil, d.errs.err()
 	}
 	b := &Brain{ID: id, Path: path}
-	d.decode(root, reflect.ValueOf(b).Elem(), "")
+	d.decodeRoot(root, reflect.ValueOf(b).Elem())
 	applyDefaults(b, d.lines)
 	d.validate(b)
 	if err := d.errs.err(); err != nil {
@@ -133,6 +133,7 @@ var syntaxHints = map[string]string{
 	"did not find expected key":                      " (is this line indented like the fields beside it?)",
 	"mapping values are not allowed in this context": " (is this line indented more than the field above it? A value holding \": \" needs quotes)",
 	"found character that cannot start any token":    " (indent with spaces, not tabs; a value starting with @ or ` needs quotes)",
+	"found unexpected end of stream":                 " (a quote opened on this line is never closed: end the value with the same quote, \" or ')",
 }
 
 // syntaxProblem is a yaml.v3 error's message without its "yaml: line N: ".

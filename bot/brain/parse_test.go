@@ -51,7 +51,9 @@ func TestParseRules(t *testing.T) {
 		{name: "unclosed list", yaml: minimal + "image:\n  enabled: true\n  keywords: [draw, paint\n  model: dall-e-3\n", want: []string{
 			"t.yaml:7: YAML syntax: did not find expected ',' or ']'"}},
 		{name: "unclosed quote", yaml: minimal + "messages:\n  error: \"Oops, try again.\n  busy: Wait.\n", want: []string{
-			"t.yaml:6: YAML syntax: found unexpected end of stream"}},
+			"t.yaml:6: YAML syntax: found unexpected end of stream (a quote opened on this line is never closed: end the value with the same quote, \" or ')"}},
+		{name: "unclosed single quote", yaml: minimal + "greeting: 'Hello there\ndescription: A bot.\n", want: []string{
+			"t.yaml:5: YAML syntax: found unexpected end of stream (a quote opened on this line is never closed: end the value with the same quote, \" or ')"}},
 		{name: "tab indentation", yaml: minimal + "tts:\n\tvoice: nova\n", want: []string{
 			"t.yaml:6: YAML syntax: found character that cannot start any token (indent with spaces, not tabs; a value starting with @ or ` needs quotes)"}},
 		{name: "two documents", yaml: minimal + "---\nname: Other\n", want: []string{
@@ -66,6 +68,17 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, stt, image, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle, reply_to_voice"}},
+		// A field of a section written at the wrong level: where it goes.
+		{name: "section field indented one level too little", yaml: minimal + "limits:\n  daily_usd: 5\nper_user_per_day: 50\n", want: []string{
+			"t.yaml:7: per_user_per_day: unknown field here; did you mean limits.per_user_per_day? Write it indented under limits:"}},
+		{name: "field of another section", yaml: minimal + "tts:\n  enabled: true\n  daily_usd: 5\n", want: []string{
+			"t.yaml:7: tts.daily_usd: unknown field here; did you mean limits.daily_usd? Write it indented under limits:"}},
+		{name: "field of several sections", yaml: minimal + "timeout: 30s\n", want: []string{
+			"t.yaml:5: timeout: unknown field here; did you mean claude.timeout or tools.timeout? Write it indented under its section"}},
+		{name: "top-level field indented", yaml: minimal + "tts:\n  enabled: true\n  greeting: Hi\n", want: []string{
+			"t.yaml:7: tts.greeting: unknown field here; it is a field of the whole file: write it at the top level, not indented"}},
+		{name: "field of an MCP server", yaml: minimal + "command: python3\n", want: []string{
+			"t.yaml:5: command: unknown field here; did you mean mcp_servers.<name>.command? Write it indented under mcp_servers.<name>:"}},
 		{name: "field twice", yaml: minimal + "name: Other\n", want: []string{
 			"t.yaml:5: name: defined twice (first at line 1)"}},
 		{name: "wrong type: number", yaml: minimal + "limits:\n  per_user_per_day: many\n", want: []string{
@@ -93,11 +106,17 @@ func TestParseRules(t *testing.T) {
 
 		// Telegram token source.
 		{name: "no telegram section", yaml: "name: N\nsystem_prompt: p\n", want: []string{
-			"t.yaml:1: telegram: needs token_env (the environment variable holding the BotFather token) or token"}},
+			"t.yaml:1: telegram: needs token_env (the environment variable holding the BotFather token), token_file (a file holding it) or token"}},
 		{name: "telegram without token", yaml: "name: N\ntelegram: {}\nsystem_prompt: p\n", want: []string{
-			"t.yaml:2: telegram: needs token_env (the environment variable holding the BotFather token) or token"}},
+			"t.yaml:2: telegram: needs token_env (the environment variable holding the BotFather token), token_file (a file holding it) or token"}},
 		{name: "token_env and token", yaml: "name: N\ntelegram:\n  token_env: T\n  token: \"123:abc\"\nsystem_prompt: p\n", want: []string{
-			"t.yaml:3: telegram: set only one of token_env and token"}},
+			"t.yaml:3: telegram: set only one of token_env, token_file and token"}},
+		{name: "token_env and token_file", yaml: "name: N\ntelegram:\n  token_env: T\n  token_file: /etc/brainbot/tokens/n\nsystem_prompt: p\n", want: []string{
+			"t.yaml:3: telegram: set only one of token_env, token_file and token"}},
+		{name: "token_file with another variable", yaml: "name: N\ntelegram:\n  token_file: $HOME/token\nsystem_prompt: p\n", want: []string{
+			`t.yaml:3: telegram.token_file: may name only $CREDENTIALS_DIRECTORY (systemd's LoadCredential=), at its start: $CREDENTIALS_DIRECTORY/NAME; got "$HOME/token"`}},
+		{name: "token_file holding a token", yaml: "name: N\ntelegram:\n  token_file: \"" + secretToken + "\"\nsystem_prompt: p\n", want: []string{
+			"t.yaml:3: telegram.token_file: holds a BotFather token, not the path of a file holding one; the token itself goes in token"}},
 		{name: "token_env not a name", yaml: "name: N\ntelegram:\n  token_env: \"123456:AAH-secret\"\nsystem_prompt: p\n", want: []string{
 			"t.yaml:3: telegram.token_env: must be an environment variable name such as NARRATOR_TOKEN (letters, digits, _); a token itself goes in token"}},
 
@@ -177,9 +196,9 @@ func TestParseRules(t *testing.T) {
 		{name: "misspelt placeholder", yaml: minimal + "messages:\n  limit: |\n    That's all for today.\n    Come back {rest}.\n", want: []string{
 			"t.yaml:6: messages.limit: unknown placeholder {rest}; this text may use {reset}"}},
 		{name: "placeholder of another message", yaml: minimal + "messages:\n  busy: \"Still busy; try again {reset}.\"\n", want: []string{
-			"t.yaml:6: messages.busy: unknown placeholder {reset}; this text has no placeholders (only messages.limit has {reset}; messages.too_big has {max})"}},
+			"t.yaml:6: messages.busy: unknown placeholder {reset}; this text has no placeholders (only messages.limit has {reset}; messages.spending_cap has {reset}; messages.too_big has {max})"}},
 		{name: "placeholders nobody replaces", yaml: minimal + "messages:\n  denied: \"Sorry {name}, ask {owner} for access.\"\n", want: []string{
-			"t.yaml:6: messages.denied: unknown placeholders {name}, {owner}; this text has no placeholders (only messages.limit has {reset}; messages.too_big has {max})"}},
+			"t.yaml:6: messages.denied: unknown placeholders {name}, {owner}; this text has no placeholders (only messages.limit has {reset}; messages.spending_cap has {reset}; messages.too_big has {max})"}},
 		{name: "image keyword empty", yaml: minimal + "image:\n  keywords: [draw, \" \"]\n", want: []string{
 			"t.yaml:6: image.keywords[1]: must not be empty"}},
 	}
@@ -273,12 +292,13 @@ func TestParseDefaults(t *testing.T) {
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
 		Messages: Messages{
-			Error:   "Sorry, something went wrong. Please try again.",
-			Busy:    "I'm still working on your earlier messages. Please wait a moment and send this one again.",
-			Denied:  "Sorry, this bot is private.",
-			Limit:   "You have reached today's message limit. It resets {reset}.",
-			Reset:   "Done: we start a new conversation. What shall we talk about?",
-			Expired: "I had to start a new conversation, so I don't remember what we said before.",
+			Error:       "Sorry, something went wrong. Please try again.",
+			Busy:        "I'm still working on your earlier messages. Please wait a moment and send this one again.",
+			Denied:      "Sorry, this bot is private.",
+			Limit:       "You have reached today's message limit. It resets {reset}.",
+			SpendingCap: "I can't answer any more messages today: today's budget is spent. It resets {reset}.",
+			Reset:       "Done: we start a new conversation. What shall we talk about?",
+			Expired:     "I had to start a new conversation, so I don't remember what we said before.",
 
 			Unreadable:  "Sorry, I couldn't read that message. Could you send it as plain text?",
 			Unsupported: "Sorry, I can't open this kind of message. Send me text, a photo or a file, and I'll have a look.",
@@ -340,6 +360,7 @@ messages:
   busy: Busy.
   denied: No.
   limit: Enough for today; back {reset}.
+  spending_cap: Budget spent; back {reset}.
   reset: Fresh start.
   expired: I forgot.
   unsupported: Can't open that.
@@ -369,7 +390,7 @@ messages:
 		STT:   STT{Model: "whisper-1"},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
-		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.",
+		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.", SpendingCap: "Budget spent; back {reset}.",
 			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable,
 			Unsupported: "Can't open that.", TextOnly: "Write, please.", TooBig: "Over {max}!"},
 	}
@@ -482,5 +503,28 @@ func TestLimitText(t *testing.T) {
 		if got := m.LimitText(until); got != want {
 			t.Errorf("LimitText(%v) = %q, want %q", until, got, want)
 		}
+	}
+}
+
+// The spending cap has its own words, so that users are not told they
+// sent too many messages when the bot's budget is spent.
+func TestSpendingCapText(t *testing.T) {
+	b, err := ParseBytes("t.yaml", []byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "I can't answer any more messages today: today's budget is spent. It resets in 2h 0m."
+	if got := b.Messages.SpendingCapText(2 * time.Hour); got != want {
+		t.Errorf("default SpendingCapText = %q, want %q", got, want)
+	}
+	if b.Messages.SpendingCapText(time.Hour) == b.Messages.LimitText(time.Hour) {
+		t.Error("the spending cap's default text is the message limit's")
+	}
+	b, err = ParseBytes("t.yaml", []byte(minimal+"messages:\n  spending_cap: \"Budget gone, back {reset}.\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Messages.SpendingCapText(90 * time.Second); got != "Budget gone, back in 2m." {
+		t.Errorf("SpendingCapText = %q", got)
 	}
 }

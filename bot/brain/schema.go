@@ -28,8 +28,9 @@ const (
 
 var defaultKeywords = []string{"image", "picture", "photo", "draw", "generate", "create a"}
 
-// LimitPlaceholder in messages.limit is replaced by when the user's daily
-// limit resets, e.g. "in 5h 20m" (see Messages.LimitText).
+// LimitPlaceholder in messages.limit and messages.spending_cap is replaced
+// by when the daily limit resets, e.g. "in 5h 20m" (see
+// Messages.LimitText).
 const LimitPlaceholder = "{reset}"
 
 // MaxPlaceholder in messages.too_big is replaced by the limit the file
@@ -39,7 +40,9 @@ const MaxPlaceholder = "{max}"
 // messagePlaceholders lists, per messages field, the placeholders brainbot
 // replaces in that text. Any other {word} in a message is a typo that users
 // would read as written.
-var messagePlaceholders = map[string][]string{"limit": {LimitPlaceholder}, "too_big": {MaxPlaceholder}}
+var messagePlaceholders = map[string][]string{
+	"limit": {LimitPlaceholder}, "spending_cap": {LimitPlaceholder}, "too_big": {MaxPlaceholder},
+}
 
 // placeholder is what looks like one: a word in braces. Other braces, as in
 // "{^_^}", are text.
@@ -47,12 +50,14 @@ var placeholder = regexp.MustCompile(`\{[A-Za-z_][A-Za-z0-9_]*\}`)
 
 // defaultMessages are what users are told when a brain does not say.
 var defaultMessages = Messages{
-	Error:   "Sorry, something went wrong. Please try again.",
-	Busy:    "I'm still working on your earlier messages. Please wait a moment and send this one again.",
-	Denied:  "Sorry, this bot is private.",
-	Limit:   "You have reached today's message limit. It resets " + LimitPlaceholder + ".",
-	Reset:   "Done: we start a new conversation. What shall we talk about?",
-	Expired: "I had to start a new conversation, so I don't remember what we said before.",
+	Error:  "Sorry, something went wrong. Please try again.",
+	Busy:   "I'm still working on your earlier messages. Please wait a moment and send this one again.",
+	Denied: "Sorry, this bot is private.",
+	Limit:  "You have reached today's message limit. It resets " + LimitPlaceholder + ".",
+	// Not the user's doing when the bot's own cap is reached: no "you".
+	SpendingCap: "I can't answer any more messages today: today's budget is spent. It resets " + LimitPlaceholder + ".",
+	Reset:       "Done: we start a new conversation. What shall we talk about?",
+	Expired:     "I had to start a new conversation, so I don't remember what we said before.",
 
 	Unreadable: "Sorry, I couldn't read that message. Could you send it as plain text?",
 
@@ -119,6 +124,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	orDefault(&m.Busy, defaultMessages.Busy)
 	orDefault(&m.Denied, defaultMessages.Denied)
 	orDefault(&m.Limit, defaultMessages.Limit)
+	orDefault(&m.SpendingCap, defaultMessages.SpendingCap)
 	orDefault(&m.Reset, defaultMessages.Reset)
 	orDefault(&m.Expired, defaultMessages.Expired)
 	orDefault(&m.Unreadable, defaultMessages.Unreadable)
@@ -147,22 +153,7 @@ func (d *decoder) validate(b *Brain) {
 	d.checkVariables(b.SystemPrompt)
 	d.checkTimezone(b)
 
-	switch t := b.Telegram; {
-	case t.TokenEnv == "" && t.Token == "":
-		d.reject("telegram", "needs token_env (the environment variable holding the BotFather token) or token")
-	case t.TokenEnv != "" && t.Token != "":
-		d.reject("telegram", "set only one of token_env and token")
-	case t.Token != "":
-		if err := ValidToken(t.Token); err != nil {
-			d.reject("telegram.token", "is %v", err)
-		}
-	case !envName.MatchString(t.TokenEnv):
-		// The value is not quoted back: it may be a token pasted in the
-		// wrong field, and errors end up in logs and CI output.
-		d.reject("telegram.token_env",
-			"must be an environment variable name such as NARRATOR_TOKEN (letters, digits, _); a token itself goes in token")
-	}
-
+	d.validateTelegram(b.Telegram)
 	for i, id := range b.Access.AllowedUsers {
 		if id == 0 {
 			path := fmt.Sprintf("access.allowed_users[%d]", i)
@@ -231,6 +222,40 @@ func (d *decoder) validate(b *Brain) {
 		}
 	}
 	d.checkPlaceholders(b.Messages)
+}
+
+// validateTelegram checks the token source: exactly one of token_env,
+// token_file and token, each in its form.
+func (d *decoder) validateTelegram(t Telegram) {
+	set := 0
+	for _, v := range []string{t.TokenEnv, t.TokenFile, t.Token} {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set == 0:
+		d.reject("telegram", "needs token_env (the environment variable holding the BotFather token), token_file (a file holding it) or token")
+	case set > 1:
+		d.reject("telegram", "set only one of token_env, token_file and token")
+	case t.Token != "":
+		if err := ValidToken(t.Token); err != nil {
+			d.reject("telegram.token", "is %v", err)
+		}
+	case t.TokenFile != "" && ValidToken(t.TokenFile) == nil:
+		// Not quoted back, as below.
+		d.reject("telegram.token_file", "holds a BotFather token, not the path of a file holding one; the token itself goes in token")
+	case t.TokenFile != "":
+		if strings.Contains(t.TokenFile, "$") && !slices.ContainsFunc(credentialsPrefixes, func(p string) bool { return strings.HasPrefix(t.TokenFile, p) }) {
+			d.reject("telegram.token_file", "may name only $%s (systemd's LoadCredential=), at its start: $%s/NAME; got %q",
+				CredentialsDirectory, CredentialsDirectory, t.TokenFile)
+		}
+	case !envName.MatchString(t.TokenEnv):
+		// The value is not quoted back: it may be a token pasted in the
+		// wrong field, and errors end up in logs and CI output.
+		d.reject("telegram.token_env",
+			"must be an environment variable name such as NARRATOR_TOKEN (letters, digits, _); a token itself goes in token")
+	}
 }
 
 // checkVariables records each unknown {{variable}} of the system prompt,

@@ -3,6 +3,10 @@ package brain
 import (
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -96,19 +100,96 @@ func CheckTokens(brains []*Brain, tokens map[string]string) error {
 
 // tokenName names where the brain's token comes from, without showing it.
 func (b *Brain) tokenName() string {
-	if b.Telegram.TokenEnv != "" {
-		return b.Telegram.TokenEnv
+	switch t := b.Telegram; {
+	case t.TokenEnv != "":
+		return t.TokenEnv
+	case t.TokenFile != "":
+		return "token file " + t.TokenFile
 	}
 	return "the inline token"
 }
 
+// tokenField is the field that names the brain's token source.
+func (b *Brain) tokenField() string {
+	switch t := b.Telegram; {
+	case t.TokenEnv != "":
+		return "telegram.token_env"
+	case t.TokenFile != "":
+		return "telegram.token_file"
+	}
+	return "telegram.token"
+}
+
 // tokenError is a problem with the brain's token, on the line that names it.
 func (b *Brain) tokenError(format string, args ...any) *Error {
-	field := "telegram.token"
-	if b.Telegram.TokenEnv != "" {
-		field = "telegram.token_env"
+	return b.Problem(b.tokenField(), format, args...)
+}
+
+// CredentialsDirectory is the variable systemd sets to the folder of a
+// unit's credentials (LoadCredential=); a token_file may start with it.
+const CredentialsDirectory = "CREDENTIALS_DIRECTORY"
+
+// credentialsPrefixes are how a token_file may name that folder.
+var credentialsPrefixes = []string{"$" + CredentialsDirectory + "/", "${" + CredentialsDirectory + "}/"}
+
+// maxTokenFile bounds what is read of a token file: a token is under 50
+// bytes, so a bigger file is the wrong file.
+const maxTokenFile = 1 << 10
+
+// tokenFilePath is where the brain's token file is: $CREDENTIALS_DIRECTORY
+// expanded by lookup, a relative path taken from the brain file's folder.
+func (b *Brain) tokenFilePath(lookup func(string) (string, bool)) (string, error) {
+	name := b.Telegram.TokenFile
+	for _, prefix := range credentialsPrefixes {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		dir, _ := lookup(CredentialsDirectory)
+		if dir == "" {
+			return "", &NoTokenError{Source: "token file " + name, Field: "telegram.token_file", File: b.Path,
+				Reason: "names $" + CredentialsDirectory + ", which is not set (systemd sets it for a unit with LoadCredential=)",
+				Short:  "$" + CredentialsDirectory + " not set"}
+		}
+		return filepath.Join(dir, rest), nil
 	}
-	return b.Problem(field, format, args...)
+	if filepath.IsAbs(name) {
+		return name, nil
+	}
+	return filepath.Join(filepath.Dir(b.Path), name), nil
+}
+
+// readTokenFile reads the token of the brain's token_file. A missing or
+// empty file is a NoTokenError; the other errors name the file too.
+func (b *Brain) readTokenFile(lookup func(string) (string, bool)) (string, error) {
+	path, err := b.tokenFilePath(lookup)
+	if err != nil {
+		return "", err
+	}
+	missing := func(reason string) error {
+		return &NoTokenError{Source: "token file " + path, Field: "telegram.token_file", File: b.Path,
+			Reason: reason, Short: "token file " + path + " " + reason}
+	}
+	f, err := os.Open(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", missing("does not exist")
+	case err != nil:
+		return "", fmt.Errorf("telegram.token_file in %s: %w", b.Path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("telegram.token_file in %s: %w", b.Path, err) // a *PathError: it names the file
+	case len(data) > maxTokenFile:
+		return "", fmt.Errorf("telegram.token_file in %s: %s holds more than %d bytes: not a token file", b.Path, path, maxTokenFile)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", missing("is empty")
+	}
+	return token, nil
 }
 
 // Problem is a problem of the brain found after it was parsed (a conflict

@@ -2,6 +2,8 @@ package brain
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -78,5 +80,97 @@ func TestCheckTokens(t *testing.T) {
 	}
 	if err := CheckTokens(brains[:1], tokens); err != nil {
 		t.Errorf("one brain: %v", err)
+	}
+}
+
+// A brain may keep its token in a file, read each time the token is
+// resolved: a bot added while brainbot runs needs no restart, and systemd's
+// LoadCredential= folder can hold it.
+func TestResolveTokenFromFile(t *testing.T) {
+	dir := t.TempDir()
+	creds := t.TempDir()
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(dir, "poet.token"), secretToken+"\n")
+	write(filepath.Join(creds, "poet"), secretToken)
+	write(filepath.Join(dir, "empty.token"), " \n")
+	write(filepath.Join(dir, "big.token"), strings.Repeat("x", 2000))
+	brainPath := filepath.Join(dir, "poet.yaml")
+	env := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	resolve := func(tokenFile string) (string, error) {
+		b, err := ParseBytes(brainPath, []byte("name: Poet\ntelegram:\n  token_file: "+tokenFile+"\nsystem_prompt: p\n"))
+		if err != nil {
+			t.Fatalf("token_file %s: %v", tokenFile, err)
+		}
+		if got := b.Telegram.String(); got != "token from file "+tokenFile {
+			t.Errorf("Telegram.String() = %q", got)
+		}
+		return b.ResolveToken(lookup)
+	}
+
+	for _, tokenFile := range []string{filepath.Join(dir, "poet.token"), "poet.token", "$CREDENTIALS_DIRECTORY/poet", "${CREDENTIALS_DIRECTORY}/poet"} {
+		env[CredentialsDirectory] = creds
+		if got, err := resolve(tokenFile); err != nil || got != secretToken {
+			t.Errorf("token_file %s: %q, %v; want the file's token, trimmed", tokenFile, got, err)
+		}
+	}
+
+	delete(env, CredentialsDirectory)
+	missing := []struct{ tokenFile, want, short string }{
+		{"later.token", "no telegram token: token file " + filepath.Join(dir, "later.token") + " (telegram.token_file in " + brainPath + ") does not exist",
+			"token file " + filepath.Join(dir, "later.token") + " does not exist"},
+		{"empty.token", "no telegram token: token file " + filepath.Join(dir, "empty.token") + " (telegram.token_file in " + brainPath + ") is empty",
+			"token file " + filepath.Join(dir, "empty.token") + " is empty"},
+		{"$CREDENTIALS_DIRECTORY/poet", "no telegram token: token file $CREDENTIALS_DIRECTORY/poet (telegram.token_file in " + brainPath +
+			") names $CREDENTIALS_DIRECTORY, which is not set (systemd sets it for a unit with LoadCredential=)", "$CREDENTIALS_DIRECTORY not set"},
+	}
+	for _, tt := range missing {
+		_, err := resolve(tt.tokenFile)
+		var noToken *NoTokenError
+		if !errors.Is(err, ErrNoToken) || !errors.As(err, &noToken) || err.Error() != tt.want || noToken.Short != tt.short {
+			t.Errorf("token_file %s: %v\nwant ErrNoToken: %s (short %q)", tt.tokenFile, err, tt.want, tt.short)
+		}
+	}
+
+	// Other problems are errors of their own, naming the brain and the file.
+	for tokenFile, want := range map[string]string{
+		".":         "telegram.token_file in " + brainPath + ": read " + dir + ": is a directory",
+		"big.token": "telegram.token_file in " + brainPath + ": " + filepath.Join(dir, "big.token") + " holds more than 1024 bytes: not a token file",
+	} {
+		_, err := resolve(tokenFile)
+		if err == nil || errors.Is(err, ErrNoToken) || err.Error() != want {
+			t.Errorf("token_file %s: %v, want %q", tokenFile, err, want)
+		}
+	}
+}
+
+// The token a file holds is checked as a variable's is, and two brains
+// polling one token through a file and a variable are caught.
+func TestCheckTokensFromFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"chat.yaml":    brainWithEnv("Chat", "CHAT_TOKEN"),
+		"copy.yaml":    "name: Copy\ntelegram:\n  token_file: copy.token\nsystem_prompt: p\n",
+		"broken.yaml":  "name: Broken\ntelegram:\n  token_file: broken.token\nsystem_prompt: p\n",
+		"copy.token":   secretToken,
+		"broken.token": "paste the token here",
+	})
+	brains, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := ResolveTokens(brains, func(k string) (string, bool) { return secretToken, k == "CHAT_TOKEN" })
+	p := func(name string) string { return filepath.Join(dir, name) }
+	want := []string{
+		p("broken.yaml") + ":3: telegram.token_file: token file broken.token does not hold a BotFather token (<bot id>:<35 letters, digits, _ or ->): it holds a space or line break",
+		p("copy.yaml") + ":3: telegram.token_file: token file copy.token holds the same token as CHAT_TOKEN of " + p("chat.yaml") + "; Telegram allows one bot per token",
+	}
+	if got := problems(t, CheckTokens(brains, tokens)); !slices.Equal(got, want) {
+		t.Errorf("problems:\n got %q\nwant %q", got, want)
 	}
 }

@@ -14,7 +14,7 @@ type YAMLFile struct{ d *decoder }
 func DecodeYAML(kind, needs, shape, path string, data []byte, v any) *YAMLFile {
 	d := newDecoder(kind, needs, shape, path, data)
 	if root := d.document(data); root != nil {
-		d.decode(root, reflectValue(v), "")
+		d.decodeRoot(root, reflectValue(v))
 	}
 	return &YAMLFile{d: d}
 }

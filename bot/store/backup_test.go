@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -41,7 +42,6 @@ func TestBackupWhileWriting(t *testing.T) {
 	defer tool.Close()
 	dest := filepath.Join(t.TempDir(), "backup.db")
 	for range 3 { // let the backups overlap many writes
-		os.Remove(dest)
 		if err := tool.Backup(ctx, dest); err != nil {
 			t.Fatal(err)
 		}
@@ -87,30 +87,72 @@ func journalMessage(t *testing.T, s *Store, i int64) {
 	}
 }
 
-func TestBackupRefusesExistingFile(t *testing.T) {
-	s, _ := openTemp(t)
-	dest := filepath.Join(t.TempDir(), "keep.db")
-	if err := os.WriteFile(dest, []byte("an older backup"), 0o600); err != nil {
+// A backup to the file of the previous one replaces it, so that a backup
+// recipe can run again; it is never the database's own file.
+func TestBackupReplacesThePreviousOne(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "brainbot.db")
+	if err := os.WriteFile(dest, []byte("an older backup"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Backup(context.Background(), dest); !errors.Is(err, fs.ErrExist) {
-		t.Fatalf("Backup over an existing file = %v, want fs.ErrExist", err)
+	for i := range int64(2) {
+		journalMessage(t, s, i)
+		if err := s.Backup(ctx, dest); err != nil {
+			t.Fatalf("backup %d: %v", i+1, err)
+		}
+		copied, err := Open(ctx, dest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := copied.Pending(ctx, "b")
+		copied.Close()
+		if err != nil || len(entries) != int(i)+1 {
+			t.Fatalf("backup %d holds %d entries (%v), want %d", i+1, len(entries), err, i+1)
+		}
 	}
-	if b, _ := os.ReadFile(dest); string(b) != "an older backup" {
-		t.Fatalf("existing file changed to %q", b)
+	if info, err := os.Stat(dest); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("backup file: %v, %v; want mode 0600 (it holds users' messages)", info, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*tmp*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+
+	for _, own := range []string{path, path + "-wal", filepath.Join(filepath.Dir(path), ".", filepath.Base(path))} {
+		if err := s.Backup(ctx, own); err == nil || !strings.Contains(err.Error(), "is the database's own file") {
+			t.Errorf("Backup(%s) = %v, want a refusal", own, err)
+		}
+	}
+	if _, err := s.Pending(ctx, "b"); err != nil {
+		t.Errorf("the database after the refusals: %v", err)
 	}
 }
 
+// A failed backup leaves nothing behind, and the previous backup as it was.
 func TestBackupFailureLeavesNoFile(t *testing.T) {
 	s, _ := openTemp(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	dest := filepath.Join(t.TempDir(), "b.db")
+	dir := t.TempDir()
+	dest := filepath.Join(dir, "b.db")
 	if err := s.Backup(ctx, dest); err == nil {
 		t.Fatal("Backup with a cancelled context succeeded")
 	}
 	if _, err := os.Stat(dest); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("failed backup left %s: %v", dest, err)
+	}
+	if err := os.WriteFile(dest, []byte("the previous backup"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Backup(ctx, dest); err == nil {
+		t.Fatal("Backup with a cancelled context succeeded")
+	}
+	if b, _ := os.ReadFile(dest); string(b) != "the previous backup" {
+		t.Errorf("a failed backup changed the previous one to %q", b)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("files left beside the backup: %v", entries)
 	}
 }
 

@@ -29,6 +29,8 @@ const FileName = "brainbot.db"
 // Store is safe for concurrent use.
 type Store struct {
 	db *sql.DB
+	// path is the database file.
+	path string
 	// answered are the journal entries answered but not yet deleted (see
 	// Done).
 	answered *answered
@@ -123,7 +125,7 @@ func open(path, mode string, o options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, path: path}, nil
 }
 
 // Close closes the database.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/mattn/go-isatty"
 )
@@ -23,7 +22,8 @@ var version, revision string
 type Main struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Environ is the process environment (os.Environ in production).
+	// Environ is the process environment (os.Environ in production) and,
+	// once a command read them (-env-file), its env file's variables.
 	Environ []string
 	// Terminal says whether Stderr is a terminal (console logs by default).
 	Terminal bool
@@ -65,6 +65,8 @@ Usage:
   brainbot mcp exec -- COMMAND      run a brain's MCP server with only its own environment (brainbot's MCP configs use it)
   brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
 
+Every command but mcp takes -env-file FILE: settings, tokens and keys from a
+file of KEY=value lines, such as the service's /etc/brainbot/brainbot.env.
 Run "brainbot <command> -h" for a command's flags.
 `
 
@@ -148,28 +150,18 @@ func (m *Main) getenv(name string) string {
 	return v
 }
 
-func (m *Main) lookupEnv(name string) (string, bool) {
-	for i := len(m.Environ) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(m.Environ[i], "="); ok && k == name {
-			return v, true
-		}
-	}
-	return "", false
-}
+func (m *Main) lookupEnv(name string) (string, bool) { return lookupIn(m.Environ, name) }
 
 // version prints brainbot's version and revision, and the version of the
 // Claude Code CLI that CLAUDE_CMD finds: the three things a bug report needs.
 func (m *Main) version(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("version", "version\n\nPrints brainbot's version and revision, and the Claude Code CLI's (CLAUDE_CMD).")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	v, rev := buildVersion()
-	fmt.Fprintf(m.Stdout, "brainbot %s (revision %s)\n", v, rev)
-	cfg, err := envConfig(m.getenv)
+	fs := m.newFlagSet("version", "version [-env-file FILE]\n\nPrints brainbot's version and revision, and the Claude Code CLI's (CLAUDE_CMD).")
+	cfg, err := m.loadConfig(fs, args, settingsNamed())
 	if err != nil {
 		return usageError{err}
 	}
+	v, rev := buildVersion()
+	fmt.Fprintf(m.Stdout, "brainbot %s (revision %s)\n", v, rev)
 	cli, err := m.claudeVersion(ctx, cfg.ClaudeCmd)
 	if err != nil {
 		fmt.Fprintf(m.Stdout, "Claude Code: %s %q: %v\n", lookupSetting("CLAUDE_CMD").name(), cfg.ClaudeCmd, err)

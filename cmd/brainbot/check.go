@@ -17,18 +17,15 @@ import (
 // Bot authors run it before committing a brain; CI runs it on the
 // examples. With -connect it also starts the brains' own MCP servers.
 func (m *Main) check(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("check", "check [-connect] [-panels DIR] [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains) and then the panel files (default $BRAINBOT_PANELS, else ./panels), whose members must be brains of DIR.")
+	fs := m.newFlagSet("check", "check [-connect] [-panels DIR] [-env-file FILE] [DIR|FILE]\n\nValidates the brain FILE, or every *.yaml/*.yml brain in DIR (default $BRAINBOT_BRAINS, else ./brains) and then the panel files (default $BRAINBOT_PANELS, else ./panels), whose members must be brains of DIR.")
 	panelsDir := fs.String("panels", "", "folder of panel files to check (default $BRAINBOT_PANELS, else ./panels); not checked for a single brain FILE")
 	connect := fs.Bool("connect", false, "also start each brain's own MCP servers (mcp_servers) as the Claude CLI would, list their tools, and report a server that does not start or a tools.allow entry no server offers")
-	if err := fs.Parse(args); err != nil {
+	cfg, err := m.loadConfig(fs, args, settingsNamed())
+	if err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 1 {
 		return usageError{fmt.Errorf("want at most one folder or file, got %d arguments", fs.NArg())}
-	}
-	cfg, err := envConfig(m.getenv)
-	if err != nil {
-		return usageError{err}
 	}
 	dir := cfg.BrainsDir
 	if fs.NArg() == 1 {
@@ -45,9 +42,6 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	}
 	for _, b := range brains {
 		fmt.Fprintf(m.Stdout, "ok  %s  %s\n", b.Path, describe(b))
-		if _, terr := b.ResolveToken(m.lookupEnv); terr != nil {
-			fmt.Fprintf(m.Stdout, "    note: %v (brainbot run needs it; check does not)\n", terr)
-		}
 		if _, unset := b.ResolveMCPServers(m.lookupEnv); len(unset) > 0 {
 			fmt.Fprintf(m.Stdout, "    note: not set, so the MCP servers would get them empty: %s\n", strings.Join(unset, ", "))
 		}
@@ -55,6 +49,7 @@ func (m *Main) check(ctx context.Context, args []string) error {
 			problems = append(problems, m.connect(ctx, b)...)
 		}
 	}
+	problems = append(problems, m.checkTokens(brains)...)
 	if info, err := os.Stat(dir); err == nil && info.IsDir() {
 		problems = append(problems, m.checkPanels(cmp.Or(*panelsDir, cfg.PanelsDir), dir)...)
 	}
@@ -66,6 +61,38 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(m.Stderr, "%d problem(s) in %s\n", len(problems), dir)
 	return errReported
+}
+
+// checkTokens resolves the brains' tokens where check runs: the tokens
+// that resolve are checked as run checks them (a BotFather token's form,
+// one brain per token: each conflict names both files), and the brains
+// without one are noted on one line, since CI checks brains without
+// secrets.
+func (m *Main) checkTokens(brains []*brain.Brain) brain.Errors {
+	tokens := brain.ResolveTokens(brains, m.lookupEnv)
+	var missing []string
+	for _, b := range brains {
+		if _, ok := tokens[b.ID]; !ok {
+			missing = append(missing, fmt.Sprintf("%s (%s)", b.ID, tokenMissing(b, m.lookupEnv)))
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(m.Stdout, "note: no token here for %d of %d brains: %s; brainbot run needs them, check does not\n",
+			len(missing), len(brains), strings.Join(missing, ", "))
+	}
+	var problems brain.Errors
+	errors.As(brain.CheckTokens(brains, tokens), &problems)
+	return problems
+}
+
+// tokenMissing says in a few words why b's token does not resolve.
+func tokenMissing(b *brain.Brain, lookup func(string) (string, bool)) string {
+	_, err := b.ResolveToken(lookup)
+	var noToken *brain.NoTokenError
+	if errors.As(err, &noToken) {
+		return noToken.Short
+	}
+	return err.Error()
 }
 
 // checkPanels validates the panel files of dir, their members against the

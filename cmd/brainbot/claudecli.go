@@ -30,6 +30,12 @@ const (
 	testedClaudeVersion = "2.1.328"
 )
 
+// installClaude says how to install the tested CLI, as docs/operations.md
+// does (a release has no Makefile; in a checkout, make run and make doctor
+// install it themselves).
+const installClaude = "sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@" + testedClaudeVersion +
+	" (docs/operations.md, Install)"
+
 // checkClaude runs the CLI to learn its version, then asks it whether it
 // has credentials for the model.
 func (m *Main) checkClaude(ctx context.Context, cfg Config, r *report) {
@@ -41,8 +47,8 @@ func (m *Main) checkClaude(ctx context.Context, cfg Config, r *report) {
 	r.claudeVersion = version
 	switch {
 	case compareVersions(version, minClaudeVersion) < 0:
-		r.fatal(checkClaude, fmt.Sprintf("Claude Code %s at %s is older than %s, the oldest brainbot supports: install %s (make claude-cli)",
-			version, cfg.ClaudeCmd, minClaudeVersion, testedClaudeVersion))
+		r.fatal(checkClaude, fmt.Sprintf("Claude Code %s at %s is older than %s, the oldest brainbot supports: install %s: %s",
+			version, cfg.ClaudeCmd, minClaudeVersion, testedClaudeVersion, installClaude))
 		return
 	case compareVersions(version, testedClaudeVersion) > 0:
 		r.warn(checkClaude, fmt.Sprintf("Claude Code %s at %s is newer than %s, the newest brainbot was tested with: it should work; if replies fail, install %s",
@@ -177,7 +183,7 @@ func (m *Main) runClaude(ctx context.Context, cli string, args ...string) ([]byt
 	var exitErr *exec.ExitError
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		err = errors.New("not found: install the pinned CLI (make claude-cli) and set CLAUDE_CMD to its path")
+		err = errors.New("not found: install the CLI, " + installClaude + ", and set CLAUDE_CMD to its path")
 	case ctx.Err() != nil:
 		err = fmt.Errorf("no answer within %v", preflightTimeout)
 	case errors.As(err, &exitErr) && stderr.Len() > 0:

@@ -541,7 +541,11 @@ func TestClusterWebhook(t *testing.T) {
 		if !strings.HasPrefix(ready, "ready\ninstance "+in.name+" polls bots [], owns ") {
 			t.Errorf("%s /readyz: %q", in.name, ready)
 		}
-		m := regexp.MustCompile(`(?m)^brainbot_cluster_partitions_owned (\d+)$`).FindStringSubmatch(httpGet(t, admin+"/metrics"))
+		metrics := httpGet(t, admin+"/metrics")
+		if !strings.Contains(metrics, "\nbrainbot_cluster_nats_connected 1\n") {
+			t.Errorf("%s /metrics does not say it is connected to NATS", in.name)
+		}
+		m := regexp.MustCompile(`(?m)^brainbot_cluster_partitions_owned (\d+)$`).FindStringSubmatch(metrics)
 		if m == nil {
 			t.Errorf("%s /metrics has no brainbot_cluster_partitions_owned", in.name)
 			continue

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,32 +176,73 @@ func parseMB(v string, bytes *int64) error {
 
 func formatMB(bytes int64) string { return strconv.FormatInt(bytes>>20, 10) }
 
-// loadConfig is readConfig for the subcommands that take settings as
-// flags: those named in flagged (every setting when none is named, as for
-// run and doctor) are registered on fs and parsed from args, and a flag
-// wins over its variable. The arguments after the flags are fs.Args().
-func loadConfig(fs *flag.FlagSet, args []string, getenv func(string) string, flagged ...string) (Config, error) {
+// settingFlags chooses the settings a subcommand takes as flags.
+type settingFlags func(setting) bool
+
+// everySetting: run and doctor take every setting as a flag.
+func everySetting(setting) bool { return true }
+
+// settingsNamed takes the settings of these variables as flags (none when
+// no variable is named).
+func settingsNamed(envs ...string) settingFlags {
+	return func(s setting) bool { return slices.Contains(envs, s.env) }
+}
+
+// envFileUsage explains -env-file, which every admin subcommand takes.
+const envFileUsage = "read variables (settings, tokens, keys) from this file of KEY=value lines, as systemd's EnvironmentFile= does, " +
+	"e.g. the service's /etc/brainbot/brainbot.env; they win over the environment, flags win over both"
+
+// loadConfig is readConfig for a subcommand: the settings flagged chooses
+// are registered on fs as flags, with -env-file, and parsed from args. A
+// flag wins over the variables of the env file, which win over environ (as
+// systemd's EnvironmentFile= wins over Environment=). It returns the
+// environment the command runs with: environ and the env file's variables
+// after it. The arguments after the flags are fs.Args().
+func loadConfig(fs *flag.FlagSet, args, environ []string, flagged settingFlags) (Config, []string, error) {
 	flags := make(map[string]*string, len(settings))
 	for _, s := range settings {
-		if s.flag != "" && (len(flagged) == 0 || slices.Contains(flagged, s.env)) {
-			flags[s.env] = fs.String(s.flag, envOrDefault(s, getenv), fmt.Sprintf("%s (env %s)", s.usage, s.env))
+		if s.flag != "" && flagged(s) {
+			flags[s.flag] = fs.String(s.flag, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 		}
 	}
+	envFile := fs.String("env-file", "", envFileUsage)
 	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+		return Config{}, nil, err
 	}
-	return readConfig(func(s setting) string {
-		if v, ok := flags[s.env]; ok {
+	if *envFile != "" {
+		vars, err := readEnvFile(*envFile)
+		if err != nil {
+			return Config{}, nil, fmt.Errorf("-env-file: %w", err)
+		}
+		environ = append(slices.Clip(environ), vars...)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	getenv := func(name string) string { v, _ := lookupIn(environ, name); return v }
+	cfg, err := readConfig(func(s setting) string {
+		if v, ok := flags[s.flag]; ok && given[s.flag] {
 			return *v
 		}
 		return envOrDefault(s, getenv)
 	})
+	return cfg, environ, err
+}
+
+// loadConfig is the package's loadConfig on m's environment, which from
+// then on holds the env file's variables too: tokens, keys and the
+// variables brains' MCP servers reference are looked up there.
+func (m *Main) loadConfig(fs *flag.FlagSet, args []string, flagged settingFlags) (Config, error) {
+	cfg, environ, err := loadConfig(fs, args, m.Environ, flagged)
+	if environ != nil {
+		m.Environ = environ
+	}
+	return cfg, err
 }
 
 // runConfig reads the configuration of run and doctor: every setting as
 // a flag, and no other argument. Its errors are usage errors.
 func (m *Main) runConfig(fs *flag.FlagSet, args []string) (Config, error) {
-	cfg, err := loadConfig(fs, args, m.getenv)
+	cfg, err := m.loadConfig(fs, args, everySetting)
 	if err == nil && fs.NArg() > 0 {
 		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
@@ -210,10 +252,60 @@ func (m *Main) runConfig(fs *flag.FlagSet, args []string) (Config, error) {
 	return cfg, nil
 }
 
-// envConfig is readConfig for the subcommands without setting flags
-// (check, mcp, version): the environment alone.
+// envConfig is readConfig for the mcp subcommands, which brainbot starts
+// itself with their environment: that environment alone.
 func envConfig(getenv func(string) string) (Config, error) {
 	return readConfig(func(s setting) string { return envOrDefault(s, getenv) })
+}
+
+// lookupIn looks a variable up in environ, KEY=value strings (the last
+// assignment wins, as in the C library).
+func lookupIn(environ []string, name string) (string, bool) {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// readEnvFile reads a file of KEY=value lines as systemd's EnvironmentFile=
+// does: lines starting with # or ; and lines that assign no variable are
+// skipped (systemd ignores them too), spaces around the value are trimmed,
+// and a value in matching single or double quotes loses them (a
+// double-quoted value reads \" and \\ as " and \). Line continuations and
+// the other escapes systemd knows are not read: the example file has none.
+func readEnvFile(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var vars []string
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if key = strings.TrimSpace(key); ok && envVarName.MatchString(key) {
+			vars = append(vars, key+"="+unquoteEnvValue(strings.TrimSpace(value)))
+		}
+	}
+	return vars, nil
+}
+
+// envVarName is what systemd takes as a variable name.
+var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func unquoteEnvValue(v string) string {
+	if len(v) < 2 || v[0] != v[len(v)-1] || (v[0] != '"' && v[0] != '\'') {
+		return v
+	}
+	inner := v[1 : len(v)-1]
+	if v[0] == '\'' {
+		return inner
+	}
+	return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(inner)
 }
 
 func envOrDefault(s setting, getenv func(string) string) string {

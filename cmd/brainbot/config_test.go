@@ -4,6 +4,7 @@ import (
 	"flag"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,12 @@ func parseConfig(t *testing.T, env map[string]string, args ...string) (Config, e
 	t.Helper()
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	return loadConfig(fs, args, func(k string) string { return env[k] })
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	cfg, _, err := loadConfig(fs, args, environ, everySetting)
+	return cfg, err
 }
 
 func TestConfigDefaults(t *testing.T) {
@@ -168,5 +174,57 @@ func TestConfigValidateOnlyValidates(t *testing.T) {
 	}
 	if c != before {
 		t.Errorf("validate changed the config:\n got %+v\nwant %+v", c, before)
+	}
+}
+
+// An env file is read as systemd reads EnvironmentFile=: comments, quotes
+// and spaces as systemd takes them, and lines that assign nothing skipped.
+func TestReadEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainbot.env")
+	writeFile(t, path, `# tokens
+; also a comment
+VOICE_TOKEN=123:abc
+
+  BRAINBOT_DATA = /var/lib/brainbot/data
+QUOTED="a \"b\" c\\d"
+SINGLE='x "y" z'
+HALF="open
+EMPTY=
+not an assignment
+export LATER=1
+`)
+	got, err := readEnvFile(path)
+	want := []string{"VOICE_TOKEN=123:abc", "BRAINBOT_DATA=/var/lib/brainbot/data", `QUOTED=a "b" c\d`, `SINGLE=x "y" z`, `HALF="open`, "EMPTY="}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("readEnvFile = %q, %v\nwant %q", got, err, want)
+	}
+}
+
+// -env-file: its variables win over the environment, as systemd's
+// EnvironmentFile= wins over Environment=, and flags win over both; the
+// command's environment then holds them (tokens, keys).
+func TestConfigEnvFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "brainbot.env")
+	writeFile(t, path, "BRAINBOT_DATA=/srv/data\nBRAINBOT_MAX_CLAUDE=6\nVOICE_TOKEN=123:abc\n")
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	environ := []string{"BRAINBOT_DATA=/elsewhere", "BRAINBOT_BRAINS=/srv/brains", "BRAINBOT_MAX_CLAUDE=3"}
+	cfg, env, err := loadConfig(fs, []string{"-env-file", path, "-max-claude", "2"}, environ, everySetting)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != "/srv/data" || cfg.BrainsDir != "/srv/brains" || cfg.MaxClaude != 2 {
+		t.Errorf("data %s, brains %s, max claude %d; want the file's, the environment's and the flag's", cfg.DataDir, cfg.BrainsDir, cfg.MaxClaude)
+	}
+	if v, _ := lookupIn(env, "VOICE_TOKEN"); v != "123:abc" {
+		t.Errorf("VOICE_TOKEN = %q in the command's environment", v)
+	}
+	if len(environ) != 3 {
+		t.Errorf("the caller's environment was changed: %q", environ)
+	}
+	fs = flag.NewFlagSet("usage", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if _, _, err := loadConfig(fs, []string{"-env-file", path + ".missing"}, nil, settingsNamed()); err == nil || !strings.HasPrefix(err.Error(), "-env-file: open ") {
+		t.Errorf("a missing env file: %v", err)
 	}
 }

@@ -42,7 +42,7 @@ tools:
 `)
 	// A server is started as the CLI starts it, with its own env and a
 	// minimal base: the picky one refuses to run with a secret.
-	code, stdout, stderr = runMain(t, []string{path, "ANTHROPIC_API_KEY=sk-ant-secret", "TOOLS_TOKEN=123:secret"}, "check", "-connect", brain)
+	code, stdout, stderr = runMain(t, []string{path, "ANTHROPIC_API_KEY=sk-ant-secret", "TOOLS_TOKEN=" + chatToken}, "check", "-connect", brain)
 	if code != exitError {
 		t.Errorf("exit %d, want %d", code, exitError)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,6 +155,8 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 		t.Fatal(err)
 	}
 	unit = regexp.MustCompile(`(?m)^ExecStart=\S+`).ReplaceAll(unit, []byte("ExecStart="+self))
+	// The lines shown commented out must work once uncommented.
+	unit = regexp.MustCompile(`(?m)^#(LoadCredential=)`).ReplaceAll(unit, []byte("$1"))
 	path := filepath.Join(t.TempDir(), "brainbot.service")
 	if err := os.WriteFile(path, unit, 0o644); err != nil {
 		t.Fatal(err)
@@ -207,5 +210,21 @@ func TestEnvironmentFileExample(t *testing.T) {
 		if !keys[k] {
 			t.Errorf("%s does not show %s", envFile, k)
 		}
+	}
+
+	// What the file sets, as -env-file reads it: the unit's folders (so
+	// admin commands given the file find them), and metrics on loopback.
+	set, err := readEnvFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range unitValues(parseUnit(t, unitFile), "[Service]", "Environment") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "BRAINBOT_") && !slices.Contains(set, kv) {
+			t.Errorf("%s does not set %s as the unit does", envFile, kv)
+		}
+	}
+	addr, _ := lookupIn(set, "BRAINBOT_HTTP_ADDR")
+	if host, _, err := net.SplitHostPort(addr); err != nil || !net.ParseIP(host).IsLoopback() {
+		t.Errorf("%s sets BRAINBOT_HTTP_ADDR=%q, want metrics on by default, on loopback", envFile, addr)
 	}
 }

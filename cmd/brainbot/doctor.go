@@ -40,7 +40,7 @@ func (r *report) print(w io.Writer) {
 			line(statusFail, "brain "+b.name, p)
 		}
 		if !b.running && len(b.invalid) == 0 {
-			line(statusWarn, "bot "+b.name, "not started: "+b.why)
+			line(statusWarn, botCheck(b.name), "not started: "+b.why)
 		}
 	}
 }

@@ -328,6 +328,24 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a bot added with a token file starts without a restart", func(t *testing.T) {
+		// As an admin adds a bot under the service, whose environment is
+		// fixed at start: the token in a file first, then the brain.
+		tokens := filepath.Join(filepath.Dir(s.BrainsDir), "tokens")
+		if err := os.MkdirAll(tokens, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(tokens, "poet"), stack.Token("poet")+"\n")
+		mark := s.Logs().Len()
+		if err := s.WriteBrain("poet.yaml", "name: Poet\ntelegram:\n  token_file: ../tokens/poet\nsystem_prompt: You write verse.\n"); err != nil {
+			t.Fatal(err)
+		}
+		waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "telegram bot polling" && l.Str("bot") == "poet" })
+		if got := wantText(t, ask(t, s, "poet", 511, "a verse, please")); got != "You said: a verse, please (message 1)" {
+			t.Errorf("the new bot answered %q", got)
+		}
+	})
+
 	t.Run("the model failing gets the user an apology", func(t *testing.T) {
 		r := ask(t, s, "narrator", 601, "please #fail")
 		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
@@ -484,9 +502,23 @@ func TestEndToEnd(t *testing.T) {
 		wantText(t, ask(t, s, "narrator", 701, "before the restart"))
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		defer cancel()
+		mark := s.Logs().Len()
 		code, err := s.Stop(ctx, syscall.SIGTERM)
 		if err != nil || code != 0 {
 			t.Fatalf("SIGTERM: exit %d, %v\n%s", code, err, s.Logs().Tail(10))
+		}
+		// The signal is logged when it arrives, before the stop ends.
+		var stopping, stopped int
+		for i, l := range s.Logs().Lines()[mark:] {
+			switch {
+			case strings.HasPrefix(l.Msg, "stopping: ") && l.Str("cause") == "terminated signal received" && l.Int("grace_ms") == 20000:
+				stopping = i + 1
+			case l.Msg == "brainbot stopped":
+				stopped = i + 1
+			}
+		}
+		if stopping == 0 || stopped <= stopping {
+			t.Errorf("want a line for the signal (cause, grace) before \"brainbot stopped\":\n%s", s.Logs().Tail(12))
 		}
 		if err := s.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -521,7 +553,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 		logs := s.Logs().Text() + string(fileLog)
 		secrets := []string{stack.OpenAIKey, claudetest.APIKey}
-		for _, id := range []string{"narrator", "speaker", "painter", "private", "sleepy"} {
+		for _, id := range []string{"narrator", "speaker", "painter", "private", "sleepy", "poet"} {
 			secrets = append(secrets, stack.Token(id), strings.SplitN(stack.Token(id), ":", 2)[1])
 		}
 		for _, secret := range secrets {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
+	"github.com/sashabaranov/go-openai"
 
 	"brainbot/bot/brain"
 )
@@ -90,26 +91,38 @@ func (r *report) failedCheck(check string) bool {
 }
 
 // summary is the one line saying which bots run and why the others do
-// not: "3 of 4 bots running (chat, voice, painter); skipped: limited
-// (LIMITED_TOKEN not set)". verb is "running", or "would run" for doctor.
+// not: "2 of 4 bots running (chat, voice); failing (see above): painter;
+// skipped: limited (LIMITED_TOKEN not set)". A bot with a failed check
+// starts but does not work as its brain says (Telegram refuses its token,
+// it speaks without an OpenAI key), so it is not counted as running. verb
+// is "running", or "would run" for doctor.
 func (r *report) summary(verb string) string {
-	var running, skipped []string
+	var running, failing, skipped []string
 	for _, b := range r.bots {
-		if b.running {
-			running = append(running, b.name)
-		} else {
+		switch {
+		case !b.running:
 			skipped = append(skipped, fmt.Sprintf("%s (%s)", b.name, b.why))
+		case r.failedCheck(botCheck(b.name)):
+			failing = append(failing, b.name)
+		default:
+			running = append(running, b.name)
 		}
 	}
 	line := fmt.Sprintf("%d of %d bots %s", len(running), len(r.bots), verb)
 	if len(running) > 0 {
 		line += " (" + strings.Join(running, ", ") + ")"
 	}
+	if len(failing) > 0 {
+		line += "; failing (see above): " + strings.Join(failing, ", ")
+	}
 	if len(skipped) > 0 {
 		line += "; skipped: " + strings.Join(skipped, ", ")
 	}
 	return line
 }
+
+// botCheck names the check of the bot with this brain id.
+func botCheck(id string) string { return "bot " + id }
 
 // Check names that callers look for.
 const (
@@ -128,8 +141,9 @@ func (m *Main) preflight(ctx context.Context, cfg Config, onToken func(string)) 
 	checkDataDir(cfg, r)
 	checkLogFile(cfg, r)
 	checkNATS(ctx, cfg, r)
+	openAI := checkOpenAI(ctx, cfg, r)
 	if checkBrainsDir(cfg, r) {
-		m.checkBots(ctx, cfg, onToken, r)
+		m.checkBots(ctx, cfg, openAI, onToken, r)
 	}
 	return r
 }
@@ -215,9 +229,9 @@ func writableFile(path string) error {
 
 // checkBots loads the brains as run will and checks each bot that will
 // start: its token is well formed, its own, and answered by getMe; the
-// OpenAI key is there if it speaks or paints (and a warning if it should
-// listen).
-func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), r *report) {
+// OpenAI key is there, and taken by OpenAI (openAI says why not), if it
+// speaks or paints (and a warning if it should listen).
+func (m *Main) checkBots(ctx context.Context, cfg Config, openAI string, onToken func(string), r *report) {
 	brains, err := brain.LoadDir(cfg.BrainsDir)
 	var problems brain.Errors
 	if err != nil && !errors.As(err, &problems) {
@@ -237,22 +251,25 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), 
 	var deaf []string
 	for _, b := range brains {
 		token, err := b.ResolveToken(m.lookupEnv)
-		if err != nil {
-			why := err.Error()
-			if errors.Is(err, brain.ErrNoToken) {
-				why = b.Telegram.TokenEnv + " not set"
-			}
-			r.bots = append(r.bots, botState{name: b.ID, why: why})
+		var noToken *brain.NoTokenError
+		switch {
+		case errors.As(err, &noToken):
+			r.bots = append(r.bots, botState{name: b.ID, why: noToken.Short})
+			continue
+		case err != nil:
+			// A token file brainbot cannot read: the admin's to fix.
+			r.fail(botCheck(b.ID), err.Error())
+			r.bots = append(r.bots, botState{name: b.ID, why: "token file not readable"})
 			continue
 		}
 		onToken(token)
 		r.bots = append(r.bots, botState{name: b.ID, running: true})
-		checkOpenAIKey(b, cfg, r)
+		checkOpenAIKey(b, cfg, openAI, r)
 		if cfg.OpenAIKey == "" && b.STT.Enabled {
 			deaf = append(deaf, b.ID)
 		}
 		if problem, bad := refused[b.ID]; bad {
-			r.fail("bot "+b.ID, problem)
+			r.fail(botCheck(b.ID), problem)
 			continue
 		}
 		asks = append(asks, telegramCheck{brain: b, token: token})
@@ -265,9 +282,9 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, onToken func(string), 
 	askTelegram(ctx, cfg.TelegramAPIURL, asks)
 	for _, a := range asks {
 		if a.err != nil {
-			r.fail("bot "+a.brain.ID, a.err.Error())
+			r.fail(botCheck(a.brain.ID), a.err.Error())
 		} else {
-			r.ok("bot "+a.brain.ID, fmt.Sprintf("@%s (%s)", a.username, a.brain.Telegram))
+			r.ok(botCheck(a.brain.ID), fmt.Sprintf("@%s (%s)", a.username, a.brain.Telegram))
 		}
 	}
 	slices.SortFunc(r.bots, func(a, b botState) int { return cmp.Compare(a.name, b.name) })
@@ -309,16 +326,49 @@ func invalidBrains(problems brain.Errors) []botState {
 	return bots
 }
 
-func checkOpenAIKey(b *brain.Brain, cfg Config, r *report) {
-	if cfg.OpenAIKey != "" {
-		return
+// checkOpenAIKey fails a bot that speaks or paints without an OpenAI key
+// that works: unset, or refused (openAI says why, "" when it works).
+func checkOpenAIKey(b *brain.Brain, cfg Config, openAI string, r *report) {
+	problem := openAI
+	if cfg.OpenAIKey == "" {
+		problem = "OPENAI_API_KEY is not set"
 	}
 	switch {
+	case problem == "":
 	case b.TTS.Enabled:
-		r.fail("bot "+b.ID, "it speaks (tts.enabled) but OPENAI_API_KEY is not set: its voice replies will fail")
+		r.fail(botCheck(b.ID), "it speaks (tts.enabled) but "+problem+": its voice replies will fail")
 	case b.Image.Enabled:
-		r.fail("bot "+b.ID, "it paints (image.enabled) but OPENAI_API_KEY is not set: its image replies will fail")
+		r.fail(botCheck(b.ID), "it paints (image.enabled) but "+problem+": its image replies will fail")
 	}
+}
+
+// checkOpenAIName names the check of the OpenAI key.
+const checkOpenAIName = "OpenAI key"
+
+// checkOpenAI asks OpenAI whether it takes OPENAI_API_KEY, with one cheap
+// authenticated call (GET /v1/models: it costs nothing), as getMe checks a
+// bot token. It returns what is wrong for the bots that need the key, ""
+// when OpenAI took it or no key is set (the bots say so themselves).
+func checkOpenAI(ctx context.Context, cfg Config, r *report) string {
+	if cfg.OpenAIKey == "" {
+		return ""
+	}
+	c := openAIConfig(cfg)
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	_, err := openai.NewClientWithConfig(c).ListModels(ctx)
+	var apiErr *openai.APIError
+	switch {
+	case errors.As(err, &apiErr) && (apiErr.HTTPStatusCode == 401 || apiErr.HTTPStatusCode == 403):
+		r.fail(checkOpenAIName, fmt.Sprintf("OPENAI_API_KEY refused by OpenAI (%d %s: %s): copy a key again from https://platform.openai.com/api-keys; "+
+			"until then voice and image replies and voice messages in fail", apiErr.HTTPStatusCode, apiErr.Code, apiErr.Message))
+		return "OpenAI refuses OPENAI_API_KEY"
+	case err != nil:
+		r.fail(checkOpenAIName, fmt.Sprintf("no answer to GET /models from %s: %v", c.BaseURL, err))
+		return "OpenAI does not answer"
+	}
+	r.ok(checkOpenAIName, "OPENAI_API_KEY accepted by "+c.BaseURL)
+	return ""
 }
 
 // telegramCheck is one getMe call and its answer.

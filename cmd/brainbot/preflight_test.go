@@ -14,6 +14,7 @@ import (
 
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
+	"brainbot/mcp/openaitest"
 )
 
 // Authentication answers of `claude auth status --json`, as 2.1.328 prints
@@ -45,13 +46,15 @@ func fakeClaude(t *testing.T, version, auth string) string {
 type site struct {
 	brains, data string
 	telegram     *telegramtest.Server
+	openAI       *openaitest.Server
 	env          []string
 }
 
 func newSite(t *testing.T, brains map[string]string, env ...string) *site {
 	t.Helper()
-	s := &site{brains: t.TempDir(), data: filepath.Join(t.TempDir(), "data"), telegram: telegramtest.NewServer()}
+	s := &site{brains: t.TempDir(), data: filepath.Join(t.TempDir(), "data"), telegram: telegramtest.NewServer(), openAI: openaitest.NewServer()}
 	t.Cleanup(s.telegram.Close)
+	t.Cleanup(s.openAI.Close)
 	for name, content := range brains {
 		writeFile(t, filepath.Join(s.brains, name), content)
 	}
@@ -61,7 +64,8 @@ func newSite(t *testing.T, brains map[string]string, env ...string) *site {
 		"TELEGRAM_API_URL=" + s.telegram.URL,
 		"CLAUDE_CMD=" + fakeClaude(t, "2.1.328 (Claude Code)", authAPIKey),
 		"ANTHROPIC_API_KEY=sk-ant-test-key-0123456789",
-		"OPENAI_API_KEY=sk-openai-test-key-0123456789",
+		"OPENAI_API_KEY=" + testOpenAIKey,
+		"OPENAI_BASE_URL=" + s.openAI.URL,
 	}, env...)
 	return s
 }
@@ -109,6 +113,7 @@ func TestDoctorAllGood(t *testing.T) {
 		"ok    model credentials: API key from ANTHROPIC_API_KEY\n",
 		"ok    data folder: "+s.data+" is writable\n",
 		"ok    brains folder: 3 brain files in "+s.brains+"\n",
+		"ok    OpenAI key: OPENAI_API_KEY accepted by "+s.openAI.URL+"\n",
 		"ok    bot chat: @"+telegramtest.Username(chatToken)+" (token from $CHAT_TOKEN)\n",
 		"ok    bot voice: @"+telegramtest.Username(voiceToken)+" (token from $VOICE_TOKEN)\n",
 		"warn  bot limited: not started: LIMITED_TOKEN not set\n",
@@ -128,9 +133,9 @@ func TestDoctorClaudeCLI(t *testing.T) {
 		want      string
 	}{
 		{"missing", "/nonexistent/claude", exitError,
-			`fail  claude CLI: CLAUDE_CMD (-claude-cmd) "/nonexistent/claude": not found: install the pinned CLI (make claude-cli) and set CLAUDE_CMD to its path`},
+			`fail  claude CLI: CLAUDE_CMD (-claude-cmd) "/nonexistent/claude": not found: install the CLI, sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@2.1.328 (docs/operations.md, Install), and set CLAUDE_CMD to its path`},
 		{"older", "2.0.5 (Claude Code)", exitError,
-			"fail  claude CLI: Claude Code 2.0.5 at %s is older than 2.1.328, the oldest brainbot supports: install 2.1.328 (make claude-cli)"},
+			"fail  claude CLI: Claude Code 2.0.5 at %s is older than 2.1.328, the oldest brainbot supports: install 2.1.328: sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@2.1.328 (docs/operations.md, Install)"},
 		{"newer", "2.3.0 (Claude Code)", exitOK,
 			"warn  claude CLI: Claude Code 2.3.0 at %s is newer than 2.1.328, the newest brainbot was tested with"},
 		{"not claude", "cat 9.1", exitError, `fail  claude CLI: CLAUDE_CMD (-claude-cmd) "%s": not the Claude Code CLI: --version printed "cat 9.1"`},
@@ -232,13 +237,95 @@ func TestDoctorBots(t *testing.T) {
 		"fail  bot painter: it paints (image.enabled) but OPENAI_API_KEY is not set: its image replies will fail",
 		"warn  voice messages in: OPENAI_API_KEY is not set: chat, mangled, revoked, twin answer voice messages with messages.text_only (stt.enabled: false says it is meant)",
 		"fail  brain broken.yaml: "+filepath.Join(s.brains, "broken.yaml")+":6: tts.speed: must be between 0.25 and 4.0, got 9\n",
-		"5 of 6 bots would run (chat, mangled, painter, revoked, twin); skipped: broken.yaml (invalid brain file)\n",
+		"1 of 6 bots would run (chat); failing (see above): mangled, painter, revoked, twin; skipped: broken.yaml (invalid brain file)\n",
 	)
 	for _, secret := range []string{chatToken, voiceToken, "revoked-secret-token"} {
 		if strings.Contains(stdout, secret) {
 			t.Errorf("a token is in the output:\n%s", stdout)
 		}
 	}
+}
+
+// doctor checks OPENAI_API_KEY with one cheap call, as it checks bot
+// tokens: a key OpenAI refuses fails the check and the bots that need it,
+// and the last line agrees with the lines above it.
+func TestDoctorOpenAIKey(t *testing.T) {
+	brains := map[string]string{
+		"chat.yaml":    brainWith("CHAT_TOKEN", ""),
+		"voice.yaml":   brainWith("VOICE_TOKEN", "tts:\n  enabled: true\n"),
+		"painter.yaml": brainWith("PAINTER_TOKEN", "image:\n  enabled: true\n"),
+	}
+	tokens := []string{"CHAT_TOKEN=" + chatToken, "VOICE_TOKEN=" + voiceToken, "PAINTER_TOKEN=" + painterToken}
+	tests := []struct {
+		name    string
+		prepare func(*openaitest.Server)
+		env     []string
+		code    int
+		want    []string
+	}{
+		{"accepted", nil, nil, exitOK, []string{
+			"ok    OpenAI key: OPENAI_API_KEY accepted by ",
+			"\n3 of 3 bots would run (chat, painter, voice)\n"}},
+		{"refused", func(o *openaitest.Server) { o.RequireKey("sk-another-key") }, nil, exitError, []string{
+			"fail  OpenAI key: OPENAI_API_KEY refused by OpenAI (401 invalid_api_key: Incorrect API key provided.): copy a key again from https://platform.openai.com/api-keys; until then voice and image replies and voice messages in fail\n",
+			"fail  bot voice: it speaks (tts.enabled) but OpenAI refuses OPENAI_API_KEY: its voice replies will fail\n",
+			"fail  bot painter: it paints (image.enabled) but OpenAI refuses OPENAI_API_KEY: its image replies will fail\n",
+			"\n1 of 3 bots would run (chat); failing (see above): painter, voice\n"}},
+		{"not set", nil, []string{"OPENAI_API_KEY="}, exitError, []string{
+			"fail  bot voice: it speaks (tts.enabled) but OPENAI_API_KEY is not set: its voice replies will fail\n",
+			"fail  bot painter: it paints (image.enabled) but OPENAI_API_KEY is not set: its image replies will fail\n",
+			"\n1 of 3 bots would run (chat); failing (see above): painter, voice\n"}},
+		{"unreachable", nil, []string{"OPENAI_BASE_URL=http://127.0.0.1:9/v1"}, exitError, []string{
+			"fail  OpenAI key: no answer to GET /models from http://127.0.0.1:9/v1: ",
+			"fail  bot voice: it speaks (tts.enabled) but OpenAI does not answer: its voice replies will fail\n",
+			"\n1 of 3 bots would run (chat); failing (see above): painter, voice\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSite(t, brains, tokens...)
+			if tt.prepare != nil {
+				tt.prepare(s.openAI)
+			}
+			code, stdout, _ := s.doctor(t, tt.env...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d", code, tt.code)
+			}
+			wantLines(t, stdout, tt.want...)
+			if strings.Contains(stdout, testOpenAIKey) {
+				t.Errorf("the key is in the output:\n%s", stdout)
+			}
+			if tt.name == "not set" && len(s.openAI.Requests()) > 0 {
+				t.Error("doctor called OpenAI without a key")
+			}
+		})
+	}
+}
+
+// A brain's token file is read as run reads it: its bot is checked with
+// Telegram, a file that is not there yet skips the bot, and one brainbot
+// cannot read fails it, naming the file.
+func TestDoctorTokenFiles(t *testing.T) {
+	s := newSite(t, map[string]string{
+		"filed.yaml":  "name: Filed\nsystem_prompt: hi\ntelegram:\n  token_file: filed.token\n",
+		"later.yaml":  "name: Later\nsystem_prompt: hi\ntelegram:\n  token_file: $CREDENTIALS_DIRECTORY/later\n",
+		"folder.yaml": "name: Folder\nsystem_prompt: hi\ntelegram:\n  token_file: /\n",
+	})
+	writeFile(t, filepath.Join(s.brains, "filed.token"), chatToken+"\n")
+	creds := t.TempDir()
+	code, stdout, _ := s.doctor(t, "CREDENTIALS_DIRECTORY="+creds)
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	wantLines(t, stdout,
+		"ok    bot filed: @"+telegramtest.Username(chatToken)+" (token from file filed.token)\n",
+		"fail  bot folder: telegram.token_file in "+filepath.Join(s.brains, "folder.yaml")+": read /: is a directory\n",
+		"warn  bot later: not started: token file "+filepath.Join(creds, "later")+" does not exist\n",
+		"1 of 3 bots would run (filed); skipped: folder (token file not readable), later (token file "+filepath.Join(creds, "later")+" does not exist)\n")
+
+	// Written while brainbot runs: the next load of the brain finds it.
+	writeFile(t, filepath.Join(creds, "later"), voiceToken)
+	_, stdout, _ = s.doctor(t, "CREDENTIALS_DIRECTORY="+creds)
+	wantLines(t, stdout, "ok    bot later: @"+telegramtest.Username(voiceToken)+" (token from file $CREDENTIALS_DIRECTORY/later)\n")
 }
 
 // An admin logged in with `claude` learns that the login does not reach

@@ -45,6 +45,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if !logPreflight(log, checks) {
 		return errNotStarted
 	}
+	// The admin who stops the service learns at once that brainbot heard
+	// it, not only once the requests in flight have finished.
+	defer context.AfterFunc(ctx, func() {
+		log.Info("stopping: no new messages; requests in flight may finish within the grace period",
+			zap.String("cause", context.Cause(ctx).Error()), zap.Duration("grace_ms", cfg.Grace))
+	})()
 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
@@ -151,7 +157,11 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		botCfg.Cluster = sharedBots{shared}
 		botCfg.Transcripts = shared.Transcripts(driver.SessionFile)
 		botCfg.WebhookURL = cfg.WebhookURL
-		reg.TrackCluster(func() int { return len(shared.Status().Polled) }, func() int { return len(shared.Status().Partitions) })
+		reg.TrackCluster(func() metrics.ClusterState {
+			s := shared.Status()
+			return metrics.ClusterState{BotsPolled: len(s.Polled), PartitionsOwned: len(s.Partitions),
+				NATSConnected: s.Connected, NATSReconnects: s.Reconnects}
+		})
 		info = append(info, clusterInfo(shared))
 		log.Info("joined the cluster", zap.String("instance", shared.Instance()), zap.Int("partitions", shared.Partitions()))
 	}
@@ -166,6 +176,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		// to the other instances at once.
 		defer shared.Release()
 	}
+	reg.TrackReady(ready)
 	v, rev := buildVersion()
 	log.Info("brainbot starting", zap.String("version", v), zap.String("revision", rev),
 		zap.String("brains", cfg.BrainsDir), zap.String("panels", cfg.PanelsDir), zap.String("data", cfg.DataDir),

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -20,12 +19,12 @@ import (
 // keeps in the state database (with BRAINBOT_NATS_URL, in the cluster's
 // usage stream).
 func (m *Main) usage(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("usage", "usage [-since 24h|7d|30d] [-brain NAME] [-by user] [-json] [-data DIR]\n\nPrints what each bot's requests cost: requests by reply mode, errors, tokens and USD (the model's as the Claude CLI reports it; OpenAI's by brainbot's price table).")
+	fs := m.newFlagSet("usage", "usage [-since 24h|7d|30d] [-brain NAME] [-by user] [-json] [-data DIR] [-env-file FILE]\n\nPrints what each bot's requests cost: requests by reply mode, errors, tokens and USD (the model's as the Claude CLI reports it; OpenAI's by brainbot's price table).")
 	since := fs.String("since", "24h", "how far back: a duration such as 24h, or days such as 7d or 30d")
 	brainID := fs.String("brain", "", "only this brain (its file name without .yaml)")
 	by := fs.String("by", "", `"user": one line per user`)
 	asJSON := fs.Bool("json", false, "print JSON lines, for scripts")
-	cfg, err := loadConfig(fs, args, m.getenv, "BRAINBOT_DATA", "BRAINBOT_NATS_URL")
+	cfg, err := m.loadConfig(fs, args, settingsNamed("BRAINBOT_DATA", "BRAINBOT_NATS_URL"))
 	if err != nil {
 		return usageError{err}
 	}
@@ -47,9 +46,9 @@ func (m *Main) usage(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)
 		}
 	} else {
-		db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
+		db, err := openState(ctx, cfg)
 		if err != nil {
-			return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_DATA").name(), err)
+			return err
 		}
 		defer db.Close()
 		if lines, err = db.UsageReport(ctx, filter); err != nil {

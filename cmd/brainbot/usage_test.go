@@ -52,6 +52,18 @@ func TestUsageReport(t *testing.T) {
 	if len(rows) != 4 || rows[0]["brain"] != "chat" || rows[1]["user"] != 1.0 || rows[1]["mode"] != "speech" {
 		t.Errorf("usage -since 7d -by user -json:\n%s", stdout)
 	}
+	// From an admin's shell, with the service's environment file.
+	envFile := filepath.Join(t.TempDir(), "brainbot.env")
+	writeFile(t, envFile, "# as in /etc/brainbot/brainbot.env\nBRAINBOT_DATA="+data+"\n")
+	code, stdout, stderr = runMain(t, []string{"BRAINBOT_DATA=/nonexistent"}, "usage", "-env-file", envFile, "-brain", "chat")
+	if code != exitOK || !strings.Contains(stdout, "0.5000") {
+		t.Errorf("usage -env-file = %d:\n%s%s", code, stdout, stderr)
+	}
+	// Without the service's settings, the error says how to give them.
+	code, _, stderr = runMain(t, []string{"BRAINBOT_DATA=" + t.TempDir()}, "usage")
+	if code != exitError || !strings.Contains(stderr, "no such file or directory (not the service's data folder? Give the command its settings: -env-file /etc/brainbot/brainbot.env)") {
+		t.Errorf("usage without a database = %d, %q", code, stderr)
+	}
 	for _, bad := range [][]string{{"usage", "-since", "soon"}, {"usage", "-by", "mode"}} {
 		if code, _, _ := runMain(t, env, bad...); code != exitUsage {
 			t.Errorf("%v = %d, want %d", bad, code, exitUsage)

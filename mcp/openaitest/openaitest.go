@@ -3,8 +3,9 @@
 // frames for mp3, an Ogg Opus stream of silent packets for opus) whose
 // duration grows with the input, POST /v1/images/generations answers a
 // real PNG of the requested size, as b64_json or as a URL served by the
-// stand-in itself, and POST /v1/audio/transcriptions "hears" the words
-// VoiceNote put into a voice note (see Transcribe).
+// stand-in itself, POST /v1/audio/transcriptions "hears" the words
+// VoiceNote put into a voice note (see Transcribe), and GET /v1/models
+// lists the models brainbot uses (the cheap call that checks a key).
 //
 // Failures can be queued with FailNext, or requested by a directive in the
 // speech input, image prompt or a voice note's words, so an end-to-end
@@ -36,6 +37,7 @@ import (
 	"unicode/utf8"
 
 	"brainbot/mcp/audio"
+	"brainbot/toolspec"
 )
 
 // SpeechPerCharacterMillis is how much audio the stand-in makes per input
@@ -78,6 +80,7 @@ type Server struct {
 	failures []failure
 	images   map[string][]byte // served for URL answers
 	barrier  *barrier
+	key      string // "": any bearer token is accepted
 }
 
 // barrier holds requests until n of them are in flight at once.
@@ -93,6 +96,7 @@ func NewServer() *Server {
 	mux.HandleFunc("POST /v1/audio/speech", s.speech)
 	mux.HandleFunc("POST /v1/images/generations", s.generateImage)
 	mux.HandleFunc("POST /v1/audio/transcriptions", s.transcribe)
+	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /files/{name}", s.file)
 	s.srv = httptest.NewServer(mux)
 	s.URL = s.srv.URL + "/v1"
@@ -111,6 +115,14 @@ func (s *Server) FailNext(status int, code, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failures = append(s.failures, failure{status, code, message})
+}
+
+// RequireKey makes the stand-in refuse, from now on, every API request
+// whose bearer token is not key, with OpenAI's 401 invalid_api_key.
+func (s *Server) RequireKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = key
 }
 
 // Barrier makes the next n API requests each wait until all n are in
@@ -144,7 +156,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rec Request, text
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
 	var f *failure
-	if len(s.failures) > 0 {
+	if s.key != "" && r.Header.Get("Authorization") != "Bearer "+s.key {
+		f = &failure{http.StatusUnauthorized, "invalid_api_key", "Incorrect API key provided."}
+	} else if len(s.failures) > 0 {
 		f = &s.failures[0]
 		s.failures = s.failures[1:]
 	}
@@ -186,6 +200,20 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, rec Request, text
 		return false
 	}
 	return true
+}
+
+// models answers GET /v1/models with the models brainbot's tools use, in
+// OpenAI's list format.
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if !s.admit(w, r, Request{}, "") {
+		return
+	}
+	var data []map[string]any
+	for _, id := range slices.Concat(toolspec.SpeechModels(), toolspec.TranscriptionModels(), toolspec.ImageModelNames()) {
+		data = append(data, map[string]any{"id": id, "object": "model", "created": 1698785189, "owned_by": "system"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": data})
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {

@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,5 +168,28 @@ func TestTranscriptions(t *testing.T) {
 	var apiErr *openai.APIError
 	if _, err := transcribe(c, "voice.ogg", failing); !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 500 {
 		t.Errorf("#openai-500 voice note: err = %v", err)
+	}
+}
+
+// GET /v1/models is the cheap call that checks a key: it lists the
+// models the tools use, and with RequireKey a wrong key is refused as
+// OpenAI refuses it.
+func TestModelsAndKeys(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	list, err := client(s).ListModels(context.Background())
+	if err != nil || !slices.ContainsFunc(list.Models, func(m openai.Model) bool { return m.ID == "tts-1" }) {
+		t.Fatalf("ListModels = %+v, %v; want tts-1 among them", list, err)
+	}
+	s.RequireKey("sk-right")
+	_, err = client(s).ListModels(context.Background())
+	var apiErr *openai.APIError
+	if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 401 || apiErr.Code != "invalid_api_key" {
+		t.Errorf("a wrong key: %v, want 401 invalid_api_key", err)
+	}
+	cfg := openai.DefaultConfig("sk-right")
+	cfg.BaseURL = s.URL
+	if _, err := openai.NewClientWithConfig(cfg).ListModels(context.Background()); err != nil {
+		t.Errorf("the right key: %v", err)
 	}
 }

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// distFiles are what a release tarball holds besides its folders, in
+// order: what docs/operations.md installs from it.
+var distFiles = []string{
+	"README.md", "SHA256SUMS", "brainbot",
+	"brainbot-alerts.yml", "brainbot-dashboard.json", "brainbot.env.example", "brainbot.service",
+	"brains/README.md", "brains/clock.yaml", "brains/narrator.yaml", "brains/painter.yaml", "brains/voice.yaml",
+	"docs/architecture.md", "docs/operations.md", "docs/scaling.md",
+	"panels/README.md", "panels/cities.yaml",
+}
+
+// make dist builds what an admin installs: the tarball checks against its
+// .sha256 and its SHA256SUMS, holds the files the docs install (the deploy
+// files as they are in deploy/), and its brainbot says what it is and
+// where to get the Claude CLI without a Makefile.
+func TestMakeDist(t *testing.T) {
+	dir := t.TempDir()
+	const version = "v9.9.9-disttest"
+	build := exec.Command("make", "-s", "dist", "VERSION="+version, "REVISION=0123abcd", "DIST_DIR="+dir)
+	build.Dir = "../.."
+	// Not a sub-make of `make test`: its jobserver is not ours.
+	build.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
+	})
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make dist: %v\n%s", err, out)
+	}
+	name := "brainbot-" + version + "-" + runtime.GOOS + "-" + runtime.GOARCH
+	runIn(t, dir, "sha256sum", "-c", name+".tar.gz.sha256")
+	runIn(t, dir, "tar", "xzf", name+".tar.gz")
+	release := filepath.Join(dir, name)
+	runIn(t, release, "sha256sum", "--quiet", "-c", "SHA256SUMS")
+
+	var got []string
+	err := filepath.WalkDir(release, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(release, path)
+			got = append(got, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, distFiles) {
+		t.Errorf("the tarball holds\n%q\nwant\n%q", got, distFiles)
+	}
+	for _, f := range []string{"brainbot.service", "brainbot.env.example", "brainbot-alerts.yml", "brainbot-dashboard.json"} {
+		shipped, _ := os.ReadFile(filepath.Join(release, f))
+		source, err := os.ReadFile(filepath.Join("../../deploy", f))
+		if err != nil || !bytes.Equal(shipped, source) {
+			t.Errorf("%s in the tarball is not deploy/%s (%v)", f, f, err)
+		}
+	}
+
+	// As the docs' upgrade step has it: ./brainbot version, here without
+	// the CLI installed yet.
+	out := runIn(t, release, "./brainbot", "version", "-env-file", "/dev/null")
+	if !strings.HasPrefix(out, "brainbot "+version+" (revision 0123abcd)\n") || strings.Contains(out, "make ") ||
+		!strings.Contains(out, "npm install --prefix /opt/claude-code @anthropic-ai/claude-code@"+testedClaudeVersion) {
+		t.Errorf("./brainbot version:\n%s\nwant the version, and the npm command to install the CLI (no make: a release has no Makefile)", out)
+	}
+	out = runIn(t, release, "./brainbot", "check", "brains")
+	if !strings.Contains(out, "ok  brains/voice.yaml") {
+		t.Errorf("./brainbot check brains:\n%s", out)
+	}
+}
+
+// runIn runs a command in dir with a bare environment and returns its
+// output; it fails the test if the command fails.
+func runIn(t *testing.T, dir, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "CLAUDE_CMD=/nonexistent/claude"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
