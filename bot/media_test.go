@@ -452,7 +452,7 @@ func TestAudioFileIsTranscribed(t *testing.T) {
 func TestTranscriptionCostRecordedWithoutTheModel(t *testing.T) {
 	h := newMediaHarness(t, "", func(c *Config) { c.MaxClaude, c.MaxWait = 1, 300*time.Millisecond })
 	h.srv.SendText(tokenA, 7, 7, "hold the slot #wait")
-	waitFor(t, func() bool { return len(h.claude.requests()) == 1 })
+	h.claude.waitCalls(t, 1)
 	note, _ := openaitest.VoiceNote("anyone there?")
 	if got := h.ask(8, voice(h.srv.AddFile(tokenA, note), 60, len(note))); got.ChatID() != 8 || !strings.Contains(got.Param("text"), "still working") {
 		t.Fatalf("reply %q, want the busy message", got.Param("text"))
