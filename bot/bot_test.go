@@ -193,10 +193,11 @@ func TestModes(t *testing.T) {
 	if got[2].Method != "sendVoice" || got[3].Method != "sendMessage" {
 		t.Fatalf("voice+text reply = %s", describeCalls(got))
 	}
-	// Only the file, without send_text_too.
-	time.Sleep(50 * time.Millisecond)
-	if n := len(h.srv.Sent(tokenA)); n != 1 {
-		t.Fatalf("voice brain sent %d messages, want only the voice", n)
+	// Only the file, without send_text_too: a text would have come before
+	// the answer to the chat's next message.
+	h.exchange(tokenA, 7, "and another")
+	if sent := h.srv.Sent(tokenA); len(sent) != 2 || sent[0].Method != "sendVoice" || sent[1].Method != "sendVoice" {
+		t.Fatalf("voice brain sent %s, want only a voice for each message", describeCalls(sent))
 	}
 }
 
@@ -352,9 +353,11 @@ func TestFailuresGetOneShortMessage(t *testing.T) {
 			t.Fatalf("speech fallback for %s = %s %q", text, got.Method, got.Param("text"))
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
-	if n := len(h.srv.Sent(tokenA)); n != 2 {
-		t.Fatalf("%d messages for 2 failures", n)
+	// A second message for a failure would have come before the answer to
+	// the chat's next message.
+	h.exchange(tokenA, 7, "all well?")
+	if n := len(h.srv.Sent(tokenA)); n != 3 {
+		t.Fatalf("%d messages for 2 failures and an answer", n)
 	}
 }
 
