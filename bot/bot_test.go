@@ -193,10 +193,11 @@ func TestModes(t *testing.T) {
 	if got[2].Method != "sendVoice" || got[3].Method != "sendMessage" {
 		t.Fatalf("voice+text reply = %s", describeCalls(got))
 	}
-	// Only the file, without send_text_too.
-	time.Sleep(50 * time.Millisecond)
-	if n := len(h.srv.Sent(tokenA)); n != 1 {
-		t.Fatalf("voice brain sent %d messages, want only the voice", n)
+	// Only the file, without send_text_too: a text would have come before
+	// the answer to the chat's next message.
+	h.exchange(tokenA, 7, "and another")
+	if sent := h.srv.Sent(tokenA); len(sent) != 2 || sent[0].Method != "sendVoice" || sent[1].Method != "sendVoice" {
+		t.Fatalf("voice brain sent %s, want only a voice for each message", describeCalls(sent))
 	}
 }
 
@@ -217,10 +218,13 @@ func TestChatActionRepeatsWhileWorking(t *testing.T) {
 	close(h.claude.release)
 	h.waitSent(tokenA, 1)
 	h.waitLog("request")
+	// The request is over: its chat action loop has ended, but a call it
+	// had under way when it was cancelled may still reach the stand-in.
+	// A loop still running would send one every 10 ms.
 	n := len(actions())
-	time.Sleep(50 * time.Millisecond)
-	if len(actions()) != n {
-		t.Fatal("chat actions continued after the reply")
+	time.Sleep(100 * time.Millisecond)
+	if more := len(actions()) - n; more > 1 {
+		t.Fatalf("%d chat actions after the reply", more)
 	}
 }
 
@@ -349,9 +353,11 @@ func TestFailuresGetOneShortMessage(t *testing.T) {
 			t.Fatalf("speech fallback for %s = %s %q", text, got.Method, got.Param("text"))
 		}
 	}
-	time.Sleep(50 * time.Millisecond)
-	if n := len(h.srv.Sent(tokenA)); n != 2 {
-		t.Fatalf("%d messages for 2 failures", n)
+	// A second message for a failure would have come before the answer to
+	// the chat's next message.
+	h.exchange(tokenA, 7, "all well?")
+	if n := len(h.srv.Sent(tokenA)); n != 3 {
+		t.Fatalf("%d messages for 2 failures and an answer", n)
 	}
 }
 
@@ -470,9 +476,7 @@ func TestShutdownGraceThenReplay(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")},
 		func(c *Config) { c.Grace = 50 * time.Millisecond })
 	h.srv.SendText(tokenA, 7, 7, "#wait long job")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.claude.waitCalls(t, 1)
 	h.stop() // the grace period ends and the request is cancelled
 	if n := len(h.srv.Sent(tokenA)); n != 0 {
 		t.Fatalf("cancelled request answered: %s", describeCalls(h.srv.Sent(tokenA)))
@@ -492,11 +496,9 @@ func TestShutdownGraceThenReplay(t *testing.T) {
 func TestShutdownLetsRequestsFinish(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
 	h.srv.SendText(tokenA, 7, 7, "#wait")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	h.claude.waitCalls(t, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		<-h.m.stopping // shutdown has begun: polling stopped
 		close(h.claude.release)
 	}()
 	h.stop()
@@ -647,7 +649,7 @@ func TestReplayAfterShutdownCountsOnce(t *testing.T) {
 		func(c *Config) { c.MaxClaude = 1; c.Grace = 50 * time.Millisecond })
 	ctx := context.Background()
 	h.srv.SendText(tokenA, 1, 1, "#wait holds the only slot")
-	waitFor(t, func() bool { return len(h.claude.requests()) == 1 })
+	h.claude.waitCalls(t, 1)
 	h.srv.SendText(tokenA, 2, 2, "waits for it")
 	waitFor(t, func() bool {
 		n, _ := h.store.DailyCount(ctx, "alpha", 2, time.Now())

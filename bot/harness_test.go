@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,12 +38,17 @@ type fakeClaude struct {
 	release  chan struct{}
 	running  int
 	maxRun   int
+	finished int // requests the fake has answered (or failed)
 	// turn is how long every request takes (0: at once).
 	turn time.Duration
 	// ended lists the conversations whose process End ended; stop is
 	// closed by Interrupt to stop a #wait request.
 	ended []string
 	stop  chan struct{}
+	// streamed, when set, is called with the first and the last text of
+	// a #stream reply, and when the request began, before the fake goes
+	// on: a test waits there for the text to show (waitStreamed).
+	streamed func(ctx context.Context, text string, since time.Time)
 }
 
 func (f *fakeClaude) Interrupt(conversation string) bool {
@@ -66,7 +72,9 @@ func newFakeClaude(dataDir string) *fakeClaude {
 }
 
 func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Result, error) {
+	begun := time.Now()
 	f.mu.Lock()
+	streamed := f.streamed
 	f.calls = append(f.calls, req)
 	f.running++
 	f.maxRun = max(f.maxRun, f.running)
@@ -75,6 +83,7 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	defer func() {
 		f.mu.Lock()
 		f.running--
+		f.finished++
 		f.mu.Unlock()
 	}()
 	if req.Resume && !known {
@@ -110,8 +119,12 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 		// As the model writes: a word at a time.
 		words := strings.Fields("You said: " + req.Prompt)
 		for i := range words {
-			req.OnText(strings.Join(words[:i+1], " "))
-			time.Sleep(5 * time.Millisecond)
+			text := strings.Join(words[:i+1], " ")
+			req.OnText(text)
+			if streamed != nil && (i == 0 || i == len(words)-1) {
+				streamed(ctx, text, begun)
+			}
+			time.Sleep(5 * time.Millisecond) // the pace of writing, not a wait
 		}
 	}
 	res := &claude.Result{Text: "You said: " + req.Prompt, SessionID: req.SessionID, CostUSD: 0.01,
@@ -146,6 +159,43 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	return res, nil
 }
 
+// waitStreamed makes the fake, as it streams a reply to token's chats, wait
+// until its first and its last text showed there (a draft, a message or
+// an edit), so every stream shows both whatever the machine's speed.
+// wanted, when set, picks which texts to wait for.
+func (h *harness) waitStreamed(token string, wanted func(text string) bool) {
+	h.claude.mu.Lock()
+	defer h.claude.mu.Unlock()
+	h.claude.streamed = func(ctx context.Context, text string, since time.Time) {
+		if wanted != nil && !wanted(text) {
+			return
+		}
+		_, _ = h.srv.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+			return slices.Contains(streamMethods, c.Method) && c.Param("text") == text && c.Time.After(since)
+		})
+	}
+}
+
+// streamMethods are the calls that show a streamed text.
+var streamMethods = []string{"sendMessageDraft", "sendMessage", "editMessageText"}
+
+// waitCalls waits until the fake has been asked n times (the n-th request
+// is running).
+func (f *fakeClaude) waitCalls(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, func() bool { return len(f.requests()) >= n })
+}
+
+// waitFinished waits until the fake has returned from n requests.
+func (f *fakeClaude) waitFinished(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.finished >= n
+	})
+}
+
 func (f *fakeClaude) requests() []claude.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -157,6 +207,7 @@ const (
 	tokenA = "1001:AAEtoken-a_0123456789abcdefghijklmn"
 	tokenB = "1002:AAEtoken-b_0123456789abcdefghijklmn"
 	tokenC = "1003:AAEtoken-c_0123456789abcdefghijklmn"
+	tokenD = "1004:AAEtoken-d_0123456789abcdefghijklmn"
 )
 
 // brainFile is a minimal valid brain with token and extra YAML.

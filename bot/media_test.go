@@ -358,7 +358,8 @@ func TestUnsupportedKindsAndGroups(t *testing.T) {
 	if req := h.lastRequest(); len(req.Attachments) != 1 {
 		t.Errorf("group photo: %d files", len(req.Attachments))
 	}
-	time.Sleep(100 * time.Millisecond)
+	// The posted sticker came first in the conversation, so any reply to
+	// it would have come before these.
 	if n := len(h.srv.Sent(tokenA)); n != before+2 {
 		t.Errorf("%d replies in the group, want 2 (the posted sticker gets none)", n-before)
 	}
@@ -422,9 +423,13 @@ func TestAlbumReplayedAfterCrash(t *testing.T) {
 		t.Errorf("replayed album: %d files", len(req.Attachments))
 	}
 	waitEmptyJournal(t, h.store)
-	time.Sleep(100 * time.Millisecond)
-	if n := len(h.srv.Sent(tokenA)); n != 1 {
-		t.Errorf("%d replies, want 1", n)
+	// A second answer to the album, or one to the update the journal
+	// confirmed, would have come before the answers to the chats' next
+	// messages.
+	h.exchange(tokenA, 7, "next")
+	h.exchange(tokenA, 1, "next")
+	if sent := h.srv.Sent(tokenA); len(sent) != 3 {
+		t.Errorf("replies %s, want the album's and one for each next message", describeCalls(sent))
 	}
 }
 
@@ -452,7 +457,7 @@ func TestAudioFileIsTranscribed(t *testing.T) {
 func TestTranscriptionCostRecordedWithoutTheModel(t *testing.T) {
 	h := newMediaHarness(t, "", func(c *Config) { c.MaxClaude, c.MaxWait = 1, 300*time.Millisecond })
 	h.srv.SendText(tokenA, 7, 7, "hold the slot #wait")
-	waitFor(t, func() bool { return len(h.claude.requests()) == 1 })
+	h.claude.waitCalls(t, 1)
 	note, _ := openaitest.VoiceNote("anyone there?")
 	if got := h.ask(8, voice(h.srv.AddFile(tokenA, note), 60, len(note))); got.ChatID() != 8 || !strings.Contains(got.Param("text"), "still working") {
 		t.Fatalf("reply %q, want the busy message", got.Param("text"))

@@ -4,6 +4,7 @@ import (
 	"brainbot/bot/telegramtest"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,7 @@ import (
 func TestBurstGetsAHandfulOfReplies(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  busy: Slow down.\n")}, nil)
 	h.srv.SendText(tokenA, 7, 7, "#wait 0")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	h.claude.waitCalls(t, 1)
 	for i := 1; i < 15; i++ {
 		h.srv.SendText(tokenA, 7, 7, fmt.Sprintf("burst %d", i))
 	}
@@ -56,9 +55,7 @@ func TestClaudeSlotsAreFairAcrossBots(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, ""), "beta": brainFile(tokenB, "")},
 		func(c *Config) { c.MaxClaude = 1 })
 	h.srv.SendText(tokenA, 1, 1, "#wait first")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	h.claude.waitCalls(t, 1)
 	for u := int64(2); u <= 10; u++ {
 		h.srv.SendText(tokenA, u, u, "alpha crowd")
 	}
@@ -82,28 +79,47 @@ func TestClaudeSlotsAreFairAcrossBots(t *testing.T) {
 // either the user gets the busy message, and waiting requests show no chat
 // action.
 func TestWaitingForClaudeIsBounded(t *testing.T) {
-	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  busy: Too busy.\n")},
-		func(c *Config) { c.MaxClaude = 1; c.MaxWaitingPerBot = 1; c.MaxWait = 300 * time.Millisecond })
-	h.srv.SendText(tokenA, 1, 1, "#wait running")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(time.Millisecond)
+	brains := map[string]string{"alpha": brainFile(tokenA, "messages:\n  busy: Too busy.\n")}
+	noActionsBut := func(h *harness, chat int64) {
+		t.Helper()
+		for _, c := range h.srv.Sent(tokenA, "sendChatAction") {
+			if c.ChatID() != chat {
+				t.Errorf("chat action sent to waiting chat %d", c.ChatID())
+			}
+		}
 	}
-	h.srv.SendText(tokenA, 2, 2, "waits, then times out")
+
+	// In length: with one request waiting (for a minute at most), the next
+	// is told at once.
+	h := newHarness(t, brains, func(c *Config) { c.MaxClaude = 1; c.MaxWaitingPerBot = 1; c.MaxWait = time.Minute })
+	h.srv.SendText(tokenA, 1, 1, "#wait running")
+	h.claude.waitCalls(t, 1)
+	h.srv.SendText(tokenA, 2, 2, "waits its turn")
 	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 1 })
 	h.srv.SendText(tokenA, 3, 3, "line full")
-	got := h.waitSent(tokenA, 2, "sendMessage")
-	for _, c := range got {
-		if c.Param("text") != "Too busy." || (c.ChatID() != 2 && c.ChatID() != 3) {
-			t.Fatalf("replies %s, want the busy text to users 2 and 3", describeCalls(got))
-		}
+	if got := h.waitSent(tokenA, 1, "sendMessage")[0]; got.ChatID() != 3 || got.Param("text") != "Too busy." {
+		t.Fatalf("reply %s, want the busy text to user 3", describeCalls([]telegramtest.Call{got}))
 	}
-	for _, c := range h.srv.Sent(tokenA, "sendChatAction") {
-		if c.ChatID() != 1 {
-			t.Errorf("chat action sent to waiting chat %d", c.ChatID())
-		}
-	}
+	noActionsBut(h, 1)
 	close(h.claude.release)
-	h.waitSent(tokenA, 3, "sendMessage")
+	got := h.waitSent(tokenA, 3, "sendMessage")
+	if !slices.ContainsFunc(got, func(c telegramtest.Call) bool {
+		return c.ChatID() == 2 && c.Param("text") == "You said: waits its turn"
+	}) {
+		t.Errorf("replies %s, want user 2 answered once a slot was free", describeCalls(got))
+	}
+
+	// In time: a request waiting longer than MaxWait is told.
+	h = newHarness(t, brains, func(c *Config) { c.MaxClaude = 1; c.MaxWait = 300 * time.Millisecond })
+	h.srv.SendText(tokenA, 1, 1, "#wait running")
+	h.claude.waitCalls(t, 1)
+	h.srv.SendText(tokenA, 2, 2, "waits, then times out")
+	if got := h.waitSent(tokenA, 1, "sendMessage")[0]; got.ChatID() != 2 || got.Param("text") != "Too busy." {
+		t.Fatalf("reply %s, want the busy text to user 2", describeCalls([]telegramtest.Call{got}))
+	}
+	noActionsBut(h, 1)
+	close(h.claude.release)
+	h.waitSent(tokenA, 2, "sendMessage")
 }
 
 // A message still waiting for a Claude slot when brainbot stops has not
@@ -114,9 +130,7 @@ func TestWaitingMessageSurvivesRestarts(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")},
 		func(c *Config) { c.MaxClaude = 1; c.Grace = 50 * time.Millisecond })
 	h.srv.SendText(tokenA, 1, 1, "#wait blocker")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	h.claude.waitCalls(t, 1)
 	h.srv.SendText(tokenA, 2, 2, "patient")
 	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 1 })
 	h.stop()
@@ -157,9 +171,7 @@ func TestTokenChangeLosesNoRequest(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")},
 		func(c *Config) { c.RetryMin = 300 * time.Millisecond })
 	h.srv.SendText(tokenA, 7, 7, "#wait long answer")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	h.claude.waitCalls(t, 1)
 	h.srv.Unauthorize(tokenA)
 	close(h.claude.release)
 	h.writeBrain("alpha", brainFile(tokenB, ""))
@@ -176,9 +188,7 @@ func TestStopInterruptsTheRunningAnswer(t *testing.T) {
 		t.Fatalf("/stop with nothing running = %q", got.Param("text"))
 	}
 	h.srv.SendText(tokenA, 7, 7, "#wait a long answer")
-	for len(h.claude.requests()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	h.claude.waitCalls(t, 1)
 	if got := h.exchange(tokenA, 7, "/stop"); got.Param("text") != "Stopped. What next?" {
 		t.Fatalf("/stop = %q", got.Param("text"))
 	}

@@ -43,13 +43,12 @@ type streamer struct {
 	useEdits  bool
 	notBefore time.Time // a 429's retry_after
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	stop chan struct{} // closed by finish: nothing new is shown
+	done chan struct{}
 }
 
 // newStreamer starts streaming to r's chat.
 func newStreamer(r *request, noDrafts *chatSet, every time.Duration) *streamer {
-	ctx, cancel := context.WithCancel(r.ctx)
 	s := &streamer{
 		out:      r.out,
 		every:    every,
@@ -57,10 +56,10 @@ func newStreamer(r *request, noDrafts *chatSet, every time.Duration) *streamer {
 		noDrafts: noDrafts,
 		changed:  make(chan struct{}, 1),
 		useEdits: r.in.inGroup() || noDrafts.has(r.in.chat),
-		cancel:   cancel,
+		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	go s.run(ctx)
+	go s.run(r.ctx)
 	return s
 }
 
@@ -75,12 +74,18 @@ func (s *streamer) update(text string) {
 	}
 }
 
+// run shows the latest text whenever it changed, until finish. A call
+// under way when finish comes is not cut short: had Telegram got it
+// already, the user would see the streamed message and then the final
+// reply as another; finished, its message takes the final reply.
 func (s *streamer) run(ctx context.Context) {
 	defer close(s.done)
 	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.stop:
 			return
 		case <-s.changed:
 		}
@@ -89,8 +94,13 @@ func (s *streamer) run(ctx context.Context) {
 			select {
 			case <-ctx.Done():
 				return
+			case <-s.stop:
+				return
 			case <-time.After(wait):
 			}
+		}
+		if isClosed(s.stop) {
+			return
 		}
 		s.mu.Lock()
 		text := clip(s.latest, maxMessageLen)
@@ -150,7 +160,7 @@ func (s *streamer) show(ctx context.Context, text string) bool {
 // edited into (0: none; a draft is replaced by the final sendMessage) and
 // when the first text showed (zero: never).
 func (s *streamer) finish() (messageID int, firstShown time.Time) {
-	s.cancel()
+	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()

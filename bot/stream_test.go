@@ -10,10 +10,16 @@ import (
 
 var fastStream = func(c *Config) { c.StreamEvery = 10 * time.Millisecond }
 
+// noDrafts makes drafts fail as where Telegram does not offer them: the
+// reply streams by edits.
+var noDrafts = telegramtest.Rule{Method: "sendMessageDraft",
+	Err: telegramtest.APIError{Code: 400, Description: "Bad Request: method is not available"}}
+
 // In a private chat the reply shows as a draft while it is written; the
 // final message is the formatted reply, as without streaming.
 func TestStreamAsDraft(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, fastStream)
+	h.waitStreamed(tokenA, nil)
 	got := h.exchange(tokenA, 7, "tell **me** #stream")
 	if got.Param("text") != "You said: tell <b>me</b> #stream" || got.Param("parse_mode") != "HTML" {
 		t.Fatalf("final reply = %q", got.Param("text"))
@@ -43,8 +49,8 @@ func TestStreamAsDraft(t *testing.T) {
 // is edited, and the final reply is edited into it: one message.
 func TestStreamByEdits(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, fastStream)
-	h.srv.Fail(tokenA, telegramtest.Rule{Method: "sendMessageDraft",
-		Err: telegramtest.APIError{Code: 400, Description: "Bad Request: method is not available"}})
+	h.waitStreamed(tokenA, nil)
+	h.srv.Fail(tokenA, noDrafts)
 	for _, text := range []string{"first **one** #stream", "second #stream"} {
 		before := len(h.srv.Sent(tokenA))
 		h.srv.SendText(tokenA, 7, 7, text)
@@ -92,5 +98,26 @@ func TestStreamByEdits(t *testing.T) {
 	}
 	if first.Param("reply_parameters") == "" {
 		t.Error("the streamed group message does not reply to the mention")
+	}
+}
+
+// A reply that ends while its first streamed text is still on its way to
+// Telegram is edited into that message once Telegram confirms it: the user
+// gets one message, not the streamed one and the reply besides.
+func TestStreamEndsWhileItsFirstTextIsSent(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, fastStream)
+	h.srv.Fail(tokenA, noDrafts)
+	release := h.srv.Hold(tokenA, "sendMessage") // the streamed message
+	h.waitStreamed(tokenA, func(text string) bool { return text == "You" })
+	h.srv.SendText(tokenA, 7, 7, "quick #stream")
+	h.claude.waitFinished(t, 1) // the reply is complete; its first text is not confirmed
+	release()
+	h.waitLog("request")
+	if sent := h.srv.Sent(tokenA, "sendMessage"); len(sent) != 1 || sent[0].Param("text") != "You" {
+		t.Fatalf("messages %s, want only the streamed one", describeCalls(sent))
+	}
+	edits := h.srv.Sent(tokenA, "editMessageText")
+	if len(edits) == 0 || edits[len(edits)-1].Param("text") != "You said: quick #stream" || edits[len(edits)-1].Param("parse_mode") != "HTML" {
+		t.Fatalf("edits %s, want the final reply edited into the streamed message", describeCalls(edits))
 	}
 }

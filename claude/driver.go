@@ -252,7 +252,6 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	if err != nil {
 		return nil, err, false
 	}
-	d.pool.busy(req.Conversation, cli)
 	// The CLI's tool calls carry its token; none is served until turn two
 	// opens the ticket, and a warm process's last ticket is withdrawn.
 	cli.tools.Serve(log)
@@ -276,10 +275,17 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
 	}
 	c.send(first)
+	// Only now can Interrupt reach it: an interrupt written before the
+	// request's line would find no turn to stop, and the turn would run.
+	d.pool.busy(req.Conversation, cli)
 	abort := c.loop(ctx)
-	if abort != nil || !c.finished {
-		// The CLI died or must: its exit status and stderr are read
-		// before the outcome is decided.
+	if abort != nil || !c.finished || c.failed != nil && !cli.interrupted.Load() {
+		// The CLI died, must, or failed the turn: it is ended, and its
+		// exit status and all of its stderr read, before the outcome is
+		// decided. The CLI writes its reasons on stderr after the result
+		// line (checked on 2.1.328), so an error assembled at the result
+		// would lose them. An interrupted turn is no failure: the process
+		// stays.
 		cli.p.shutdown()
 	}
 	if warm && abort == nil && !c.finished && c.events == 0 {
@@ -291,7 +297,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	err = c.outcome(abort)
 	cli.requests++
 	cli.sessionID = c.res.SessionID
-	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort, err))
+	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
 	if err != nil {
 		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total", c.res.Total))
 	} else {
@@ -369,12 +375,11 @@ func (d *Driver) fingerprint(req Request) string {
 }
 
 // keep decides whether cli stays warm after a request: only a healthy
-// process of a conversation, not worn out.
-func (d *Driver) keep(cli *live, req Request, abort, err error) bool {
+// process of a conversation, not worn out. One whose turn failed has
+// already been ended (run).
+func (d *Driver) keep(cli *live, req Request, abort error) bool {
 	switch {
 	case req.Conversation == "" || d.cfg.Warm.Max <= 0 || abort != nil || isDone(cli.p.exited):
-		return false
-	case errors.Is(err, ErrSessionNotFound):
 		return false
 	case cli.requests >= d.pool.cfg.RecycleAfter:
 		d.log.Info("claude: warm process recycled after its requests", zap.Int("requests", cli.requests))

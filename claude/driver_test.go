@@ -415,6 +415,40 @@ func TestResumeUnknownSession(t *testing.T) {
 	}
 }
 
+// The CLI says why it failed on stderr after its result line, and the
+// admin's log line (the error's text) must carry those words. The fake
+// holds its stderr line back until its stdin is closed, so an error
+// assembled when the result line arrives would miss it every time.
+func TestFailedStartErrorWaitsForStderr(t *testing.T) {
+	tests := []struct {
+		name, env string
+		resume    bool
+		want      string
+	}{
+		{"unknown session", "", true, "stderr: No conversation found with session ID"},
+		{"startup error", claudetest.StartupErrorEnv + "=MCP config could not be read", false, "stderr: Error: MCP config could not be read"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newFakeEnv(t)
+			e.d.cfg.Env = append(e.d.cfg.Env, claudetest.HoldStderrEnv+"=1")
+			if tt.env != "" {
+				e.d.cfg.Env = append(e.d.cfg.Env, tt.env)
+			}
+			req := e.request(Text, "hello")
+			req.Resume = tt.resume
+			_, err := e.run(t, req)
+			var re *resultError
+			if !errors.As(err, &re) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want a *resultError whose text ends with %q", err, tt.want)
+			}
+			if tt.resume != errors.Is(err, ErrSessionNotFound) {
+				t.Errorf("errors.Is(err, ErrSessionNotFound) = %v, want %v", !tt.resume, tt.resume)
+			}
+		})
+	}
+}
+
 // A resume that fails at start for another reason keeps its session: the
 // bot must not throw away a conversation that still exists.
 func TestResumeStartupErrorIsNotUnknownSession(t *testing.T) {

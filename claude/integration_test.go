@@ -205,6 +205,10 @@ func TestIntegration(t *testing.T) {
 		if !errors.Is(err, ErrSessionNotFound) {
 			t.Fatalf("resume of an unknown session: %v, want ErrSessionNotFound", err)
 		}
+		// The CLI writes this after its result line.
+		if !strings.Contains(err.Error(), "stderr: No conversation found with session ID") {
+			t.Errorf("resume of an unknown session: %v, want the CLI's stderr in it", err)
+		}
 	})
 
 	t.Run("model error", func(t *testing.T) {

@@ -148,8 +148,9 @@ func TestInterrupt(t *testing.T) {
 		_, err := e.d.Run(context.Background(), req)
 		done <- err
 	}()
+	// Running means the request's line is written: the interrupt comes
+	// after it.
 	waitFor(t, func() bool { return e.d.pool.runningFor("bot/7") != nil })
-	time.Sleep(100 * time.Millisecond) // past init
 	if !e.d.Interrupt("bot/7") {
 		t.Fatal("Interrupt found nothing running")
 	}

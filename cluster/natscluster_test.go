@@ -60,10 +60,10 @@ func TestSurvivesANATSNode(t *testing.T) {
 		}
 	}
 	publish(1, 21)
-	waitFor(t, 15*time.Second, "the first 20", func() bool { return g.count() == 20 })
+	waitFor(t, hangGuard, "the first 20", func() bool { return g.count() == 20 })
 	servers[0].Shutdown() // a NATS node dies
 	publish(21, 41)
-	waitFor(t, 30*time.Second, "all 40 after the node died", func() bool { return g.count() == 40 })
+	waitFor(t, hangGuard, "all 40 after the node died", func() bool { return g.count() == 40 })
 	time.Sleep(500 * time.Millisecond)
 	g.mu.Lock()
 	for id, n := range g.all {

@@ -97,7 +97,7 @@ func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 5*time.Second, "a to hold all", func() bool { return held.Load() == 10 })
+	waitFor(t, hangGuard, "a to hold all", func() bool { return held.Load() == 10 })
 	b := long("b")
 	g := newGot()
 	b.Work(ctx, func(d *Delivery) { g.record("b", d); go d.Done(true) })
@@ -105,6 +105,7 @@ func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 	time.Sleep(gap) // the work loop begins stopping the workers
 	a.Release()
 	start := time.Now()
+	// At once: well before the 30 s ack wait would hand them on anyway.
 	waitFor(t, 10*time.Second, "b to answer what a held", func() bool { return g.count() == 10 })
 	t.Logf("handed over in %v", time.Since(start))
 	if n := held.Load(); n != 10 {
@@ -190,5 +191,5 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	d.Done(true)
-	waitFor(t, 10*time.Second, "b to hand on the later ones once a is done", func() bool { return handed.Load() > 0 })
+	waitFor(t, hangGuard, "b to hand on the later ones once a is done", func() bool { return handed.Load() > 0 })
 }

@@ -142,7 +142,11 @@ func TestServeOverStreams(t *testing.T) {
 
 // The process test: the test binary runs itself as the tts server (as
 // `brainbot mcp tts` will) and a real stdio MCP client talks to it.
-const helperEnv = "BRAINBOT_MCP_TEST_HELPER"
+// helperTimeoutEnv is the server's OpenAI timeout.
+const (
+	helperEnv        = "BRAINBOT_MCP_TEST_HELPER"
+	helperTimeoutEnv = "BRAINBOT_MCP_TEST_TIMEOUT"
+)
 
 func TestHelperProcess(t *testing.T) {
 	kind := os.Getenv(helperEnv)
@@ -156,7 +160,12 @@ func TestHelperProcess(t *testing.T) {
 	}
 	oc := openai.DefaultConfig(os.Getenv("OPENAI_API_KEY"))
 	oc.BaseURL = os.Getenv("OPENAI_BASE_URL")
-	cfg := Config{DataDir: os.Getenv("BRAINBOT_DATA"), OpenAI: oc, Timeout: 2 * time.Second, Log: log}
+	timeout, err := time.ParseDuration(os.Getenv(helperTimeoutEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	cfg := Config{DataDir: os.Getenv("BRAINBOT_DATA"), OpenAI: oc, Timeout: timeout, Log: log}
 	s := NewTTSServer(cfg)
 	if kind == "image-gen" {
 		s = NewImageServer(cfg)
@@ -173,21 +182,12 @@ func TestStdioProcess(t *testing.T) {
 		t.Skip("starts a process")
 	}
 	f := newFixture(t)
-	env := append(os.Environ(), helperEnv+"=tts", "OPENAI_API_KEY="+testKey,
-		"OPENAI_BASE_URL="+f.oa.URL, "BRAINBOT_DATA="+f.cfg.DataDir)
-	c, err := client.NewStdioMCPClient(os.Args[0], env, "-test.run=^TestHelperProcess$")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // hang guard
 	defer cancel()
-	var initReq mcpgo.InitializeRequest
-	initReq.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
-	initReq.Params.ClientInfo = mcpgo.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(ctx, initReq); err != nil {
-		t.Fatal(err)
-	}
+	// Only the timeout case gets a short deadline, in a server of its own:
+	// on a loaded machine an ordinary call can take longer than any short
+	// one.
+	c := startHelper(ctx, t, f, time.Minute)
 	var req mcpgo.CallToolRequest
 	req.Params.Name = "text_to_speech"
 	req.Params.Arguments = map[string]any{"text": "A voice reply from another process.", "filename": "bot-a-user-7-1"}
@@ -206,24 +206,49 @@ func TestStdioProcess(t *testing.T) {
 		t.Errorf("not an MP3: %v", err)
 	}
 
-	for directive, want := range map[string]string{
-		"#openai-429":  "openai: 429 rate limited",
-		"#openai-slow": "openai: timed out after 2s",
+	slow := startHelper(ctx, t, f, 300*time.Millisecond)
+	for directive, tt := range map[string]struct {
+		c    *client.Client
+		want string
+	}{
+		"#openai-429":  {c, "openai: 429 rate limited"},
+		"#openai-slow": {slow, "openai: timed out after 300ms"},
 	} {
 		req.Params.Arguments = map[string]any{"text": "fail " + directive}
-		res, err := c.CallTool(ctx, req)
+		res, err := tt.c.CallTool(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if msg := failure(t, res); !strings.HasPrefix(msg, want) {
-			t.Errorf("%s: %q, want prefix %q", directive, msg, want)
+		if msg := failure(t, res); !strings.HasPrefix(msg, tt.want) {
+			t.Errorf("%s: %q, want prefix %q", directive, msg, tt.want)
 		}
 	}
-	// The server survived the failures.
-	req.Params.Arguments = map[string]any{"text": "Still here."}
-	res, err = c.CallTool(ctx, req)
+	// The servers survived the failures.
+	for _, c := range []*client.Client{c, slow} {
+		req.Params.Arguments = map[string]any{"text": "Still here."}
+		if res, err = c.CallTool(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		success(t, res, &sr)
+	}
+}
+
+// startHelper starts the test binary as the tts server with this OpenAI
+// timeout, and a stdio MCP client for it, initialized.
+func startHelper(ctx context.Context, t *testing.T, f *fixture, timeout time.Duration) *client.Client {
+	t.Helper()
+	env := append(os.Environ(), helperEnv+"=tts", helperTimeoutEnv+"="+timeout.String(), "OPENAI_API_KEY="+testKey,
+		"OPENAI_BASE_URL="+f.oa.URL, "BRAINBOT_DATA="+f.cfg.DataDir)
+	c, err := client.NewStdioMCPClient(os.Args[0], env, "-test.run=^TestHelperProcess$")
 	if err != nil {
 		t.Fatal(err)
 	}
-	success(t, res, &sr)
+	t.Cleanup(func() { c.Close() })
+	var initReq mcpgo.InitializeRequest
+	initReq.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
+	initReq.Params.ClientInfo = mcpgo.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, initReq); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

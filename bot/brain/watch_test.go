@@ -214,7 +214,9 @@ func TestWatcherRejectsConflicts(t *testing.T) {
 	w := startWatcher(t, dir)
 	w.nextBrain("narrator", "Narrator")
 
-	w.write("copy.yaml", brainWithEnv("Copy", "NARRATOR_TOKEN"))
+	// Saved in one step: a file the watcher could read half written would
+	// log another error first.
+	w.saveAtomically("copy.yaml", brainWithEnv("Copy", "NARRATOR_TOKEN"))
 	entry := w.waitForError(w.path("copy.yaml"))
 	want := w.path("copy.yaml") + ":3: telegram.token_env: NARRATOR_TOKEN is already the token of " +
 		w.path("narrator.yaml") + "; Telegram allows one bot per token"
@@ -222,7 +224,7 @@ func TestWatcherRejectsConflicts(t *testing.T) {
 		t.Errorf("logged %q, want %q", got, want)
 	}
 
-	w.write("narrator.yml", brainWithEnv("Narrator yml", "OTHER_TOKEN"))
+	w.saveAtomically("narrator.yml", brainWithEnv("Narrator yml", "OTHER_TOKEN"))
 	entry = w.waitForError(w.path("narrator.yml"))
 	want = w.path("narrator.yml") + `:1: bot id "narrator" is already used by ` + w.path("narrator.yaml") + "; keep one of the files"
 	if got := entry.ContextMap()["error"]; got != want {

@@ -4,9 +4,11 @@
 //
 // Tests queue incoming messages with SendText, let the bot under test
 // long-poll them with getUpdates (offsets confirm updates as on Telegram),
-// and read back what the bot sent with Sent or WaitFor. Failures are
-// injected per token with Fail and the helpers built on it (Flood,
-// RejectPhotos, RejectHTML, Block, Unauthorize, Conflict).
+// and read back what the bot sent with Sent, or wait for it with WaitFor
+// and WaitCall (no test needs to sleep). Failures are injected per token
+// with Fail and the helpers built on it (Flood, RejectPhotos, RejectHTML,
+// Block, Unauthorize, Conflict); Hold keeps a call unanswered for as long
+// as a test needs.
 //
 // Request bodies may be multipart/form-data (what go-telegram/bot sends,
 // including uploaded files), application/x-www-form-urlencoded or JSON.
@@ -120,7 +122,18 @@ type botState struct {
 	rules      []*Rule
 	poll       chan struct{}  // closed to end the running getUpdates with 409
 	left       map[int64]bool // groups the bot is not in (getChatMember)
+	holds      []*hold        // calls to hold (Hold), in order
 }
+
+// hold is one call Hold holds: the next call of method.
+type hold struct {
+	method   string
+	taken    bool
+	released chan struct{}
+	once     sync.Once
+}
+
+func (h *hold) release() { h.once.Do(func() { close(h.released) }) }
 
 type update struct {
 	ID   int64
@@ -135,11 +148,16 @@ func NewServer() *Server {
 	return s
 }
 
-// Close ends pending long polls and shuts the server down.
+// Close ends pending long polls and held calls and shuts the server down.
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.notifyLocked()
+	for _, b := range s.bots {
+		for _, h := range b.holds {
+			h.release()
+		}
+	}
 	s.mu.Unlock()
 	s.ts.CloseClientConnections()
 	s.ts.Close()
@@ -317,6 +335,30 @@ func (s *Server) Conflict(token string) {
 	s.Fail(token, Rule{Method: "getUpdates", Err: ErrConflict})
 }
 
+// Hold holds the answer to token's next call of method: the call is
+// recorded at once (Telegram has it), but answered only when release is
+// called, or never if the bot gives up on it first. It stands for a call
+// that is slow to be confirmed, for as long as the test needs.
+func (s *Server) Hold(token, method string) (release func()) {
+	h := &hold{method: method, released: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.botLocked(token)
+	b.holds = append(b.holds, h)
+	return h.release
+}
+
+// takeHoldLocked returns the hold for a call of method, if one waits.
+func (b *botState) takeHoldLocked(method string) *hold {
+	for _, h := range b.holds {
+		if !h.taken && h.method == method {
+			h.taken = true
+			return h
+		}
+	}
+	return nil
+}
+
 // Calls returns every call of token except getUpdates, in arrival order,
 // including the ones answered with an error.
 func (s *Server) Calls(token string) []Call {
@@ -357,6 +399,23 @@ func (s *Server) WaitFor(ctx context.Context, token string, n int, methods ...st
 		got := s.sentLocked(token, methods)
 		return got, len(got) >= n
 	})
+}
+
+// WaitCall waits until a successful call of token that match accepts is
+// recorded and returns it, or returns ctx's error.
+func (s *Server) WaitCall(ctx context.Context, token string, match func(Call) bool) (Call, error) {
+	got, err := s.waitUntil(ctx, func() ([]Call, bool) {
+		for _, c := range s.botLocked(token).calls {
+			if c.Code == http.StatusOK && match(c) {
+				return []Call{c}, true
+			}
+		}
+		return nil, false
+	})
+	if err != nil {
+		return Call{}, err
+	}
+	return got[0], nil
 }
 
 // WaitConfirmed waits until the bot confirmed (acknowledged with a later
@@ -426,13 +485,22 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		call.Code = apiErr.Code
 	}
 	index := -1
+	var held *hold
 	if method != "getUpdates" {
 		index = len(b.calls)
 		b.calls = append(b.calls, call)
 		s.notifyLocked()
+		held = b.takeHoldLocked(method)
 	}
 	s.mu.Unlock()
 
+	if held != nil {
+		select {
+		case <-held.released:
+		case <-r.Context().Done():
+			return // the bot gave up on the call
+		}
+	}
 	if failed {
 		writeError(w, apiErr)
 		return

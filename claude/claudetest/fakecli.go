@@ -33,8 +33,9 @@
 //
 // Sessions live in files under <working dir>/.fake-sessions/<id>:
 // --session-id creates one (an existing id is refused), --resume of an
-// unknown id prints "No conversation found with session ID: <id>" on
-// stderr and an error_during_execution result, as the real CLI does. A
+// unknown id prints an error_during_execution result and then "No
+// conversation found with session ID: <id>" on stderr, and exits 1, as the
+// real CLI does (HoldStderrEnv holds that stderr line back). A
 // user message is answered "You said: <text>", followed by
 // " (message N)" when it is the N-th message (N > 1) of the session, so a
 // resume is visible. A message whose text starts with "/" is answered
@@ -126,6 +127,10 @@ const (
 	// variable's value as its error, and exit 1: a failure at start that
 	// is not an unknown session.
 	StartupErrorEnv = "BRAINBOT_FAKE_CLAUDE_STARTUP_ERROR"
+	// HoldStderrEnv, when set, makes a failed start (an unknown --resume
+	// id, StartupErrorEnv) write its stderr line only once stdin is
+	// closed, after its result line: see fakeCLI.lastWords.
+	HoldStderrEnv = "BRAINBOT_FAKE_CLAUDE_HOLD_STDERR"
 	// SessionsEnv set to "real" makes the fake keep its sessions where the
 	// real CLI does (<CLAUDE_CONFIG_DIR or $HOME/.claude>/projects/<cwd
 	// slug>/<id>.jsonl, see claude.SessionFile), so that moving that file
@@ -308,11 +313,11 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		c.sessions, c.sessionExt = realSessions(), ".jsonl"
 	}
 	if msg := os.Getenv(StartupErrorEnv); msg != "" {
-		fmt.Fprintln(stderr, "Error:", msg)
 		c.emit(c.resultEvent(resultFields{subtype: "error_during_execution", isError: true, errors: []string{msg}}))
+		c.lastWords(stdin, "Error: "+msg)
 		return 1
 	}
-	if err := c.openSession(); err != nil {
+	if err := c.openSession(stdin); err != nil {
 		return 1
 	}
 	in := bufio.NewScanner(stdin)
@@ -399,13 +404,13 @@ func realSessions() string {
 }
 
 // openSession creates or finds the session as the real CLI would.
-func (c *fakeCLI) openSession() error {
+func (c *fakeCLI) openSession(stdin io.Reader) error {
 	if c.opts.resume != "" {
 		c.sessionID = c.opts.resume
 		if _, err := os.Stat(c.sessionFile()); err != nil {
 			msg := "No conversation found with session ID: " + c.sessionID
-			fmt.Fprintln(c.stderr, msg)
 			c.emit(c.resultEvent(resultFields{subtype: "error_during_execution", isError: true, errors: []string{msg}, turns: 0}))
+			c.lastWords(stdin, msg)
 			return err
 		}
 		return nil
@@ -420,6 +425,17 @@ func (c *fakeCLI) openSession() error {
 		return err
 	}
 	return os.WriteFile(c.sessionFile(), []byte("0"), 0o600)
+}
+
+// lastWords writes msg on stderr before a failed start exits. The real
+// CLI writes it after its result line; with HoldStderrEnv set the fake
+// writes it only once its stdin is closed, the latest a CLI can, so a
+// driver that assembles its error at the result line loses it every time.
+func (c *fakeCLI) lastWords(stdin io.Reader, msg string) {
+	if os.Getenv(HoldStderrEnv) != "" {
+		_, _ = io.Copy(io.Discard, stdin)
+	}
+	fmt.Fprintln(c.stderr, msg)
 }
 
 // countMessage records one more user message in the session file and

@@ -109,8 +109,9 @@ const (
 //     (NoToolReply) instead of calling the tool; "#owntool" puts its
 //     costly settings into the call.
 //
-// Tests can also add a delay to every answer (SetDelay) and make the next
-// requests fail with an HTTP status (FailNext).
+// Tests can also add a delay to every answer (SetDelay), hold every
+// answer until they let it go (Pause), and make the next requests fail
+// with an HTTP status (FailNext).
 type Model struct {
 	// URL is the server's base URL (http://127.0.0.1:port), the value of
 	// ANTHROPIC_BASE_URL.
@@ -127,9 +128,10 @@ type Model struct {
 	// when each streamed answer sent its first content delta.
 	pace         time.Duration
 	streamStarts []time.Time
-	failures     []int  // HTTP statuses for the next message requests, in order
-	holding      string // requests whose current text holds it are held (Hold)
-	served       int    // message responses so far: numbers message and tool ids
+	failures     []int         // HTTP statuses for the next message requests, in order
+	holding      string        // requests whose current text holds it are held (Hold)
+	paused       chan struct{} // answers wait for it to close (Pause); nil: none
+	served       int           // message responses so far: numbers message and tool ids
 }
 
 // Request is one request the CLI made, as recorded by the model.
@@ -278,6 +280,27 @@ func (m *Model) SetDelay(d time.Duration) {
 	m.delay = d
 }
 
+// Pause makes every later answer wait, before its first byte, until
+// resume is called: a test that needs a request still running while others
+// arrive holds it so, rather than guessing how long a delay is enough.
+func (m *Model) Pause() (resume func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	paused := make(chan struct{})
+	m.paused = paused
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			close(paused)
+			if m.paused == paused {
+				m.paused = nil
+			}
+		})
+	}
+}
+
 // FailNext makes the next n message requests fail with the HTTP status
 // (400, 401, 429, 500, 529...) and the API's matching error type. The CLI
 // retries 429 and 5xx with backoff before it gives up, so each of those
@@ -374,14 +397,14 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.mu.Lock()
-	delay, pace, holding := m.delay, m.pace, m.holding
+	delay, pace, holding, paused := m.delay, m.pace, m.holding, m.paused
 	var injected int
 	if len(m.failures) > 0 {
 		injected, m.failures = m.failures[0], m.failures[1:]
 	}
 	m.mu.Unlock()
 
-	if !m.wait(r, delay) {
+	if !m.waitFor(r, paused) || !m.wait(r, delay) {
 		return
 	}
 	if injected != 0 {
@@ -437,6 +460,22 @@ func (m *Model) wait(r *http.Request, d time.Duration) bool {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-m.closed:
+		return false
+	}
+}
+
+// waitFor waits until resumed is closed (nil: at once); false if the client
+// went away or the model is closing first.
+func (m *Model) waitFor(r *http.Request, resumed <-chan struct{}) bool {
+	if resumed == nil {
+		return true
+	}
+	select {
+	case <-resumed:
 		return true
 	case <-r.Context().Done():
 		return false

@@ -437,6 +437,44 @@ func TestModelHangIsReleasedOnClose(t *testing.T) {
 	<-read
 }
 
+// Pause holds every answer until resume: the request is recorded, and its
+// answer comes only then.
+func TestModelPause(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	resume := m.Pause()
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(m.URL+"/v1/messages", "application/json",
+			strings.NewReader(`{"model":"m","stream":true,"messages":[{"role":"user","content":"held"}]}`))
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		answered <- string(body)
+	}()
+	for deadline := time.Now().Add(30 * time.Second); len(m.Requests()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never reached the model")
+		}
+	}
+	select {
+	case got := <-answered:
+		t.Fatalf("answered while paused: %q", got)
+	default:
+	}
+	resume()
+	if got := <-answered; !strings.Contains(got, "You said: held") {
+		t.Fatalf("after resume: %q, want the answer", got)
+	}
+	resume() // a second call does nothing
+	if got := ask(t, m, userMsg(textPart("free"))); got.text != "You said: free (message 1)" {
+		t.Errorf("after resume: %q", got.text)
+	}
+}
+
 func TestModelDelays(t *testing.T) {
 	m := NewModel()
 	defer m.Close()

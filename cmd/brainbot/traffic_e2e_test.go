@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,23 +80,32 @@ func TestEndToEndRealTraffic(t *testing.T) {
 
 	t.Run("a 15-message burst gets a handful of messages back", func(t *testing.T) {
 		const user = 504
-		s.Model.SetDelay(300 * time.Millisecond) // the first answer is still running when the rest arrive
-		defer s.Model.SetDelay(0)
+		// The model holds the first answer until every message of the
+		// burst has been met: nine turned away, the others queued.
+		resume := s.Model.Pause()
+		defer resume()
 		for i := range 15 {
 			s.Telegram.SendText(token, user, user, fmt.Sprintf("burst %d", i))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*waitLong)
 		defer cancel()
-		_, err := s.Logs().WaitFrom(ctx, 0, func(lines []stack.Line) bool {
-			n := 0
-			for _, l := range lines {
-				if l.Msg == "request" && l.Int("user") == user {
-					n++
+		summaries := func(n int, outcomes ...string) error {
+			_, err := s.Logs().WaitFrom(ctx, 0, func(lines []stack.Line) bool {
+				got := 0
+				for _, l := range lines {
+					if l.Msg == "request" && l.Int("user") == user && (len(outcomes) == 0 || slices.Contains(outcomes, l.Str("outcome"))) {
+						got++
+					}
 				}
-			}
-			return n == 15
-		}, nil)
-		if err != nil {
+				return got == n
+			}, nil)
+			return err
+		}
+		if err := summaries(9, "busy", "busy, not told"); err != nil {
+			t.Fatalf("the burst's nine messages beyond the queue were not turned away: %v", err)
+		}
+		resume()
+		if err := summaries(15); err != nil {
 			t.Fatalf("not every message of the burst got its summary line: %v", err)
 		}
 		calls := s.ChatCalls("narrator", user)
