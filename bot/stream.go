@@ -43,8 +43,9 @@ type streamer struct {
 	useEdits  bool
 	notBefore time.Time // a 429's retry_after
 
-	stop chan struct{} // closed by finish: nothing new is shown
-	done chan struct{}
+	stop     chan struct{} // closed by cancel: nothing new is shown
+	stopOnce sync.Once
+	done     chan struct{}
 }
 
 // newStreamer starts streaming to r's chat.
@@ -160,12 +161,16 @@ func (s *streamer) show(ctx context.Context, text string) bool {
 // edited into (0: none; a draft is replaced by the final sendMessage) and
 // when the first text showed (zero: never).
 func (s *streamer) finish() (messageID int, firstShown time.Time) {
-	close(s.stop)
+	s.cancel()
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.messageID, s.firstShown
 }
+
+// cancel stops streaming without waiting for the call under way; finish
+// calls it, and the pipeline defers it for a panic that skips finish.
+func (s *streamer) cancel() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 func isTooMany(err error) bool {
 	var tooMany *tgbot.TooManyRequestsError
