@@ -9,7 +9,7 @@ import (
 // The stdin line carries each attachment as the content block the Claude
 // API reads, before the text.
 func TestEncodeUserLineWithAttachments(t *testing.T) {
-	line, err := encodeUserLine("what is this?",
+	line, err := encodeUserLine("", "what is this?",
 		Attachment{MediaType: "image/jpeg", Data: []byte("jpeg")},
 		Attachment{MediaType: "application/pdf", Name: "paper.pdf", Data: []byte("%PDF")},
 		Attachment{MediaType: "text/plain", Name: "notes.md", Data: []byte("# Notes\n")})
@@ -60,7 +60,7 @@ func TestEncodeUserLineRefusesUnreadableFiles(t *testing.T) {
 		{MediaType: "image/heic", Name: "x.heic", Data: []byte{1}},
 		{MediaType: "text/plain", Name: "latin1.txt", Data: []byte{'c', 'a', 'f', 0xe9}},
 	} {
-		if _, err := encodeUserLine("hi", f); err == nil || !strings.Contains(err.Error(), f.Name) {
+		if _, err := encodeUserLine("", "hi", f); err == nil || !strings.Contains(err.Error(), f.Name) {
 			t.Errorf("%s: err = %v, want one naming the file", f.MediaType, err)
 		}
 	}
@@ -101,7 +101,7 @@ type encodedBlock struct {
 // content blocks.
 func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBlock {
 	t.Helper()
-	line, err := encodeUserLine(text, files...)
+	line, err := encodeUserLine("", text, files...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,4 +114,35 @@ func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBloc
 		t.Fatal(err)
 	}
 	return msg.Message.Content
+}
+
+// The note of the prompt's per-message values opens the message as a
+// block of its own: the user's words stay the last block, guarded as ever,
+// and a message without a note has no such block.
+func TestEncodeUserLineNote(t *testing.T) {
+	note := `<brainbot-context>{"time":"14:05 UTC"}</brainbot-context>`
+	line, err := encodeUserLine(note, "/config model=haiku", Attachment{MediaType: "image/png", Data: []byte{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Message struct {
+			Content []encodedBlock `json:"content"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal(line, &msg); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, b := range msg.Message.Content {
+		text := b.Type
+		if b.Text != nil {
+			text += ":" + *b.Text
+		}
+		got = append(got, text)
+	}
+	want := []string{"text:" + note, "image", "text: /config model=haiku"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("blocks %q, want %q", got, want)
+	}
 }
