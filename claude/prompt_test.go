@@ -42,7 +42,7 @@ func TestEncodeUserLineText(t *testing.T) {
 		{"", nil, []string{"text"}},
 	} {
 		var types []string
-		for _, b := range encodedBlocks(t, tc.text, tc.files...) {
+		for _, b := range encodedBlocks(t, "", tc.text, tc.files...) {
 			types = append(types, b.Type)
 			if b.Type == "text" && (b.Text == nil || *b.Text != tc.text) {
 				t.Errorf("text block %v, want %q", b.Text, tc.text)
@@ -83,7 +83,7 @@ func TestEncodeUserLineKeepsWordsWords(t *testing.T) {
 		{" /already spaced", nil, " /already spaced"},
 		{"hello", nil, "hello"},
 	} {
-		blocks := encodedBlocks(t, tc.text, tc.files...)
+		blocks := encodedBlocks(t, "", tc.text, tc.files...)
 		if last := blocks[len(blocks)-1]; last.Type != "text" || last.Text == nil || *last.Text != tc.want {
 			t.Errorf("%q: last block %+v, want text %q", tc.text, last, tc.want)
 		}
@@ -97,11 +97,11 @@ type encodedBlock struct {
 	Text *string `json:"text"`
 }
 
-// encodedBlocks encodes text and files as a stdin line and returns its
-// content blocks.
-func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBlock {
+// encodedBlocks encodes note, text and files as a stdin line and returns
+// its content blocks.
+func encodedBlocks(t *testing.T, note, text string, files ...Attachment) []encodedBlock {
 	t.Helper()
-	line, err := encodeUserLine("", text, files...)
+	line, err := encodeUserLine(note, text, files...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,20 +121,8 @@ func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBloc
 // and a message without a note has no such block.
 func TestEncodeUserLineNote(t *testing.T) {
 	note := `<brainbot-context>{"time":"14:05 UTC"}</brainbot-context>`
-	line, err := encodeUserLine(note, "/config model=haiku", Attachment{MediaType: "image/png", Data: []byte{1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var msg struct {
-		Message struct {
-			Content []encodedBlock `json:"content"`
-		} `json:"message"`
-	}
-	if err := json.Unmarshal(line, &msg); err != nil {
-		t.Fatal(err)
-	}
 	var got []string
-	for _, b := range msg.Message.Content {
+	for _, b := range encodedBlocks(t, note, "/config model=haiku", Attachment{MediaType: "image/png", Data: []byte{1}}) {
 		text := b.Type
 		if b.Text != nil {
 			text += ":" + *b.Text

@@ -635,4 +635,4 @@ func spareCost(w WarmConfig) string {
 
 // spareMB is about what one spare holds: an idle CLI's resident memory
 // (measured by BenchmarkNewConversation on 2.1.328).
-const spareMB = 180
+const spareMB = 175

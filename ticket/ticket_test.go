@@ -146,8 +146,10 @@ func TestReached(t *testing.T) {
 	if r.Known("forged") {
 		t.Fatal("a forged token is known")
 	}
-	if !r.Known(p.Token()) || !r.Known(p.Token()) {
-		t.Fatal("the process's token is not known")
+	for range 2 { // the second request changes nothing
+		if !r.Known(p.Token()) {
+			t.Fatal("the process's token is not known")
+		}
 	}
 	select {
 	case <-p.Reached():
