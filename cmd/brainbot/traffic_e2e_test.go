@@ -140,6 +140,7 @@ func TestEndToEndRealTraffic(t *testing.T) {
 			// and stayed warm for the conversation's next messages.
 			`brainbot_request_stage_seconds_count{stage="cli_start"} 4`,
 			`brainbot_claude_warm 4`,
+			`brainbot_claude_spares_taken_total`,
 			`process_resident_memory_bytes`,
 			`go_goroutines`,
 		} {
