@@ -227,6 +227,8 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
+	d.pool.requestStarted() // spares start when no request runs (spares.go)
+	defer d.pool.requestEnded()
 	if req.InactivityTimeout <= 0 {
 		req.InactivityTimeout = defaultInactivityTimeout
 	}

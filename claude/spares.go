@@ -19,6 +19,14 @@ package claude
 // the first ended when the budget is tight. One goroutine (tend) starts
 // and retires them; each spare has a watcher that marks it ready when its
 // CLI reaches brainbot's tool server, and replaces it if it dies first.
+//
+// A CLI's start costs about half a second of CPU, and the CLI goes on
+// with its start-up for a while after it reached the tool server. So
+// spares start in quiet moments: while requests run, and for spareSettle
+// after the last one ended, a spare a set lacks waits, up to spareQuiet
+// (a panel's turns follow one another within that, and are not slowed by
+// the spares they took being replaced); and no more start at once than
+// the machine has CPUs.
 
 import (
 	"cmp"
@@ -26,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"time"
 
@@ -56,6 +65,11 @@ const (
 	// defaultStartup is what a CLI's start is taken to need before a
 	// set has measured one: about a cold start on a loaded machine.
 	defaultStartup = 1500 * time.Millisecond
+	// spareQuiet is how long a spare a set lacks waits for a quiet moment
+	// before it starts anyway, and spareSettle how long after the last
+	// request ended the moment is quiet.
+	spareQuiet  = 2 * time.Second
+	spareSettle = 300 * time.Millisecond
 	// maxRetryPause bounds the pause before a set whose spares keep
 	// failing tries again.
 	maxRetryPause = 5 * time.Minute
@@ -72,10 +86,17 @@ type spares struct {
 	readied chan struct{}
 	stats   SpareStats // the counters; Ready and Starting are counted when asked
 	stopped chan struct{}
+	// active counts the requests running (Run), lastActive is when the
+	// last one ended, and maxStarting bounds the spares starting at once:
+	// the machine's CPUs.
+	active      int
+	lastActive  time.Time
+	maxStarting int
 }
 
 func newSpares() spares {
-	return spares{sets: map[string]*spareSet{}, kick: make(chan struct{}, 1), readied: make(chan struct{}), stopped: make(chan struct{})}
+	return spares{sets: map[string]*spareSet{}, kick: make(chan struct{}, 1), readied: make(chan struct{}), stopped: make(chan struct{}),
+		maxStarting: runtime.NumCPU()}
 }
 
 // spareSet is the spares kept for one shape under one name.
@@ -94,6 +115,9 @@ type spareSet struct {
 	// failures in a row, and when the set may try again after them.
 	failures int
 	retryAt  time.Time
+	// short is when the set last began to lack a spare (zero: it lacks
+	// none).
+	short time.Time
 }
 
 // spare is one started CLI of a set.
@@ -114,6 +138,20 @@ func (s *spares) held() int {
 	n := 0
 	for _, set := range s.sets {
 		n += len(set.spares) + set.pending
+	}
+	return n
+}
+
+// starting is how many spares are being started or not ready yet.
+func (s *spares) starting() int {
+	n := 0
+	for _, set := range s.sets {
+		n += set.pending
+		for _, sp := range set.spares {
+			if !sp.ready {
+				n++
+			}
+		}
 	}
 	return n
 }
@@ -345,17 +383,27 @@ func (p *pool) tend() {
 }
 
 // planStarts picks the sets to start a spare for, one at a time to the
-// set that has the fewest, while the budget has room. Conversations' busy
-// processes count here too: idle again, they would end a spare started
-// meanwhile. Called with p.mu held; each pick is counted as pending.
+// set that has the fewest, while the budget has room, and when it is quiet
+// (see the top of this file). Conversations' busy processes count here
+// too: idle again, they would end a spare started meanwhile. Called with
+// p.mu held; each pick is counted as pending.
 func (p *pool) planStarts(now time.Time) []*spareSet {
 	room := p.cfg.Max - len(p.idle) - len(p.running) - p.spares.held()
+	room = min(room, p.spares.maxStarting-p.spares.starting())
 	var starts []*spareSet
 	for ; room > 0; room-- {
 		var next *spareSet
 		for _, set := range p.spares.sets {
 			have := len(set.spares) + set.pending
-			if have >= set.target || now.Before(set.retryAt) {
+			switch {
+			case have >= set.target:
+				set.short = time.Time{}
+				continue
+			case set.short.IsZero():
+				set.short = now
+			}
+			busy := p.spares.active > 0 || now.Sub(p.spares.lastActive) < spareSettle
+			if now.Before(set.retryAt) || busy && now.Sub(set.short) < spareQuiet {
 				continue
 			}
 			if next == nil || have < len(next.spares)+next.pending || have == len(next.spares)+next.pending && set.name < next.name {
@@ -451,6 +499,24 @@ func (p *pool) spareDied(sp *spare) {
 		zap.Int("exit_code", sp.cli.p.exitCode()), zap.String("stderr", sp.cli.p.stderrTail.String()))
 	p.endLater(sp.cli)
 	p.wake()
+}
+
+// requestStarted and requestEnded count the requests running, which
+// spares wait for to start.
+func (p *pool) requestStarted() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spares.active++
+}
+
+func (p *pool) requestEnded() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spares.active--
+	p.spares.lastActive = time.Now()
+	if p.spares.active == 0 && p.sparesOn() {
+		time.AfterFunc(spareSettle, p.wake) // tend looks when it has been quiet
+	}
 }
 
 // adopt keeps cli as conversation key's idle process, when the budget has

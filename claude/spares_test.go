@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
 
 	"brainbot/claude/claudetest"
 	"brainbot/sysprompt"
@@ -361,5 +362,42 @@ func TestPrewarmResume(t *testing.T) {
 	}
 	if err := d.PrewarmResume(e.request(Text, "not resumed")); err == nil {
 		t.Error("a prewarm of a request that resumes nothing was accepted")
+	}
+}
+
+// Spares start in quiet moments, within the budget and a few at a time:
+// not while requests run or just after (unless one has been lacking for
+// spareQuiet), never beyond Max with the conversations' processes, idle
+// or busy, and never more starting at once than maxStarting.
+func TestSparesStartInQuietMoments(t *testing.T) {
+	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
+		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
+	p.spares.maxStarting = 2
+	set := &spareSet{name: "bot", base: 1, target: 3}
+	p.spares.sets[set.name] = set
+	starts := func(at time.Time) int {
+		n := len(p.planStarts(at))
+		set.pending = 0 // as if started and gone
+		return n
+	}
+	now := time.Now()
+	p.spares.active = 1
+	if n := starts(now); n != 0 {
+		t.Errorf("%d started while a request runs", n)
+	}
+	if n := starts(now.Add(spareQuiet)); n != 2 {
+		t.Errorf("%d started after lacking for spareQuiet, want 2 (maxStarting)", n)
+	}
+	p.spares.active, p.spares.lastActive = 0, now.Add(spareQuiet)
+	set.short = time.Time{}
+	if n := starts(now.Add(spareQuiet + spareSettle/2)); n != 0 {
+		t.Errorf("%d started just after a request ended", n)
+	}
+	if n := starts(now.Add(spareQuiet + spareSettle)); n != 2 {
+		t.Errorf("%d started when quiet, want 2", n)
+	}
+	p.idle["a"], p.running["b"], p.idle["c"] = &live{}, &live{}, &live{}
+	if n := starts(now.Add(time.Hour)); n != 1 {
+		t.Errorf("%d started with three of four warm processes taken, want 1", n)
 	}
 }
