@@ -336,6 +336,9 @@ func (d *Driver) acquire(ctx context.Context, req Request, allowWarm bool) (cli 
 			if cli := d.takeSpare(ctx, fingerprint); cli != nil {
 				return cli, false, nil
 			}
+			if ctx.Err() != nil { // while it waited for a spare
+				return nil, false, fmt.Errorf("claude: request abandoned: %w", context.Cause(ctx))
+			}
 		}
 		req.SessionID = uuid.NewString()
 	}
