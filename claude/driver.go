@@ -120,6 +120,11 @@ func New(cfg Config) (*Driver, error) {
 		}
 		d.ownProcs = true
 	}
+	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape)) })
+	if d.pool.sparesOn() {
+		d.log.Info("claude: spares on: "+spareCost(d.pool.cfg), zap.Int("spares", d.pool.cfg.Spares),
+			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle", d.pool.cfg.SpareIdle))
+	}
 	return d, nil
 }
 
@@ -152,8 +157,9 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 		args = append(args, "--session-id", req.SessionID)
 	}
 	// Snapshot off: the brain's current prompt applies on every resume,
-	// so an edited brain reaches existing conversations.
-	args = append(args, "--system-prompt", sysprompt.Fill(req.SystemPrompt, req.PromptVars), "--system-prompt-snapshot", "off")
+	// so an edited brain reaches existing conversations. The values of its
+	// per-message variables come with each message (Run).
+	args = append(args, "--system-prompt", sysprompt.ForProcess(req.SystemPrompt, req.PromptVars), "--system-prompt-snapshot", "off")
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -182,7 +188,7 @@ func checkRequest(req Request) error {
 	switch {
 	case req.Mode != Text && req.Mode != Speech && req.Mode != Image:
 		return fmt.Errorf("claude: unknown mode %d", req.Mode)
-	case uuid.Validate(req.SessionID) != nil:
+	case (req.Resume || req.SessionID != "") && uuid.Validate(req.SessionID) != nil:
 		return fmt.Errorf("claude: session id %q is not a UUID", req.SessionID)
 	case req.BotID == "" || strings.ContainsAny(req.BotID, `/\`):
 		return fmt.Errorf("claude: bot id %q cannot name a working directory", req.BotID)
@@ -221,6 +227,8 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
+	d.pool.requestStarted() // spares start when no request runs (spares.go)
+	defer d.pool.requestEnded()
 	if req.InactivityTimeout <= 0 {
 		req.InactivityTimeout = defaultInactivityTimeout
 	}
@@ -231,15 +239,18 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if req.Log != nil {
 		log = req.Log.Named("claude")
 	}
-	first, err := encodeUserLine(req.Prompt, req.Attachments...)
+	// What varies per message goes with it: the process may have been
+	// started before it (a spare) or for an earlier one (a warm process).
+	first, err := encodeUserLine(sysprompt.Note(req.SystemPrompt, req.PromptVars), req.Prompt, req.Attachments...)
 	if err != nil {
 		return nil, err
 	}
 	res, err, stale := d.run(ctx, req, log, first, true)
 	if stale {
-		// The warm process died before it said anything: the request
-		// runs again in a new one, which resumes the session.
-		log.Info("claude: warm process gone; starting a new one")
+		// The warm process or spare died before it said anything: the
+		// request runs again in a new one, which resumes the session (or
+		// starts one of its own).
+		log.Info("claude: warm process or spare gone; starting a new one")
 		res, err, _ = d.run(ctx, req, log, first, false)
 	}
 	return res, err
@@ -248,10 +259,11 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 // run runs req in a CLI, a warm one if allowed and one fits. stale reports
 // that a warm process turned out dead before it said anything.
 func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, err error, stale bool) {
-	cli, warm, err := d.acquire(req, allowWarm)
+	cli, warm, err := d.acquire(ctx, req, allowWarm)
 	if err != nil {
 		return nil, err, false
 	}
+	req.SessionID = cli.sessionID // a new conversation's may be the driver's choice
 	// The CLI's tool calls carry its token; none is served until turn two
 	// opens the ticket, and a warm process's last ticket is withdrawn.
 	cli.tools.Serve(log)
@@ -262,8 +274,8 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		req:     req,
 		tool:    req.Mode.tool(),
 		cli:     cli,
-		res:     &Result{Warm: warm},
-		log:     log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume), zap.Bool("warm", warm)),
+		res:     &Result{Warm: warm, Spare: cli.spare},
+		log:     log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume), zap.Bool("warm", warm), zap.Bool("spare", cli.spare)),
 		results: map[string]block{},
 		turn:    1,
 		begun:   time.Now(),
@@ -288,7 +300,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		// stays.
 		cli.p.shutdown()
 	}
-	if warm && abort == nil && !c.finished && c.events == 0 {
+	if (warm || cli.spare) && abort == nil && !c.finished && c.events == 0 {
 		d.pool.done(req.Conversation, cli, false)
 		return nil, nil, true
 	}
@@ -309,18 +321,32 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	return c.res, err, false
 }
 
-// acquire returns the conversation's warm process if it fits req, else a
-// new one (warm reports which).
-func (d *Driver) acquire(req Request, allowWarm bool) (cli *live, warm bool, err error) {
+// acquire returns the conversation's warm process if it fits req, a
+// spare for a new conversation whose session the driver names, else a new
+// process (warm and cli.spare say which).
+func (d *Driver) acquire(ctx context.Context, req Request, allowWarm bool) (cli *live, warm bool, err error) {
 	fingerprint := d.fingerprint(req)
+	d.followSpares(req, fingerprint)
 	if req.Conversation != "" && allowWarm {
 		if cli := d.pool.take(req.Conversation); cli != nil {
 			if cli.fits(req, fingerprint) {
+				cli.spare = false // if it was one, that was for the conversation's first request
 				return cli, true, nil
 			}
 			// Another session (/reset), an edited brain, or it died.
 			d.pool.endLater(cli)
 		}
+	}
+	if req.SessionID == "" && !req.Resume {
+		if allowWarm {
+			if cli := d.takeSpare(ctx, fingerprint); cli != nil {
+				return cli, false, nil
+			}
+			if ctx.Err() != nil { // while it waited for a spare
+				return nil, false, fmt.Errorf("claude: request abandoned: %w", context.Cause(ctx))
+			}
+		}
+		req.SessionID = uuid.NewString()
 	}
 	cli, err = d.spawn(req, fingerprint)
 	return cli, false, err
@@ -363,13 +389,13 @@ func (d *Driver) env(botID, tmp string) []string {
 }
 
 // fingerprint is what a process is started with, but for its session and
-// its own MCP config file: a warm process serves only requests with the
-// same. The request's own servers and tool timeout are in the MCP config
-// rather than on the command line, so they count here too. The system
-// prompt counts as written, its variables left out: they are filled when
-// the process starts and stay so for its life (package sysprompt).
+// its own MCP config file: a warm process or a spare serves only requests
+// with the same. The request's own servers and tool timeout are in the
+// MCP config rather than on the command line, so they count here too. The
+// system prompt counts as the process gets it: the values of its
+// per-message variables are not in it (sysprompt.ForProcess).
 func (d *Driver) fingerprint(req Request) string {
-	req.SessionID, req.Resume, req.PromptVars = "", false, nil
+	req.SessionID, req.Resume = "", false
 	servers, _ := json.Marshal(req.MCPServers) // strings only: cannot fail
 	return strings.Join(append(d.args(req, ""), string(servers), req.ToolTimeout.String()), "\x00")
 }
@@ -611,7 +637,7 @@ func (c *conversation) endTurn(ev event) {
 		prompt, err := turn2Prompt(c.req, c.res.Text)
 		if err == nil {
 			var line []byte
-			if line, err = encodeUserLine(prompt); err == nil {
+			if line, err = encodeUserLine("", prompt); err == nil {
 				c.turn = 2
 				c.turnStart = time.Now()
 				// Before the line goes out: the call it asks for is the

@@ -237,7 +237,8 @@ func TestArgs(t *testing.T) {
 	}
 
 	// A request's own tools join ours in the allow-list, and its system
-	// prompt's variables are filled.
+	// prompt is the process's: the bot's name filled, the per-message
+	// variables placeholders (sysprompt.ForProcess).
 	req = Request{Mode: Text, SessionID: "s", SystemPrompt: "I am {{bot_name}} on {{ date }}; {{time}} stays",
 		PromptVars:   sysprompt.Vars{sysprompt.BotName: "Clock", sysprompt.Date: "2026-11-23"},
 		AllowedTools: []string{"mcp__clock__now", "mcp__search"}}
@@ -245,7 +246,8 @@ func TestArgs(t *testing.T) {
 	if i := slices.Index(got, "--allowedTools"); i < 0 || got[i+1] != tools+",mcp__clock__now,mcp__search" {
 		t.Errorf("allowed tools: args %q", got)
 	}
-	if i := slices.Index(got, "--system-prompt"); i < 0 || got[i+1] != "I am Clock on 2026-11-23; {{time}} stays" {
+	if i := slices.Index(got, "--system-prompt"); i < 0 || got[i+1] != sysprompt.ForProcess(req.SystemPrompt, req.PromptVars) ||
+		!strings.HasPrefix(got[i+1], "I am Clock on {{date}}; {{time}} stays\n\n") {
 		t.Errorf("system prompt: args %q", got)
 	}
 }

@@ -58,9 +58,15 @@ type fileSource struct {
 // included. Files come first, as the Claude API advises for images; text
 // that is empty beside files is left out (a photo without a caption). The
 // text is always words to the CLI, never one of its commands (asWords):
-// every line written to its stdin is made here.
-func encodeUserLine(text string, files ...Attachment) ([]byte, error) {
-	content := make([]any, 0, len(files)+1)
+// every line written to its stdin is made here. A note of brainbot's (the
+// values of the system prompt's per-message variables, sysprompt.Note)
+// opens the message as a text block of its own, so it is never part of
+// the user's words.
+func encodeUserLine(note, text string, files ...Attachment) ([]byte, error) {
+	content := make([]any, 0, len(files)+2)
+	if note != "" {
+		content = append(content, textBlock{Type: "text", Text: note})
+	}
 	for _, f := range files {
 		b, err := attachmentBlock(f)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 // The stdin line carries each attachment as the content block the Claude
 // API reads, before the text.
 func TestEncodeUserLineWithAttachments(t *testing.T) {
-	line, err := encodeUserLine("what is this?",
+	line, err := encodeUserLine("", "what is this?",
 		Attachment{MediaType: "image/jpeg", Data: []byte("jpeg")},
 		Attachment{MediaType: "application/pdf", Name: "paper.pdf", Data: []byte("%PDF")},
 		Attachment{MediaType: "text/plain", Name: "notes.md", Data: []byte("# Notes\n")})
@@ -42,7 +42,7 @@ func TestEncodeUserLineText(t *testing.T) {
 		{"", nil, []string{"text"}},
 	} {
 		var types []string
-		for _, b := range encodedBlocks(t, tc.text, tc.files...) {
+		for _, b := range encodedBlocks(t, "", tc.text, tc.files...) {
 			types = append(types, b.Type)
 			if b.Type == "text" && (b.Text == nil || *b.Text != tc.text) {
 				t.Errorf("text block %v, want %q", b.Text, tc.text)
@@ -60,7 +60,7 @@ func TestEncodeUserLineRefusesUnreadableFiles(t *testing.T) {
 		{MediaType: "image/heic", Name: "x.heic", Data: []byte{1}},
 		{MediaType: "text/plain", Name: "latin1.txt", Data: []byte{'c', 'a', 'f', 0xe9}},
 	} {
-		if _, err := encodeUserLine("hi", f); err == nil || !strings.Contains(err.Error(), f.Name) {
+		if _, err := encodeUserLine("", "hi", f); err == nil || !strings.Contains(err.Error(), f.Name) {
 			t.Errorf("%s: err = %v, want one naming the file", f.MediaType, err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestEncodeUserLineKeepsWordsWords(t *testing.T) {
 		{" /already spaced", nil, " /already spaced"},
 		{"hello", nil, "hello"},
 	} {
-		blocks := encodedBlocks(t, tc.text, tc.files...)
+		blocks := encodedBlocks(t, "", tc.text, tc.files...)
 		if last := blocks[len(blocks)-1]; last.Type != "text" || last.Text == nil || *last.Text != tc.want {
 			t.Errorf("%q: last block %+v, want text %q", tc.text, last, tc.want)
 		}
@@ -97,11 +97,11 @@ type encodedBlock struct {
 	Text *string `json:"text"`
 }
 
-// encodedBlocks encodes text and files as a stdin line and returns its
-// content blocks.
-func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBlock {
+// encodedBlocks encodes note, text and files as a stdin line and returns
+// its content blocks.
+func encodedBlocks(t *testing.T, note, text string, files ...Attachment) []encodedBlock {
 	t.Helper()
-	line, err := encodeUserLine(text, files...)
+	line, err := encodeUserLine(note, text, files...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,4 +114,23 @@ func encodedBlocks(t *testing.T, text string, files ...Attachment) []encodedBloc
 		t.Fatal(err)
 	}
 	return msg.Message.Content
+}
+
+// The note of the prompt's per-message values opens the message as a
+// block of its own: the user's words stay the last block, guarded as ever,
+// and a message without a note has no such block.
+func TestEncodeUserLineNote(t *testing.T) {
+	note := `<brainbot-context>{"time":"14:05 UTC"}</brainbot-context>`
+	var got []string
+	for _, b := range encodedBlocks(t, note, "/config model=haiku", Attachment{MediaType: "image/png", Data: []byte{1}}) {
+		text := b.Type
+		if b.Text != nil {
+			text += ":" + *b.Text
+		}
+		got = append(got, text)
+	}
+	want := []string{"text:" + note, "image", "text: /config model=haiku"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("blocks %q, want %q", got, want)
+	}
 }

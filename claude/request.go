@@ -53,15 +53,21 @@ type Request struct {
 	// Attachments are files the user sent with the message (photos, PDFs,
 	// text files); the model gets them beside Prompt, in this order.
 	Attachments []Attachment
-	// SessionID names the conversation. With Resume false it is a new
-	// conversation created with --session-id; with Resume true it is resumed
-	// with --resume.
+	// SessionID names the conversation. With Resume true it is resumed
+	// with --resume. With Resume false it is a new conversation: named by
+	// SessionID when set (--session-id), else by the driver, which then
+	// serves it with a spare when one fits (see Driver.KeepSpares);
+	// Result.SessionID says the name.
 	SessionID string
 	Resume    bool
 
-	// SystemPrompt is passed as --system-prompt, with PromptVars filled
-	// in (sysprompt.Fill) when the CLI process starts: the prompt is part
-	// of its command line, fixed for the life of the process.
+	// SystemPrompt is passed as --system-prompt, fixed for the life of the
+	// process: the variables that hold for the bot ({{bot_name}}) are
+	// filled in from PromptVars when the process starts, while the values
+	// of the per-message ones ({{time}}, {{user_first_name}}...) come with
+	// this request's message, in a note of their own ahead of the user's
+	// words (sysprompt.ForProcess and Note). A prompt that uses none gets
+	// no note.
 	SystemPrompt string
 	PromptVars   sysprompt.Vars
 	Model        string // passed as --model when set
@@ -153,7 +159,9 @@ type Result struct {
 	// CLI reported it (result.structured_output); nil otherwise.
 	Structured json.RawMessage
 	// SessionID is the conversation id the CLI reported (system/init or
-	// result); store it for the next --resume.
+	// result), for a new conversation the driver named too; store it for
+	// the next --resume. Empty when the CLI failed before it reported one:
+	// then no session was made.
 	SessionID string
 
 	// FilePath is the path the MCP tool reported writing (speech, image).
@@ -175,8 +183,10 @@ type Result struct {
 	// not stay warm).
 	Startup, Turn1, Turn2, Total time.Duration
 	// Warm: the request ran in a process kept from the conversation's
-	// earlier request (Startup is then 0).
-	Warm bool
+	// earlier request (Startup is then 0). Spare: it ran in a spare, a
+	// process started before the request (Startup is from the request's
+	// message to the CLI's first word).
+	Warm, Spare bool
 	// UnknownEvents counts stdout lines of types the driver skipped.
 	UnknownEvents int
 	// ToolCalls are the tool calls the model made, in the order their

@@ -16,10 +16,13 @@ import (
 
 // WarmConfig keeps a conversation's CLI process alive between its
 // requests, so a follow-up message pays no CLI start (~0.5 s) and no
-// session reload. The zero value keeps none: every request starts a CLI.
+// session reload, and keeps spares: processes started ahead of new
+// conversations (spares.go). The zero value keeps none: every request
+// starts a CLI.
 type WarmConfig struct {
-	// Max is how many idle processes are kept; the least recently used is
-	// ended first. 0 keeps none.
+	// Max is how many idle processes are kept, spares included: spares
+	// are ended first, then the least recently used conversation's. 0
+	// keeps none, and no spares.
 	Max int
 	// Idle ends a process unused this long (default 10m).
 	Idle time.Duration
@@ -28,6 +31,21 @@ type WarmConfig struct {
 	// long CLI sessions keep memory they no longer need.
 	RecycleAfter int
 	RecycleMB    int
+
+	// Spares is how many spares a bot keeps for its new conversations
+	// (Driver.KeepSpares); 0 turns spares off altogether.
+	Spares int
+	// MaxSpares is how many one set of spares grows to at most when its
+	// new conversations come faster than its spares are replaced (default
+	// 4; a set asked for more keeps its own count).
+	MaxSpares int
+	// SpareIdle ends a spare unused this long and starts a fresh one
+	// (default 10m); a set grown beyond its count shrinks back so.
+	SpareIdle time.Duration
+	// SpareStart is how long a spare may take to start: one that has not
+	// reached brainbot's tool server by then is taken for hung, ended and
+	// replaced (default 30s).
+	SpareStart time.Duration
 }
 
 func (w WarmConfig) withDefaults() WarmConfig {
@@ -39,6 +57,15 @@ func (w WarmConfig) withDefaults() WarmConfig {
 	}
 	if w.RecycleMB <= 0 {
 		w.RecycleMB = 600
+	}
+	if w.MaxSpares <= 0 {
+		w.MaxSpares = 4
+	}
+	if w.SpareIdle <= 0 {
+		w.SpareIdle = 10 * time.Minute
+	}
+	if w.SpareStart <= 0 {
+		w.SpareStart = 30 * time.Second
 	}
 	return w
 }
@@ -58,6 +85,9 @@ type live struct {
 	started     time.Time
 	lastUsed    time.Time
 	requests    int
+	// spare: the process was started as a spare, before the request it
+	// serves.
+	spare bool
 	// interrupted: Interrupt asked the CLI to stop the current request's
 	// turn.
 	interrupted atomic.Bool
@@ -110,8 +140,8 @@ func (cli *live) residentMB() int {
 	return 0
 }
 
-// pool holds the idle live processes by conversation, and the ones busy
-// with a request (so /stop can reach them).
+// pool holds the idle live processes by conversation, the ones busy with
+// a request (so /stop can reach them), and the spares (spares.go).
 type pool struct {
 	cfg WarmConfig
 	log *zap.Logger
@@ -120,14 +150,15 @@ type pool struct {
 	idle    map[string]*live
 	running map[string]*live
 	closed  bool
-	ending  sync.WaitGroup // shutdowns in the background
+	ending  sync.WaitGroup // shutdowns and spare watchers in the background
 	stop    chan struct{}
 	stopped chan struct{}
+	spares  spares
 }
 
 func newPool(cfg WarmConfig, log *zap.Logger) *pool {
 	p := &pool{cfg: cfg.withDefaults(), log: log, idle: map[string]*live{}, running: map[string]*live{},
-		stop: make(chan struct{}), stopped: make(chan struct{})}
+		stop: make(chan struct{}), stopped: make(chan struct{}), spares: newSpares()}
 	if p.cfg.Max > 0 {
 		go p.evictIdle()
 	} else {
@@ -156,8 +187,8 @@ func (p *pool) busy(key string, cli *live) {
 }
 
 // done ends cli's request: it goes back to the pool when keep says so and
-// the pool is open, else it is shut down. The least recently used idle
-// process beyond Max is ended.
+// the pool is open, else it is shut down. Beyond Max, spares are ended
+// first, then the least recently used idle process.
 func (p *pool) done(key string, cli *live, keep bool) {
 	p.mu.Lock()
 	if p.running[key] == cli {
@@ -170,7 +201,25 @@ func (p *pool) done(key string, cli *live, keep bool) {
 	}
 	cli.lastUsed = time.Now()
 	p.idle[key] = cli
+	evicted := p.trim()
+	p.mu.Unlock()
+	p.endAll(evicted)
+}
+
+// trim makes the pool fit Max: it takes out spares, then the least
+// recently used idle processes, and returns them for the caller to end
+// once it has unlocked. Called with p.mu held.
+func (p *pool) trim() []*live {
 	var evicted []*live
+	for len(p.idle)+p.spares.held() > p.cfg.Max {
+		sp := p.spares.toEvict()
+		if sp == nil {
+			break // only spares still being started: they are trimmed once started
+		}
+		p.log.Debug("claude: spare ended: the warm-process budget is full", zap.String("spares", sp.set.name), zap.Int("max_warm", p.cfg.Max))
+		p.removeSpare(sp)
+		evicted = append(evicted, sp.cli)
+	}
 	for len(p.idle) > p.cfg.Max {
 		oldest := ""
 		for k, c := range p.idle {
@@ -178,12 +227,16 @@ func (p *pool) done(key string, cli *live, keep bool) {
 				oldest = k
 			}
 		}
+		p.log.Debug("claude: warm process evicted: the pool is full", zap.Int("max_warm", p.cfg.Max))
 		evicted = append(evicted, p.idle[oldest])
 		delete(p.idle, oldest)
 	}
-	p.mu.Unlock()
-	for _, c := range evicted {
-		p.log.Debug("claude: warm process evicted: the pool is full", zap.Int("max_warm", p.cfg.Max))
+	return evicted
+}
+
+// endAll shuts each process down without making the caller wait.
+func (p *pool) endAll(clis []*live) {
+	for _, c := range clis {
 		p.endLater(c)
 	}
 }
@@ -238,8 +291,8 @@ func (p *pool) evictIdle() {
 	}
 }
 
-// close ends every idle process and waits for all shutdowns; processes
-// busy with a request are ended when it finishes.
+// close ends every idle process and spare and waits for all shutdowns;
+// processes busy with a request are ended when it finishes.
 func (p *pool) close() {
 	p.mu.Lock()
 	if p.closed {
@@ -247,14 +300,19 @@ func (p *pool) close() {
 		return
 	}
 	p.closed = true
-	idle := p.idle
+	var ended []*live
+	for _, c := range p.idle {
+		ended = append(ended, c)
+	}
 	p.idle = map[string]*live{}
+	for _, set := range p.spares.sets {
+		ended = append(ended, p.dropSet(set)...)
+	}
 	p.mu.Unlock()
 	close(p.stop)
 	<-p.stopped
-	for _, c := range idle {
-		p.endLater(c)
-	}
+	<-p.spares.stopped
+	p.endAll(ended)
 	p.ending.Wait()
 }
 

@@ -60,6 +60,9 @@ type standing struct {
 	log    *zap.Logger // of the request the process works for; nil before Serve
 	ticket *Ticket     // nil: no call is allowed
 	used   bool
+	// reached is closed at the process's first request (Known).
+	reached     chan struct{}
+	seenRequest bool
 }
 
 // NewRegistry returns an empty registry.
@@ -69,8 +72,9 @@ func NewRegistry() *Registry {
 
 // Process is one CLI process's place in the registry.
 type Process struct {
-	r     *Registry
-	token string
+	r       *Registry
+	token   string
+	reached <-chan struct{}
 }
 
 // Connect registers a new CLI process under a fresh random token; its
@@ -78,14 +82,20 @@ type Process struct {
 // Process when the CLI has exited.
 func (r *Registry) Connect() *Process {
 	token := rand.Text() // 128 random bits
+	reached := make(chan struct{})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.procs[token] = &standing{}
-	return &Process{r: r, token: token}
+	r.procs[token] = &standing{reached: reached}
+	return &Process{r: r, token: token, reached: reached}
 }
 
 // Token is the process's bearer token.
 func (p *Process) Token() string { return p.token }
+
+// Reached is closed once the process has made its first request to the
+// tool server (Known): its CLI got through its start-up as far as
+// connecting its MCP servers, which it does before it reads any input.
+func (p *Process) Reached() <-chan struct{} { return p.reached }
 
 // Serve says which request the process works for from now on: refused
 // calls are logged to log, which should name the request. An open ticket
@@ -115,11 +125,17 @@ func (p *Process) Close() {
 	delete(p.r.procs, p.token)
 }
 
-// Known reports whether token belongs to a running process.
+// Known reports whether token belongs to a running process, for the
+// tool server to check every request it gets; the first one a process
+// makes closes its Reached.
 func (r *Registry) Known(token string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.procs[token]
+	s, ok := r.procs[token]
+	if ok && !s.seenRequest {
+		s.seenRequest = true
+		close(s.reached)
+	}
 	return ok
 }
 

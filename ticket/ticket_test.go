@@ -131,3 +131,29 @@ func TestConcurrentClaimsServeOne(t *testing.T) {
 		t.Errorf("%d calls served, want 1", served.Load())
 	}
 }
+
+// A process has reached the tool server once its token came with a
+// request; a forged token reaches nothing.
+func TestReached(t *testing.T) {
+	r := NewRegistry()
+	p := r.Connect()
+	defer p.Close()
+	select {
+	case <-p.Reached():
+		t.Fatal("reached before any request")
+	default:
+	}
+	if r.Known("forged") {
+		t.Fatal("a forged token is known")
+	}
+	for range 2 { // the second request changes nothing
+		if !r.Known(p.Token()) {
+			t.Fatal("the process's token is not known")
+		}
+	}
+	select {
+	case <-p.Reached():
+	default:
+		t.Fatal("not reached after its request")
+	}
+}

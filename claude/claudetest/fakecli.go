@@ -43,7 +43,10 @@
 // with --disable-slash-commands (which the fake insists on) answers it.
 //
 // The --mcp-config must name our two servers over HTTP on loopback with a
-// bearer token, as the driver writes it. A message naming
+// bearer token, as the driver writes it. Like the real CLI, the fake
+// connects to them as it starts, before it reads any input (an MCP
+// initialize request to each, in the background; failures are ignored),
+// unless NoConnectEnv is set: a CLI stuck in its start-up. A message naming
 // mcp__tts__text_to_speech or mcp__image-gen__generate_image is a turn 2:
 // the fake reads the JSON arguments object from the line that starts with
 // "{", calls the tool on its server with the configured headers (mcp-go's
@@ -67,6 +70,9 @@
 //	#grandchild start a grandchild process that inherits stdout, then hang
 //	#setsid     start a grandchild detached in a session of its own, its
 //	            standard files closed, and reply "grandchild <pid>"
+//	#note       reply "note: <the message's note>": the text block of
+//	            brainbot's that may open a message (sysprompt.Note), or
+//	            "none"
 //	#slow       wait about a second before replying
 //	#stoppable  go on until the next stdin line, an interrupt control
 //	            request, then end the turn as the real CLI does
@@ -89,6 +95,7 @@ package claudetest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,6 +118,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
+	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
@@ -138,6 +146,9 @@ const (
 	SessionsEnv = "BRAINBOT_FAKE_CLAUDE_SESSIONS"
 	// DelayEnv, a duration, makes every turn take that long (benchmarks).
 	DelayEnv = "BRAINBOT_FAKE_CLAUDE_DELAY"
+	// NoConnectEnv, when set, makes the fake skip connecting to its MCP
+	// servers as it starts: to the driver, a CLI whose start-up hangs.
+	NoConnectEnv = "BRAINBOT_FAKE_CLAUDE_NO_CONNECT"
 
 	fakeModel = "claude-fake-1"
 	turnCost  = 0.0025
@@ -320,10 +331,13 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := c.openSession(stdin); err != nil {
 		return 1
 	}
+	if os.Getenv(NoConnectEnv) == "" {
+		go c.connectServers()
+	}
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for in.Scan() {
-		text, err := userText(in.Bytes())
+		note, text, err := userText(in.Bytes())
 		if err != nil {
 			fmt.Fprintln(stderr, "error: bad stream-json input:", err)
 			return 1
@@ -350,7 +364,7 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if strings.Contains(text, toolspec.SpeechTool) || strings.Contains(text, toolspec.ImageTool) {
 			c.toolTurn(text)
 		} else {
-			c.textTurn(text, n)
+			c.textTurn(note, text, n)
 		}
 	}
 	if c.failed {
@@ -451,8 +465,9 @@ func (c *fakeCLI) countMessage() (int, error) {
 }
 
 // userText checks a stdin line is a stream-json user message with one
-// text block and returns the text.
-func userText(line []byte) (string, error) {
+// text block, after a note of brainbot's (sysprompt.Note) or not, and
+// returns the note and the text.
+func userText(line []byte) (note, text string, err error) {
 	var msg struct {
 		Type    string `json:"type"`
 		Message struct {
@@ -468,13 +483,17 @@ func userText(line []byte) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&msg); err != nil {
-		return "", err
+		return "", "", err
 	}
-	if msg.Type != "user" || msg.Message.Role != "user" || len(msg.Message.Content) != 1 ||
-		msg.Message.Content[0].Type != "text" || msg.ParentToolUseID != nil || msg.SessionID == nil {
-		return "", fmt.Errorf("not a user message with one text block: %s", line)
+	content := msg.Message.Content
+	if len(content) == 2 && content[0].Type == "text" && sysprompt.IsNote(content[0].Text) {
+		note, content = content[0].Text, content[1:]
 	}
-	return msg.Message.Content[0].Text, nil
+	if msg.Type != "user" || msg.Message.Role != "user" || len(content) != 1 ||
+		content[0].Type != "text" || msg.ParentToolUseID != nil || msg.SessionID == nil {
+		return "", "", fmt.Errorf("not a user message with one text block: %s", line)
+	}
+	return note, content[0].Text, nil
 }
 
 func parseDirectives(text string) map[string]bool {
@@ -487,7 +506,7 @@ func parseDirectives(text string) map[string]bool {
 	return d
 }
 
-func (c *fakeCLI) textTurn(text string, n int) {
+func (c *fakeCLI) textTurn(note, text string, n int) {
 	if d, err := time.ParseDuration(os.Getenv(DelayEnv)); err == nil {
 		time.Sleep(d)
 	}
@@ -549,6 +568,8 @@ func (c *fakeCLI) textTurn(text string, n int) {
 		reply = strings.Join(env, "\n")
 	case d["#setsid"]:
 		reply = c.startDetached()
+	case d["#note"]:
+		reply = "note: " + cmp.Or(note, "none")
 	}
 	if reply != "" {
 		c.stream(reply)
@@ -705,28 +726,51 @@ func toolArgs(text string) (map[string]any, error) {
 	return nil, errors.New("no line starts with {")
 }
 
-// callTool calls tool on its server from --mcp-config, with the
-// configured headers, as the real CLI does; it returns the result's text
-// and whether it is an error.
-func (c *fakeCLI) callTool(tool string, args map[string]any) (string, bool) {
-	server, name := toolspec.SpeechServer, toolspec.SpeechToolName
-	if tool == toolspec.ImageTool {
-		server, name = toolspec.ImageServer, toolspec.ImageToolName
+// connectServers connects to each of our MCP servers, as the real CLI
+// does as it starts.
+func (c *fakeCLI) connectServers() {
+	for _, server := range []string{toolspec.SpeechServer, toolspec.ImageServer} {
+		if mc, err := c.connect(server, time.Minute); err == nil {
+			mc.Close()
+		}
 	}
+}
+
+// connect opens an MCP session with server from --mcp-config, with the
+// configured headers, as the real CLI does.
+func (c *fakeCLI) connect(server string, timeout time.Duration) (*client.Client, error) {
 	s := c.opts.servers[server]
 	mc, err := client.NewStreamableHttpClient(s.URL, transport.WithHTTPHeaders(s.Headers))
 	if err != nil {
-		return "Error: " + err.Error(), true
+		return nil, err
 	}
-	defer mc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // the driver bounds the fake
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var init mcpgo.InitializeRequest
 	init.Params.ProtocolVersion = mcpgo.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcpgo.Implementation{Name: "claude-fake", Version: "2.1.328-fake"}
 	if _, err := mc.Initialize(ctx, init); err != nil {
-		return "Error: MCP server " + server + ": " + err.Error(), true
+		mc.Close()
+		return nil, fmt.Errorf("MCP server %s: %w", server, err)
 	}
+	return mc, nil
+}
+
+// callTool calls tool on its server, as the real CLI does; it returns the
+// result's text and whether it is an error.
+func (c *fakeCLI) callTool(tool string, args map[string]any) (string, bool) {
+	server, name := toolspec.SpeechServer, toolspec.SpeechToolName
+	if tool == toolspec.ImageTool {
+		server, name = toolspec.ImageServer, toolspec.ImageToolName
+	}
+	// The driver bounds the fake.
+	mc, err := c.connect(server, 5*time.Minute)
+	if err != nil {
+		return "Error: " + err.Error(), true
+	}
+	defer mc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	var req mcpgo.CallToolRequest
 	req.Params.Name = name
 	req.Params.Arguments = args

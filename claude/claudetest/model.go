@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
@@ -71,7 +72,8 @@ const (
 //
 // The replies are deterministic, so the bot's tests, the end-to-end suite
 // and the demo can assert on them. The "current text" is the last text
-// block of the last user message that is not a <system-reminder>:
+// block of the last user message that is not a <system-reminder> (nor
+// brainbot's note of per-message values, sysprompt.Note):
 //
 //   - A plain message gets "You said: <current text> (message N)", where N
 //     counts the user's own text messages in the conversation (tool requests
@@ -136,6 +138,8 @@ type Model struct {
 
 // Request is one request the CLI made, as recorded by the model.
 type Request struct {
+	// At is when the model received it (its body read).
+	At       time.Time
 	Method   string
 	Path     string // without the query, e.g. /v1/messages
 	RawQuery string // e.g. beta=true
@@ -345,6 +349,7 @@ func (m *Model) record(r *http.Request) (Request, int, error) {
 		return Request{}, 0, err
 	}
 	req := Request{
+		At:       time.Now(),
 		Method:   r.Method,
 		Path:     r.URL.Path,
 		RawQuery: r.URL.RawQuery,
@@ -595,11 +600,12 @@ func lastUserMessage(msgs []Message) *Message {
 }
 
 // ownText is the user's own text in a message: its last text block that
-// is not a <system-reminder> the CLI injected.
+// is not a <system-reminder> the CLI injected, nor brainbot's note of the
+// system prompt's per-message values (sysprompt.Note).
 func ownText(m Message) (string, bool) {
 	for i := len(m.Content) - 1; i >= 0; i-- {
 		b := m.Content[i]
-		if b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") && !imageNote.MatchString(b.Text) {
+		if b.Type == "text" && !strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>") && !imageNote.MatchString(b.Text) && !sysprompt.IsNote(b.Text) {
 			return b.Text, true
 		}
 	}

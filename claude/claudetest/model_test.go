@@ -705,3 +705,21 @@ func TestRealCLIRetriesOverloaded(t *testing.T) {
 		t.Errorf("the CLI made %d requests, want the failed one and one retry", n)
 	}
 }
+
+// brainbot's note of per-message values opens a message but is not the
+// user's text: a photo with only a note is a photo without a caption. Each
+// request is stamped with its arrival.
+func TestModelSkipsTheNote(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	note := textPart(`<brainbot-context>{"time":"14:05 UTC"}</brainbot-context>`)
+	if got := ask(t, m, userMsg(note, textPart("hello"))); got.text != "You said: hello (message 1)" {
+		t.Errorf("a message with a note: %q", got.text)
+	}
+	if got := ask(t, m, userMsg(note, imagePart(t, 8, 6))); got.text != "You said:  (message 1) [I see: image image/png 8x6]" {
+		t.Errorf("a photo with a note: %q", got.text)
+	}
+	if reqs := m.Requests(); len(reqs) != 2 || reqs[0].At.IsZero() || reqs[1].At.Before(reqs[0].At) {
+		t.Errorf("requests not stamped with their arrival: %v", reqs)
+	}
+}

@@ -48,9 +48,14 @@ type Config struct {
 	MaxWait    time.Duration
 	Grace      time.Duration
 	// MaxWarm is how many idle conversations keep their CLI process, and
-	// WarmIdle how long an unused one is kept.
-	MaxWarm  int
-	WarmIdle time.Duration
+	// WarmIdle how long an unused one is kept. Spares is how many CLI
+	// processes each bot keeps started for its next new conversations
+	// (within MaxWarm), and SpareIdle how long an unused one is kept
+	// before a fresh one replaces it.
+	MaxWarm   int
+	WarmIdle  time.Duration
+	Spares    int
+	SpareIdle time.Duration
 	// HTTPAddr is where /healthz, /readyz and /metrics are served ("":
 	// off).
 	HTTPAddr string
@@ -124,6 +129,10 @@ var settings = []setting{
 		}},
 	{"BRAINBOT_WARM_IDLE", "warm-idle", "how long an unused conversation's Claude process is kept", "10m",
 		func(c *Config, v string) (err error) { c.WarmIdle, err = time.ParseDuration(v); return err }},
+	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, ended first when it is full; 0: none", "1",
+		func(c *Config, v string) (err error) { c.Spares, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_SPARE_IDLE", "spare-idle", "how long an unused spare is kept before a fresh one replaces it", "10m",
+		func(c *Config, v string) (err error) { c.SpareIdle, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz and /metrics at this address, e.g. 127.0.0.1:9464 (empty: off)", "",
 		func(c *Config, v string) error { c.HTTPAddr = v; return nil }},
 	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
@@ -413,6 +422,12 @@ func (c *Config) validate() error {
 	}
 	if c.WarmIdle <= 0 {
 		bad("BRAINBOT_WARM_IDLE", c.WarmIdle.String(), "must be more than 0")
+	}
+	if c.Spares < 0 {
+		bad("BRAINBOT_SPARES", strconv.Itoa(c.Spares), "must be 0 (none) or more")
+	}
+	if c.SpareIdle <= 0 {
+		bad("BRAINBOT_SPARE_IDLE", c.SpareIdle.String(), "must be more than 0")
 	}
 	if c.HTTPAddr != "" {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {

@@ -45,6 +45,8 @@ func TestConfigDefaults(t *testing.T) {
 		MaxWait:        2 * time.Minute,
 		MaxWarm:        defaultMaxWarm(),
 		WarmIdle:       10 * time.Minute,
+		Spares:         1,
+		SpareIdle:      10 * time.Minute,
 		Grace:          30 * time.Second,
 	}
 	if c != want {
@@ -68,6 +70,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		"BRAINBOT_GRACE":         "5s",
 		"BRAINBOT_AUDIO_MAX_AGE": "720h",
 		"BRAINBOT_IMAGE_MAX_MB":  "512",
+		"BRAINBOT_SPARES":        "0",
 	}
 	c, err := parseConfig(t, env, "-log-level", "warn", "-max-claude", "2")
 	if err != nil {
@@ -89,6 +92,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		MaxWait:        2 * time.Minute,
 		MaxWarm:        defaultMaxWarm(),
 		WarmIdle:       10 * time.Minute,
+		SpareIdle:      10 * time.Minute,
 		Grace:          5 * time.Second,
 		AudioRetention: output.Retention{MaxAge: 720 * time.Hour},
 		ImageRetention: output.Retention{MaxBytes: 512 << 20},
@@ -121,6 +125,8 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"-image-max-age", "-1h"}, `BRAINBOT_IMAGE_MAX_AGE (-image-max-age) "-1h0m0s": must not be negative`},
 		{nil, []string{"-audio-max-mb", "-5"}, `BRAINBOT_AUDIO_MAX_MB (-audio-max-mb) "-5": must not be negative`},
 		{map[string]string{"BRAINBOT_IMAGE_MAX_MB": "2GB"}, nil, `BRAINBOT_IMAGE_MAX_MB (-image-max-mb) "2GB": invalid syntax`},
+		{nil, []string{"-spares", "-1"}, `BRAINBOT_SPARES (-spares) "-1": must be 0 (none) or more`},
+		{map[string]string{"BRAINBOT_SPARE_IDLE": "0s"}, nil, `BRAINBOT_SPARE_IDLE (-spare-idle) "0s": must be more than 0`},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(t, tt.env, tt.args...)
@@ -166,7 +172,7 @@ func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
 		BrainsDir: "brains", PanelsDir: "panels", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
 		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
-		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute,
+		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute, SpareIdle: time.Minute,
 	}
 	before := c
 	if err := c.validate(); err != nil {

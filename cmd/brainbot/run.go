@@ -110,7 +110,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Launcher: m.Executable,
 		Reaper:   procs,
 		Bare:     bare,
-		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle},
+		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},
 		Log:      log.Named("claude"),
 	})
 	if err != nil {
@@ -129,6 +129,10 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	reg := metrics.New()
 	reg.TrackWarm(driver.Warm)
+	reg.TrackSpares(func() metrics.SpareCounts {
+		s := driver.SpareStats()
+		return metrics.SpareCounts{Ready: s.Ready, Starting: s.Starting, Wanted: s.Wanted, Taken: s.Taken, Missed: s.Missed, Failed: s.Failed}
+	})
 	botCfg := bot.Config{
 		BrainsDir:        cfg.BrainsDir,
 		PanelsDir:        cfg.PanelsDir,

@@ -151,6 +151,7 @@ func TestEndToEndRealTraffic(t *testing.T) {
 			`brainbot_request_stage_seconds_count{stage="cli_start"} 4`,
 			`brainbot_claude_warm 4`,
 			"\nbrainbot_ready 1\n", // as /readyz
+			`brainbot_claude_spares_taken_total`,
 			`process_resident_memory_bytes`,
 			`go_goroutines`,
 		} {

@@ -1,0 +1,403 @@
+package claude
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"brainbot/claude/claudetest"
+	"brainbot/sysprompt"
+)
+
+// cliSessions maps the session of each live CLI whose HOME is under dir
+// (every bot's CLI of a driver with that data folder) to its pid: what
+// the operating system says was started, and with which session.
+func cliSessions(dir string) map[string]int {
+	sessions := map[string]int{}
+	for _, p := range claudetest.ProcessesUnder(dir) {
+		args := strings.Fields(p.Cmdline)
+		for i, a := range args {
+			if (a == "--session-id" || a == "--resume") && i+1 < len(args) {
+				sessions[args[i+1]] = p.PID
+			}
+		}
+	}
+	return sessions
+}
+
+// newConversation is a request of a new conversation whose session the
+// driver names.
+func newConversation(req Request, conversation string) Request {
+	req.SessionID, req.Resume, req.Conversation = "", false, conversation
+	return req
+}
+
+// waitSpares waits until the driver's spare counts satisfy cond and
+// returns them.
+func waitSpares(t testing.TB, d *Driver, cond func(SpareStats) bool) SpareStats {
+	t.Helper()
+	var s SpareStats
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if s = d.SpareStats(); cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spares never as wanted: %+v", s)
+		}
+	}
+}
+
+func readySpares(n int) func(SpareStats) bool {
+	return func(s SpareStats) bool { return s.Ready == n && s.Starting == 0 }
+}
+
+// The first new conversation of a bot starts its spare; the next one is
+// served by it — a process started before the request, whose session
+// becomes the conversation's — and a replacement starts. The conversation
+// goes on warm in that process.
+func TestSpareServesNewConversation(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
+	if first.Spare || uuid.Validate(first.SessionID) != nil {
+		t.Fatalf("first request: spare %v, session %q; want a process of its own and a session the driver named", first.Spare, first.SessionID)
+	}
+	waitSpares(t, e.d, readySpares(1))
+	before := cliSessions(e.data)
+
+	res := e.mustRun(t, newConversation(e.request(Text, "hi there"), "bot/2"))
+	if _, started := before[res.SessionID]; !res.Spare || !started || res.SessionID == first.SessionID || res.Text != "You said: hi there" {
+		t.Fatalf("second conversation: spare %v, session %s (running before the request: %v), %q; want the spare's new session", res.Spare, res.SessionID, started, res.Text)
+	}
+	if s := e.d.SpareStats(); s.Taken != 1 || s.Missed != 1 || s.Failed != 0 {
+		t.Errorf("stats %+v, want 1 taken, 1 missed (the first conversation), none failed", s)
+	}
+	waitSpares(t, e.d, readySpares(1))
+	for session := range cliSessions(e.data) {
+		if _, old := before[session]; !old && session != res.SessionID {
+			goto replaced
+		}
+	}
+	t.Fatal("no replacement spare started")
+replaced:
+	next := e.mustRun(t, follow(newConversation(e.request(Text, ""), "bot/2"), res, "and again"))
+	if !next.Warm || next.Spare || next.Text != "You said: and again (message 2)" {
+		t.Errorf("follow-up: warm %v, spare %v, %q; want the conversation's process, warm", next.Warm, next.Spare, next.Text)
+	}
+}
+
+// The values of the prompt's per-message variables reach a spare with the
+// message, not with the spawn: the spare's prompt has placeholders only,
+// and a warm process gets each message's own values.
+func TestSpareGetsTheMessagesValues(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	withVars := func(req Request, name, clock string) Request {
+		req.SystemPrompt = "You are {{bot_name}}. It is {{time}}; greet {{user_first_name}}."
+		req.PromptVars = sysprompt.Vars{sysprompt.BotName: "Clock", sysprompt.UserFirstName: name, sysprompt.Time: clock}
+		return req
+	}
+	e.mustRun(t, withVars(newConversation(e.request(Text, "#note"), "bot/1"), "Ann", "09:00 UTC"))
+	waitSpares(t, e.d, readySpares(1))
+	for _, p := range claudetest.ProcessesUnder(e.data) {
+		if strings.Contains(p.Cmdline, "Ann") || strings.Contains(p.Cmdline, "09:00") || !strings.Contains(p.Cmdline, "You are Clock. It is {{time}}") {
+			t.Errorf("a CLI was started with a message's values: %s", p.Cmdline)
+		}
+	}
+	res := e.mustRun(t, withVars(newConversation(e.request(Text, "#note"), "bot/2"), "Bob", "10:30 UTC"))
+	want := `note: <brainbot-context>{"user_first_name":"Bob","time":"10:30 UTC"}</brainbot-context>`
+	if !res.Spare || res.Text != want {
+		t.Fatalf("spare %v, %q; want the spare, told %q", res.Spare, res.Text, want)
+	}
+	later := withVars(follow(newConversation(e.request(Text, ""), "bot/2"), res, "#note"), "Bob", "10:31 UTC")
+	if res = e.mustRun(t, later); !res.Warm || !strings.Contains(res.Text, `"time":"10:31 UTC"`) {
+		t.Errorf("warm follow-up: warm %v, %q; want the new time", res.Warm, res.Text)
+	}
+	plain := e.request(Text, "#note")
+	if res = e.mustRun(t, plain); res.Text != "note: none" {
+		t.Errorf("a prompt without per-message variables: %q, want no note", res.Text)
+	}
+}
+
+// A request of the bot's conversations with another shape (an edited
+// brain) replaces the bot's spares: the old ones end, and only the new
+// shape's spare serves the next new conversation.
+func TestSparesFollowTheBrain(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	req := newConversation(e.request(Text, "hello"), "bot/1")
+	first := e.mustRun(t, req)
+	waitSpares(t, e.d, readySpares(1))
+	old := cliSessions(e.data)
+	delete(old, first.SessionID)
+
+	edited := follow(req, first, "after the edit")
+	edited.SystemPrompt = "You are an edited test bot."
+	if res := e.mustRun(t, edited); res.Text != "You said: after the edit (message 2)" {
+		t.Fatalf("after the edit: %q", res.Text)
+	}
+	waitSpares(t, e.d, readySpares(1))
+	waitFor(t, func() bool {
+		now := cliSessions(e.data)
+		for session := range old {
+			if _, alive := now[session]; alive {
+				return false
+			}
+		}
+		return true
+	})
+	// Of no conversation, so it says nothing of the bot's brain.
+	if res := e.mustRun(t, newConversation(e.request(Text, "old brain"), "")); res.Spare {
+		t.Error("a request of the old shape took the new shape's spare")
+	}
+	fresh := newConversation(edited, "bot/3")
+	fresh.Prompt = "new brain"
+	if res := e.mustRun(t, fresh); !res.Spare {
+		t.Error("a new conversation of the edited brain found no spare")
+	}
+}
+
+// A spare that died is never handed a message: noticed, it is replaced;
+// asked for at once, the request still runs elsewhere.
+func TestDeadSpareIsNeverUsed(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
+	kill := func() string {
+		waitSpares(t, e.d, readySpares(1))
+		for session, pid := range cliSessions(e.data) {
+			if session != first.SessionID {
+				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				return session
+			}
+		}
+		t.Fatal("no spare running")
+		return ""
+	}
+
+	killed := kill()
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Failed == 1 })
+	res := e.mustRun(t, newConversation(e.request(Text, "after the kill"), "bot/2"))
+	if res.SessionID == killed || res.Text != "You said: after the kill" {
+		t.Fatalf("after the kill: session %s (the dead spare's %s), %q", res.SessionID, killed, res.Text)
+	}
+
+	killed = kill() // and ask before the driver may have noticed
+	res = e.mustRun(t, newConversation(e.request(Text, "at once"), "bot/3"))
+	if res.SessionID == killed || res.Text != "You said: at once" {
+		t.Fatalf("asked at once: session %s (the dead spare's %s), %q", res.SessionID, killed, res.Text)
+	}
+}
+
+// A spare whose CLI never gets through its start-up (it never reaches the
+// tool server) is taken for hung, ended and replaced, and never handed a
+// message: a new conversation starts a CLI of its own.
+func TestHungSpareIsNeverUsed(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1, SpareStart: 200 * time.Millisecond})
+	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.NoConnectEnv+"=1")
+	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Failed >= 1 })
+	spares := cliSessions(e.data)
+	res := e.mustRun(t, newConversation(e.request(Text, "anyone?"), "bot/2"))
+	if _, spare := spares[res.SessionID]; res.Spare || spare || res.SessionID == first.SessionID {
+		t.Fatalf("served by a hung spare: spare %v, session %s", res.Spare, res.SessionID)
+	}
+	if s := e.d.SpareStats(); s.Taken != 0 || s.Ready != 0 {
+		t.Errorf("stats %+v: a spare that never started was counted ready or taken", s)
+	}
+}
+
+// Spares count against Max and go first: a conversation's process gone
+// idle ends a spare rather than another conversation's process, and a
+// spare starts again when there is room.
+func TestSparesGoFirstWhenTheBudgetIsTight(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 2, Spares: 1})
+	a := e.mustRun(t, newConversation(e.request(Text, "a"), "bot/a"))
+	waitSpares(t, e.d, readySpares(1)) // a's process and the spare: the budget is full
+	b := e.mustRun(t, newConversation(e.request(Text, "b"), "bot/b"))
+	if !b.Spare {
+		t.Fatal("b found no spare")
+	}
+	// a's and b's processes idle: no room for a spare.
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Ready+s.Starting == 0 })
+	if e.d.Warm() != 2 {
+		t.Errorf("%d warm processes, want a's and b's", e.d.Warm())
+	}
+	for _, conv := range []struct {
+		key string
+		res *Result
+	}{{"bot/a", a}, {"bot/b", b}} {
+		res := e.mustRun(t, follow(newConversation(e.request(Text, ""), conv.key), conv.res, "again"))
+		if !res.Warm {
+			t.Errorf("%s: its warm process was ended for a spare", conv.key)
+		}
+	}
+	if s := e.d.SpareStats(); s.Ready+s.Starting != 0 {
+		t.Errorf("spares %+v while both conversations' processes fill the budget", s)
+	}
+	waitFor(t, func() bool { return len(claudetest.ProcessesUnder(e.data)) == 2 })
+	e.d.End("bot/a")
+	waitSpares(t, e.d, readySpares(1))
+}
+
+// A set grows when new conversations miss it, within MaxSpares, and
+// shrinks back to its count as its spares sit unused.
+func TestSparesAdaptToTheRateOfNewConversations(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 8, Spares: 1, MaxSpares: 3, SpareIdle: 300 * time.Millisecond})
+	req := newConversation(e.request(Text, "hello"), "bot/1")
+	e.mustRun(t, req)
+	waitSpares(t, e.d, readySpares(1))
+	if s := e.d.SpareStats(); s.Wanted != 1 {
+		t.Fatalf("wanted %d after the set's first conversation, want its count 1", s.Wanted)
+	}
+	e.mustRun(t, newConversation(e.request(Text, "taken"), "bot/2"))
+	fingerprint := e.d.fingerprint(req)
+	for range 4 {
+		e.d.pool.missed(fingerprint)
+	}
+	if s := e.d.SpareStats(); s.Wanted != 3 {
+		t.Fatalf("wanted %d after misses, want MaxSpares 3", s.Wanted)
+	}
+	waitSpares(t, e.d, readySpares(3))
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 1 })
+
+	// A burst: what it missed it grows by.
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { e.mustRun(t, newConversation(e.request(Text, "burst"), "bot/burst"+string(rune('a'+i)))) })
+	}
+	wg.Wait()
+	if s := e.d.SpareStats(); s.Wanted != min(3, 1+int(s.Missed)-5) || s.Taken+s.Missed != 9 {
+		t.Errorf("after the burst: %+v; want 1 more wanted for each miss of the burst, at most 3", s)
+	}
+}
+
+// Spares off: nothing is started ahead, and a new conversation whose
+// session the driver names runs as before.
+func TestSparesOff(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4})
+	if err := e.d.KeepSpares("panel/x", newConversation(e.request(Text, ""), ""), 2); err != nil {
+		t.Fatal(err)
+	}
+	res := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
+	if res.Spare || uuid.Validate(res.SessionID) != nil {
+		t.Fatalf("spare %v, session %q", res.Spare, res.SessionID)
+	}
+	if n := len(cliSessions(e.data)); n != 1 {
+		t.Errorf("%d CLIs running, want the conversation's only", n)
+	}
+	if s := e.d.SpareStats(); s != (SpareStats{}) {
+		t.Errorf("stats %+v with spares off", s)
+	}
+}
+
+// A set kept by a caller for another shape (a panel member's turn, here
+// with its own max turns) serves requests of that shape that belong to no
+// conversation; DropSpares ends it.
+func TestKeepSparesForAShape(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	shape := e.request(Text, "")
+	shape.SessionID = ""
+	shape.MaxTurns = 5
+	if err := e.d.KeepSpares("panel/test/2", shape, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.KeepSpares("panel/bad", e.request(Text, ""), 1); err == nil {
+		t.Error("a shape with a session was kept")
+	}
+	waitSpares(t, e.d, readySpares(2))
+	before := cliSessions(e.data)
+	turn := shape
+	turn.Prompt = "comment"
+	res := e.mustRun(t, turn)
+	if _, started := before[res.SessionID]; !res.Spare || !started {
+		t.Errorf("a request of the kept shape: spare %v, session started before it %v", res.Spare, started)
+	}
+	plain := e.request(Text, "no schema")
+	plain.SessionID = ""
+	if res := e.mustRun(t, plain); res.Spare {
+		t.Error("a request of another shape took the set's spare")
+	}
+	e.d.DropSpares("panel/test/2")
+	waitFor(t, func() bool { return len(claudetest.ProcessesUnder(e.data)) == 0 })
+}
+
+// After a restart, a conversation's process is started ahead of its next
+// message with --resume: that message finds it warm. The budget bounds
+// it: spares make room, other conversations' processes do not.
+func TestPrewarmResume(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 2, Spares: 1})
+	req := newConversation(e.request(Text, "hello"), "bot/1")
+	res := e.mustRun(t, req)
+	other := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2"))
+	e.d.Close() // brainbot stops: every process ends
+
+	d, err := New(e.d.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	e.d = d
+	e.mustRun(t, newConversation(e.request(Text, "a new one"), "bot/3")) // the bot's spares start
+	waitSpares(t, d, readySpares(1))
+	next := follow(req, res, "after the restart")
+	if err := d.PrewarmResume(next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, ok := cliSessions(e.data)[res.SessionID]; return ok })
+	if err := d.PrewarmResume(follow(newConversation(req, "bot/2"), other, "")); !errors.Is(err, ErrNoRoom) {
+		t.Errorf("a prewarm beyond Max: %v, want ErrNoRoom", err)
+	}
+	waitSpares(t, d, func(s SpareStats) bool { return s.Ready+s.Starting == 0 }) // ended for the prewarm
+	if err := d.PrewarmResume(next); err != nil {
+		t.Errorf("a second prewarm of the same conversation: %v", err)
+	}
+	got := e.mustRun(t, next)
+	if !got.Warm || got.Text != "You said: after the restart (message 2)" {
+		t.Errorf("after the prewarm: warm %v, %q; want the prewarmed process going on with the session", got.Warm, got.Text)
+	}
+	if err := d.PrewarmResume(e.request(Text, "not resumed")); err == nil {
+		t.Error("a prewarm of a request that resumes nothing was accepted")
+	}
+}
+
+// Spares start in quiet moments, within the budget and a few at a time:
+// not while requests run or just after (unless one has been lacking for
+// spareQuiet), never beyond Max with the conversations' processes, idle
+// or busy, and never more starting at once than maxStarting.
+func TestSparesStartInQuietMoments(t *testing.T) {
+	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
+		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
+	p.spares.maxStarting = 2
+	set := &spareSet{name: "bot", base: 1, target: 3}
+	p.spares.sets[set.name] = set
+	starts := func(at time.Time) int {
+		n := len(p.planStarts(at))
+		set.pending = 0 // as if started and gone
+		return n
+	}
+	now := time.Now()
+	p.spares.active = 1
+	if n := starts(now); n != 0 {
+		t.Errorf("%d started while a request runs", n)
+	}
+	if n := starts(now.Add(spareQuiet)); n != 2 {
+		t.Errorf("%d started after lacking for spareQuiet, want 2 (maxStarting)", n)
+	}
+	p.spares.active, p.spares.lastActive = 0, now.Add(spareQuiet)
+	set.short = time.Time{}
+	if n := starts(now.Add(spareQuiet + spareSettle/2)); n != 0 {
+		t.Errorf("%d started just after a request ended", n)
+	}
+	if n := starts(now.Add(spareQuiet + spareSettle)); n != 2 {
+		t.Errorf("%d started when quiet, want 2", n)
+	}
+	p.idle["a"], p.running["b"], p.idle["c"] = &live{}, &live{}, &live{}
+	if n := starts(now.Add(time.Hour)); n != 1 {
+		t.Errorf("%d started with three of four warm processes taken, want 1", n)
+	}
+}
