@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,9 +54,7 @@ func albumKey(c store.Conversation, group string) string {
 }
 
 // albumPrefix starts the keys of a conversation's albums.
-func albumPrefix(c store.Conversation) string {
-	return c.Bot + "/" + strconv.FormatInt(c.Chat, 10) + "/" + strconv.Itoa(c.Thread) + "/"
-}
+func albumPrefix(c store.Conversation) string { return c.String() + "/" }
 
 // isOpen reports whether album key is gathering messages.
 func (a *albums) isOpen(key string) bool {

@@ -58,7 +58,7 @@ func (p *pipeline) command(r *request) string {
 	case "help":
 		return helpText(b, p.panels.onPanel(r.in.bot))
 	case "reset":
-		p.claude.End(r.in.conversationKey())
+		p.claude.End(r.in.conversation().String())
 		ended, err := p.store.ResetSession(r.ctx, r.in.conversation(), p.now())
 		if err != nil {
 			r.log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))

@@ -3,7 +3,6 @@ package bot
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -72,12 +71,6 @@ type incoming struct {
 // resumed by two CLI processes at once) and the session it continues.
 func (in *incoming) conversation() store.Conversation {
 	return store.Conversation{Bot: in.bot, Chat: in.chat, Thread: in.thread}
-}
-
-// conversationKey names the conversation to the Claude driver, which
-// keeps its CLI process warm between messages.
-func (in *incoming) conversationKey() string {
-	return fmt.Sprintf("%s/%d/%d", in.bot, in.chat, in.thread)
 }
 
 func (in *incoming) inGroup() bool {

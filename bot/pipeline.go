@@ -247,7 +247,7 @@ func (p *pipeline) stop(r *request) {
 	case !allowed(r.brain, r.in.user):
 		r.log.Info("user not allowed")
 		r.say("denied", r.brain.Messages.Denied)
-	case p.claude.Interrupt(r.in.conversationKey()):
+	case p.claude.Interrupt(r.in.conversation().String()):
 		r.log.Info("turn stopped by /stop")
 		r.say("command", "Stopped. What next?")
 	default:
@@ -415,7 +415,7 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 		if changed {
 			// A process still warm here from earlier has not seen the
 			// turns answered elsewhere since.
-			p.claude.End(r.in.conversationKey())
+			p.claude.End(r.in.conversation().String())
 		}
 	}
 	res, err = p.claude.Run(r.ctx, creq)
@@ -453,7 +453,7 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		PromptVars:   p.promptVars(r),
 		Model:        b.Claude.Model,
 		BotID:        r.in.bot,
-		Conversation: r.in.conversationKey(),
+		Conversation: r.in.conversation().String(),
 		FilePrefix:   output.Prefix(r.in.bot, r.in.user, time.Now()),
 		Speech: toolspec.SpeechSettings{
 			Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -466,7 +467,7 @@ func (w *worker) handover() {
 		buf := w.buffer
 		w.buffer, w.buffering = nil, false
 		w.mu.Unlock()
-		slices.SortFunc(buf, func(a, b *Delivery) int { return compareSeq(a.seq, b.seq) })
+		slices.SortFunc(buf, func(a, b *Delivery) int { return cmp.Compare(a.seq, b.seq) })
 		w.c.log.Info("partition handed over", zap.Int("partition", w.p), zap.Int("updates", len(buf)),
 			zap.Duration("waited", time.Since(start)))
 		for _, d := range buf {
@@ -494,16 +495,6 @@ func holdsAllPending(info *jetstream.ConsumerInfo, held map[uint64]bool) bool {
 		}
 	}
 	return info.NumAckPending <= n
-}
-
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // deliver hands d on, unless it is a redelivery of an update already

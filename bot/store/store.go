@@ -21,6 +21,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"brainbot/bot/message"
 )
 
 // FileName is the database's name inside the data directory.
@@ -152,12 +154,9 @@ func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // Conversation is where a Claude session lives: a bot's chat, and in a
 // forum supergroup one topic of it (Thread, 0 elsewhere). A private chat is
-// its own conversation; a group is one shared conversation.
-type Conversation struct {
-	Bot    string
-	Chat   int64
-	Thread int
-}
+// its own conversation; a group is one shared conversation. It is the
+// conversation's message.Key.
+type Conversation = message.Key
 
 // Session is a conversation's Claude session.
 type Session struct {
