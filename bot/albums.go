@@ -119,20 +119,12 @@ func (a *albums) close(key string, al *album) {
 // join adds a later message of in's album to in: its files, its caption
 // and its journal entries.
 func (in *incoming) join(later *incoming) {
-	in.media = append(in.media, later.media...)
-	if later.text != "" {
-		in.text = strings.TrimSpace(in.text + "\n\n" + later.text)
+	in.Media = append(in.Media, later.Media...)
+	if later.Text != "" {
+		in.Text = strings.TrimSpace(in.Text + "\n\n" + later.Text)
 	}
 	in.albumEntries = append(in.albumEntries, later.journalEntries()...)
 	in.deliveries = append(in.deliveries, later.deliveries...)
-}
-
-// album is the media_group_id of the album the message is part of.
-func (in *incoming) album() string {
-	if len(in.media) == 0 {
-		return ""
-	}
-	return in.media[0].Album
 }
 
 // joinAlbums gathers the journaled messages of each album into its first,
@@ -141,7 +133,7 @@ func joinAlbums(ins []*incoming) []*incoming {
 	firsts := map[string]*incoming{}
 	var out []*incoming
 	for _, in := range ins {
-		key := albumKey(in.conversation(), in.album())
+		key := albumKey(in.conversation(), in.Album)
 		if first := firsts[key]; first != nil {
 			first.join(in)
 			continue

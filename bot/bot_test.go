@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot/message"
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
@@ -682,7 +683,8 @@ func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.queues[store.Conversation{Bot: "gone", Chat: 7}] = &queue{accepted: m.cfg.QueueSize + 1}
-	if m.admit(&incoming{requestID: "req", bot: "gone", chat: 7, user: 7, text: "hi", arrived: time.Now()}) {
+	in := &incoming{Update: message.Update{Key: message.Key{Bot: "gone", Chat: 7}, Sender: 7, Text: "hi"}, requestID: "req", arrived: time.Now()}
+	if m.admit(in) {
 		t.Fatal("admitted into a full queue")
 	}
 	m.work.Wait()

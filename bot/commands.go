@@ -4,26 +4,26 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/message"
 )
 
 // commandList is what the bot registers with setMyCommands and lists in
 // /help; onPanel: the bot is a member of a panel (/panel).
-func commandList(b *brain.Brain, onPanel bool) []models.BotCommand {
-	cmds := []models.BotCommand{
-		{Command: "start", Description: "Say hello"},
-		{Command: "help", Description: "What I do and my commands"},
-		{Command: "reset", Description: "Start a new conversation"},
-		{Command: "stop", Description: "Stop the answer I am writing"},
+func commandList(b *brain.Brain, onPanel bool) []message.Command {
+	cmds := []message.Command{
+		{Name: "start", Description: "Say hello"},
+		{Name: "help", Description: "What I do and my commands"},
+		{Name: "reset", Description: "Start a new conversation"},
+		{Name: "stop", Description: "Stop the answer I am writing"},
 	}
 	if b.TTS.UserToggle {
-		cmds = append(cmds, models.BotCommand{Command: "voice", Description: "Switch voice replies on or off"})
+		cmds = append(cmds, message.Command{Name: "voice", Description: "Switch voice replies on or off"})
 	}
 	if onPanel {
-		cmds = append(cmds, models.BotCommand{Command: "panel", Description: "Ask the panel a question (in groups)"})
+		cmds = append(cmds, message.Command{Name: "panel", Description: "Ask the panel a question (in groups)"})
 	}
 	return cmds
 }
@@ -40,7 +40,7 @@ func helpText(b *brain.Brain, onPanel bool) string {
 	}
 	sb.WriteString("\n\nCommands:")
 	for _, c := range commandList(b, onPanel) {
-		fmt.Fprintf(&sb, "\n/%s - %s", c.Command, c.Description)
+		fmt.Fprintf(&sb, "\n/%s - %s", c.Name, c.Description)
 	}
 	return sb.String()
 }
@@ -49,16 +49,16 @@ func helpText(b *brain.Brain, onPanel bool) string {
 // reply.
 func (p *pipeline) command(r *request) string {
 	b := r.brain
-	switch r.in.command {
+	switch r.in.Command {
 	case "start":
 		if b.Greeting != "" {
 			return b.Greeting
 		}
-		return helpText(b, p.panels.onPanel(r.in.bot))
+		return helpText(b, p.panels.onPanel(r.in.Key.Bot))
 	case "help":
-		return helpText(b, p.panels.onPanel(r.in.bot))
+		return helpText(b, p.panels.onPanel(r.in.Key.Bot))
 	case "reset":
-		p.claude.End(r.in.conversation().String())
+		p.claude.End(r.in.Key.String())
 		ended, err := p.store.ResetSession(r.ctx, r.in.conversation(), p.now())
 		if err != nil {
 			r.log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))
@@ -72,7 +72,7 @@ func (p *pipeline) command(r *request) string {
 		}
 		on, err := p.voiceOn(r)
 		if err == nil {
-			err = p.store.SetVoice(r.ctx, r.in.bot, r.in.user, !on)
+			err = p.store.SetVoice(r.ctx, r.in.Key.Bot, r.in.Sender, !on)
 		}
 		if err != nil {
 			r.log.Error("request failed", zap.String("phase", "voice"), zap.Error(err))

@@ -1,47 +1,24 @@
 package bot
 
 import (
-	"cmp"
 	"context"
 	"strings"
 	"time"
-	"unicode/utf16"
 
-	tgbot "github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/message"
 	"brainbot/bot/store"
+	"brainbot/bot/telegram"
 )
 
 // incoming is one message as it arrived, from Telegram or from the journal
 // of an earlier process: what the pipeline answers.
 type incoming struct {
+	message.Update
 	requestID string
-	bot       string
-	chat      int64
-	chatType  models.ChatType
-	// thread is the forum topic the message was posted in (0 elsewhere).
-	thread int
-	user   int64
-	// sender is the author's display name, shown to the model in groups.
-	sender    string
-	messageID int
-	// firstName and language are the author's, as Telegram gives them,
-	// for the system prompt's variables (empty after a replay: they are
-	// not journaled).
-	firstName, language string
-	// text is what the user wrote (a caption for a file), without the
-	// bot's own @mention.
-	text string
-	// command is the bot command without "/" and "@bot" ("" for text).
-	command string
-	// forOtherBot: a command addressed to another bot (/cmd@other), ignored.
-	forOtherBot bool
-	// media are the files the message carries (an album's, all of them).
-	media     []attachment
 	journalID int64
 	// albumEntries are the journal entries of an album's later messages,
 	// answered and cleared with this one.
@@ -55,35 +32,23 @@ type incoming struct {
 	// of them), acknowledged when it is answered (in a cluster).
 	deliveries []Delivery
 	arrived    time.Time
-	// client is the bot's Telegram client at arrival, used if the bot is
-	// reconnecting when the answer is sent.
-	client *tgbot.Bot
 	// fallback is the brain at arrival, used if the brain is removed
 	// before the message is answered.
 	fallback *brain.Brain
-	// updateID is Telegram's id of the update that brought it (0 after a
-	// replay: it is not journaled), for the logs.
-	updateID int64
 }
 
 // conversation is where the message belongs: the queue it waits in (its
 // messages are answered one at a time, in order, so a session is never
 // resumed by two CLI processes at once) and the session it continues.
-func (in *incoming) conversation() store.Conversation {
-	return store.Conversation{Bot: in.bot, Chat: in.chat, Thread: in.thread}
-}
-
-func (in *incoming) inGroup() bool {
-	return in.chatType == models.ChatTypeGroup || in.chatType == models.ChatTypeSupergroup
-}
+func (in *incoming) conversation() store.Conversation { return in.Key }
 
 // prompt is the message as the model reads it: in a group, prefixed with
 // its author's name, so members can be told apart.
 func (in *incoming) prompt() string {
-	if in.inGroup() && in.sender != "" {
-		return strings.TrimSpace(in.sender + ": " + in.text)
+	if in.InGroup() && in.SenderName != "" {
+		return strings.TrimSpace(in.SenderName + ": " + in.Text)
 	}
-	return in.text
+	return in.Text
 }
 
 // journalEntries are the message's entries in the journal: one, or an
@@ -95,50 +60,60 @@ func (in *incoming) journalEntries() []int64 {
 	return append([]int64{in.journalID}, in.albumEntries...)
 }
 
-// accept runs in the polling worker for every update, in order: it
-// journals a message for this bot (and the update offset, atomically) and
-// queues it. Everything else is only confirmed. It must stay fast; the
-// work happens in the conversation's queue. In a cluster, d is the shared
-// update, which takes the journal entry's place.
-func (r *runner) accept(u *models.Update, d Delivery) {
+// take runs in the polling worker for every update, in order: raw as
+// Telegram sent it. Alone it journals and queues it (accept); in a
+// cluster it publishes it for the instance that owns its conversation.
+// false: not taken, polling stops.
+func (r *runner) take(ctx context.Context, id int64, raw []byte) bool {
+	env := message.Envelope{Bot: r.id, Me: r.identity(), UpdateID: id, Raw: raw, Received: time.Now()}
+	_, env.Key, _ = telegram.KeyOf(r.id, raw)
+	return r.contain(stageIntake, env, nil, func() bool {
+		if r.m.cfg.Cluster != nil {
+			return r.publish(ctx, env)
+		}
+		r.accept(env, nil)
+		return true
+	})
+}
+
+// accept takes in one update for this bot: it journals a message for the
+// bot (and the update offset, atomically) and queues it. Everything else
+// is only confirmed. It must stay fast; the work happens in the
+// conversation's queue. In a cluster, d is the shared update, which takes
+// the journal entry's place.
+func (r *runner) accept(env message.Envelope, d Delivery) {
 	m := r.m
-	if u.MyChatMember != nil {
-		r.logMembership(u.MyChatMember)
+	u := telegram.Decode(env)
+	switch u.Kind {
+	case message.Membership:
+		r.logMembership(u)
+	case message.Unreadable:
+		r.skipUnreadable(u, d)
+		return
 	}
-	msg := u.Message
-	text, forMe := r.forMe(msg)
-	var file attachment
-	hasFile := false
-	if forMe {
-		file, hasFile = mediaOf(msg)
-	}
-	if !forMe || text == "" && !hasFile || hasFile && !r.wantsFile(msg, file) {
+	if !r.wants(u) {
 		r.confirm(u.ID, d)
 		return
 	}
-	_, me := r.current()
-	in := r.incoming(msg)
-	in.updateID = u.ID
-	in.text = text
-	in.command, in.forOtherBot = parseCommand(msg.Text, msg.Entities, me.username)
-	if in.command == "stop" && !in.forOtherBot {
+	in := r.incoming(u)
+	if in.Command == "stop" && !in.ForOtherBot {
 		// Not queued: it is for the message the queue is busy with.
 		r.confirm(u.ID, d)
 		m.answerAside(in, m.pipeline.stop)
 		return
 	}
-	if hasFile {
-		file.Album = msg.MediaGroupID
-		in.media = []attachment{file}
-	}
-	album := albumKey(in.conversation(), msg.MediaGroupID)
+	album := albumKey(in.conversation(), u.Album)
 	// A later message of an album joins the one already admitted.
 	if !r.albums.isOpen(album) && !m.admit(in) {
 		r.confirm(u.ID, d)
 		return
 	}
 	log := in.logger(m.log)
-	log.Debug("message received", zap.String("text", text), zap.String("file", string(file.Kind)))
+	var kind string
+	if len(u.Media) > 0 {
+		kind = string(u.Media[0].Kind)
+	}
+	log.Debug("message received", zap.String("text", u.Text), zap.String("file", kind))
 	if d != nil {
 		// The stream keeps it until it is answered.
 		in.deliveries = []Delivery{d}
@@ -147,8 +122,8 @@ func (r *runner) accept(u *models.Update, d Delivery) {
 		return
 	}
 	id, err := m.cfg.Store.Journal(context.WithoutCancel(m.workCtx), store.Entry{
-		Bot: r.id, Chat: in.chat, Thread: in.thread, ChatType: string(in.chatType), User: in.user, Sender: in.sender,
-		MessageID: in.messageID, Text: in.text, Media: encodeMedia(in.media), Created: in.arrived,
+		Bot: r.id, Chat: in.Key.Chat, Thread: in.Key.Thread, ChatType: in.ChatType, User: in.Sender, Sender: in.SenderName,
+		MessageID: in.MessageID, Text: in.Text, Media: encodeMedia(in.Media), Created: in.arrived,
 	}, r.poller(), u.ID)
 	if err != nil {
 		// Answering without a journal beats dropping the message.
@@ -156,6 +131,25 @@ func (r *runner) accept(u *models.Update, d Delivery) {
 	}
 	in.journalID = id
 	r.queue(in, album)
+}
+
+// wants reports whether u is a message for this bot to answer: in a
+// private chat, any with text or a file; in a group, what the brain's
+// groups setting lets through, and a file the bot cannot read only when
+// it is addressed to the bot (a reply to every sticker posted would be
+// noise).
+func (r *runner) wants(u message.Update) bool {
+	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 {
+		return false
+	}
+	if !u.InGroup() {
+		return true
+	}
+	b := r.m.brain(r.id)
+	if b == nil || b.Groups == brain.GroupsOff || b.Groups == brain.GroupsMention && !u.Addressed() {
+		return false
+	}
+	return len(u.Media) == 0 || u.Media[0].Kind != message.Other || u.Addressed()
 }
 
 // queue puts an accepted message into its conversation's queue, or into
@@ -173,38 +167,6 @@ func (r *runner) queue(in *incoming, album string) {
 	m.enqueue(in)
 }
 
-// wantsFile reports whether a message carrying file is for the bot to
-// answer: always in private chats; in groups, a file the bot cannot read
-// only when it replies to the bot or mentions it (a reply to every
-// sticker posted would be noise).
-func (r *runner) wantsFile(msg *models.Message, file attachment) bool {
-	if !isGroup(msg.Chat) || file.Kind != mediaOther {
-		return true
-	}
-	_, me := r.current()
-	_, explicit := addressed(msg, me, brain.GroupsMention)
-	return explicit
-}
-
-// forMe reports whether msg is a message for this bot, and its text (or
-// caption) without the bot's mention. Edits, channel posts and service
-// messages are not; in groups, only what the brain's groups setting lets
-// through is.
-func (r *runner) forMe(msg *models.Message) (text string, ok bool) {
-	if msg == nil || msg.From == nil {
-		return "", false
-	}
-	if !isGroup(msg.Chat) {
-		return cmp.Or(msg.Text, msg.Caption), true
-	}
-	b := r.m.brain(r.id)
-	if b == nil {
-		return "", false
-	}
-	_, me := r.current()
-	return addressed(msg, me, b.Groups)
-}
-
 // confirm records that update id needs no answer: the shared update d
 // is acknowledged, or without one the offset saved.
 func (r *runner) confirm(id int64, d Delivery) {
@@ -219,63 +181,22 @@ func (r *runner) confirm(id int64, d Delivery) {
 
 // logMembership tells the admin the bot was added to or removed from a
 // group.
-func (r *runner) logMembership(c *models.ChatMemberUpdated) {
-	status := c.NewChatMember.Type
+func (r *runner) logMembership(u message.Update) {
 	msg := "bot added to a chat"
-	if status == models.ChatMemberTypeLeft || status == models.ChatMemberTypeBanned {
+	if u.Member.Left {
 		msg = "bot removed from a chat"
 	}
-	r.log.Info(msg, zap.Int64("chat", c.Chat.ID), zap.String("chat_type", string(c.Chat.Type)),
-		zap.String("status", string(status)), zap.Int64("by_user", c.From.ID))
+	r.log.Info(msg, zap.Int64("chat", u.Key.Chat), zap.String("chat_type", u.ChatType),
+		zap.String("status", u.Member.Status), zap.Int64("by_user", u.Member.By))
 }
 
-func (r *runner) incoming(msg *models.Message) *incoming {
-	client, _ := r.current()
-	in := &incoming{
-		client:    client,
-		requestID: uuid.NewString(),
-		bot:       r.id,
-		chat:      msg.Chat.ID,
-		chatType:  msg.Chat.Type,
-		user:      senderID(msg),
-		firstName: msg.From.FirstName,
-		language:  msg.From.LanguageCode,
-		messageID: msg.ID,
-		arrived:   time.Now(),
-		fallback:  r.m.brain(r.id),
-	}
-	if isGroup(msg.Chat) {
-		in.sender = senderName(msg)
-		if msg.IsTopicMessage {
-			in.thread = msg.MessageThreadID
-		}
-	}
-	return in
+func (r *runner) incoming(u message.Update) *incoming {
+	return &incoming{Update: u, requestID: uuid.NewString(), arrived: time.Now(), fallback: r.m.brain(r.id)}
 }
 
 func (in *incoming) logger(base *zap.Logger) *zap.Logger {
-	return base.With(zap.String("request_id", in.requestID), zap.String("bot", in.bot),
-		zap.Int64("user", in.user), zap.Int64("chat", in.chat))
-}
-
-// parseCommand reads the bot command that starts text, recognised only by
-// its bot_command entity as Telegram marks it: "/reset@mybot now" is
-// "reset". A command addressed to another bot is reported as such.
-func parseCommand(text string, entities []models.MessageEntity, username string) (cmd string, forOtherBot bool) {
-	units := utf16.Encode([]rune(text))
-	for _, e := range entities {
-		start, end, ok := entitySpan(units, e)
-		if e.Type != models.MessageEntityTypeBotCommand || !ok || start != 0 || end < 2 {
-			continue
-		}
-		word := string(utf16.Decode(units[1:end]))
-		name, target, addressed := strings.Cut(word, "@")
-		if addressed && !strings.EqualFold(target, username) {
-			return "", true
-		}
-		return strings.ToLower(name), false
-	}
-	return "", false
+	return base.With(zap.String("request_id", in.requestID), zap.String("bot", in.Key.Bot),
+		zap.Int64("user", in.Sender), zap.Int64("chat", in.Key.Chat))
 }
 
 // replay re-queues the bot's journaled messages left by an earlier
@@ -287,21 +208,16 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 		r.log.Error("could not read the journal; unanswered messages are not replayed", zap.Error(err))
 		return
 	}
-	client, me := r.current()
+	me := r.identity()
 	var ins []*incoming
 	for _, e := range entries {
-		in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: e.Chat, chatType: models.ChatType(e.ChatType),
-			thread: e.Thread, user: e.User, sender: e.Sender, messageID: e.MessageID, text: e.Text, journalID: e.ID,
-			charged: e.Mode != "", attempts: e.Attempts, arrived: time.Now(), client: client, fallback: m.brain(r.id)}
-		if in.media, err = decodeMedia(e.Media); err != nil {
-			in.logger(m.log).Warn("journaled message's files are unreadable; answering its text alone", zap.Error(err))
+		raw, err := legacyUpdate(e)
+		if err != nil {
+			m.log.Warn("journaled message's files are unreadable; answering its text alone", zap.String("bot", r.id),
+				zap.Int64("journal_id", e.ID), zap.Error(err))
 		}
-		if len(in.media) == 0 && strings.HasPrefix(e.Text, "/") {
-			// Entities are not journaled; a leading /word was a command.
-			word, _, _ := strings.Cut(e.Text, " ")
-			in.command, in.forOtherBot = parseCommand(e.Text,
-				[]models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Length: len(utf16.Encode([]rune(word)))}}, me.username)
-		}
+		in := r.incoming(telegram.Decode(message.Envelope{Bot: r.id, Me: me, Raw: raw}))
+		in.journalID, in.charged, in.attempts = e.ID, e.Mode != "", e.Attempts
 		ins = append(ins, in)
 	}
 	for _, in := range joinAlbums(ins) {
@@ -311,37 +227,29 @@ func (m *Manager) replay(ctx context.Context, r *runner) {
 			m.answerAside(in, (*request).askToResend)
 			continue
 		}
-		in.logger(m.log).Info("replaying journaled message", zap.Int("attempts", in.attempts), zap.Int("files", len(in.media)))
+		in.logger(m.log).Info("replaying journaled message", zap.Int("attempts", in.attempts), zap.Int("files", len(in.Media)))
 		m.enqueue(in)
 	}
 }
 
-// skipUndecodable confirms an update the client library could not decode,
-// so it cannot stall the bot, and tells the person who wrote it, in a
-// private chat or by mentioning the bot in a group. Anything else (a
-// reaction, a boost, a service message) passes silently but for the log.
-func (r *runner) skipUndecodable(updateID int64, bad undecodable) {
-	r.log.Warn("undecodable update skipped", zap.Int64("update_id", updateID), zap.Error(bad.err))
+// skipUnreadable confirms an update that could not be decoded, so it
+// cannot stall the bot, and tells the person who wrote it, in a private
+// chat or by mentioning the bot in a group. Anything else (a reaction, a
+// boost, a service message) passes silently but for the log.
+func (r *runner) skipUnreadable(u message.Update, d Delivery) {
+	r.log.Warn("undecodable update skipped", zap.Int64("update_id", u.ID), zap.Error(u.Problem))
 	r.m.cfg.Metrics.UndecodableUpdates.WithLabelValues(r.id).Inc()
-	r.confirm(updateID, nil)
-	r.tellUnreadable(bad)
+	r.confirm(u.ID, d)
+	r.tellUnreadable(u)
 }
 
 // tellUnreadable tells the person who wrote an update that was skipped
 // that it could not be read: in a private chat, or in a group when it
-// mentions the bot.
-func (r *runner) tellUnreadable(bad undecodable) {
-	client, me := r.current()
-	private := bad.chatType == string(models.ChatTypePrivate)
-	if bad.user == 0 || !private && !mentions(bad.text, me.username) {
+// addresses the bot.
+func (r *runner) tellUnreadable(u message.Update) {
+	if u.Sender == 0 || !u.Private() && !u.Addressed() {
 		return
 	}
-	in := &incoming{requestID: uuid.NewString(), bot: r.id, chat: bad.chat, chatType: models.ChatType(bad.chatType),
-		user: bad.user, arrived: time.Now(), client: client, fallback: r.m.brain(r.id)}
+	in := r.incoming(u)
 	r.m.answerAside(in, func(req *request) { req.say("unreadable", req.brain.Messages.Unreadable) })
-}
-
-// mentions reports whether text names @username.
-func mentions(text, username string) bool {
-	return username != "" && strings.Contains(strings.ToLower(text), "@"+strings.ToLower(username))
 }

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,11 +21,12 @@ import (
 	"sync"
 	"time"
 
-	tgbot "github.com/go-telegram/bot"
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/message"
 	"brainbot/bot/store"
+	"brainbot/bot/telegram"
 	"brainbot/claude"
 	"brainbot/metrics"
 )
@@ -121,13 +121,18 @@ type Config struct {
 // their Telegram clients as brains change, and queues their messages for
 // the pipeline.
 type Manager struct {
-	cfg      Config
-	log      *zap.Logger
-	pipeline *pipeline
+	cfg       Config
+	log       *zap.Logger
+	transport *telegram.Transport
+	pipeline  *pipeline
 
-	mu       sync.Mutex
-	brains   map[string]*brain.Brain
-	bots     map[string]*runner
+	mu     sync.Mutex
+	brains map[string]*brain.Brain
+	bots   map[string]*runner
+	// clients are the bots' Telegram clients, the last one each bot
+	// connected with: replies in flight go out through it while the bot
+	// reconnects, or after it was stopped.
+	clients  map[string]*telegram.Client
 	replayed map[string]bool // bots whose journal was replayed in this process
 	queues   map[store.Conversation]*queue
 
@@ -165,7 +170,7 @@ func New(cfg Config) (*Manager, error) {
 	setDefault(&cfg.Grace, 30*time.Second)
 	setDefault(&cfg.PollTimeout, 50*time.Second)
 	setDefault(&cfg.ChatActionEvery, 4*time.Second)
-	setDefault(&cfg.StreamEvery, streamEvery)
+	setDefault(&cfg.StreamEvery, time.Second)
 	setDefault(&cfg.RetryMin, time.Second)
 	setDefault(&cfg.RetryMax, 5*time.Minute)
 	if cfg.Log == nil {
@@ -186,12 +191,15 @@ func New(cfg Config) (*Manager, error) {
 		log:        cfg.Log,
 		brains:     map[string]*brain.Brain{},
 		bots:       map[string]*runner{},
+		clients:    map[string]*telegram.Client{},
 		replayed:   map[string]bool{},
 		queues:     map[store.Conversation]*queue{},
 		stopping:   make(chan struct{}),
 		workCtx:    workCtx,
 		cancelWork: cancel,
 	}
+	m.transport = telegram.New(telegram.Settings{APIURL: cfg.APIURL, PollTimeout: cfg.PollTimeout, RetryMin: cfg.RetryMin,
+		ActionEvery: cfg.ChatActionEvery, StreamEvery: cfg.StreamEvery, Metrics: cfg.Metrics})
 	m.pipeline = &pipeline{
 		store:       cfg.Store,
 		clearer:     &journalClearer{store: cfg.Store, launch: m.launch, min: cfg.RetryMin, max: cfg.RetryMax},
@@ -200,14 +208,11 @@ func New(cfg Config) (*Manager, error) {
 		now:         cfg.Now,
 		log:         cfg.Log,
 		brain:       m.brain,
-		client:      m.client,
+		chats:       chats{m},
 		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning, cfg.Metrics.ClaudeWaiting),
 		stopping:    m.stopping,
-		actionEvery: cfg.ChatActionEvery,
-		streamEvery: cfg.StreamEvery,
-		caller:      caller{backoff: cfg.RetryMin, metrics: cfg.Metrics},
 		metrics:     cfg.Metrics,
-		media:       media{transcriber: cfg.Transcriber, http: &http.Client{Timeout: fileTimeout}},
+		media:       media{transcriber: cfg.Transcriber, fetch: chats{m}.Fetch},
 		lookupEnv:   cfg.LookupEnv,
 		onSecret:    cfg.OnSecret,
 		transcripts: cfg.Transcripts,
@@ -371,29 +376,57 @@ func (m *Manager) Ready() error {
 	return nil
 }
 
-// client returns bot id's Telegram client (nil while it connects or once
-// the bot is stopped).
-func (m *Manager) client(id string) *tgbot.Bot {
+// client returns the client bot id last connected with (nil if it never
+// did).
+func (m *Manager) client(id string) *telegram.Client {
 	m.mu.Lock()
-	r := m.bots[id]
-	m.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	client, _ := r.current()
-	return client
+	defer m.mu.Unlock()
+	return m.clients[id]
+}
+
+// connected records that bot id connected with client.
+func (m *Manager) connected(id string, client *telegram.Client) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clients[id] = client
 }
 
 // member returns bot id's Telegram client and identity (nil while it
 // connects or once the bot is stopped).
-func (m *Manager) member(id string) (*tgbot.Bot, self) {
+func (m *Manager) member(id string) (*telegram.Client, message.Identity) {
 	m.mu.Lock()
 	r := m.bots[id]
 	m.mu.Unlock()
 	if r == nil {
-		return nil, self{}
+		return nil, message.Identity{}
 	}
 	return r.current()
+}
+
+// chats is the pipeline's Chats: the transport, as each bot.
+type chats struct{ m *Manager }
+
+func (c chats) Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) Outbox {
+	client := func() *telegram.Client { return c.m.client(to.Bot) }
+	return outbox{c.m.transport.Outbox(client, telegram.Chat{ID: to.Chat, Thread: to.Thread, Group: group}, replyTo, log)}
+}
+
+func (c chats) Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error) {
+	client := c.m.client(bot)
+	if client == nil {
+		return nil, fmt.Errorf("bot %s has not connected to Telegram", bot)
+	}
+	return client.Fetch(ctx, fileID, limit)
+}
+
+// outbox is the transport's outbox as the pipeline's.
+type outbox struct{ *telegram.Outbox }
+
+func (o outbox) Stream(ctx context.Context) Stream { return o.Outbox.Stream(ctx) }
+
+// webhookURL is where Telegram posts bot id's updates.
+func (m *Manager) webhookURL(id string) string {
+	return strings.TrimRight(m.cfg.WebhookURL, "/") + "/" + id
 }
 
 // launch runs fn as work of the Manager: Run's shutdown waits for it

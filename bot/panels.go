@@ -19,14 +19,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	tgbot "github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/bot/message"
 	"brainbot/bot/panel"
 	"brainbot/bot/panel/engine"
 	"brainbot/bot/store"
+	"brainbot/bot/telegram"
 	"brainbot/claude"
 	"brainbot/pricing"
 	"brainbot/sysprompt"
@@ -47,7 +47,7 @@ type panels struct {
 	p       *pipeline
 	// member is a bot's current client and identity (nil while it
 	// connects or once it is stopped).
-	member  func(bot string) (*tgbot.Bot, self)
+	member  func(bot string) (*telegram.Client, message.Identity)
 	speaker Speaker
 	// launch runs fn as work of the Manager: shutdown waits for it within
 	// the grace period, then cancels ctx.
@@ -67,7 +67,7 @@ type claim struct {
 	message int
 }
 
-func newPanels(dir, dataDir string, p *pipeline, member func(string) (*tgbot.Bot, self), speaker Speaker,
+func newPanels(dir, dataDir string, p *pipeline, member func(string) (*telegram.Client, message.Identity), speaker Speaker,
 	launch func(func(context.Context)), log *zap.Logger) *panels {
 	h := &panels{folder: &panel.Folder{Dir: dir}, dataDir: dataDir, p: p, member: member, speaker: speaker, launch: launch, log: log,
 		claimed: map[claim]time.Time{}}
@@ -132,7 +132,7 @@ func question(text string) string {
 // a new run and launches it. It returns at once; the run goes on.
 func (h *panels) start(r *request) {
 	in := r.in
-	if !in.inGroup() {
+	if !in.InGroup() {
 		r.say("command", "Panels run in groups: add the panel's bots to a group and send /panel <question> there.")
 		return
 	}
@@ -140,12 +140,12 @@ func (h *panels) start(r *request) {
 	if err != nil {
 		r.log.Error("panel files have problems; the valid ones are used", zap.String("panels", h.folder.Dir), zap.Error(err))
 	}
-	pn, q, ok := panel.For(all, in.bot, question(in.text))
+	pn, q, ok := panel.For(all, in.Key.Bot, question(in.Text))
 	if !ok {
 		r.drop("ignored") // this bot is on no panel: another member answers
 		return
 	}
-	if !h.claimFor(in.chat, in.messageID) {
+	if !h.claimFor(in.Key.Chat, in.MessageID) {
 		r.drop("duplicate")
 		return
 	}
@@ -163,7 +163,7 @@ func (h *panels) start(r *request) {
 		r.say("command", panelUsage(pn, names))
 		return
 	}
-	if !pn.Allowed(in.user) {
+	if !pn.Allowed(in.Sender) {
 		r.log.Info("user may not start the panel")
 		r.say("denied", r.brain.Messages.Denied)
 		return
@@ -176,15 +176,15 @@ func (h *panels) start(r *request) {
 	}
 	for _, m := range pn.Members {
 		b := h.p.brain(m)
-		if !allowed(b, in.user) {
+		if !allowed(b, in.Sender) {
 			r.log.Info("user not allowed by a panel member", zap.String("member", m))
 			r.say("denied", b.Messages.Denied)
 			return
 		}
-		over, err := h.p.overBudget(r.ctx, b, m, in.user, r.log.With(zap.String("member", m)))
+		over, err := h.p.overBudget(r.ctx, b, m, in.Sender, r.log.With(zap.String("member", m)))
 		if lim := b.Limits.PerUserPerDay; err == nil && !over && lim > 0 {
 			var n int
-			n, err = h.p.store.DailyCount(r.ctx, m, in.user, h.p.now())
+			n, err = h.p.store.DailyCount(r.ctx, m, in.Sender, h.p.now())
 			over = n >= lim
 		}
 		switch {
@@ -204,8 +204,8 @@ func (h *panels) start(r *request) {
 		speak = false
 	}
 	run := &engine.Run{
-		ID: uuid.NewString(), Panel: pn.ID, Chat: in.chat, Thread: in.thread, MessageID: in.messageID, Question: q,
-		Starter: in.user, StarterName: in.sender, Members: slices.Clone(pn.Members), Names: brains, Speak: speak,
+		ID: uuid.NewString(), Panel: pn.ID, Chat: in.Key.Chat, Thread: in.Key.Thread, MessageID: in.MessageID, Question: q,
+		Starter: in.Sender, StarterName: in.SenderName, Members: slices.Clone(pn.Members), Names: brains, Speak: speak,
 		MaxChars: [3]int{pn.MaxChars.Answer, pn.MaxChars.Comment, pn.MaxChars.Reply}, CommentCap: pn.CommentCap,
 		Started: time.Now().UTC(),
 	}
@@ -228,7 +228,7 @@ func (h *panels) start(r *request) {
 	}
 	// A panel is one request per member against the daily limits.
 	for _, m := range pn.Members {
-		if _, _, err := h.p.store.TakeDaily(r.ctx, m, in.user, 0, h.p.now()); err != nil {
+		if _, _, err := h.p.store.TakeDaily(r.ctx, m, in.Sender, 0, h.p.now()); err != nil {
 			r.log.Warn("could not count the panel against a member's daily limit", zap.String("member", m), zap.Error(err))
 		}
 	}
@@ -251,7 +251,7 @@ func (h *panels) missing(r *request, pn *panel.Panel) []string {
 		b := h.p.brain(m)
 		client, me := h.connectedMember(r.ctx, m)
 		checks[i].name = m
-		if b == nil || client == nil || me.id == 0 {
+		if b == nil || client == nil || me.ID == 0 {
 			continue
 		}
 		checks[i].name = b.Name
@@ -260,12 +260,12 @@ func (h *panels) missing(r *request, pn *panel.Panel) []string {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 			defer cancel()
-			cm, err := client.GetChatMember(ctx, &tgbot.GetChatMemberParams{ChatID: r.in.chat, UserID: me.id})
+			present, err := client.IsMember(ctx, r.in.Key.Chat, me.ID)
 			if err != nil {
 				r.log.Info("panel member cannot see the group", zap.String("member", m), zap.Error(err))
 				return
 			}
-			checks[i].present = cm.Type != models.ChatMemberTypeLeft && cm.Type != models.ChatMemberTypeBanned
+			checks[i].present = present
 		}()
 	}
 	wg.Wait()
@@ -285,11 +285,11 @@ const memberConnectWait = 10 * time.Second
 
 // connectedMember returns member bot's client and identity, waiting a
 // little for a bot of the brains folder that is still connecting.
-func (h *panels) connectedMember(ctx context.Context, bot string) (*tgbot.Bot, self) {
+func (h *panels) connectedMember(ctx context.Context, bot string) (*telegram.Client, message.Identity) {
 	deadline := time.Now().Add(memberConnectWait)
 	for {
 		client, me := h.member(bot)
-		if client != nil && me.id != 0 || h.p.brain(bot) == nil || time.Now().After(deadline) {
+		if client != nil && me.ID != 0 || h.p.brain(bot) == nil || time.Now().After(deadline) {
 			return client, me
 		}
 		select {
@@ -389,19 +389,19 @@ func (h *panels) Ask(ctx context.Context, run *engine.Run, q engine.Question) (e
 	log := h.log.With(zap.String("panel_run", run.ID), zap.String("bot", q.Member), zap.Int("turn", q.Turn),
 		zap.Int64("chat", run.Chat), zap.Int64("user", run.Starter))
 	// The group sees who is at work, as for any answer.
-	if o, err := h.replier(run, q.Member, 0); err == nil {
-		action := models.ChatActionTyping
+	if o, err := h.outbox(run, q.Member, 0); err == nil {
+		action := message.Typing
 		if run.Speak {
-			action = models.ChatActionRecordVoice
+			action = message.RecordVoice
 		}
-		defer o.keepAction(ctx, action, h.p.actionEvery)()
+		defer o.KeepAction(ctx, action)()
 	}
 	res, err := h.p.claude.Run(ctx, claude.Request{
 		Mode:         claude.Text,
 		Prompt:       q.Prompt,
 		SessionID:    uuid.NewString(),
 		SystemPrompt: b.SystemPrompt,
-		PromptVars: sysprompt.Facts{BotName: b.Name, UserFirstName: run.StarterName, ChatType: string(models.ChatTypeSupergroup),
+		PromptVars: sysprompt.Facts{BotName: b.Name, UserFirstName: run.StarterName, ChatType: "supergroup",
 			Now: h.p.now(), Location: b.Location()}.Vars(),
 		Model:             b.Claude.Model,
 		BotID:             q.Member,
@@ -453,51 +453,43 @@ func (h *panels) Speak(ctx context.Context, run *engine.Run, member, text string
 	return data, ext, usd, nil
 }
 
-// replier sends as member to the run's chat, replying to message replyTo.
-func (h *panels) replier(run *engine.Run, member string, replyTo int) (*replier, error) {
+// outbox sends as member to the run's chat, replying to message replyTo.
+func (h *panels) outbox(run *engine.Run, member string, replyTo int) (Outbox, error) {
 	if c, _ := h.member(member); c == nil {
 		return nil, fmt.Errorf("bot %s is not connected", member)
 	}
-	o := &replier{caller: h.p.caller, chat: run.Chat, thread: run.Thread,
-		log: h.log.With(zap.String("panel_run", run.ID), zap.String("bot", member))}
-	o.client = func() *tgbot.Bot {
-		c, _ := h.member(member)
-		return c
-	}
-	if replyTo != 0 {
-		o.replyTo = &models.ReplyParameters{MessageID: replyTo, AllowSendingWithoutReply: true}
-	}
-	return o, nil
+	log := h.log.With(zap.String("panel_run", run.ID), zap.String("bot", member))
+	return h.p.chats.Outbox(message.Key{Bot: member, Chat: run.Chat, Thread: run.Thread}, true, replyTo, log), nil
 }
 
 // Send posts a member's turn: its voice note, or its text.
 func (h *panels) Send(ctx context.Context, run *engine.Run, it *engine.Item, replyTo int) (int, error) {
-	o, err := h.replier(run, it.Member, replyTo)
+	o, err := h.outbox(run, it.Member, replyTo)
 	if err != nil {
 		return 0, err
 	}
 	if run.Speak {
-		err = o.file(ctx, claude.Speech, filepath.Join(h.dataDir, it.File))
+		err = o.File(ctx, message.VoiceNote, filepath.Join(h.dataDir, it.File))
 	} else {
-		err = o.text(ctx, it.Text, true)
+		err = o.Text(ctx, it.Text, true)
 	}
-	if err == nil && len(o.sent) == 0 {
+	if err == nil && len(o.Sent()) == 0 {
 		err = errors.New("no message sent")
 	}
 	if err != nil {
 		return 0, err
 	}
-	return o.sent[0], nil
+	return o.Sent()[0], nil
 }
 
 // Note posts the panel's closing note, from the first member that can.
 func (h *panels) Note(ctx context.Context, run *engine.Run, text string) error {
 	for _, m := range run.Members {
-		o, err := h.replier(run, m, run.MessageID)
+		o, err := h.outbox(run, m, run.MessageID)
 		if err != nil {
 			continue
 		}
-		return o.text(ctx, text, false)
+		return o.Text(ctx, text, false)
 	}
 	return errors.New("no member bot is connected")
 }

@@ -11,9 +11,10 @@ package bot
 import (
 	"fmt"
 
-	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
 
+	"brainbot/bot/message"
+	"brainbot/bot/telegram"
 	"brainbot/metrics"
 )
 
@@ -24,18 +25,20 @@ const (
 	stageAnswer   = "answer"
 )
 
-// contain runs handle, which handles update u (d is its delivery in a
+// contain runs handle, which handles update env (d is its delivery in a
 // cluster), and contains a panic in it: the update is then confirmed and
 // its sender told, and contain reports it handled.
-func (r *runner) contain(stage string, u *models.Update, d Delivery, handle func() bool) (handled bool) {
+func (r *runner) contain(stage string, env message.Envelope, d Delivery, handle func() bool) (handled bool) {
 	defer func() {
 		v := recover()
 		if v == nil {
 			return
 		}
-		reportPanic(r.log, r.m.cfg.Metrics, r.id, stage, u.ID, v)
-		r.confirm(u.ID, d)
-		r.tellUnreadable(senderOf(u.Message))
+		reportPanic(r.log, r.m.cfg.Metrics, r.id, stage, env.UpdateID, v)
+		r.confirm(env.UpdateID, d)
+		if u := telegram.Decode(env); u.Kind == message.Written {
+			r.tellUnreadable(u)
+		}
 		handled = true
 	}()
 	return handle()
@@ -49,7 +52,7 @@ func (r *request) contain() {
 	if v == nil {
 		return
 	}
-	reportPanic(r.log, r.metrics, r.in.bot, stageAnswer, r.in.updateID, v)
+	reportPanic(r.log, r.metrics, r.in.Key.Bot, stageAnswer, r.in.ID, v)
 	r.keepJournal = false
 	if r.brain == nil {
 		r.drop("dropped")
@@ -65,15 +68,4 @@ func reportPanic(log *zap.Logger, m *metrics.Metrics, bot, stage string, updateI
 	log.Error("panic while handling an update; skipped", zap.String("stage", stage), zap.Int64("update_id", updateID),
 		zap.String("panic", fmt.Sprint(v)), zap.Stack("stack"))
 	m.Panics.WithLabelValues(bot, stage).Inc()
-}
-
-// senderOf is who wrote msg and where, for telling them it could not be
-// read (nobody for a message without a sender).
-func senderOf(msg *models.Message) undecodable {
-	var u undecodable
-	if msg != nil && msg.From != nil {
-		u.chat, u.chatType, u.user = msg.Chat.ID, string(msg.Chat.Type), msg.From.ID
-		u.text = msg.Text + " " + msg.Caption
-	}
-	return u
 }

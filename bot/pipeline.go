@@ -16,11 +16,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	tgbot "github.com/go-telegram/bot"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/message"
 	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/metrics"
@@ -39,28 +39,23 @@ type pipeline struct {
 	dataDir string
 	now     func() time.Time
 	log     *zap.Logger
-	// brain returns a bot's current brain (nil once removed); client its
-	// current Telegram client (nil while it connects).
-	brain  func(bot string) *brain.Brain
-	client func(bot string) *tgbot.Bot
+	// brain returns a bot's current brain (nil once removed).
+	brain func(bot string) *brain.Brain
+	// chats reaches Telegram.
+	chats Chats
 	// slots are the Claude requests allowed to run at once.
 	slots *slots
 	// stopping is closed when no new Claude request may start.
-	stopping    <-chan struct{}
-	actionEvery time.Duration
-	streamEvery time.Duration
-	caller      caller
-	metrics     *metrics.Metrics
-	budgets     budgetWarnings
+	stopping <-chan struct{}
+	metrics  *metrics.Metrics
+	budgets  budgetWarnings
 	// lookupEnv resolves the references of brains' MCP servers, whose
 	// values go to onSecret (may be nil) before anything else.
 	lookupEnv func(string) (string, bool)
 	onSecret  func(string)
 	unset     unsetWarnings
-	// noDrafts are the chats where drafts failed: replies stream by edits.
-	noDrafts chatSet
-	media    media
-	panels   *panels
+	media     media
+	panels    *panels
 	// transcripts, in a cluster, brings a session's transcript to this
 	// instance before it is resumed and stores it after each turn.
 	transcripts Transcripts
@@ -96,7 +91,7 @@ type request struct {
 	in      *incoming
 	brain   *brain.Brain // nil if the bot's brain was removed
 	log     *zap.Logger
-	out     *replier // the chat the answer goes to
+	out     Outbox // the chat the answer goes to
 	store   Store
 	clearer *journalClearer
 	now     func() time.Time
@@ -118,15 +113,15 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 	switch {
 	case b == nil:
 		r.drop("dropped")
-	case in.forOtherBot:
+	case in.ForOtherBot:
 		r.drop("ignored")
-	case !allowed(b, in.user):
+	case !allowed(b, in.Sender):
 		r.log.Info("user not allowed")
 		r.say("denied", b.Messages.Denied)
 	case p.media.refused(r):
-	case in.command == "panel":
+	case in.Command == "panel":
 		p.panels.start(r)
-	case in.command != "":
+	case in.Command != "":
 		r.say("command", p.command(r))
 	default:
 		p.converse(r)
@@ -147,18 +142,12 @@ func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*re
 
 func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 	log := in.logger(p.log)
-	client := func() *tgbot.Bot {
-		if c := p.client(in.bot); c != nil {
-			return c
-		}
-		return in.client
-	}
 	return &request{
 		ctx:     ctx,
 		in:      in,
-		brain:   cmp.Or(p.brain(in.bot), in.fallback),
+		brain:   cmp.Or(p.brain(in.Key.Bot), in.fallback),
 		log:     log,
-		out:     newReplier(p.caller, client, in, log),
+		out:     p.chats.Outbox(in.Key, in.InGroup(), in.MessageID, log),
 		store:   p.store,
 		clearer: p.clearer,
 		now:     p.now,
@@ -193,20 +182,18 @@ func (p *pipeline) converse(r *request) {
 	// The status shows while the request runs, until the reply is out;
 	// not while it waits, so a crowd waiting for Claude does not flood
 	// Telegram with chat actions.
-	defer r.out.keepAction(r.ctx, chatAction(mode), p.actionEvery)()
+	defer r.out.KeepAction(r.ctx, chatAction(mode))()
 	var onText func(string)
-	var st *streamer
+	var st Stream
 	if mode == claude.Text && r.brain.Stream {
-		st = newStreamer(r, &p.noDrafts, p.streamEvery)
-		defer st.cancel() // if a panic skips its finish
-		onText = st.update
+		st = r.out.Stream(r.ctx)
+		defer st.Cancel() // if a panic skips its Finish
+		onText = st.Update
 	}
 	res, expired, err := p.ask(r, onText)
 	if st != nil {
 		// Stopped before the final reply, which replaces what it showed.
-		var firstShown time.Time
-		r.out.edit, firstShown = st.finish()
-		if !firstShown.IsZero() {
+		if firstShown := st.Finish(); !firstShown.IsZero() {
 			r.sum.firstText = firstShown.Sub(r.in.arrived)
 		}
 	}
@@ -220,7 +207,7 @@ func (p *pipeline) converse(r *request) {
 		// will not recur. A failure gets only the error message (never two
 		// replies); the loss is told with the next answer if its session
 		// was not kept.
-		r.out.text(r.ctx, r.brain.Messages.Expired, false)
+		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
 	case errors.Is(err, claude.ErrInterrupted):
@@ -244,10 +231,10 @@ func (p *pipeline) converse(r *request) {
 // interrupted request ends without a reply of its own.
 func (p *pipeline) stop(r *request) {
 	switch {
-	case !allowed(r.brain, r.in.user):
+	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
 		r.say("denied", r.brain.Messages.Denied)
-	case p.claude.Interrupt(r.in.conversation().String()):
+	case p.claude.Interrupt(r.in.Key.String()):
 		r.log.Info("turn stopped by /stop")
 		r.say("command", "Stopped. What next?")
 	default:
@@ -264,7 +251,7 @@ func allowed(b *brain.Brain, user int64) bool {
 // today (limits.daily_usd, limits.per_user_daily_usd); false means the
 // user got the limit text.
 func (p *pipeline) withinBudget(r *request) bool {
-	over, err := p.overBudget(r.ctx, r.brain, r.in.bot, r.in.user, r.log)
+	over, err := p.overBudget(r.ctx, r.brain, r.in.Key.Bot, r.in.Sender, r.log)
 	switch {
 	case err != nil:
 		r.fail("budget", err)
@@ -323,7 +310,7 @@ func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
 // waitForSlot waits for the request's turn to run a Claude request; false
 // means it was answered instead (too many waiting) or shutdown came first.
 func (p *pipeline) waitForSlot(r *request) bool {
-	err := p.slots.acquire(r.ctx, r.in.bot, p.stopping)
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, p.stopping)
 	switch {
 	case err == nil:
 		return true
@@ -349,7 +336,7 @@ func (p *pipeline) journal(r *request, step string, record func(context.Context,
 // takeDaily counts the message against the user's daily limit; false
 // means the request has been answered (limit reached, or an error).
 func (p *pipeline) takeDaily(r *request) bool {
-	ok, resetAt, err := p.store.TakeDaily(r.ctx, r.in.bot, r.in.user, r.brain.Limits.PerUserPerDay, p.now())
+	ok, resetAt, err := p.store.TakeDaily(r.ctx, r.in.Key.Bot, r.in.Sender, r.brain.Limits.PerUserPerDay, p.now())
 	switch {
 	case err != nil:
 		r.fail("limit", err)
@@ -363,7 +350,7 @@ func (p *pipeline) takeDaily(r *request) bool {
 // asks for a picture, else speech when voice replies are on for the user,
 // else text.
 func (p *pipeline) mode(r *request) (claude.Mode, error) {
-	if r.brain.Image.Enabled && asksForImage(r.in.text, r.brain.Image.Keywords) {
+	if r.brain.Image.Enabled && asksForImage(r.in.Text, r.brain.Image.Keywords) {
 		return claude.Image, nil
 	}
 	if repliesInVoice(r.brain, r.in) {
@@ -386,7 +373,7 @@ func (p *pipeline) voiceOn(r *request) (bool, error) {
 	if !r.brain.TTS.UserToggle {
 		return r.brain.TTS.Enabled, nil
 	}
-	on, set, err := p.store.Voice(r.ctx, r.in.bot, r.in.user)
+	on, set, err := p.store.Voice(r.ctx, r.in.Key.Bot, r.in.Sender)
 	if err != nil || !set {
 		return r.brain.TTS.Enabled, err
 	}
@@ -408,14 +395,14 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 		creq.SessionID = uuid.NewString()
 	}
 	if ok && p.transcripts != nil {
-		changed, terr := p.transcripts.Restore(r.ctx, r.in.bot, sess.ID)
+		changed, terr := p.transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID)
 		if terr != nil {
 			r.log.Warn("could not restore the session's transcript", zap.Error(terr))
 		}
 		if changed {
 			// A process still warm here from earlier has not seen the
 			// turns answered elsewhere since.
-			p.claude.End(r.in.conversation().String())
+			p.claude.End(r.in.Key.String())
 		}
 	}
 	res, err = p.claude.Run(r.ctx, creq)
@@ -434,7 +421,7 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 			r.log.Warn("could not save the session", zap.Error(serr))
 		}
 		if p.transcripts != nil {
-			if terr := p.transcripts.Save(context.WithoutCancel(r.ctx), r.in.bot, id); terr != nil {
+			if terr := p.transcripts.Save(context.WithoutCancel(r.ctx), r.in.Key.Bot, id); terr != nil {
 				r.log.Warn("could not store the session's transcript", zap.Error(terr))
 			}
 		}
@@ -452,9 +439,9 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		SystemPrompt: b.SystemPrompt,
 		PromptVars:   p.promptVars(r),
 		Model:        b.Claude.Model,
-		BotID:        r.in.bot,
-		Conversation: r.in.conversation().String(),
-		FilePrefix:   output.Prefix(r.in.bot, r.in.user, time.Now()),
+		BotID:        r.in.Key.Bot,
+		Conversation: r.in.Key.String(),
+		FilePrefix:   output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now()),
 		Speech: toolspec.SpeechSettings{
 			Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,
 		},
@@ -483,7 +470,7 @@ func (p *pipeline) organize(r *request, res *claude.Result) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path, err = output.Organize(p.dataDir, path, kind, r.in.bot, r.in.user)
+	path, err = output.Organize(p.dataDir, path, kind, r.in.Key.Bot, r.in.Sender)
 	if err == nil {
 		r.writeSidecar(res, path)
 	}
@@ -496,7 +483,7 @@ func (p *pipeline) organize(r *request, res *claude.Result) (string, error) {
 // say answers with one plain message that needs no model.
 func (r *request) say(outcome, text string) {
 	r.sum.outcome = outcome
-	if err := r.timeSend(func() error { return r.out.text(r.ctx, text, false) }); err != nil && !errors.Is(err, errBlocked) {
+	if err := r.timeSend(func() error { return r.out.Text(r.ctx, text, false) }); err != nil && !errors.Is(err, message.ErrBlocked) {
 		r.sum.outcome = "failed"
 	}
 }
@@ -507,9 +494,9 @@ func (r *request) replyText(text string) {
 		r.fail("reply", errors.New("empty reply"))
 		return
 	}
-	err := r.timeSend(func() error { return r.out.text(r.ctx, text, true) })
+	err := r.timeSend(func() error { return r.out.Text(r.ctx, text, true) })
 	switch {
-	case errors.Is(err, errBlocked):
+	case errors.Is(err, message.ErrBlocked):
 		r.sum.outcome = "blocked"
 	case err != nil:
 		r.fail("send", err)
@@ -534,9 +521,9 @@ func (r *request) replyFile(res *claude.Result, path string, located error) {
 		r.fail("locate", located)
 		return
 	}
-	err := r.timeSend(func() error { return r.out.file(r.ctx, r.sum.mode, path) })
+	err := r.timeSend(func() error { return r.out.File(r.ctx, fileKind(r.sum.mode), path) })
 	switch {
-	case errors.Is(err, errBlocked):
+	case errors.Is(err, message.ErrBlocked):
 		r.sum.outcome = "blocked"
 		return
 	case err != nil && speechText != "":
@@ -548,7 +535,7 @@ func (r *request) replyFile(res *claude.Result, path string, located error) {
 		return
 	}
 	if textToo && res.Text != "" {
-		if err := r.out.text(r.ctx, res.Text, true); err != nil && !errors.Is(err, errBlocked) {
+		if err := r.out.Text(r.ctx, res.Text, true); err != nil && !errors.Is(err, message.ErrBlocked) {
 			r.log.Warn("text after the file not sent", zap.Error(err))
 		}
 	}
@@ -564,7 +551,7 @@ func (r *request) fail(phase string, cause error) {
 	}
 	r.sum.outcome = "error"
 	r.log.Error("request failed", zap.String("phase", phase), zap.Error(cause))
-	r.out.text(r.ctx, r.brain.Messages.Error, false)
+	r.out.Text(r.ctx, r.brain.Messages.Error, false)
 }
 
 // interrupted: shutdown cut the work short. The journal entry stays and
@@ -623,7 +610,7 @@ func (r *request) finish() {
 	}
 	total := time.Since(r.in.arrived)
 	r.sum.write(r.log, total)
-	r.sum.count(r.metrics, r.in.bot, total)
+	r.sum.count(r.metrics, r.in.Key.Bot, total)
 }
 
 // recordUsage stores what a request that ran the model cost, with its
@@ -631,7 +618,7 @@ func (r *request) finish() {
 func (r *request) recordUsage() {
 	s := &r.sum
 	err := r.store.RecordUsage(context.WithoutCancel(r.ctx), store.Usage{
-		At: r.now(), Bot: r.in.bot, Chat: r.in.chat, User: r.in.user, RequestID: r.in.requestID,
+		At: r.now(), Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.requestID,
 		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI,
 		InputTokens: s.tokens.Input, OutputTokens: s.tokens.Output,
 		CacheReadTokens: s.tokens.CacheRead, CacheWriteTokens: s.tokens.CacheWrite,
@@ -707,4 +694,23 @@ func (s *summary) count(m *metrics.Metrics, bot string, total time.Duration) {
 			m.Tokens.WithLabelValues(bot, kind).Add(float64(n))
 		}
 	}
+}
+
+// chatAction is the status the chat shows while a reply in mode is made.
+func chatAction(mode claude.Mode) message.Action {
+	switch mode {
+	case claude.Speech:
+		return message.RecordVoice
+	case claude.Image:
+		return message.UploadPhoto
+	}
+	return message.Typing
+}
+
+// fileKind is how a file made in mode is sent.
+func fileKind(mode claude.Mode) message.FileKind {
+	if mode == claude.Speech {
+		return message.VoiceNote
+	}
+	return message.Picture
 }

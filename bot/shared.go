@@ -17,16 +17,14 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"strings"
 	"time"
 
-	tgbot "github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
 
+	"brainbot/bot/message"
 	"brainbot/bot/store"
+	"brainbot/bot/telegram"
 )
 
 // Store is the state the bots keep: *store.Store (SQLite, one process) or
@@ -85,120 +83,34 @@ type Transcripts interface {
 	Save(ctx context.Context, bot, session string) error
 }
 
-// serveShared connects the bot and polls it while this instance holds its
-// lease, until ctx ends.
-func (r *runner) serveShared(ctx context.Context) error {
-	client, err := tgbot.New(r.token,
-		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
-		tgbot.WithSkipGetMe(),
-		tgbot.WithHTTPClient(r.m.cfg.PollTimeout, &http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second}),
-	)
-	if err != nil {
-		return err
-	}
-	me, err := r.connect(ctx, client)
-	if err != nil {
-		return err
-	}
-	r.log.Info("telegram bot connected", zap.String("username", me.username))
-	if r.m.cfg.WebhookURL != "" {
-		r.setWebhook(ctx, client)
-		<-ctx.Done()
-		return nil
-	}
-	r.m.cfg.Cluster.Lease(ctx, r.id, func(ctx context.Context) {
-		r.polling.Store(true)
-		defer r.polling.Store(false)
-		retry := r.retries()
-		for {
-			err := r.pollShared(ctx)
-			if ctx.Err() != nil {
-				return
-			}
-			r.log.Error("telegram polling stopped; retrying", zap.String("cause", describeTelegramError(err)),
-				zap.Error(err), zap.Duration("retry_in", retry.next))
-			if !retry.wait(ctx) {
-				return
-			}
-		}
-	})
-	return nil
-}
-
-// pollShared long-polls from the shared offset and publishes each update;
-// the gate confirms an update to Telegram only after it is published.
-func (r *runner) pollShared(ctx context.Context) error {
-	offset, err := r.m.cfg.Store.Offset(ctx, r.poller())
-	if err != nil {
-		return err
-	}
-	lp, err := r.newLongPoll(ctx, offset, func(ctx context.Context, u *models.Update) bool {
-		// Not confirmed unless published: the next poller gets it again.
-		return r.publish(ctx, u)
-	})
-	if err != nil {
-		return err
-	}
-	defer lp.stop()
-	// Telegram answers getUpdates only without a webhook (one may be left
-	// from webhook mode).
-	if _, err := lp.client.DeleteWebhook(ctx, &tgbot.DeleteWebhookParams{}); err != nil {
-		return err
-	}
-	r.log.Info("telegram bot polling", zap.String("username", r.username()))
-	return lp.run(ctx)
-}
-
-func (r *runner) username() string {
-	_, me := r.current()
-	return me.username
-}
-
-// publish stores u for whichever instance owns its conversation, retrying
-// until it is stored or ctx ends (false), then records the offset.
-func (r *runner) publish(ctx context.Context, u *models.Update) bool {
-	data, err := json.Marshal(u)
-	if err != nil {
-		r.log.Error("update not encodable; skipped", zap.Int64("update_id", u.ID), zap.Error(err))
-		r.confirm(u.ID, nil)
-		return true
-	}
-	var chat int64
-	thread := 0
-	if msg := u.Message; msg != nil {
-		chat = msg.Chat.ID
-		if isGroup(msg.Chat) && msg.IsTopicMessage {
-			thread = msg.MessageThreadID
-		}
-	}
+// publish stores env for whichever instance owns its conversation,
+// retrying until it is stored or ctx ends (false), then records the
+// offset.
+func (r *runner) publish(ctx context.Context, env message.Envelope) bool {
 	// At most 10s apart: polling waits for it.
 	retry := &backoff{min: r.m.cfg.RetryMin, max: 10 * time.Second, next: r.m.cfg.RetryMin}
 	for {
-		err := r.m.cfg.Cluster.Publish(ctx, r.id, chat, thread, u.ID, data)
+		err := r.m.cfg.Cluster.Publish(ctx, env.Bot, env.Key.Chat, env.Key.Thread, env.UpdateID, env.Raw)
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
 			return false
 		}
-		r.log.Warn("could not publish the update; retrying", zap.Int64("update_id", u.ID), zap.Error(err))
+		r.log.Warn("could not publish the update; retrying", zap.Int64("update_id", env.UpdateID), zap.Error(err))
 		if !retry.wait(ctx) {
 			return false
 		}
 	}
-	r.confirm(u.ID, nil)
+	r.confirm(env.UpdateID, nil)
 	return true
 }
 
 // deliver takes an update of a conversation this instance owns into the
 // bot's intake, as if polled here.
 func (m *Manager) deliver(d Delivery) {
-	var u models.Update
-	if err := json.Unmarshal(d.Update(), &u); err != nil {
-		m.log.Error("shared update not decodable; dropped", zap.String("bot", d.BotID()), zap.Error(err))
-		d.Done(false)
-		return
-	}
+	env := message.Envelope{Bot: d.BotID(), Raw: d.Update(), Received: time.Now()}
+	env.UpdateID, env.Key, _ = telegram.KeyOf(env.Bot, env.Raw)
 	// A bot connects at start; wait for it rather than hand the update back
 	// to a server that would hand it to us again.
 	for range 300 {
@@ -211,13 +123,14 @@ func (m *Manager) deliver(d Delivery) {
 			return
 		case r == nil && !brainHere:
 			m.log.Warn("update for a bot this instance does not run; dropped (do all instances have the same brains?)",
-				zap.String("bot", d.BotID()), zap.Int64("update_id", u.ID))
+				zap.String("bot", d.BotID()), zap.Int64("update_id", env.UpdateID))
 			d.Done(false)
 			return
 		case r != nil:
-			if client, _ := r.current(); client != nil {
-				r.contain(stageDelivery, &u, d, func() bool {
-					r.accept(&u, d)
+			if client, me := r.current(); client != nil {
+				env.Me = me
+				r.contain(stageDelivery, env, d, func() bool {
+					r.accept(env, d)
 					return true
 				})
 				return
@@ -226,4 +139,22 @@ func (m *Manager) deliver(d Delivery) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	d.Abandon()
+}
+
+// WebhookHandler serves Telegram's webhook calls, POST <path>/<bot id>: a
+// call without the bot's secret token is refused (401) and stores
+// nothing; an update is answered 200 once stored in the cluster's stream.
+func (m *Manager) WebhookHandler() http.Handler {
+	token := func(id string) (string, bool) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		r := m.bots[id]
+		if r == nil {
+			return "", false
+		}
+		return r.token, true
+	}
+	return telegram.WebhookHandler(token, func(ctx context.Context, env message.Envelope) error {
+		return m.cfg.Cluster.Publish(ctx, env.Bot, env.Key.Chat, env.Key.Thread, env.UpdateID, env.Raw)
+	}, m.log)
 }

@@ -28,7 +28,7 @@ func (r *request) writeSidecar(res *claude.Result, path string) {
 		r.log.Warn("could not describe the generated file", zap.String("path", path), zap.Error(err))
 		return
 	}
-	m := output.Metadata{Brain: r.brain.Name, BotID: r.in.bot, Chat: r.in.chat, User: r.in.user,
+	m := output.Metadata{Brain: r.brain.Name, BotID: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender,
 		RequestID: r.in.requestID, Created: r.now().UTC(), Mode: r.sum.mode.String(), Bytes: int64(len(data))}
 	var usd float64
 	var priced bool

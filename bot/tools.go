@@ -34,7 +34,7 @@ func (p *pipeline) brainTools(r *request, req *claude.Request) {
 		return v, ok
 	}
 	servers, unset := b.ResolveMCPServers(lookup)
-	if p.unset.changed(r.in.bot, unset) {
+	if p.unset.changed(r.in.Key.Bot, unset) {
 		r.log.Warn("variables of the brain's MCP servers are not set; the servers get them empty", zap.Strings("variables", unset))
 	}
 	req.MCPServers = make(map[string]claude.MCPServer, len(servers))
@@ -73,9 +73,9 @@ func (w *unsetWarnings) changed(bot string, unset []string) bool {
 func (p *pipeline) promptVars(r *request) sysprompt.Vars {
 	return sysprompt.Facts{
 		BotName:       r.brain.Name,
-		UserFirstName: r.in.firstName,
-		UserLanguage:  r.in.language,
-		ChatType:      string(r.in.chatType),
+		UserFirstName: r.in.FirstName,
+		UserLanguage:  r.in.Language,
+		ChatType:      r.in.ChatType,
 		Now:           p.now(),
 		Location:      r.brain.Location(),
 	}.Vars()
@@ -93,7 +93,7 @@ func (r *request) countToolCalls(res *claude.Result) {
 		if known(r.brain, c.Server) {
 			server, tool = c.Server, c.Tool
 		}
-		r.metrics.ToolCalls.WithLabelValues(r.in.bot, server, tool, c.Outcome).Observe(c.Duration.Seconds())
+		r.metrics.ToolCalls.WithLabelValues(r.in.Key.Bot, server, tool, c.Outcome).Observe(c.Duration.Seconds())
 	}
 }
 

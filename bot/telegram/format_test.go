@@ -1,11 +1,9 @@
-package bot
+package telegram
 
 import (
 	"strings"
 	"testing"
 	"unicode/utf16"
-
-	"github.com/go-telegram/bot/models"
 )
 
 // markdownCases are Claude-shaped replies and the HTML sent for them; they
@@ -69,68 +67,15 @@ func TestSplitMessage(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("word ", 3000) + "\n\n" + strings.Repeat("x", 5000)
-	parts := splitMessage(long, maxMessageLen)
+	parts := splitMessage(long, MaxMessageLen)
 	total := 0
 	for _, p := range parts {
-		if units(p) > maxMessageLen || p == "" {
+		if units(p) > MaxMessageLen || p == "" {
 			t.Fatalf("part of %d units", units(p))
 		}
 		total += len(strings.ReplaceAll(p, " ", ""))
 	}
 	if want := len(strings.ReplaceAll(strings.ReplaceAll(long, " ", ""), "\n", "")); total != want {
 		t.Fatalf("split lost text: %d of %d characters", total, want)
-	}
-}
-
-func TestAsksForImage(t *testing.T) {
-	kw := []string{"image", "picture", "photo", "draw", "generate", "create a"}
-	for text, want := range map[string]bool{
-		"Draw me a cat":              true,
-		"can you GENERATE something": true,
-		"create   a logo":            true,
-		"a photo, please":            true,
-		"(picture)":                  true,
-		"I want to withdraw money":   false,
-		"photography tips":           false,
-		"regenerate the answer":      false,
-		"recreate all":               false,
-		"images":                     false,
-		"create an account":          false,
-		"hello":                      false,
-	} {
-		if got := asksForImage(text, kw); got != want {
-			t.Errorf("asksForImage(%q) = %v, want %v", text, got, want)
-		}
-	}
-	if !asksForImage("нарисуй кота", []string{"нарисуй"}) || asksForImage("перерисуй", []string{"рисуй"}) {
-		t.Error("non-ASCII keywords are not matched as whole words")
-	}
-}
-
-func TestParseCommand(t *testing.T) {
-	ent := func(n int) []models.MessageEntity {
-		return []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Offset: 0, Length: n}}
-	}
-	for _, tc := range []struct {
-		text     string
-		entities []models.MessageEntity
-		cmd      string
-		other    bool
-	}{
-		{"/start", ent(6), "start", false},
-		{"/Help me", ent(5), "help", false},
-		{"/reset@MyBot", ent(12), "reset", false},
-		{"/reset@other_bot", ent(16), "", true},
-		{"/start", nil, "", false},
-		{"hi /start", []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Offset: 3, Length: 6}}, "", false},
-		// Entities that do not fit the text mark nothing.
-		{"/start", ent(-1), "", false},
-		{"/start", ent(99), "", false},
-		{"/start", []models.MessageEntity{{Type: models.MessageEntityTypeBotCommand, Offset: 1 << 62, Length: 1 << 62}}, "", false},
-	} {
-		cmd, other := parseCommand(tc.text, tc.entities, "mybot")
-		if cmd != tc.cmd || other != tc.other {
-			t.Errorf("parseCommand(%q) = %q,%v; want %q,%v", tc.text, cmd, other, tc.cmd, tc.other)
-		}
 	}
 }

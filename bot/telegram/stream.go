@@ -1,4 +1,4 @@
-package bot
+package telegram
 
 import (
 	"context"
@@ -13,23 +13,16 @@ import (
 	"go.uber.org/zap"
 )
 
-// streamEvery is how often a streamed reply is updated after its first
-// text, by default: Telegram allows about one edit a second per chat.
-const streamEvery = time.Second
-
-// streamer shows a text reply while the model writes it: as a draft in a
+// Stream shows a text reply while the model writes it: as a draft in a
 // private chat (sendMessageDraft), or as a message it edits (groups, and
 // private chats where drafts fail). The first text shows at once, then at
 // most once every streamEvery. The streamed text is plain: formatting
 // comes with the final reply, which replaces the draft (sendMessage) or is
 // edited into the message (see finish).
-type streamer struct {
-	out     *replier
+type Stream struct {
+	out     *Outbox
 	every   time.Duration
 	draftID string
-	// noDrafts remembers the chats where drafts failed (shared by the
-	// pipeline), so they get edits from then on.
-	noDrafts *chatSet
 
 	mu      sync.Mutex
 	latest  string
@@ -48,24 +41,25 @@ type streamer struct {
 	done     chan struct{}
 }
 
-// newStreamer starts streaming to r's chat.
-func newStreamer(r *request, noDrafts *chatSet, every time.Duration) *streamer {
-	s := &streamer{
-		out:      r.out,
-		every:    every,
+// Stream starts streaming a reply to the outbox's chat, until Finish.
+// Its first message answers the message the outbox replies to, and the
+// outbox's next text (the final reply) replaces what it showed.
+func (o *Outbox) Stream(ctx context.Context) *Stream {
+	s := &Stream{
+		out:      o,
+		every:    o.t.StreamEvery,
 		draftID:  strconv.FormatInt(time.Now().UnixNano()|1, 10), // non-zero
-		noDrafts: noDrafts,
 		changed:  make(chan struct{}, 1),
-		useEdits: r.in.inGroup() || noDrafts.has(r.in.chat),
+		useEdits: o.chat.Group || o.t.noDrafts.has(o.chat.ID),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	go s.run(r.ctx)
+	go s.run(ctx)
 	return s
 }
 
-// update is the reply so far (claude.Request.OnText). It never blocks.
-func (s *streamer) update(text string) {
+// Update is the reply so far (claude.Request.OnText). It never blocks.
+func (s *Stream) Update(text string) {
 	s.mu.Lock()
 	s.latest = text
 	s.mu.Unlock()
@@ -79,7 +73,7 @@ func (s *streamer) update(text string) {
 // under way when finish comes is not cut short: had Telegram got it
 // already, the user would see the streamed message and then the final
 // reply as another; finished, its message takes the final reply.
-func (s *streamer) run(ctx context.Context) {
+func (s *Stream) run(ctx context.Context) {
 	defer close(s.done)
 	var last time.Time
 	for {
@@ -100,11 +94,13 @@ func (s *streamer) run(ctx context.Context) {
 			case <-time.After(wait):
 			}
 		}
-		if isClosed(s.stop) {
+		select {
+		case <-s.stop:
 			return
+		default:
 		}
 		s.mu.Lock()
-		text := clip(s.latest, maxMessageLen)
+		text := clip(s.latest, MaxMessageLen)
 		s.mu.Unlock()
 		if text == s.shown {
 			continue
@@ -123,54 +119,55 @@ func (s *streamer) run(ctx context.Context) {
 
 // show puts text in the chat once, with no retries: a failed update is
 // overtaken by the next one.
-func (s *streamer) show(ctx context.Context, text string) bool {
-	client := s.out.client()
-	var err error
+func (s *Stream) show(ctx context.Context, text string) bool {
+	client, err := s.out.api()
 	switch {
+	case err != nil:
 	case !s.useEdits:
-		_, err = client.SendMessageDraft(ctx, &tgbot.SendMessageDraftParams{ChatID: s.out.chat, MessageThreadID: s.out.thread,
+		_, err = client.SendMessageDraft(ctx, &tgbot.SendMessageDraftParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
 			DraftID: s.draftID, Text: text})
 		if err != nil && !isTooMany(err) && ctx.Err() == nil {
 			s.out.log.Info("drafts unavailable in this chat: streaming by edits", zap.Error(err))
-			s.noDrafts.add(s.out.chat)
+			s.out.t.noDrafts.add(s.out.chat.ID)
 			s.useEdits = true
 			return s.show(ctx, text)
 		}
 	case s.messageID == 0:
 		var m *models.Message
-		m, err = client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: s.out.chat, MessageThreadID: s.out.thread,
+		m, err = client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
 			ReplyParameters: s.out.reply(), Text: text})
 		if err == nil {
 			s.messageID = m.ID
 		}
 	default:
-		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat, MessageID: s.messageID, Text: text})
+		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat.ID, MessageID: s.messageID, Text: text})
 	}
 	var tooMany *tgbot.TooManyRequestsError
 	if errors.As(err, &tooMany) {
 		s.notBefore = time.Now().Add(time.Duration(tooMany.RetryAfter) * time.Second)
 	}
 	if err != nil && ctx.Err() == nil {
-		s.out.caller.metrics.TelegramErrors.WithLabelValues("stream", errorCode(err)).Inc()
+		s.out.t.Metrics.TelegramErrors.WithLabelValues("stream", errorCode(err)).Inc()
 		s.out.log.Debug("streamed text not shown", zap.Error(err))
 	}
 	return err == nil
 }
 
-// finish stops streaming and returns the message the final reply must be
-// edited into (0: none; a draft is replaced by the final sendMessage) and
-// when the first text showed (zero: never).
-func (s *streamer) finish() (messageID int, firstShown time.Time) {
-	s.cancel()
+// Finish stops streaming and returns when the first text showed (zero:
+// never). The outbox's next text replaces what showed: it is edited into
+// the streamed message (a draft is replaced by the final sendMessage).
+func (s *Stream) Finish() (firstShown time.Time) {
+	s.Cancel()
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.messageID, s.firstShown
+	s.out.edit = s.messageID
+	return s.firstShown
 }
 
-// cancel stops streaming without waiting for the call under way; finish
-// calls it, and the pipeline defers it for a panic that skips finish.
-func (s *streamer) cancel() { s.stopOnce.Do(func() { close(s.stop) }) }
+// Cancel stops streaming without waiting for the call under way; Finish
+// calls it, and a caller defers it for a panic that skips Finish.
+func (s *Stream) Cancel() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 func isTooMany(err error) bool {
 	var tooMany *tgbot.TooManyRequestsError

@@ -1,4 +1,4 @@
-package bot
+package telegram
 
 import "github.com/go-telegram/bot/models"
 

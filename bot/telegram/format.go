@@ -1,4 +1,4 @@
-package bot
+package telegram
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	"unicode/utf16"
 )
 
-// maxMessageLen is Telegram's limit for one message, in UTF-16 code units.
-const maxMessageLen = 4096
+// MaxMessageLen is Telegram's limit for one message, in UTF-16 code units.
+const MaxMessageLen = 4096
 
 // splitMessage cuts text into parts of at most limit UTF-16 units, at the
 // last paragraph break that fits, else the last line break, else the last
