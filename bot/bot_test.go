@@ -461,15 +461,27 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 	}
 }
 
+// pendingOf is bot's part of the journal.
+func pendingOf(ctx context.Context, st *store.Store, bot string) ([]store.Entry, error) {
+	all, err := st.Pending(ctx)
+	var out []store.Entry
+	for _, e := range all {
+		if e.Bot == bot {
+			out = append(out, e)
+		}
+	}
+	return out, err
+}
+
 func waitEmptyJournal(t *testing.T, st *store.Store) {
 	t.Helper()
 	for range 1000 {
-		if p, _ := st.Pending(context.Background(), "alpha"); len(p) == 0 {
+		if p, _ := pendingOf(context.Background(), st, "alpha"); len(p) == 0 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p, _ := st.Pending(context.Background(), "alpha")
+	p, _ := pendingOf(context.Background(), st, "alpha")
 	t.Fatalf("journal not cleared: %+v", p)
 }
 
@@ -482,7 +494,7 @@ func TestShutdownGraceThenReplay(t *testing.T) {
 	if n := len(h.srv.Sent(tokenA)); n != 0 {
 		t.Fatalf("cancelled request answered: %s", describeCalls(h.srv.Sent(tokenA)))
 	}
-	p, _ := h.store.Pending(context.Background(), "alpha")
+	p, _ := pendingOf(context.Background(), h.store, "alpha")
 	if len(p) != 1 || p[0].Attempts != 1 {
 		t.Fatalf("journal after shutdown = %+v", p)
 	}
@@ -668,9 +680,9 @@ func TestReplayAfterShutdownCountsOnce(t *testing.T) {
 	}
 }
 
-// A removed brain's runner may still accept the rest of its last batch of
-// updates. With that user's queue full, the busy path must drop the
-// message (as handle does) rather than crash the process on a nil brain.
+// A removed brain's bot may still have a message turned away by a full
+// queue. The busy answer must drop the message rather than crash the
+// process on a nil brain.
 func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
 	data := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
@@ -682,13 +694,23 @@ func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.queues[store.Conversation{Bot: "gone", Chat: 7}] = &queue{accepted: m.cfg.QueueSize + 1}
-	in := &incoming{Update: message.Update{Key: message.Key{Bot: "gone", Chat: 7}, Sender: 7, Text: "hi"}, requestID: "req", arrived: time.Now()}
-	if m.admit(in) {
-		t.Fatal("admitted into a full queue")
+	p := &doneProgress{}
+	m.pipeline.Busy(context.Background(), &message.Inbound{Update: message.Update{Key: message.Key{Bot: "gone", Chat: 7}, Sender: 7, Text: "hi"},
+		RequestID: "req", Arrived: time.Now(), Progress: p}, true)
+	if !p.finished {
+		t.Error("the message was not finished")
 	}
-	m.work.Wait()
 }
+
+// doneProgress records that a message was finished.
+type doneProgress struct{ finished bool }
+
+func (p *doneProgress) Attempts() int                             { return 0 }
+func (p *doneProgress) Charged() bool                             { return false }
+func (p *doneProgress) MarkCharged(context.Context, string) error { return nil }
+func (p *doneProgress) MarkAttempt(context.Context, string) error { return nil }
+func (p *doneProgress) Answered()                                 { p.finished = true }
+func (p *doneProgress) Finish(bool)                               { p.finished = true }
 
 // tts.enabled is each user's default; with user_toggle a brain can start
 // with voice off and let users switch it on.

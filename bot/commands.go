@@ -59,7 +59,7 @@ func (p *pipeline) command(r *request) string {
 		return helpText(b, p.panels.onPanel(r.in.Key.Bot))
 	case "reset":
 		p.claude.End(r.in.Key.String())
-		ended, err := p.store.ResetSession(r.ctx, r.in.conversation(), p.now())
+		ended, err := p.store.ResetSession(r.ctx, r.in.Key, p.now())
 		if err != nil {
 			r.log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))
 			return b.Messages.Error

@@ -124,7 +124,7 @@ func TestWithDriverShutdownKillsCLI(t *testing.T) {
 	if n := len(h.srv.Sent(tokenA)); n != 0 {
 		t.Fatalf("interrupted request answered: %s", describeCalls(h.srv.Sent(tokenA)))
 	}
-	if p, _ := h.store.Pending(context.Background(), "chat"); len(p) != 1 {
+	if p, _ := pendingOf(context.Background(), h.store, "chat"); len(p) != 1 {
 		t.Fatalf("interrupted request not kept for replay: %+v", p)
 	}
 }

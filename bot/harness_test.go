@@ -61,6 +61,15 @@ func (f *fakeClaude) Interrupt(conversation string) bool {
 	return true
 }
 
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 func (f *fakeClaude) End(conversation string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -41,14 +41,14 @@ const maxAudio = 10 * time.Minute
 
 // spoken reports whether the message is a voice message, which a bot
 // that can speak answers in kind.
-func (in *incoming) spoken() bool {
+func spoken(in *message.Inbound) bool {
 	return slices.ContainsFunc(in.Media, func(a message.Attachment) bool { return a.Kind == message.Voice })
 }
 
 // repliesInVoice: a voice message gets a voice reply from a brain that
 // can speak (tts.reply_to_voice), whatever /voice chose for text.
-func repliesInVoice(b *brain.Brain, in *incoming) bool {
-	return in.spoken() && b.TTS.ReplyToVoice && (b.TTS.Enabled || b.TTS.UserToggle)
+func repliesInVoice(b *brain.Brain, in *message.Inbound) bool {
+	return spoken(in) && b.TTS.ReplyToVoice && (b.TTS.Enabled || b.TTS.UserToggle)
 }
 
 // media reads the files of messages for the model.

@@ -15,7 +15,7 @@ import (
 	"github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/bot/intake"
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
@@ -392,7 +392,7 @@ func TestAlbumIsOneRequest(t *testing.T) {
 			t.Errorf("photo %d is not the album's, in order", i)
 		}
 	}
-	time.Sleep(albumWait + 200*time.Millisecond)
+	time.Sleep(intake.AlbumWait + 200*time.Millisecond)
 	if n := len(h.srv.Sent(tokenA)); n != 2 {
 		t.Errorf("%d replies, want 2", n)
 	}
@@ -408,7 +408,7 @@ func TestAlbumReplayedAfterCrash(t *testing.T) {
 	upd := h.srv.SendText(tokenA, 1, 1, "confirmed by the journal")
 	for i, caption := range []string{"two photos", ""} {
 		img := jpegOf(t, 5, 5)
-		media := encodeMedia([]message.Attachment{{Kind: message.Image, FileID: h.srv.AddFile(tokenA, img), Size: int64(len(img)), Album: "42"}})
+		media := fmt.Sprintf(`[{"kind":"image","file_id":%q,"size":%d,"album":"42"}]`, h.srv.AddFile(tokenA, img), len(img))
 		if _, err := h.store.Journal(ctx, store.Entry{Bot: "alpha", Chat: 7, User: 7, MessageID: 10 + i, Text: caption, Media: media, Created: time.Now()}, "alpha@1001", upd); err != nil {
 			t.Fatal(err)
 		}

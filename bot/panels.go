@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/bot/brain"
 	"brainbot/bot/message"
 	"brainbot/bot/panel"
 	"brainbot/bot/panel/engine"
@@ -45,6 +46,8 @@ type panels struct {
 	folder  *panel.Folder
 	dataDir string
 	p       *pipeline
+	// brain is a bot's current brain (nil once removed).
+	brain func(bot string) *brain.Brain
 	// member is a bot's current client and identity (nil while it
 	// connects or once it is stopped).
 	member  func(bot string) (*telegram.Client, message.Identity)
@@ -67,9 +70,9 @@ type claim struct {
 	message int
 }
 
-func newPanels(dir, dataDir string, p *pipeline, member func(string) (*telegram.Client, message.Identity), speaker Speaker,
-	launch func(func(context.Context)), log *zap.Logger) *panels {
-	h := &panels{folder: &panel.Folder{Dir: dir}, dataDir: dataDir, p: p, member: member, speaker: speaker, launch: launch, log: log,
+func newPanels(dir, dataDir string, p *pipeline, brain func(string) *brain.Brain, member func(string) (*telegram.Client, message.Identity),
+	speaker Speaker, launch func(func(context.Context)), log *zap.Logger) *panels {
+	h := &panels{folder: &panel.Folder{Dir: dir}, dataDir: dataDir, p: p, brain: brain, member: member, speaker: speaker, launch: launch, log: log,
 		claimed: map[claim]time.Time{}}
 	h.engine = &engine.Engine{Members: h, Chat: h, Journal: h, Dir: dataDir, Log: log}
 	return h
@@ -154,7 +157,7 @@ func (h *panels) start(r *request) {
 	brains := map[string]string{}
 	for i, m := range pn.Members {
 		names[i] = m
-		if b := h.p.brain(m); b != nil {
+		if b := h.brain(m); b != nil {
 			names[i] = b.Name
 		}
 		brains[m] = names[i]
@@ -175,7 +178,7 @@ func (h *panels) start(r *request) {
 		return
 	}
 	for _, m := range pn.Members {
-		b := h.p.brain(m)
+		b := h.brain(m)
 		if !allowed(b, in.Sender) {
 			r.log.Info("user not allowed by a panel member", zap.String("member", m))
 			r.say("denied", b.Messages.Denied)
@@ -248,7 +251,7 @@ func (h *panels) missing(r *request, pn *panel.Panel) []string {
 	checks := make([]check, len(pn.Members))
 	var wg sync.WaitGroup
 	for i, m := range pn.Members {
-		b := h.p.brain(m)
+		b := h.brain(m)
 		client, me := h.connectedMember(r.ctx, m)
 		checks[i].name = m
 		if b == nil || client == nil || me.ID == 0 {
@@ -289,7 +292,7 @@ func (h *panels) connectedMember(ctx context.Context, bot string) (*telegram.Cli
 	deadline := time.Now().Add(memberConnectWait)
 	for {
 		client, me := h.member(bot)
-		if client != nil && me.ID != 0 || h.p.brain(bot) == nil || time.Now().After(deadline) {
+		if client != nil && me.ID != 0 || h.brain(bot) == nil || time.Now().After(deadline) {
 			return client, me
 		}
 		select {
@@ -336,7 +339,11 @@ func (h *panels) run(run *engine.Run) {
 // bots are connected (or after a minute without them: a member whose bot
 // is gone fails its turns and sits out).
 func (h *panels) resume(ctx context.Context, stopping <-chan struct{}) {
-	runs, err := h.p.store.RunningPanels(ctx)
+	resumable, ok := h.p.store.(ResumablePanels)
+	if !ok {
+		return
+	}
+	runs, err := resumable.RunningPanels(ctx)
 	if err != nil {
 		h.log.Error("could not read the panel journal; unfinished panels are not resumed", zap.Error(err))
 		return
@@ -375,7 +382,7 @@ func (h *panels) connected(members []string) bool {
 // of its own: a panel leaves the member's conversations in the group and
 // in private chats as they were, and no CLI stays warm for it.
 func (h *panels) Ask(ctx context.Context, run *engine.Run, q engine.Question) (engine.Answer, error) {
-	b := h.p.brain(q.Member)
+	b := h.brain(q.Member)
 	if b == nil {
 		return engine.Answer{}, fmt.Errorf("brain %s is gone", q.Member)
 	}
@@ -437,7 +444,7 @@ func (h *panels) record(ctx context.Context, run *engine.Run, member, outcome st
 
 // Speak speaks a member's text with its brain's voice settings.
 func (h *panels) Speak(ctx context.Context, run *engine.Run, member, text string) ([]byte, string, float64, error) {
-	b := h.p.brain(member)
+	b := h.brain(member)
 	if b == nil {
 		return nil, "", 0, fmt.Errorf("brain %s is gone", member)
 	}

@@ -1,9 +1,9 @@
 package bot
 
-// The path of one message, top to bottom. serve decides what kind of answer
+// The path of one message, top to bottom. Serve decides what kind of answer
 // the message gets; converse runs it through Claude; the outcome methods of
 // request at the end send the one reply. Every path starts in begin and
-// ends in the deferred finish, so each message clears its journal entry
+// ends in the deferred finish, so each message finishes its deliveries
 // and writes its summary line exactly once, whatever happens in between.
 
 import (
@@ -12,6 +12,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -20,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/contain"
 	"brainbot/bot/message"
 	"brainbot/bot/store"
 	"brainbot/claude"
@@ -33,13 +35,14 @@ import (
 // and the reply. One pipeline serves every bot; a message's own state
 // lives in its request.
 type pipeline struct {
-	store   Store
-	clearer *journalClearer
-	claude  Claude
-	dataDir string
-	now     func() time.Time
-	log     *zap.Logger
-	// brain returns a bot's current brain (nil once removed).
+	store  Store
+	claude Agent
+	// queueSize is Config.QueueSize, for the log of a message dropped.
+	queueSize int
+	dataDir   string
+	now       func() time.Time
+	log       *zap.Logger
+	// brain returns the brain a bot had last (nil if it never had one).
 	brain func(bot string) *brain.Brain
 	// chats reaches Telegram.
 	chats Chats
@@ -88,24 +91,23 @@ func (w *budgetWarnings) firstToday(bot string, now time.Time) bool {
 // one goroutine that serves it.
 type request struct {
 	ctx     context.Context
-	in      *incoming
-	brain   *brain.Brain // nil if the bot's brain was removed
+	in      *message.Inbound
+	brain   *brain.Brain // nil if the bot never had one
 	log     *zap.Logger
 	out     Outbox // the chat the answer goes to
 	store   Store
-	clearer *journalClearer
 	now     func() time.Time
 	metrics *metrics.Metrics
 	sum     summary
 	// attach are the message's files as the model gets them (media.read).
 	attach []claude.Attachment
-	// keepJournal: shutdown cut the request short; its journal entry
-	// stays, so the next start answers the message.
-	keepJournal bool
+	// keep: shutdown cut the request short; its deliveries go back to
+	// their log, so it is answered later.
+	keep bool
 }
 
-// serve answers one message from its conversation's queue.
-func (p *pipeline) serve(ctx context.Context, in *incoming) {
+// Serve answers one message from its conversation's queue.
+func (p *pipeline) Serve(ctx context.Context, in *message.Inbound) {
 	r := p.begin(ctx, in)
 	defer r.finish()
 	defer r.contain()
@@ -128,8 +130,36 @@ func (p *pipeline) serve(ctx context.Context, in *incoming) {
 	}
 }
 
+// Busy answers a message its conversation's queue has no room for: told
+// to wait (the first of a burst), or only recorded.
+func (p *pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
+	p.serveAside(ctx, in, func(r *request) {
+		if !tell {
+			r.log.Info("conversation queue full: message dropped", zap.Int("queue_size", p.queueSize))
+			r.drop("busy, not told")
+			return
+		}
+		r.log.Info("conversation queue full: message dropped, sender told to wait", zap.Int("queue_size", p.queueSize))
+		r.say("busy", r.brain.Messages.Busy)
+	})
+}
+
+// Stop answers /stop beside the queue.
+func (p *pipeline) Stop(ctx context.Context, in *message.Inbound) { p.serveAside(ctx, in, p.stop) }
+
+// Unreadable tells a message's sender it could not be read.
+func (p *pipeline) Unreadable(ctx context.Context, in *message.Inbound) {
+	p.serveAside(ctx, in, func(r *request) { r.say("unreadable", r.brain.Messages.Unreadable) })
+}
+
+// Resend asks the sender of a message whose work started twice already
+// (each time cut short) to send it again.
+func (p *pipeline) Resend(ctx context.Context, in *message.Inbound) {
+	p.serveAside(ctx, in, func(r *request) { r.say("resend asked", resendText) })
+}
+
 // serveAside answers a message with answer, outside its queue.
-func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*request)) {
+func (p *pipeline) serveAside(ctx context.Context, in *message.Inbound, answer func(*request)) {
 	r := p.begin(ctx, in)
 	defer r.finish()
 	defer r.contain()
@@ -140,16 +170,16 @@ func (p *pipeline) serveAside(ctx context.Context, in *incoming, answer func(*re
 	answer(r)
 }
 
-func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
-	log := in.logger(p.log)
+func (p *pipeline) begin(ctx context.Context, in *message.Inbound) *request {
+	log := p.log.With(zap.String("request_id", in.RequestID), zap.String("bot", in.Key.Bot),
+		zap.Int64("user", in.Sender), zap.Int64("chat", in.Key.Chat))
 	return &request{
 		ctx:     ctx,
 		in:      in,
-		brain:   cmp.Or(p.brain(in.Key.Bot), in.fallback),
+		brain:   p.brain(in.Key.Bot),
 		log:     log,
 		out:     p.chats.Outbox(in.Key, in.InGroup(), in.MessageID, log),
 		store:   p.store,
-		clearer: p.clearer,
 		now:     p.now,
 		metrics: p.metrics,
 		sum:     summary{outcome: "ok"},
@@ -158,7 +188,7 @@ func (p *pipeline) begin(ctx context.Context, in *incoming) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *pipeline) converse(r *request) {
-	if !p.withinBudget(r) || !r.in.charged && !p.takeDaily(r) || !p.media.read(r) {
+	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
 		return
 	}
 	mode, err := p.mode(r)
@@ -168,7 +198,7 @@ func (p *pipeline) converse(r *request) {
 	}
 	r.sum.mode = mode
 	// The daily limit has counted the message: a replay must not again.
-	p.journal(r, "charge", p.store.Charged)
+	r.record("charge", r.in.Progress.MarkCharged)
 	if !p.waitForSlot(r) {
 		return
 	}
@@ -177,8 +207,8 @@ func (p *pipeline) converse(r *request) {
 	defer releaseSlot()
 	// Only now does work start: a message that never got this far is
 	// replayed after a restart as if new, never met with "please resend".
-	p.journal(r, "attempt", p.store.Attempt)
-	r.sum.queueWait = time.Since(r.in.arrived)
+	r.record("attempt", r.in.Progress.MarkAttempt)
+	r.sum.queueWait = time.Since(r.in.Arrived)
 	// The status shows while the request runs, until the reply is out;
 	// not while it waits, so a crowd waiting for Claude does not flood
 	// Telegram with chat actions.
@@ -194,7 +224,7 @@ func (p *pipeline) converse(r *request) {
 	if st != nil {
 		// Stopped before the final reply, which replaces what it showed.
 		if firstShown := st.Finish(); !firstShown.IsZero() {
-			r.sum.firstText = firstShown.Sub(r.in.arrived)
+			r.sum.firstText = firstShown.Sub(r.in.Arrived)
 		}
 	}
 	releaseSlot()
@@ -323,12 +353,9 @@ func (p *pipeline) waitForSlot(r *request) bool {
 	return false
 }
 
-// journal records a step of the request in its journal entry.
-func (p *pipeline) journal(r *request, step string, record func(context.Context, int64, string) error) {
-	if r.in.journalID == 0 {
-		return
-	}
-	if err := record(r.ctx, r.in.journalID, r.sum.mode.String()); err != nil {
+// record records a step of the request with its deliveries.
+func (r *request) record(step string, mark func(context.Context, string) error) {
+	if err := mark(r.ctx, r.sum.mode.String()); err != nil {
 		r.log.Warn("could not journal the "+step, zap.Error(err))
 	}
 }
@@ -384,7 +411,7 @@ func (p *pipeline) voiceOn(r *request) (bool, error) {
 // session when there is none or the stored one is gone (expired reports
 // the latter).
 func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, expired bool, err error) {
-	sess, ok, err := p.store.Session(r.ctx, r.in.conversation())
+	sess, ok, err := p.store.Session(r.ctx, r.in.Key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -417,7 +444,7 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	// would make the next message's resume fail as a "lost" session.
 	if res != nil && (res.SessionID != "" || err == nil) {
 		id := cmp.Or(res.SessionID, creq.SessionID)
-		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.conversation(), id, p.now()); serr != nil {
+		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.Key, id, p.now()); serr != nil {
 			r.log.Warn("could not save the session", zap.Error(serr))
 		}
 		if p.transcripts != nil {
@@ -434,7 +461,7 @@ func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	b := r.brain
 	req := claude.Request{
 		Mode:         mode,
-		Prompt:       r.in.prompt(),
+		Prompt:       prompt(r.in),
 		Attachments:  r.attach,
 		SystemPrompt: b.SystemPrompt,
 		PromptVars:   p.promptVars(r),
@@ -554,19 +581,17 @@ func (r *request) fail(phase string, cause error) {
 	r.out.Text(r.ctx, r.brain.Messages.Error, false)
 }
 
-// interrupted: shutdown cut the work short. The journal entry stays and
-// the next start replays it, so the user gets a real answer.
+// interrupted: shutdown cut the work short. Its deliveries go back to
+// their log, which hands it out again (the next start, another instance),
+// so the user gets a real answer.
 func (r *request) interrupted() {
 	r.sum.outcome = "interrupted"
-	r.keepJournal = true
+	r.keep = true
 }
 
 // drop answers nothing: the message was not for this bot, or its bot is
 // gone.
 func (r *request) drop(outcome string) { r.sum.outcome = outcome }
-
-// askToResend answers a journaled message that failed across restarts.
-func (r *request) askToResend() { r.say("resend asked", resendText) }
 
 // timeSend runs send and records how long it took.
 func (r *request) timeSend(send func() error) error {
@@ -574,41 +599,24 @@ func (r *request) timeSend(send func() error) error {
 	err := send()
 	r.sum.send = time.Since(start)
 	if err == nil {
-		r.delivered()
+		// Done the moment the reply is out: a crash after this point must
+		// not answer it again, so nothing may come between.
+		r.in.Progress.Answered()
 	}
 	return err
 }
 
-// delivered acknowledges the message's shared updates (in a cluster) the
-// moment its reply is out: a crash after this point must not have another
-// instance answer it again, so nothing may come between.
-func (r *request) delivered() {
-	for _, d := range r.in.deliveries {
-		d.Done(true)
-	}
-	r.in.deliveries = nil
-}
-
-// finish clears the journal entry of an answered message and writes the
-// summary line. serve and serveAside defer it; nothing else calls it.
+// finish finishes the message's deliveries and writes the summary line.
+// Serve and serveAside defer it; nothing else calls it.
 func (r *request) finish() {
-	// Shared updates not acknowledged by the reply (delivered): no reply,
-	// or shutdown cut the request short.
-	for _, d := range r.in.deliveries {
-		if r.keepJournal {
-			d.Abandon() // another instance answers it
-		} else {
-			d.Done(true)
-		}
-	}
-	if !r.keepJournal {
-		r.clearer.clear(context.WithoutCancel(r.ctx), r.in.journalEntries(), r.log)
-	}
+	// Deliveries not done by the reply (timeSend): no reply, or shutdown
+	// cut the request short.
+	r.in.Progress.Finish(r.keep)
 	// A transcription is paid for even when the model was not reached.
 	if r.sum.ranClaude || r.sum.openAI > 0 {
 		r.recordUsage()
 	}
-	total := time.Since(r.in.arrived)
+	total := time.Since(r.in.Arrived)
 	r.sum.write(r.log, total)
 	r.sum.count(r.metrics, r.in.Key.Bot, total)
 }
@@ -618,7 +626,7 @@ func (r *request) finish() {
 func (r *request) recordUsage() {
 	s := &r.sum
 	err := r.store.RecordUsage(context.WithoutCancel(r.ctx), store.Usage{
-		At: r.now(), Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.requestID,
+		At: r.now(), Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.RequestID,
 		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI,
 		InputTokens: s.tokens.Input, OutputTokens: s.tokens.Output,
 		CacheReadTokens: s.tokens.CacheRead, CacheWriteTokens: s.tokens.CacheWrite,
@@ -713,4 +721,30 @@ func fileKind(mode claude.Mode) message.FileKind {
 		return message.VoiceNote
 	}
 	return message.Picture
+}
+
+// prompt is the message as the model reads it: in a group, prefixed with
+// its author's name, so members can be told apart.
+func prompt(in *message.Inbound) string {
+	if in.InGroup() && in.SenderName != "" {
+		return strings.TrimSpace(in.SenderName + ": " + in.Text)
+	}
+	return in.Text
+}
+
+// contain, deferred by Serve and serveAside (after finish, so it runs
+// first), contains a panic while answering the request's message: the
+// sender is told it could not be read and its deliveries are done.
+func (r *request) contain() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	contain.Report(r.log, r.metrics, r.in.Key.Bot, contain.Answer, r.in.ID, v)
+	r.keep = false
+	if r.brain == nil {
+		r.drop("dropped")
+		return
+	}
+	r.say("unreadable", r.brain.Messages.Unreadable)
 }

@@ -7,6 +7,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/message"
+	"brainbot/bot/store"
+	"brainbot/claude"
 )
 
 // Chats is the pipeline's way to Telegram, as a given bot (the
@@ -45,4 +47,74 @@ type Stream interface {
 	Finish() time.Time
 	// Cancel stops it without waiting (for a panic that skips Finish).
 	Cancel()
+}
+
+// Agent runs one request through the model; *claude.Driver implements it.
+// On error the result may still be non-nil with what the CLI got as far as
+// (a speech request's turn-1 text).
+type Agent interface {
+	Run(ctx context.Context, req claude.Request) (*claude.Result, error)
+	// Interrupt stops the turn a conversation's request is running (the
+	// request then fails with claude.ErrInterrupted); false when none
+	// runs. End ends a conversation's warm CLI process.
+	Interrupt(conversation string) bool
+	End(conversation string)
+}
+
+// Store is the state the bots keep between messages: *store.Store (SQLite,
+// one process) or the cluster's shared state.
+type Store interface {
+	Session(ctx context.Context, c store.Conversation) (store.Session, bool, error)
+	UseSession(ctx context.Context, c store.Conversation, id string, now time.Time) error
+	ResetSession(ctx context.Context, c store.Conversation, now time.Time) (string, error)
+	Voice(ctx context.Context, bot string, user int64) (on, set bool, err error)
+	SetVoice(ctx context.Context, bot string, user int64, on bool) error
+	TakeDaily(ctx context.Context, bot string, user int64, limit int, now time.Time) (bool, time.Time, error)
+	DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error)
+	SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error)
+	RecordUsage(ctx context.Context, u store.Usage) error
+	StartPanel(ctx context.Context, r store.PanelRun) error
+	SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error
+}
+
+// Pruner is a Store that drops what its retention no longer keeps
+// (*store.Store; the cluster's buckets expire by themselves).
+type Pruner interface {
+	Prune(ctx context.Context, now time.Time, r store.Retention) (store.Pruned, error)
+}
+
+// ResumablePanels is a Store that lists the panel runs an earlier process
+// left running (*store.Store).
+type ResumablePanels interface {
+	RunningPanels(ctx context.Context) ([]store.PanelRun, error)
+}
+
+// Log keeps the bots' updates until they are answered: the embedded
+// journal, or the cluster's stream.
+type Log interface {
+	// Append stores env durably, and poller's offset with it: polling
+	// confirms an update to Telegram only once it is stored.
+	Append(ctx context.Context, poller string, env message.Envelope) error
+	// Offset is the last update id poller stored (0 if none).
+	Offset(ctx context.Context, poller string) (int64, error)
+	// Consume hands every update stored to handle, in order per
+	// conversation, until ctx ends: first what an earlier process left.
+	// handle never blocks.
+	Consume(ctx context.Context, handle func(message.Delivery))
+}
+
+// Cluster shares the bots with other instances (package cluster).
+type Cluster interface {
+	Log
+	// Lease runs poll while this instance is the one polling bot, until
+	// ctx ends; poll's context ends when the lease is lost.
+	Lease(ctx context.Context, bot string, poll func(ctx context.Context))
+}
+
+// Transcripts moves the CLI's session transcripts between instances.
+type Transcripts interface {
+	// Restore brings the stored transcript here; changed: the local copy
+	// was stale or missing.
+	Restore(ctx context.Context, bot, session string) (changed bool, err error)
+	Save(ctx context.Context, bot, session string) error
 }

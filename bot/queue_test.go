@@ -1,13 +1,14 @@
 package bot
 
 import (
-	"brainbot/bot/telegramtest"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"brainbot/bot/telegramtest"
 )
 
 // A burst of 15 messages sent while the first is answered gets a handful
@@ -134,8 +135,8 @@ func TestWaitingMessageSurvivesRestarts(t *testing.T) {
 	h.srv.SendText(tokenA, 2, 2, "patient")
 	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 1 })
 	h.stop()
-	pending, _ := h.store.Pending(context.Background(), "alpha")
-	if len(pending) != 2 || pending[1].User != 2 || pending[1].Attempts != 0 || pending[1].Mode != "text" {
+	pending, _ := pendingOf(context.Background(), h.store, "alpha")
+	if len(pending) != 2 || pending[1].Chat != 2 || pending[1].Attempts != 0 || pending[1].Mode != "text" {
 		t.Fatalf("journal after stopping = %+v, want the waiting message charged with no attempt", pending)
 	}
 	close(h.claude.release)

@@ -32,8 +32,6 @@ type runner struct {
 	lastPoll atomic.Int64
 	// polling: this instance polls the bot (always, without a cluster).
 	polling atomic.Bool
-	// albums gathers the messages of each album into one.
-	albums *albums
 	// registered is the command list and description Telegram has, as
 	// JSON; registering serialises registrations.
 	registered  string
@@ -41,7 +39,7 @@ type runner struct {
 }
 
 func (m *Manager) newRunner(id, token string) *runner {
-	return &runner{m: m, id: id, token: token, log: m.log.With(zap.String("bot", id)), albums: newAlbums(m.enqueue, &m.work)}
+	return &runner{m: m, id: id, token: token, log: m.log.With(zap.String("bot", id))}
 }
 
 // stop ends the runner's polling; requests it already accepted go on.
@@ -125,9 +123,6 @@ func (r *runner) serve(ctx context.Context) error {
 	}
 	r.connected(client, me)
 	r.log.Info("telegram bot connected", zap.String("username", me.Username))
-	if r.m.takeReplay(r.id) {
-		r.m.replay(ctx, r)
-	}
 	switch {
 	case r.m.cfg.WebhookURL != "":
 		r.setWebhook(ctx, client)
@@ -160,7 +155,7 @@ func (r *runner) pollWhileLeased(ctx context.Context, client *telegram.Client) {
 // poll long-polls from the stored offset; each update is confirmed to
 // Telegram only once it is stored.
 func (r *runner) poll(ctx context.Context, client *telegram.Client) error {
-	offset, err := r.m.cfg.Store.Offset(ctx, r.poller())
+	offset, err := r.m.updates.Offset(ctx, r.poller())
 	if err != nil {
 		return err
 	}
@@ -168,8 +163,28 @@ func (r *runner) poll(ctx context.Context, client *telegram.Client) error {
 	defer r.polling.Store(false)
 	r.log.Info("telegram bot polling", zap.String("username", r.identity().Username))
 	return client.Poll(ctx, offset, r.polled, func(ctx context.Context, id int64, raw []byte) bool {
-		return r.take(ctx, id, raw)
+		env := message.Envelope{Bot: r.id, Me: r.identity(), UpdateID: id, Raw: raw, Received: time.Now()}
+		_, env.Key, _ = telegram.KeyOf(r.id, raw)
+		return r.store(ctx, env) == nil
 	})
+}
+
+// store takes env in: into the log, with the poller's offset, retrying
+// until it is stored or ctx ends (polling waits meanwhile, so the update
+// stays unconfirmed and Telegram keeps it).
+func (r *runner) store(ctx context.Context, env message.Envelope) error {
+	// At most 10s apart: polling waits for it.
+	retry := &backoff{min: r.m.cfg.RetryMin, max: 10 * time.Second, next: r.m.cfg.RetryMin}
+	for {
+		err := r.m.intake.Take(env, func() error { return r.m.updates.Append(ctx, r.poller(), env) })
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		r.log.Warn("could not store the update; retrying", zap.Int64("update_id", env.UpdateID), zap.Error(err))
+		if !retry.wait(ctx) {
+			return ctx.Err()
+		}
+	}
 }
 
 // connected makes client the one replies go out through, and registers
@@ -181,7 +196,7 @@ func (r *runner) connected(client *telegram.Client, me message.Identity) {
 	r.mu.Lock()
 	r.client, r.me = client, me
 	r.mu.Unlock()
-	r.m.connected(r.id, client)
+	r.m.connected(r.id, client, me)
 	r.brainChanged()
 }
 

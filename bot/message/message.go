@@ -50,6 +50,10 @@ type Envelope struct {
 	Key      Key
 	Raw      []byte
 	Received time.Time
+	// Accepted: the update was taken in by a release that journaled only
+	// the messages it had accepted for the bot (and not the update as
+	// received): it is the bot's to answer, however it reads now.
+	Accepted bool
 }
 
 // Kind is what an update is to brainbot.

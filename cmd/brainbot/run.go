@@ -148,15 +148,15 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		// Every bot token, inline or from the environment, and every value
 		// a brain's MCP server references is masked in the logs from the
 		// moment it is resolved.
-		OnSecret: secrets.Add,
+		OnSecret:   secrets.Add,
+		WebhookURL: cfg.WebhookURL,
 	}
 	var info []func() string
 	if shared != nil {
 		// The instances share the state, the updates and the transcripts.
 		botCfg.Store = shared.State()
-		botCfg.Cluster = sharedBots{shared}
+		botCfg.Cluster = shared
 		botCfg.Transcripts = shared.Transcripts(driver.SessionFile)
-		botCfg.WebhookURL = cfg.WebhookURL
 		reg.TrackCluster(func() metrics.ClusterState {
 			s := shared.Status()
 			return metrics.ClusterState{BotsPolled: len(s.Polled), PartitionsOwned: len(s.Partitions),

@@ -1,31 +1,31 @@
-package bot
+package intake
 
 import (
 	"strings"
 	"sync"
 	"time"
 
-	"brainbot/bot/store"
+	"brainbot/bot/message"
 )
 
-// albumWait is how long an album stays open after its latest message:
+// AlbumWait is how long an album stays open after its latest message:
 // Telegram sends the photos or files of an album as separate messages
 // sharing a media_group_id, within a second or so, and has no "album
 // complete" signal.
-const albumWait = time.Second
+const AlbumWait = time.Second
 
 // maxAlbum is the most messages Telegram puts in one album.
 const maxAlbum = 10
 
 // albums gathers the messages of each album into its first message, so
 // the model gets all the files in one request and the user one answer.
-// Each message is journaled as it arrives (and its update confirmed), so
-// a crash loses none: after a restart, joinAlbums gathers them again. An
-// album is queued albumWait after its latest message, when it is full, or
-// when another message of its conversation arrives (answers keep the
-// order of messages). The polling worker adds; timers queue.
+// Each message stays in its log until the album is answered, so a crash
+// loses none: after a restart they are handed over again, and gathered
+// again. An album is queued AlbumWait after its latest message, when it is
+// full, or when another message of its conversation arrives (answers keep
+// the order of messages). The log's callback adds; timers queue.
 type albums struct {
-	enqueue func(*incoming)
+	enqueue func(*message.Inbound)
 	// work counts open albums with the requests in flight, so shutdown
 	// waits for them to be queued.
 	work *sync.WaitGroup
@@ -35,18 +35,18 @@ type albums struct {
 }
 
 type album struct {
-	in    *incoming // the first message, which the others join
+	in    *message.Inbound // the first message, which the others join
 	count int
 	timer *time.Timer
 }
 
-func newAlbums(enqueue func(*incoming), work *sync.WaitGroup) *albums {
+func newAlbums(enqueue func(*message.Inbound), work *sync.WaitGroup) *albums {
 	return &albums{enqueue: enqueue, work: work, open: map[string]*album{}}
 }
 
 // albumKey names the album group of a conversation ("" for a message
 // outside any album).
-func albumKey(c store.Conversation, group string) string {
+func albumKey(c message.Key, group string) string {
 	if group == "" {
 		return ""
 	}
@@ -54,7 +54,7 @@ func albumKey(c store.Conversation, group string) string {
 }
 
 // albumPrefix starts the keys of a conversation's albums.
-func albumPrefix(c store.Conversation) string { return c.String() + "/" }
+func albumPrefix(c message.Key) string { return c.String() + "/" }
 
 // isOpen reports whether album key is gathering messages.
 func (a *albums) isOpen(key string) bool {
@@ -64,17 +64,17 @@ func (a *albums) isOpen(key string) bool {
 }
 
 // add gathers in, a message of album key.
-func (a *albums) add(key string, in *incoming) {
+func (a *albums) add(key string, in *message.Inbound) {
 	a.mu.Lock()
 	al := a.open[key]
 	if al == nil {
 		a.work.Add(1)
 		al = &album{in: in}
-		al.timer = time.AfterFunc(albumWait, func() { a.close(key, al) })
+		al.timer = time.AfterFunc(AlbumWait, func() { a.close(key, al) })
 		a.open[key] = al
 	} else {
-		al.in.join(in)
-		al.timer.Reset(albumWait)
+		join(al.in, in)
+		al.timer.Reset(AlbumWait)
 	}
 	al.count++
 	full := al.count == maxAlbum
@@ -85,7 +85,7 @@ func (a *albums) add(key string, in *incoming) {
 }
 
 // flush queues the open albums of conversation c now.
-func (a *albums) flush(c store.Conversation) {
+func (a *albums) flush(c message.Key) {
 	prefix := albumPrefix(c)
 	a.mu.Lock()
 	var due []string
@@ -117,31 +117,11 @@ func (a *albums) close(key string, al *album) {
 }
 
 // join adds a later message of in's album to in: its files, its caption
-// and its journal entries.
-func (in *incoming) join(later *incoming) {
+// and its deliveries.
+func join(in, later *message.Inbound) {
 	in.Media = append(in.Media, later.Media...)
 	if later.Text != "" {
 		in.Text = strings.TrimSpace(in.Text + "\n\n" + later.Text)
 	}
-	in.albumEntries = append(in.albumEntries, later.journalEntries()...)
-	in.deliveries = append(in.deliveries, later.deliveries...)
-}
-
-// joinAlbums gathers the journaled messages of each album into its first,
-// at the first's place.
-func joinAlbums(ins []*incoming) []*incoming {
-	firsts := map[string]*incoming{}
-	var out []*incoming
-	for _, in := range ins {
-		key := albumKey(in.conversation(), in.Album)
-		if first := firsts[key]; first != nil {
-			first.join(in)
-			continue
-		}
-		if key != "" {
-			firsts[key] = in
-		}
-		out = append(out, in)
-	}
-	return out
+	in.Progress.(*progress).join(later.Progress)
 }

@@ -1,4 +1,4 @@
-package bot
+package journal
 
 import (
 	"encoding/json"
@@ -74,15 +74,6 @@ func legacyFile(a message.Attachment) (string, any) {
 	}
 	file["mime_type"], file["file_name"] = a.MIME, a.Name
 	return "document", file
-}
-
-// encodeMedia is files as the journal keeps them ("" for none).
-func encodeMedia(files []message.Attachment) string {
-	if len(files) == 0 {
-		return ""
-	}
-	data, _ := json.Marshal(files) // strings and numbers: cannot fail
-	return string(data)
 }
 
 // decodeMedia reads the files a journal entry of an earlier release kept.
