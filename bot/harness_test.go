@@ -19,6 +19,7 @@ import (
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
+	"brainbot/cluster"
 	"brainbot/output"
 )
 
@@ -234,6 +235,13 @@ type harness struct {
 	logs   *observer.ObservedLogs
 	cfg    func(*Config)
 
+	// natsURL, when set, runs the bots as one instance of a cluster on
+	// that NATS server: each start joins it as a new instance (cl), and
+	// stop hands what it held back, as `brainbot run` does.
+	natsURL   string
+	cl        *cluster.Cluster
+	instances int
+
 	cancel context.CancelFunc
 	done   chan error
 	m      *Manager
@@ -290,6 +298,16 @@ func (h *harness) start() {
 		PollTimeout: 2 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		Grace: 10 * time.Second, LookupEnv: func(string) (string, bool) { return "", false },
 	}
+	if h.natsURL != "" {
+		h.instances++
+		cl, err := cluster.Connect(context.Background(), cluster.Config{URL: h.natsURL, Partitions: 1,
+			Instance: fmt.Sprintf("instance-%d", h.instances), Log: cfg.Log.Named("cluster")})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.cl = cl
+		cfg.Store, cfg.Cluster = cl.State(), cl
+	}
 	if h.cfg != nil {
 		h.cfg(&cfg)
 	}
@@ -317,6 +335,11 @@ func (h *harness) stop() {
 		}
 	case <-time.After(30 * time.Second):
 		h.t.Error("Run did not return after its context ended")
+	}
+	if h.cl != nil {
+		h.cl.Release()
+		h.cl.Close()
+		h.cl = nil
 	}
 }
 

@@ -286,3 +286,40 @@ func TestAssignIsStable(t *testing.T) {
 		}
 	}
 }
+
+// What the work on an update recorded (charged, attempts) comes with its
+// redelivery, as a journal replay's marks do; so does the update as its
+// poller stored it, the bot's identity included.
+func TestProgressComesWithTheRedelivery(t *testing.T) {
+	url := natstest.Start(t)
+	a := join(t, url, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan *Delivery, 2)
+	a.Work(ctx, func(d *Delivery) { got <- d })
+	env := message.Envelope{Bot: "bot", UpdateID: 42, Key: message.Key{Bot: "bot", Chat: -100, Thread: 3}, Raw: update(42, -100, "hi"),
+		Me: message.Identity{ID: 1001, Username: "bot_bot"}}
+	if err := a.Append(ctx, "bot@1001", env); err != nil {
+		t.Fatal(err)
+	}
+	first := <-got
+	if e := first.Envelope(); e.Key != env.Key || e.Me != env.Me || e.UpdateID != 42 || string(e.Raw) != string(env.Raw) ||
+		first.Redelivered() || first.Attempts() != 0 || first.Charged() {
+		t.Fatalf("first delivery %+v", first)
+	}
+	if off, err := a.Offset(ctx, "bot@1001"); off != 42 || err != nil {
+		t.Errorf("offset %d, %v", off, err)
+	}
+	if err := first.MarkCharged(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.MarkAttempt(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
+	first.Abandon()
+	again := <-got
+	if !again.Redelivered() || again.Attempts() != 1 || !again.Charged() {
+		t.Fatalf("redelivery: redelivered %v, attempts %d, charged %v", again.Redelivered(), again.Attempts(), again.Charged())
+	}
+	again.Done(true)
+}

@@ -57,3 +57,38 @@ func TestFullQueueTurnsAway(t *testing.T) {
 		t.Errorf("%d messages queued", len(q.waiting))
 	}
 }
+
+// recorded is a delivery that records how it was finished.
+type recorded struct {
+	env       message.Envelope
+	abandoned bool
+	done      bool
+}
+
+func (d *recorded) Envelope() message.Envelope                { return d.env }
+func (d *recorded) Redelivered() bool                         { return false }
+func (d *recorded) Attempts() int                             { return 0 }
+func (d *recorded) Charged() bool                             { return false }
+func (d *recorded) MarkCharged(context.Context, string) error { return nil }
+func (d *recorded) MarkAttempt(context.Context, string) error { return nil }
+func (d *recorded) Done(bool)                                 { d.done = true }
+func (d *recorded) Abandon()                                  { d.abandoned = true }
+
+// A delivery for a bot that never connects waits beside the queues; at
+// the stop it goes back to its log, neither lost nor done.
+func TestWaitingDeliveriesGoBackAtTheStop(t *testing.T) {
+	var work sync.WaitGroup
+	stopping := make(chan struct{})
+	in := New(Config{QueueSize: 5, Handler: &busyHandler{}, Work: &work, Ctx: context.Background(), Stopping: stopping,
+		Metrics: metrics.New(), Log: zap.NewNop()})
+	waiting := &recorded{env: message.Envelope{Bot: "beta", Raw: []byte(`{"update_id":1}`)}}
+	in.Deliver(waiting)
+	close(stopping)
+	in.Stop()
+	late := &recorded{env: message.Envelope{Bot: "beta"}}
+	in.Deliver(late)
+	work.Wait()
+	if !waiting.abandoned || waiting.done || !late.abandoned {
+		t.Errorf("waiting: abandoned %v, done %v; late: abandoned %v", waiting.abandoned, waiting.done, late.abandoned)
+	}
+}
