@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/bot/conversation"
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
@@ -437,7 +437,7 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 	for _, c := range got {
 		byChat[c.ChatID()] = c.Param("text")
 	}
-	if byChat[1] != "You said: journaled before the crash" || byChat[2] != "You said: in progress" || byChat[3] != resendText {
+	if byChat[1] != "You said: journaled before the crash" || byChat[2] != "You said: in progress" || byChat[3] != conversation.ResendText {
 		t.Fatalf("after restart: %v", byChat)
 	}
 	if err := h.srv.WaitConfirmed(h.ctx(), tokenA); err != nil {
@@ -679,38 +679,6 @@ func TestReplayAfterShutdownCountsOnce(t *testing.T) {
 		}
 	}
 }
-
-// A removed brain's bot may still have a message turned away by a full
-// queue. The busy answer must drop the message rather than crash the
-// process on a nil brain.
-func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
-	data := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m, err := New(Config{BrainsDir: t.TempDir(), DataDir: data, Claude: newFakeClaude(data), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &doneProgress{}
-	m.pipeline.Busy(context.Background(), &message.Inbound{Update: message.Update{Key: message.Key{Bot: "gone", Chat: 7}, Sender: 7, Text: "hi"},
-		RequestID: "req", Arrived: time.Now(), Progress: p}, true)
-	if !p.finished {
-		t.Error("the message was not finished")
-	}
-}
-
-// doneProgress records that a message was finished.
-type doneProgress struct{ finished bool }
-
-func (p *doneProgress) Attempts() int                             { return 0 }
-func (p *doneProgress) Charged() bool                             { return false }
-func (p *doneProgress) MarkCharged(context.Context, string) error { return nil }
-func (p *doneProgress) MarkAttempt(context.Context, string) error { return nil }
-func (p *doneProgress) Answered()                                 { p.finished = true }
-func (p *doneProgress) Finish(bool)                               { p.finished = true }
 
 // tts.enabled is each user's default; with user_toggle a brain can start
 // with voice off and let users switch it on.

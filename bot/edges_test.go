@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot/conversation"
 	"brainbot/bot/message"
 	"brainbot/bot/store"
 	"brainbot/bot/telegram"
@@ -122,7 +123,7 @@ var edgeCases = []edgeCase{
 				h.stop()
 				h.start()
 			}
-			wantSent(t, h, "7:"+resendText)
+			wantSent(t, h, "7:"+conversation.ResendText)
 			h.restartAnswersNothingTwice()
 			if n := len(h.claude.requests()); n != 3 {
 				t.Errorf("the model was asked %d times, want the two attempts and the probe", n)

@@ -4,8 +4,8 @@
 // cluster's lease when shared — or set its webhook), and composes the
 // rooms a message crosses: the transport (bot/telegram), the log that
 // keeps updates until answered (the embedded bot/journal, or the
-// cluster's stream), the intake (bot/intake) and the pipeline that
-// answers (pipeline.go).
+// cluster's stream), the intake (bot/intake), the conversation pipeline
+// that answers (bot/conversation) and the panels (bot/panel/host).
 //
 // Brains are looked up per message, so an edited brain file applies to the
 // next message; only a changed token restarts that bot's client.
@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,9 +25,11 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/conversation"
 	"brainbot/bot/intake"
 	"brainbot/bot/journal"
 	"brainbot/bot/message"
+	"brainbot/bot/panel/host"
 	"brainbot/bot/store"
 	"brainbot/bot/telegram"
 	"brainbot/metrics"
@@ -76,13 +77,13 @@ type Config struct {
 	// RetryMin is the first wait after a transient network error.
 	RetryMin, RetryMax time.Duration
 
-	Claude Agent
+	Claude conversation.Agent
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
-	Transcriber Transcriber
+	Transcriber conversation.Transcriber
 	// Speaker speaks the members of panels that speak; nil (no OpenAI
 	// key): they write.
-	Speaker Speaker
+	Speaker host.Speaker
 	// Store keeps the bots' state (sessions, toggles, counters, usage,
 	// panel runs): *store.Store, or with a Cluster the cluster's shared
 	// state. Without a Cluster it keeps the journal of updates too
@@ -92,7 +93,7 @@ type Config struct {
 	// go through its stream, and one instance at a time polls each bot.
 	// Transcripts then moves session transcripts between them.
 	Cluster     Cluster
-	Transcripts Transcripts
+	Transcripts conversation.Transcripts
 	// WebhookURL has Telegram post updates to <WebhookURL>/<bot id>
 	// (served by WebhookHandler) instead of the bots polling.
 	WebhookURL string
@@ -122,7 +123,8 @@ type Manager struct {
 	// cluster's stream.
 	updates  Log
 	intake   *intake.Intake
-	pipeline *pipeline
+	pipeline *conversation.Pipeline
+	panels   *host.Host
 
 	mu     sync.Mutex
 	brains map[string]*brain.Brain
@@ -206,24 +208,17 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.Cluster == nil {
 		m.updates = journal.New(journaled, journal.Options{Launch: m.launch, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: cfg.Log})
 	}
-	m.pipeline = &pipeline{
-		store:       cfg.Store,
-		claude:      cfg.Claude,
-		queueSize:   cfg.QueueSize,
-		dataDir:     cfg.DataDir,
-		now:         cfg.Now,
-		log:         cfg.Log,
-		brain:       m.knownBrain,
-		chats:       chats{m},
-		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning, cfg.Metrics.ClaudeWaiting),
-		stopping:    m.stopping,
-		metrics:     cfg.Metrics,
-		media:       media{transcriber: cfg.Transcriber, fetch: chats{m}.Fetch},
-		lookupEnv:   cfg.LookupEnv,
-		onSecret:    cfg.OnSecret,
-		transcripts: cfg.Transcripts,
-	}
-	m.pipeline.panels = newPanels(cfg.PanelsDir, cfg.DataDir, m.pipeline, m.brain, m.member, cfg.Speaker, m.launch, cfg.Log)
+	m.pipeline = conversation.New(conversation.Config{
+		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
+		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts,
+		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
+		Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+	})
+	m.panels = host.New(host.Config{
+		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.Store, Brain: m.brain,
+		Speaker: cfg.Speaker, Launch: m.launch, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+	})
+	m.pipeline.UsePanels(m.panels)
 	m.intake = intake.New(intake.Config{
 		QueueSize: cfg.QueueSize,
 		Groups: func(bot string) string {
@@ -266,8 +261,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		}()
 	}
 	m.updates.Consume(pollCtx, m.intake.Deliver)
-	m.pipeline.panels.report()
-	m.launch(func(context.Context) { m.pipeline.panels.resume(pollCtx, m.stopping) })
+	m.panels.Report()
+	m.launch(func(context.Context) { m.panels.Resume(pollCtx, m.stopping) })
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
@@ -428,64 +423,6 @@ func (m *Manager) connected(id string, client *telegram.Client, me message.Ident
 	m.clients[id] = client
 	m.mu.Unlock()
 	m.intake.Ready(id, me)
-}
-
-// member returns bot id's Telegram client and identity (nil while it
-// connects or once the bot is stopped).
-func (m *Manager) member(id string) (*telegram.Client, message.Identity) {
-	m.mu.Lock()
-	r := m.bots[id]
-	m.mu.Unlock()
-	if r == nil {
-		return nil, message.Identity{}
-	}
-	return r.current()
-}
-
-// chats is the pipeline's Chats: the transport, as each bot.
-type chats struct{ m *Manager }
-
-func (c chats) Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) Outbox {
-	client := func() *telegram.Client { return c.m.client(to.Bot) }
-	return outbox{c.m.transport.Outbox(client, telegram.Chat{ID: to.Chat, Thread: to.Thread, Group: group}, replyTo, log)}
-}
-
-func (c chats) Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error) {
-	client := c.m.client(bot)
-	if client == nil {
-		return nil, fmt.Errorf("bot %s has not connected to Telegram", bot)
-	}
-	return client.Fetch(ctx, fileID, limit)
-}
-
-// outbox is the transport's outbox as the pipeline's.
-type outbox struct{ *telegram.Outbox }
-
-func (o outbox) Stream(ctx context.Context) Stream { return o.Outbox.Stream(ctx) }
-
-// WebhookHandler serves Telegram's webhook calls, POST <path>/<bot id>: a
-// call without the bot's secret token is refused (401) and stores
-// nothing; an update is answered 200 once stored in the log.
-func (m *Manager) WebhookHandler() http.Handler {
-	runner := func(id string) *runner {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.bots[id]
-	}
-	token := func(id string) (string, bool) {
-		if r := runner(id); r != nil {
-			return r.token, true
-		}
-		return "", false
-	}
-	return telegram.WebhookHandler(token, func(ctx context.Context, env message.Envelope) error {
-		r := runner(env.Bot)
-		if r == nil {
-			return fmt.Errorf("bot %s stopped", env.Bot)
-		}
-		env.Me = r.identity()
-		return m.intake.Take(env, func() error { return m.updates.Append(ctx, r.poller(), env) })
-	}, m.log)
 }
 
 // webhookURL is where Telegram posts bot id's updates.

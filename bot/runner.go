@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"brainbot/bot/conversation"
 	"brainbot/bot/message"
 	"brainbot/bot/telegram"
 )
@@ -277,7 +278,7 @@ func (r *runner) register(ctx context.Context) {
 	if b == nil || client == nil {
 		return
 	}
-	cmds := commandList(b, r.m.pipeline.panels.onPanel(r.id))
+	cmds := conversation.Commands(b, r.m.panels.OnPanel(r.id))
 	key, _ := json.Marshal([]any{cmds, b.Description})
 	r.mu.Lock()
 	same := r.registered == string(key)

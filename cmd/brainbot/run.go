@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot"
+	"brainbot/bot/conversation"
+	"brainbot/bot/panel/host"
 	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/cluster"
@@ -121,8 +123,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 
 	// Voice messages in need the key; without it they get the brain's
 	// messages.text_only.
-	var transcriber bot.Transcriber
-	var speaker bot.Speaker
+	var transcriber conversation.Transcriber
+	var speaker host.Speaker
 	if cfg.OpenAIKey != "" {
 		transcriber = transcribe.New(openAIConfig(cfg))
 		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})

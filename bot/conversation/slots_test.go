@@ -1,4 +1,4 @@
-package bot
+package conversation
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,4 +102,17 @@ func TestSlotsGrantWhileGivingUp(t *testing.T) {
 	if err := s.acquire(ctx, "b", nil); err != nil {
 		t.Fatalf("slot lost: %v", err)
 	}
+}
+
+// waitFor waits until cond holds (a goroutine got as far as the test
+// needs), for up to 30s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 3000 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not reached")
 }

@@ -1,4 +1,4 @@
-package bot
+package conversation
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"brainbot/bot/message"
 )
 
-// commandList is what the bot registers with setMyCommands and lists in
+// Commands is what the bot registers with setMyCommands and lists in
 // /help; onPanel: the bot is a member of a panel (/panel).
-func commandList(b *brain.Brain, onPanel bool) []message.Command {
+func Commands(b *brain.Brain, onPanel bool) []message.Command {
 	cmds := []message.Command{
 		{Name: "start", Description: "Say hello"},
 		{Name: "help", Description: "What I do and my commands"},
@@ -39,7 +39,7 @@ func helpText(b *brain.Brain, onPanel bool) string {
 		fmt.Fprintf(&sb, " Ask for a %s and I will make one.", b.Image.Keywords[0])
 	}
 	sb.WriteString("\n\nCommands:")
-	for _, c := range commandList(b, onPanel) {
+	for _, c := range Commands(b, onPanel) {
 		fmt.Fprintf(&sb, "\n/%s - %s", c.Name, c.Description)
 	}
 	return sb.String()
@@ -47,19 +47,19 @@ func helpText(b *brain.Brain, onPanel bool) string {
 
 // command carries out a bot command without the model and returns the
 // reply.
-func (p *pipeline) command(r *request) string {
+func (p *Pipeline) command(r *request) string {
 	b := r.brain
 	switch r.in.Command {
 	case "start":
 		if b.Greeting != "" {
 			return b.Greeting
 		}
-		return helpText(b, p.panels.onPanel(r.in.Key.Bot))
+		return helpText(b, p.panels.OnPanel(r.in.Key.Bot))
 	case "help":
-		return helpText(b, p.panels.onPanel(r.in.Key.Bot))
+		return helpText(b, p.panels.OnPanel(r.in.Key.Bot))
 	case "reset":
 		p.claude.End(r.in.Key.String())
-		ended, err := p.store.ResetSession(r.ctx, r.in.Key, p.now())
+		ended, err := p.store.ResetSession(r.ctx, r.in.Key, p.cfg.Now())
 		if err != nil {
 			r.log.Error("request failed", zap.String("phase", "reset"), zap.Error(err))
 			return b.Messages.Error

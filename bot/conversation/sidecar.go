@@ -1,4 +1,4 @@
-package bot
+package conversation
 
 import (
 	"bytes"
@@ -29,7 +29,7 @@ func (r *request) writeSidecar(res *claude.Result, path string) {
 		return
 	}
 	m := output.Metadata{Brain: r.brain.Name, BotID: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender,
-		RequestID: r.in.RequestID, Created: r.now().UTC(), Mode: r.sum.mode.String(), Bytes: int64(len(data))}
+		RequestID: r.in.RequestID, Created: r.p.cfg.Now().UTC(), Mode: r.sum.mode.String(), Bytes: int64(len(data))}
 	var usd float64
 	var priced bool
 	switch r.sum.mode {

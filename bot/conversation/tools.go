@@ -1,4 +1,4 @@
-package bot
+package conversation
 
 // The brain's own tools and the system prompt's variables on their way to
 // the Claude driver, and the tool calls the driver reports on their way to
@@ -13,7 +13,6 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/claude"
-	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
@@ -21,15 +20,15 @@ import (
 // timeout from the brain. The servers' ${VAR} references are resolved here,
 // each value handed to onSecret first so the logs mask it; an unset
 // variable is logged (the server gets it empty).
-func (p *pipeline) brainTools(r *request, req *claude.Request) {
+func (p *Pipeline) brainTools(r *request, req *claude.Request) {
 	b := r.brain
 	if len(b.MCPServers) == 0 {
 		return
 	}
 	lookup := func(name string) (string, bool) {
-		v, ok := p.lookupEnv(name)
-		if ok && p.onSecret != nil {
-			p.onSecret(v)
+		v, ok := p.cfg.LookupEnv(name)
+		if ok && p.cfg.OnSecret != nil {
+			p.cfg.OnSecret(v)
 		}
 		return v, ok
 	}
@@ -69,18 +68,6 @@ func (w *unsetWarnings) changed(bot string, unset []string) bool {
 	return key != ""
 }
 
-// promptVars are the system prompt's variables for the request's message.
-func (p *pipeline) promptVars(r *request) sysprompt.Vars {
-	return sysprompt.Facts{
-		BotName:       r.brain.Name,
-		UserFirstName: r.in.FirstName,
-		UserLanguage:  r.in.Language,
-		ChatType:      r.in.ChatType,
-		Now:           p.now(),
-		Location:      r.brain.Location(),
-	}.Vars()
-}
-
 // countToolCalls adds the request's tool calls to the metrics. Servers
 // and tools are labels only when they are the brain's or ours; a name the
 // model made up counts as "other", so it cannot grow the metrics.
@@ -93,7 +80,7 @@ func (r *request) countToolCalls(res *claude.Result) {
 		if known(r.brain, c.Server) {
 			server, tool = c.Server, c.Tool
 		}
-		r.metrics.ToolCalls.WithLabelValues(r.in.Key.Bot, server, tool, c.Outcome).Observe(c.Duration.Seconds())
+		r.p.cfg.Metrics.ToolCalls.WithLabelValues(r.in.Key.Bot, server, tool, c.Outcome).Observe(c.Duration.Seconds())
 	}
 }
 

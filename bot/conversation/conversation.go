@@ -1,10 +1,23 @@
-package bot
-
-// The path of one message, top to bottom. Serve decides what kind of answer
-// the message gets; converse runs it through Claude; the outcome methods of
-// request at the end send the one reply. Every path starts in begin and
-// ends in the deferred finish, so each message finishes its deliveries
-// and writes its summary line exactly once, whatever happens in between.
+// Package conversation is the pipeline of one message, from its
+// conversation's queue to the one reply: access, commands, the daily
+// limit and spending caps, files in (refused, or fetched and read), the
+// reply mode, the Claude request and its two-turn flow, sessions and
+// their transcripts, the reply through the chat's outbox, the usage
+// record, the one summary line and the metrics.
+//
+// It reaches everything through ports declared here (ports.go): the
+// outbox of a chat and the files a bot received (the transport), the
+// state kept between messages, the agent (the Claude driver), and each
+// message's progress (its log's deliveries). It imports neither the
+// Telegram library nor NATS, and does not know which log runs.
+//
+// The path of one message, top to bottom: Serve decides what kind of
+// answer the message gets; converse runs it through Claude; the outcome
+// methods of request at the end send the one reply. Every path starts in
+// begin and ends in the deferred finish, so each message finishes its
+// deliveries and writes its summary line exactly once, whatever happens
+// in between.
+package conversation
 
 import (
 	"cmp"
@@ -28,41 +41,78 @@ import (
 	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/pricing"
+	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
-// pipeline answers messages: everything between a conversation's queue
+// Config is what a pipeline needs. Every field but Transcriber,
+// Transcripts and OnSecret is required.
+type Config struct {
+	// DataDir is BRAINBOT_DATA: the generated files are organised below it.
+	DataDir string
+	State   State
+	Agent   Agent
+	Chats   Chats
+	// Brain returns the brain a bot had last (nil if it never had one): a
+	// message taken in is answered with it even if the brain was removed
+	// meanwhile.
+	Brain func(bot string) *brain.Brain
+	// Transcriber turns voice into text; nil (no OpenAI key) answers voice
+	// messages with the brain's messages.text_only.
+	Transcriber Transcriber
+	// Transcripts, in a cluster, brings a session's transcript to this
+	// instance before it is resumed and stores it after each turn.
+	Transcripts Transcripts
+	// MaxClaude caps concurrent Claude requests over all bots;
+	// MaxWaitingPerBot and MaxWait bound one bot's requests waiting for
+	// one (see bot.Config).
+	MaxClaude, MaxWaitingPerBot int
+	MaxWait                     time.Duration
+	// QueueSize is the intake's, for the log of a message it turned away.
+	QueueSize int
+	// Stopping is closed when no new Claude request may start.
+	Stopping <-chan struct{}
+	// LookupEnv resolves the references of brains' MCP servers, whose
+	// values go to OnSecret (may be nil) before anything else.
+	LookupEnv func(string) (string, bool)
+	OnSecret  func(string)
+	Now       func() time.Time
+	Metrics   *metrics.Metrics
+	Log       *zap.Logger
+}
+
+// Pipeline answers messages: everything between a conversation's queue
 // and the reply. One pipeline serves every bot; a message's own state
 // lives in its request.
-type pipeline struct {
-	store  Store
+type Pipeline struct {
+	cfg    Config
+	store  State
 	claude Agent
-	// queueSize is Config.QueueSize, for the log of a message dropped.
-	queueSize int
-	dataDir   string
-	now       func() time.Time
-	log       *zap.Logger
-	// brain returns the brain a bot had last (nil if it never had one).
-	brain func(bot string) *brain.Brain
-	// chats reaches Telegram.
-	chats Chats
+	log    *zap.Logger
 	// slots are the Claude requests allowed to run at once.
-	slots *slots
-	// stopping is closed when no new Claude request may start.
-	stopping <-chan struct{}
-	metrics  *metrics.Metrics
-	budgets  budgetWarnings
-	// lookupEnv resolves the references of brains' MCP servers, whose
-	// values go to onSecret (may be nil) before anything else.
-	lookupEnv func(string) (string, bool)
-	onSecret  func(string)
-	unset     unsetWarnings
-	media     media
-	panels    *panels
-	// transcripts, in a cluster, brings a session's transcript to this
-	// instance before it is resumed and stores it after each turn.
-	transcripts Transcripts
+	slots   *slots
+	budgets budgetWarnings
+	unset   unsetWarnings
+	media   media
+	panels  Panels
 }
+
+// New makes a pipeline. Its panels come with UsePanels.
+func New(cfg Config) *Pipeline {
+	return &Pipeline{
+		cfg:    cfg,
+		store:  cfg.State,
+		claude: cfg.Agent,
+		log:    cfg.Log,
+		slots: newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning,
+			cfg.Metrics.ClaudeWaiting),
+		media: media{transcriber: cfg.Transcriber, fetch: cfg.Chats.Fetch},
+	}
+}
+
+// UsePanels has ps run /panel (they need the pipeline themselves, so they
+// come after New and before the first message).
+func (p *Pipeline) UsePanels(ps Panels) { p.panels = ps }
 
 // budgetWarnings remembers which bots' admins heard today that the daily
 // spending cap was reached.
@@ -90,15 +140,13 @@ func (w *budgetWarnings) firstToday(bot string, now time.Time) bool {
 // request is one message's trip through the pipeline. It is owned by the
 // one goroutine that serves it.
 type request struct {
-	ctx     context.Context
-	in      *message.Inbound
-	brain   *brain.Brain // nil if the bot never had one
-	log     *zap.Logger
-	out     Outbox // the chat the answer goes to
-	store   Store
-	now     func() time.Time
-	metrics *metrics.Metrics
-	sum     summary
+	ctx   context.Context
+	in    *message.Inbound
+	brain *brain.Brain // nil if the bot never had one
+	log   *zap.Logger
+	out   Outbox // the chat the answer goes to
+	p     *Pipeline
+	sum   summary
 	// attach are the message's files as the model gets them (media.read).
 	attach []claude.Attachment
 	// keep: shutdown cut the request short; its deliveries go back to
@@ -107,7 +155,7 @@ type request struct {
 }
 
 // Serve answers one message from its conversation's queue.
-func (p *pipeline) Serve(ctx context.Context, in *message.Inbound) {
+func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 	r := p.begin(ctx, in)
 	defer r.finish()
 	defer r.contain()
@@ -122,7 +170,7 @@ func (p *pipeline) Serve(ctx context.Context, in *message.Inbound) {
 		r.say("denied", b.Messages.Denied)
 	case p.media.refused(r):
 	case in.Command == "panel":
-		p.panels.start(r)
+		p.startPanel(r)
 	case in.Command != "":
 		r.say("command", p.command(r))
 	default:
@@ -132,34 +180,34 @@ func (p *pipeline) Serve(ctx context.Context, in *message.Inbound) {
 
 // Busy answers a message its conversation's queue has no room for: told
 // to wait (the first of a burst), or only recorded.
-func (p *pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
+func (p *Pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
 	p.serveAside(ctx, in, func(r *request) {
 		if !tell {
-			r.log.Info("conversation queue full: message dropped", zap.Int("queue_size", p.queueSize))
+			r.log.Info("conversation queue full: message dropped", zap.Int("queue_size", p.cfg.QueueSize))
 			r.drop("busy, not told")
 			return
 		}
-		r.log.Info("conversation queue full: message dropped, sender told to wait", zap.Int("queue_size", p.queueSize))
+		r.log.Info("conversation queue full: message dropped, sender told to wait", zap.Int("queue_size", p.cfg.QueueSize))
 		r.say("busy", r.brain.Messages.Busy)
 	})
 }
 
 // Stop answers /stop beside the queue.
-func (p *pipeline) Stop(ctx context.Context, in *message.Inbound) { p.serveAside(ctx, in, p.stop) }
+func (p *Pipeline) Stop(ctx context.Context, in *message.Inbound) { p.serveAside(ctx, in, p.stop) }
 
 // Unreadable tells a message's sender it could not be read.
-func (p *pipeline) Unreadable(ctx context.Context, in *message.Inbound) {
+func (p *Pipeline) Unreadable(ctx context.Context, in *message.Inbound) {
 	p.serveAside(ctx, in, func(r *request) { r.say("unreadable", r.brain.Messages.Unreadable) })
 }
 
 // Resend asks the sender of a message whose work started twice already
 // (each time cut short) to send it again.
-func (p *pipeline) Resend(ctx context.Context, in *message.Inbound) {
-	p.serveAside(ctx, in, func(r *request) { r.say("resend asked", resendText) })
+func (p *Pipeline) Resend(ctx context.Context, in *message.Inbound) {
+	p.serveAside(ctx, in, func(r *request) { r.say("resend asked", ResendText) })
 }
 
 // serveAside answers a message with answer, outside its queue.
-func (p *pipeline) serveAside(ctx context.Context, in *message.Inbound, answer func(*request)) {
+func (p *Pipeline) serveAside(ctx context.Context, in *message.Inbound, answer func(*request)) {
 	r := p.begin(ctx, in)
 	defer r.finish()
 	defer r.contain()
@@ -170,24 +218,22 @@ func (p *pipeline) serveAside(ctx context.Context, in *message.Inbound, answer f
 	answer(r)
 }
 
-func (p *pipeline) begin(ctx context.Context, in *message.Inbound) *request {
+func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 	log := p.log.With(zap.String("request_id", in.RequestID), zap.String("bot", in.Key.Bot),
 		zap.Int64("user", in.Sender), zap.Int64("chat", in.Key.Chat))
 	return &request{
-		ctx:     ctx,
-		in:      in,
-		brain:   p.brain(in.Key.Bot),
-		log:     log,
-		out:     p.chats.Outbox(in.Key, in.InGroup(), in.MessageID, log),
-		store:   p.store,
-		now:     p.now,
-		metrics: p.metrics,
-		sum:     summary{outcome: "ok"},
+		ctx:   ctx,
+		in:    in,
+		brain: p.cfg.Brain(in.Key.Bot),
+		log:   log,
+		out:   p.cfg.Chats.Outbox(in.Key, in.InGroup(), in.MessageID, log),
+		p:     p,
+		sum:   summary{outcome: "ok"},
 	}
 }
 
 // converse runs the message through Claude and sends the reply.
-func (p *pipeline) converse(r *request) {
+func (p *Pipeline) converse(r *request) {
 	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
 		return
 	}
@@ -259,7 +305,7 @@ func (p *pipeline) converse(r *request) {
 
 // stop interrupts the turn the conversation's CLI is running (/stop); the
 // interrupted request ends without a reply of its own.
-func (p *pipeline) stop(r *request) {
+func (p *Pipeline) stop(r *request) {
 	switch {
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
@@ -280,13 +326,13 @@ func allowed(b *brain.Brain, user int64) bool {
 // withinBudget reports whether the bot, and the user, may still spend
 // today (limits.daily_usd, limits.per_user_daily_usd); false means the
 // user got the limit text.
-func (p *pipeline) withinBudget(r *request) bool {
+func (p *Pipeline) withinBudget(r *request) bool {
 	over, err := p.overBudget(r.ctx, r.brain, r.in.Key.Bot, r.in.Sender, r.log)
 	switch {
 	case err != nil:
 		r.fail("budget", err)
 	case over:
-		now := p.now()
+		now := p.cfg.Now()
 		r.say("limited", r.brain.Messages.LimitText(store.NextReset(now).Sub(now)))
 	}
 	return err == nil && !over
@@ -294,7 +340,7 @@ func (p *pipeline) withinBudget(r *request) bool {
 
 // overBudget reports whether bot (brain b) has spent its daily cap today,
 // in all or on user. The admin hears of a bot's cap once a day.
-func (p *pipeline) overBudget(ctx context.Context, b *brain.Brain, bot string, user int64, log *zap.Logger) (bool, error) {
+func (p *Pipeline) overBudget(ctx context.Context, b *brain.Brain, bot string, user int64, log *zap.Logger) (bool, error) {
 	lim := b.Limits
 	for _, cap := range []struct {
 		usd  float64
@@ -304,7 +350,7 @@ func (p *pipeline) overBudget(ctx context.Context, b *brain.Brain, bot string, u
 		if cap.usd <= 0 {
 			continue
 		}
-		now := p.now()
+		now := p.cfg.Now()
 		spent, err := p.store.SpentToday(ctx, bot, cap.user, now)
 		if err != nil {
 			return false, err
@@ -339,8 +385,8 @@ func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
 
 // waitForSlot waits for the request's turn to run a Claude request; false
 // means it was answered instead (too many waiting) or shutdown came first.
-func (p *pipeline) waitForSlot(r *request) bool {
-	err := p.slots.acquire(r.ctx, r.in.Key.Bot, p.stopping)
+func (p *Pipeline) waitForSlot(r *request) bool {
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, p.cfg.Stopping)
 	switch {
 	case err == nil:
 		return true
@@ -362,13 +408,13 @@ func (r *request) record(step string, mark func(context.Context, string) error) 
 
 // takeDaily counts the message against the user's daily limit; false
 // means the request has been answered (limit reached, or an error).
-func (p *pipeline) takeDaily(r *request) bool {
-	ok, resetAt, err := p.store.TakeDaily(r.ctx, r.in.Key.Bot, r.in.Sender, r.brain.Limits.PerUserPerDay, p.now())
+func (p *Pipeline) takeDaily(r *request) bool {
+	ok, resetAt, err := p.store.TakeDaily(r.ctx, r.in.Key.Bot, r.in.Sender, r.brain.Limits.PerUserPerDay, p.cfg.Now())
 	switch {
 	case err != nil:
 		r.fail("limit", err)
 	case !ok:
-		r.say("limited", r.brain.Messages.LimitText(resetAt.Sub(p.now())))
+		r.say("limited", r.brain.Messages.LimitText(resetAt.Sub(p.cfg.Now())))
 	}
 	return err == nil && ok
 }
@@ -376,7 +422,7 @@ func (p *pipeline) takeDaily(r *request) bool {
 // mode decides the reply kind: image when the brain can draw and the message
 // asks for a picture, else speech when voice replies are on for the user,
 // else text.
-func (p *pipeline) mode(r *request) (claude.Mode, error) {
+func (p *Pipeline) mode(r *request) (claude.Mode, error) {
 	if r.brain.Image.Enabled && asksForImage(r.in.Text, r.brain.Image.Keywords) {
 		return claude.Image, nil
 	}
@@ -396,7 +442,7 @@ func (p *pipeline) mode(r *request) (claude.Mode, error) {
 // voiceOn is the user's voice-reply setting: the brain's default
 // (tts.enabled), or the user's own choice where the brain lets users
 // toggle (tts.user_toggle), so a brain can also start with voice off.
-func (p *pipeline) voiceOn(r *request) (bool, error) {
+func (p *Pipeline) voiceOn(r *request) (bool, error) {
 	if !r.brain.TTS.UserToggle {
 		return r.brain.TTS.Enabled, nil
 	}
@@ -410,7 +456,7 @@ func (p *pipeline) voiceOn(r *request) (bool, error) {
 // ask runs the request in the conversation's session, starting a new
 // session when there is none or the stored one is gone (expired reports
 // the latter).
-func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, expired bool, err error) {
+func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, expired bool, err error) {
 	sess, ok, err := p.store.Session(r.ctx, r.in.Key)
 	if err != nil {
 		return nil, false, err
@@ -421,8 +467,8 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	if !ok {
 		creq.SessionID = uuid.NewString()
 	}
-	if ok && p.transcripts != nil {
-		changed, terr := p.transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID)
+	if ok && p.cfg.Transcripts != nil {
+		changed, terr := p.cfg.Transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID)
 		if terr != nil {
 			r.log.Warn("could not restore the session's transcript", zap.Error(terr))
 		}
@@ -444,11 +490,11 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	// would make the next message's resume fail as a "lost" session.
 	if res != nil && (res.SessionID != "" || err == nil) {
 		id := cmp.Or(res.SessionID, creq.SessionID)
-		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.Key, id, p.now()); serr != nil {
+		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.Key, id, p.cfg.Now()); serr != nil {
 			r.log.Warn("could not save the session", zap.Error(serr))
 		}
-		if p.transcripts != nil {
-			if terr := p.transcripts.Save(context.WithoutCancel(r.ctx), r.in.Key.Bot, id); terr != nil {
+		if p.cfg.Transcripts != nil {
+			if terr := p.cfg.Transcripts.Save(context.WithoutCancel(r.ctx), r.in.Key.Bot, id); terr != nil {
 				r.log.Warn("could not store the session's transcript", zap.Error(terr))
 			}
 		}
@@ -457,47 +503,52 @@ func (p *pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 }
 
 // claudeRequest is what the driver needs from the brain and the message.
-func (p *pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
+func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	b := r.brain
-	req := claude.Request{
-		Mode:         mode,
-		Prompt:       prompt(r.in),
-		Attachments:  r.attach,
-		SystemPrompt: b.SystemPrompt,
-		PromptVars:   p.promptVars(r),
-		Model:        b.Claude.Model,
-		BotID:        r.in.Key.Bot,
-		Conversation: r.in.Key.String(),
-		FilePrefix:   output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now()),
-		Speech: toolspec.SpeechSettings{
-			Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,
-		},
-		Image: toolspec.ImageSettings{
-			Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style,
-		},
-		MaxTurns:          b.Claude.MaxTurns,
-		MaxBudgetUSD:      b.Claude.MaxBudgetUSD,
-		InactivityTimeout: b.Claude.Timeout.D(),
-		Log:               r.log,
-	}
+	req := p.baseRequest(b, r.in.Key.Bot, prompt(r.in), sysprompt.Facts{UserFirstName: r.in.FirstName, UserLanguage: r.in.Language,
+		ChatType: r.in.ChatType}, r.log)
+	req.Mode, req.Attachments, req.MaxTurns = mode, r.attach, b.Claude.MaxTurns
+	req.Conversation = r.in.Key.String()
+	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
+	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
+	req.Image = toolspec.ImageSettings{Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style}
 	p.brainTools(r, &req)
 	return req
 }
 
+// baseRequest is the one place a Claude request is made from a brain: a
+// text request of bot (brain b) for prompt, with the brain's system prompt
+// and its variables (facts about the message; the brain's are filled in
+// here), model and bounds. The pipeline and panels add what theirs need.
+func (p *Pipeline) baseRequest(b *brain.Brain, bot, prompt string, facts sysprompt.Facts, log *zap.Logger) claude.Request {
+	facts.BotName, facts.Now, facts.Location = b.Name, p.cfg.Now(), b.Location()
+	return claude.Request{
+		Mode:              claude.Text,
+		Prompt:            prompt,
+		SystemPrompt:      b.SystemPrompt,
+		PromptVars:        facts.Vars(),
+		Model:             b.Claude.Model,
+		BotID:             bot,
+		MaxBudgetUSD:      b.Claude.MaxBudgetUSD,
+		InactivityTimeout: b.Claude.Timeout.D(),
+		Log:               log,
+	}
+}
+
 // organize finds the file the tool wrote, moves it under
 // <kind>-output/bot-<id>/user-<uid>/ and writes its sidecar.
-func (p *pipeline) organize(r *request, res *claude.Result) (string, error) {
+func (p *Pipeline) organize(r *request, res *claude.Result) (string, error) {
 	kind := output.Audio
 	if r.sum.mode == claude.Image {
 		kind = output.Image
 	}
 	start := time.Now()
 	defer func() { r.sum.locate = time.Since(start) }()
-	path, err := output.Locate(filepath.Join(p.dataDir, kind.Dir()), res.FilePrefix, res.FileExt, res.FilePath)
+	path, err := output.Locate(filepath.Join(p.cfg.DataDir, kind.Dir()), res.FilePrefix, res.FileExt, res.FilePath)
 	if err != nil {
 		return "", err
 	}
-	path, err = output.Organize(p.dataDir, path, kind, r.in.Key.Bot, r.in.Sender)
+	path, err = output.Organize(p.cfg.DataDir, path, kind, r.in.Key.Bot, r.in.Sender)
 	if err == nil {
 		r.writeSidecar(res, path)
 	}
@@ -618,27 +669,31 @@ func (r *request) finish() {
 	}
 	total := time.Since(r.in.Arrived)
 	r.sum.write(r.log, total)
-	r.sum.count(r.metrics, r.in.Key.Bot, total)
+	r.sum.count(r.p.cfg.Metrics, r.in.Key.Bot, total)
 }
 
 // recordUsage stores what a request that ran the model cost, with its
 // outcome, for usage reports and spending caps.
 func (r *request) recordUsage() {
 	s := &r.sum
-	err := r.store.RecordUsage(context.WithoutCancel(r.ctx), store.Usage{
-		At: r.now(), Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.RequestID,
-		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI,
-		InputTokens: s.tokens.Input, OutputTokens: s.tokens.Output,
-		CacheReadTokens: s.tokens.CacheRead, CacheWriteTokens: s.tokens.CacheWrite,
-	})
-	if err != nil {
-		r.log.Warn("could not record the request's usage", zap.Error(err))
+	r.p.recordUsage(r.ctx, store.Usage{Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.RequestID,
+		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI}, s.tokens, r.log)
+}
+
+// recordUsage is the one place a usage record is stored: u, at now, with
+// the tokens t, for usage reports and spending caps. A store that refuses
+// is logged; the request goes on.
+func (p *Pipeline) recordUsage(ctx context.Context, u store.Usage, t claude.Tokens, log *zap.Logger) {
+	u.At = p.cfg.Now()
+	u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens = t.Input, t.Output, t.CacheRead, t.CacheWrite
+	if err := p.store.RecordUsage(context.WithoutCancel(ctx), u); err != nil {
+		log.Warn("could not record the request's usage", zap.Error(err))
 	}
 }
 
-// resendText asks a user to send a message again that could not be
+// ResendText asks a user to send a message again that could not be
 // handled across restarts.
-const resendText = "Sorry, I could not answer your last message. Please send it again."
+const ResendText = "Sorry, I could not answer your last message. Please send it again."
 
 // summary is what the one summary line of a request says.
 type summary struct {
@@ -740,7 +795,7 @@ func (r *request) contain() {
 	if v == nil {
 		return
 	}
-	contain.Report(r.log, r.metrics, r.in.Key.Bot, contain.Answer, r.in.ID, v)
+	contain.Report(r.log, r.p.cfg.Metrics, r.in.Key.Bot, contain.Answer, r.in.ID, v)
 	r.keep = false
 	if r.brain == nil {
 		r.drop("dropped")

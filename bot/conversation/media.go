@@ -1,4 +1,4 @@
-package bot
+package conversation
 
 // Files in: what a photo, voice message or document becomes for the
 // model. Intake records each file a message carries (mediaOf); the
@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"path"
 	"slices"
@@ -28,12 +27,6 @@ import (
 	"brainbot/claude"
 	"brainbot/pricing"
 )
-
-// Transcriber turns speech into text; *transcribe.Client implements it.
-// name is the audio's file name, whose extension tells its format.
-type Transcriber interface {
-	Transcribe(ctx context.Context, model, name string, audio io.Reader) (string, error)
-}
 
 // maxAudio bounds what one message may cost in transcription ($0.03 to
 // $0.06 at OpenAI's prices).
