@@ -55,19 +55,15 @@ type fakeClaude struct {
 func (f *fakeClaude) Interrupt(conversation string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.running == 0 || isClosed(f.stop) {
+	if f.running == 0 {
 		return false
 	}
-	close(f.stop)
-	return true
-}
-
-func isClosed(c <-chan struct{}) bool {
 	select {
-	case <-c:
-		return true
-	default:
+	case <-f.stop: // stopped already
 		return false
+	default:
+		close(f.stop)
+		return true
 	}
 }
 
