@@ -248,7 +248,8 @@ func setDefault[T comparable](v *T, def T) {
 // Run starts a bot for every valid brain with a token, follows edits of
 // the brains folder, and serves until ctx ends. Then it stops polling, lets
 // requests in flight finish within Config.Grace, cancels the rest (their
-// journal entries are replayed on the next start) and returns nil. It
+// updates go back to the log, which hands them out again: the next start,
+// or another instance) and returns nil. It
 // returns an error only if the brains folder cannot be watched. A Manager
 // runs once.
 func (m *Manager) Run(ctx context.Context) error {
@@ -382,16 +383,17 @@ func (m *Manager) knownBrain(id string) *brain.Brain {
 }
 
 // Ready reports whether every bot polls Telegram: each has had an answer
-// from getUpdates within a long poll and a margin. The error names the
-// bots that have not.
+// from getUpdates within a long poll and a margin, or, where updates come
+// by webhook or another instance polls it, is connected. The error names
+// the bots that are not.
 func (m *Manager) Ready() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	window := m.cfg.PollTimeout + 30*time.Second
 	var stale []string
 	for id, r := range m.bots {
-		if m.cfg.Cluster != nil && !r.polling.Load() {
-			// Polled elsewhere: connected is enough.
+		if (m.cfg.Cluster != nil || m.cfg.WebhookURL != "") && !r.polling.Load() {
+			// Posted to, or polled elsewhere: connected is enough.
 			if client, _ := r.current(); client == nil {
 				stale = append(stale, id)
 			}
