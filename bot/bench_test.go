@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"brainbot/bot/store"
 	"bytes"
 	"context"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"brainbot/bot/store"
 )
 
 // benchHarness is a running bot with an instant fake Claude and 10,000

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot/conversation"
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
@@ -436,7 +437,7 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 	for _, c := range got {
 		byChat[c.ChatID()] = c.Param("text")
 	}
-	if byChat[1] != "You said: journaled before the crash" || byChat[2] != "You said: in progress" || byChat[3] != resendText {
+	if byChat[1] != "You said: journaled before the crash" || byChat[2] != "You said: in progress" || byChat[3] != conversation.ResendText {
 		t.Fatalf("after restart: %v", byChat)
 	}
 	if err := h.srv.WaitConfirmed(h.ctx(), tokenA); err != nil {
@@ -460,15 +461,27 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 	}
 }
 
+// pendingOf is bot's part of the journal.
+func pendingOf(ctx context.Context, st *store.Store, bot string) ([]store.Entry, error) {
+	all, err := st.Pending(ctx)
+	var out []store.Entry
+	for _, e := range all {
+		if e.Bot == bot {
+			out = append(out, e)
+		}
+	}
+	return out, err
+}
+
 func waitEmptyJournal(t *testing.T, st *store.Store) {
 	t.Helper()
 	for range 1000 {
-		if p, _ := st.Pending(context.Background(), "alpha"); len(p) == 0 {
+		if p, _ := pendingOf(context.Background(), st, "alpha"); len(p) == 0 {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p, _ := st.Pending(context.Background(), "alpha")
+	p, _ := pendingOf(context.Background(), st, "alpha")
 	t.Fatalf("journal not cleared: %+v", p)
 }
 
@@ -481,7 +494,7 @@ func TestShutdownGraceThenReplay(t *testing.T) {
 	if n := len(h.srv.Sent(tokenA)); n != 0 {
 		t.Fatalf("cancelled request answered: %s", describeCalls(h.srv.Sent(tokenA)))
 	}
-	p, _ := h.store.Pending(context.Background(), "alpha")
+	p, _ := pendingOf(context.Background(), h.store, "alpha")
 	if len(p) != 1 || p[0].Attempts != 1 {
 		t.Fatalf("journal after shutdown = %+v", p)
 	}
@@ -665,27 +678,6 @@ func TestReplayAfterShutdownCountsOnce(t *testing.T) {
 			t.Errorf("user %d: daily count %d after replay, want 1", user, n)
 		}
 	}
-}
-
-// A removed brain's runner may still accept the rest of its last batch of
-// updates. With that user's queue full, the busy path must drop the
-// message (as handle does) rather than crash the process on a nil brain.
-func TestBusyAfterBrainRemovedDropsMessage(t *testing.T) {
-	data := t.TempDir()
-	st, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m, err := New(Config{BrainsDir: t.TempDir(), DataDir: data, Claude: newFakeClaude(data), Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.queues[store.Conversation{Bot: "gone", Chat: 7}] = &queue{accepted: m.cfg.QueueSize + 1}
-	if m.admit(&incoming{requestID: "req", bot: "gone", chat: 7, user: 7, text: "hi", arrived: time.Now()}) {
-		t.Fatal("admitted into a full queue")
-	}
-	m.work.Wait()
 }
 
 // tts.enabled is each user's default; with user_toggle a brain can start

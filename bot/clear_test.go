@@ -24,7 +24,7 @@ func TestJournalClearIsRetriedAfterALongLock(t *testing.T) {
 	if e.Level.String() != "warn" || e.ContextMap()["journal_id"] == nil {
 		t.Errorf("log line = %v %v, want warn naming the entry", e.Level, e.ContextMap())
 	}
-	if p, err := h.store.Pending(context.Background(), "alpha"); err != nil || len(p) != 0 {
+	if p, err := pendingOf(context.Background(), h.store, "alpha"); err != nil || len(p) != 0 {
 		t.Fatalf("pending while locked = %+v, %v; want the answered message left out", p, err)
 	}
 	unlock()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot/telegram"
 	"brainbot/claude"
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/toolstest"
@@ -77,7 +78,7 @@ func TestWithDriverAllModes(t *testing.T) {
 	}
 	h.srv.SendText(tokenA, 9, 9, "#long")
 	parts := h.waitSent(tokenA, 5)
-	if len(parts[3].Param("text")) > maxMessageLen || parts[3].ChatID() != 9 || parts[4].ChatID() != 9 {
+	if len(parts[3].Param("text")) > telegram.MaxMessageLen || parts[3].ChatID() != 9 || parts[4].ChatID() != 9 {
 		t.Fatalf("long reply not split: %s", describeCalls(parts[3:]))
 	}
 
@@ -123,7 +124,7 @@ func TestWithDriverShutdownKillsCLI(t *testing.T) {
 	if n := len(h.srv.Sent(tokenA)); n != 0 {
 		t.Fatalf("interrupted request answered: %s", describeCalls(h.srv.Sent(tokenA)))
 	}
-	if p, _ := h.store.Pending(context.Background(), "chat"); len(p) != 1 {
+	if p, _ := pendingOf(context.Background(), h.store, "chat"); len(p) != 1 {
 		t.Fatalf("interrupted request not kept for replay: %+v", p)
 	}
 }

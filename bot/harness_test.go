@@ -19,6 +19,7 @@ import (
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
+	"brainbot/cluster"
 	"brainbot/output"
 )
 
@@ -54,11 +55,16 @@ type fakeClaude struct {
 func (f *fakeClaude) Interrupt(conversation string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.running == 0 || isClosed(f.stop) {
+	if f.running == 0 {
 		return false
 	}
-	close(f.stop)
-	return true
+	select {
+	case <-f.stop: // stopped already
+		return false
+	default:
+		close(f.stop)
+		return true
+	}
 }
 
 func (f *fakeClaude) End(conversation string) {
@@ -225,6 +231,13 @@ type harness struct {
 	logs   *observer.ObservedLogs
 	cfg    func(*Config)
 
+	// natsURL, when set, runs the bots as one instance of a cluster on
+	// that NATS server: each start joins it as a new instance (cl), and
+	// stop hands what it held back, as `brainbot run` does.
+	natsURL   string
+	cl        *cluster.Cluster
+	instances int
+
 	cancel context.CancelFunc
 	done   chan error
 	m      *Manager
@@ -281,6 +294,16 @@ func (h *harness) start() {
 		PollTimeout: 2 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		Grace: 10 * time.Second, LookupEnv: func(string) (string, bool) { return "", false },
 	}
+	if h.natsURL != "" {
+		h.instances++
+		cl, err := cluster.Connect(context.Background(), cluster.Config{URL: h.natsURL, Partitions: 1,
+			Instance: fmt.Sprintf("instance-%d", h.instances), Log: cfg.Log.Named("cluster")})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.cl = cl
+		cfg.Store, cfg.Cluster = cl.State(), cl
+	}
 	if h.cfg != nil {
 		h.cfg(&cfg)
 	}
@@ -308,6 +331,11 @@ func (h *harness) stop() {
 		}
 	case <-time.After(30 * time.Second):
 		h.t.Error("Run did not return after its context ended")
+	}
+	if h.cl != nil {
+		h.cl.Release()
+		h.cl.Close()
+		h.cl = nil
 	}
 }
 

@@ -1,10 +1,11 @@
-// Package bot is the Telegram side of brainbot: one long-polling
-// go-telegram/bot client per brain (runner.go), the intake of updates into
-// a crash-safe journal (intake.go), a queue per conversation (queue.go),
-// and for every message the path from queue to reply in pipeline.go:
-// access, commands, the daily limit, the reply mode, the Claude request,
-// and sending only the generated file (or the text) back (send.go), with
-// one summary log line per request.
+// Package bot runs the bots of a brains folder: it follows the folder
+// (start, restart on a token change, stop), runs each bot's Telegram
+// client (connect with backoff, register its commands, poll — under the
+// cluster's lease when shared — or set its webhook), and composes the
+// rooms a message crosses: the transport (bot/telegram), the log that
+// keeps updates until answered (the embedded bot/journal, or the
+// cluster's stream), the intake (bot/intake), the conversation pipeline
+// that answers (bot/conversation) and the panels (bot/panel/host).
 //
 // Brains are looked up per message, so an edited brain file applies to the
 // next message; only a changed token restarts that bot's client.
@@ -14,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,26 +22,18 @@ import (
 	"sync"
 	"time"
 
-	tgbot "github.com/go-telegram/bot"
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/conversation"
+	"brainbot/bot/intake"
+	"brainbot/bot/journal"
+	"brainbot/bot/message"
+	"brainbot/bot/panel/host"
 	"brainbot/bot/store"
-	"brainbot/claude"
+	"brainbot/bot/telegram"
 	"brainbot/metrics"
 )
-
-// Claude runs one request through the model; *claude.Driver implements it.
-// On error the result may still be non-nil with what the CLI got as far as
-// (a speech request's turn-1 text).
-type Claude interface {
-	Run(ctx context.Context, req claude.Request) (*claude.Result, error)
-	// Interrupt stops the turn a conversation's request is running (the
-	// request then fails with claude.ErrInterrupted); false when none
-	// runs. End ends a conversation's warm CLI process.
-	Interrupt(conversation string) bool
-	End(conversation string)
-}
 
 // Config is what Run needs. Zero durations and sizes take the defaults noted.
 type Config struct {
@@ -85,22 +77,25 @@ type Config struct {
 	// RetryMin is the first wait after a transient network error.
 	RetryMin, RetryMax time.Duration
 
-	Claude Claude
+	Claude conversation.Agent
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
-	Transcriber Transcriber
+	Transcriber conversation.Transcriber
 	// Speaker speaks the members of panels that speak; nil (no OpenAI
 	// key): they write.
-	Speaker Speaker
-	// Store keeps the bots' state: *store.Store, or the cluster's.
+	Speaker host.Speaker
+	// Store keeps the bots' state (sessions, toggles, counters, usage,
+	// panel runs): *store.Store, or with a Cluster the cluster's shared
+	// state. Without a Cluster it keeps the journal of updates too
+	// (journal.Store), and is pruned if it can be (Pruner).
 	Store Store
-	// Cluster, if set, shares the bots with other instances (shared.go);
+	// Cluster, if set, shares the bots with other instances: their updates
+	// go through its stream, and one instance at a time polls each bot.
 	// Transcripts then moves session transcripts between them.
 	Cluster     Cluster
-	Transcripts Transcripts
-	// WebhookURL, with a Cluster, has Telegram post updates to
-	// <WebhookURL>/<bot id> (served by WebhookHandler) instead of the
-	// bots polling.
+	Transcripts conversation.Transcripts
+	// WebhookURL has Telegram post updates to <WebhookURL>/<bot id>
+	// (served by WebhookHandler) instead of the bots polling.
 	WebhookURL string
 	Log        *zap.Logger
 	// Metrics receives the bots' metrics (a private set when nil).
@@ -121,15 +116,26 @@ type Config struct {
 // their Telegram clients as brains change, and queues their messages for
 // the pipeline.
 type Manager struct {
-	cfg      Config
-	log      *zap.Logger
-	pipeline *pipeline
+	cfg       Config
+	log       *zap.Logger
+	transport *telegram.Transport
+	// updates keeps the updates until answered: the journal, or the
+	// cluster's stream.
+	updates  Log
+	intake   *intake.Intake
+	pipeline *conversation.Pipeline
+	panels   *host.Host
 
-	mu       sync.Mutex
-	brains   map[string]*brain.Brain
-	bots     map[string]*runner
-	replayed map[string]bool // bots whose journal was replayed in this process
-	queues   map[store.Conversation]*queue
+	mu     sync.Mutex
+	brains map[string]*brain.Brain
+	// known are the brains each bot had last: a message taken in is
+	// answered with it even if its brain is removed meanwhile.
+	known map[string]*brain.Brain
+	bots  map[string]*runner
+	// clients are the bots' Telegram clients, the last one each bot
+	// connected with: replies in flight go out through it while the bot
+	// reconnects, or after it was stopped.
+	clients map[string]*telegram.Client
 
 	// stopping is closed when Run's context ends: no new work starts.
 	stopping chan struct{}
@@ -152,6 +158,10 @@ func New(cfg Config) (*Manager, error) {
 	case cfg.Store == nil:
 		return nil, errors.New("bot: Config.Store is nil")
 	}
+	journaled, keepsJournal := cfg.Store.(journal.Store)
+	if cfg.Cluster == nil && !keepsJournal {
+		return nil, errors.New("bot: Config.Store keeps no journal, and there is no Cluster to keep the updates")
+	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("bot: data dir: %w", err)
@@ -165,7 +175,7 @@ func New(cfg Config) (*Manager, error) {
 	setDefault(&cfg.Grace, 30*time.Second)
 	setDefault(&cfg.PollTimeout, 50*time.Second)
 	setDefault(&cfg.ChatActionEvery, 4*time.Second)
-	setDefault(&cfg.StreamEvery, streamEvery)
+	setDefault(&cfg.StreamEvery, time.Second)
 	setDefault(&cfg.RetryMin, time.Second)
 	setDefault(&cfg.RetryMax, 5*time.Minute)
 	if cfg.Log == nil {
@@ -185,34 +195,46 @@ func New(cfg Config) (*Manager, error) {
 		cfg:        cfg,
 		log:        cfg.Log,
 		brains:     map[string]*brain.Brain{},
+		known:      map[string]*brain.Brain{},
 		bots:       map[string]*runner{},
-		replayed:   map[string]bool{},
-		queues:     map[store.Conversation]*queue{},
+		clients:    map[string]*telegram.Client{},
 		stopping:   make(chan struct{}),
 		workCtx:    workCtx,
 		cancelWork: cancel,
 	}
-	m.pipeline = &pipeline{
-		store:       cfg.Store,
-		clearer:     &journalClearer{store: cfg.Store, launch: m.launch, min: cfg.RetryMin, max: cfg.RetryMax},
-		claude:      cfg.Claude,
-		dataDir:     cfg.DataDir,
-		now:         cfg.Now,
-		log:         cfg.Log,
-		brain:       m.brain,
-		client:      m.client,
-		slots:       newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning, cfg.Metrics.ClaudeWaiting),
-		stopping:    m.stopping,
-		actionEvery: cfg.ChatActionEvery,
-		streamEvery: cfg.StreamEvery,
-		caller:      caller{backoff: cfg.RetryMin, metrics: cfg.Metrics},
-		metrics:     cfg.Metrics,
-		media:       media{transcriber: cfg.Transcriber, http: &http.Client{Timeout: fileTimeout}},
-		lookupEnv:   cfg.LookupEnv,
-		onSecret:    cfg.OnSecret,
-		transcripts: cfg.Transcripts,
+	m.transport = telegram.New(telegram.Settings{APIURL: cfg.APIURL, PollTimeout: cfg.PollTimeout, RetryMin: cfg.RetryMin,
+		ActionEvery: cfg.ChatActionEvery, StreamEvery: cfg.StreamEvery, Metrics: cfg.Metrics})
+	m.updates = cfg.Cluster
+	if cfg.Cluster == nil {
+		m.updates = journal.New(journaled, journal.Options{Launch: m.launch, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: cfg.Log})
 	}
-	m.pipeline.panels = newPanels(cfg.PanelsDir, cfg.DataDir, m.pipeline, m.member, cfg.Speaker, m.launch, cfg.Log)
+	m.pipeline = conversation.New(conversation.Config{
+		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
+		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts,
+		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
+		Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+	})
+	m.panels = host.New(host.Config{
+		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.Store, Brain: m.brain,
+		Speaker: cfg.Speaker, Launch: m.launch, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+	})
+	m.pipeline.UsePanels(m.panels)
+	m.intake = intake.New(intake.Config{
+		QueueSize: cfg.QueueSize,
+		Groups: func(bot string) string {
+			if b := m.brain(bot); b != nil {
+				return b.Groups
+			}
+			return ""
+		},
+		Decode:   telegram.Decode,
+		Handler:  m.pipeline,
+		Work:     &m.work,
+		Ctx:      workCtx,
+		Stopping: m.stopping,
+		Metrics:  cfg.Metrics,
+		Log:      cfg.Log,
+	})
 	return m, nil
 }
 
@@ -226,27 +248,29 @@ func setDefault[T comparable](v *T, def T) {
 // Run starts a bot for every valid brain with a token, follows edits of
 // the brains folder, and serves until ctx ends. Then it stops polling, lets
 // requests in flight finish within Config.Grace, cancels the rest (their
-// journal entries are replayed on the next start) and returns nil. It
+// updates go back to the log, which hands them out again: the next start,
+// or another instance) and returns nil. It
 // returns an error only if the brains folder cannot be watched. A Manager
 // runs once.
 func (m *Manager) Run(ctx context.Context) error {
 	pollCtx, stopPolling := context.WithCancel(ctx)
-	m.pollers.Add(1)
-	go func() {
-		defer m.pollers.Done()
-		m.pruneStore(pollCtx)
-	}()
-	if m.cfg.Cluster != nil {
-		m.cfg.Cluster.Work(pollCtx, m.deliver)
+	if pruner, ok := m.cfg.Store.(Pruner); ok {
+		m.pollers.Add(1)
+		go func() {
+			defer m.pollers.Done()
+			m.pruneStore(pollCtx, pruner)
+		}()
 	}
-	m.pipeline.panels.report()
-	m.launch(func(context.Context) { m.pipeline.panels.resume(pollCtx, m.stopping) })
+	m.updates.Consume(pollCtx, m.intake.Deliver)
+	m.panels.Report()
+	m.launch(func(context.Context) { m.panels.Resume(pollCtx, m.stopping) })
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()
 	close(m.stopping)
 	m.pollers.Wait()
+	m.intake.Stop()
 
 	drained := make(chan struct{})
 	go func() { m.work.Wait(); close(drained) }()
@@ -272,11 +296,11 @@ func (m *Manager) Run(ctx context.Context) error {
 const pruneEvery = time.Hour
 
 // pruneStore prunes the store now and every pruneEvery until ctx ends.
-func (m *Manager) pruneStore(ctx context.Context) {
+func (m *Manager) pruneStore(ctx context.Context, pruner Pruner) {
 	tick := time.NewTicker(pruneEvery)
 	defer tick.Stop()
 	for {
-		p, err := m.cfg.Store.Prune(ctx, m.cfg.Now(), store.DefaultRetention)
+		p, err := pruner.Prune(ctx, m.cfg.Now(), store.DefaultRetention)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("could not prune the store", zap.Error(err))
@@ -302,18 +326,18 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 		delete(m.brains, c.ID)
 		if old != nil {
 			delete(m.bots, c.ID)
-			old.stop()
+			m.stopRunner(old)
 			log.Info("bot stopped: brain removed")
 		}
 		return
 	}
-	m.brains[c.ID] = c.Brain
+	m.brains[c.ID], m.known[c.ID] = c.Brain, c.Brain
 	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
 	if err != nil {
 		log.Warn("bot not started: no token", zap.Error(err))
 		if old != nil {
 			delete(m.bots, c.ID)
-			old.stop()
+			m.stopRunner(old)
 		}
 		return
 	}
@@ -325,7 +349,7 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 		return
 	}
 	if old != nil {
-		old.stop()
+		m.stopRunner(old)
 		log.Info("bot restarting: token changed")
 	}
 	r := m.newRunner(c.ID, token)
@@ -337,6 +361,13 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 	}()
 }
 
+// stopRunner stops r's polling; its updates wait until the bot is
+// connected again. Requests it already took in go on.
+func (m *Manager) stopRunner(r *runner) {
+	r.stop()
+	m.intake.Gone(r.id)
+}
+
 // brain returns the current brain of bot id (nil once removed).
 func (m *Manager) brain(id string) *brain.Brain {
 	m.mu.Lock()
@@ -344,17 +375,25 @@ func (m *Manager) brain(id string) *brain.Brain {
 	return m.brains[id]
 }
 
+// knownBrain returns the brain bot id had last (nil if it never had one).
+func (m *Manager) knownBrain(id string) *brain.Brain {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.known[id]
+}
+
 // Ready reports whether every bot polls Telegram: each has had an answer
-// from getUpdates within a long poll and a margin. The error names the
-// bots that have not.
+// from getUpdates within a long poll and a margin, or, where updates come
+// by webhook or another instance polls it, is connected. The error names
+// the bots that are not.
 func (m *Manager) Ready() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	window := m.cfg.PollTimeout + 30*time.Second
 	var stale []string
 	for id, r := range m.bots {
-		if m.cfg.Cluster != nil && !r.polling.Load() {
-			// Polled elsewhere: connected is enough.
+		if (m.cfg.Cluster != nil || m.cfg.WebhookURL != "") && !r.polling.Load() {
+			// Posted to, or polled elsewhere: connected is enough.
 			if client, _ := r.current(); client == nil {
 				stale = append(stale, id)
 			}
@@ -371,29 +410,26 @@ func (m *Manager) Ready() error {
 	return nil
 }
 
-// client returns bot id's Telegram client (nil while it connects or once
-// the bot is stopped).
-func (m *Manager) client(id string) *tgbot.Bot {
+// client returns the client bot id last connected with (nil if it never
+// did).
+func (m *Manager) client(id string) *telegram.Client {
 	m.mu.Lock()
-	r := m.bots[id]
-	m.mu.Unlock()
-	if r == nil {
-		return nil
-	}
-	client, _ := r.current()
-	return client
+	defer m.mu.Unlock()
+	return m.clients[id]
 }
 
-// member returns bot id's Telegram client and identity (nil while it
-// connects or once the bot is stopped).
-func (m *Manager) member(id string) (*tgbot.Bot, self) {
+// connected records that bot id connected with client, as me: its
+// updates are routed from now on.
+func (m *Manager) connected(id string, client *telegram.Client, me message.Identity) {
 	m.mu.Lock()
-	r := m.bots[id]
+	m.clients[id] = client
 	m.mu.Unlock()
-	if r == nil {
-		return nil, self{}
-	}
-	return r.current()
+	m.intake.Ready(id, me)
+}
+
+// webhookURL is where Telegram posts bot id's updates.
+func (m *Manager) webhookURL(id string) string {
+	return strings.TrimRight(m.cfg.WebhookURL, "/") + "/" + id
 }
 
 // launch runs fn as work of the Manager: Run's shutdown waits for it
@@ -404,16 +440,4 @@ func (m *Manager) launch(fn func(ctx context.Context)) {
 		defer m.work.Done()
 		fn(m.workCtx)
 	}()
-}
-
-// takeReplay reports whether bot id's journal is still to be replayed in
-// this process (only its first start does it).
-func (m *Manager) takeReplay(id string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.replayed[id] {
-		return false
-	}
-	m.replayed[id] = true
-	return true
 }

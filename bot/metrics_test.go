@@ -18,7 +18,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 	h.srv.Flood(tokenA, "sendMessage", 1, 1)
 	h.exchange(tokenA, 7, "two")
 	h.exchange(tokenA, 7, "please #fail")
-	raw, err := os.ReadFile(filepath.Join("testdata", "undecodable", "reaction.json"))
+	raw, err := os.ReadFile(filepath.Join("telegram", "testdata", "undecodable", "reaction.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

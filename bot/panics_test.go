@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest/observer"
 
+	"brainbot/bot/message"
 	"brainbot/bot/store"
 	"brainbot/metrics"
 )
@@ -22,10 +23,10 @@ const unreadableBrain = "messages:\n  unreadable: Couldn't read that.\n"
 
 // panicOnJournal is a store whose Journal panics on a message carrying
 // #explode: a bug in the intake, as the malformed entity's was.
-type panicOnJournal struct{ Store }
+type panicOnJournal struct{ *store.Store }
 
 func (s panicOnJournal) Journal(ctx context.Context, e store.Entry, poller string, updateID int64) (int64, error) {
-	if strings.Contains(e.Text, "#explode") {
+	if strings.Contains(string(e.Update), "#explode") {
 		panic("journal exploded")
 	}
 	return s.Store.Journal(ctx, e, poller, updateID)
@@ -39,7 +40,7 @@ func (s panicOnJournal) Journal(ctx context.Context, e store.Entry, poller strin
 func TestPanicInIntakeIsContained(t *testing.T) {
 	reg := metrics.New()
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, unreadableBrain)}, func(c *Config) {
-		c.Store = panicOnJournal{c.Store}
+		c.Store = panicOnJournal{c.Store.(*store.Store)}
 		c.Metrics = reg
 	})
 	private := h.srv.SendText(tokenA, 7, 7, "#explode")
@@ -90,7 +91,7 @@ func TestPanicWhileAnsweringIsContained(t *testing.T) {
 // polled is contained the same way; the update is acknowledged.
 func TestPanicInClusterDeliveryIsContained(t *testing.T) {
 	reg := metrics.New()
-	cl := &fakeCluster{work: make(chan func(Delivery), 1)}
+	cl := &fakeCluster{work: make(chan func(message.Delivery), 1)}
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, unreadableBrain)}, func(c *Config) {
 		c.Cluster = cl
 		c.Metrics = reg
@@ -101,8 +102,8 @@ func TestPanicInClusterDeliveryIsContained(t *testing.T) {
 		return fmt.Appendf(nil, `{"update_id":%d,"message":{"message_id":%d,"date":1763888000,"chat":{"id":%d,"type":"private","first_name":"Ann"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":%q}}`,
 			id, id, user, user, text)
 	}
-	bad := &fakeDelivery{bot: "alpha", update: update(501, 7, "hello"), explode: true, done: make(chan bool, 2)}
-	good := &fakeDelivery{bot: "alpha", update: update(502, 8, "fine"), done: make(chan bool, 2)}
+	bad := &fakeDelivery{bot: "alpha", id: 501, update: update(501, 7, "hello"), explode: true, done: make(chan bool, 2)}
+	good := &fakeDelivery{bot: "alpha", id: 502, update: update(502, 8, "fine"), done: make(chan bool, 2)}
 	handle(bad)
 	handle(good)
 	wantSent(t, h, "7:Couldn't read that.", "8:You said: fine")
@@ -155,32 +156,40 @@ func checkPanicLine(t *testing.T, logs *observer.ObservedLogs, id int64, stage, 
 
 // fakeCluster hands the test the Manager's delivery handler; this
 // instance never polls.
-type fakeCluster struct{ work chan func(Delivery) }
+type fakeCluster struct{ work chan func(message.Delivery) }
 
 func (c *fakeCluster) Lease(ctx context.Context, _ string, _ func(context.Context)) { <-ctx.Done() }
 
-func (c *fakeCluster) Publish(context.Context, string, int64, int, int64, []byte) error {
+func (c *fakeCluster) Append(context.Context, string, message.Envelope) error {
 	return errors.New("this instance does not poll")
 }
 
-func (c *fakeCluster) Work(_ context.Context, handle func(Delivery)) { c.work <- handle }
+func (c *fakeCluster) Offset(context.Context, string) (int64, error) { return 0, nil }
+
+func (c *fakeCluster) Consume(_ context.Context, handle func(message.Delivery)) { c.work <- handle }
 
 // fakeDelivery is an update handed to this instance; explode makes it
 // panic when asked whether it was delivered before, which intake does.
 type fakeDelivery struct {
 	bot     string
+	id      int64
 	update  []byte
 	explode bool
 	done    chan bool // what Done was told
 }
 
-func (d *fakeDelivery) BotID() string  { return d.bot }
-func (d *fakeDelivery) Update() []byte { return d.update }
+func (d *fakeDelivery) Envelope() message.Envelope {
+	return message.Envelope{Bot: d.bot, UpdateID: d.id, Raw: d.update}
+}
 func (d *fakeDelivery) Redelivered() bool {
 	if d.explode {
 		panic("delivery exploded")
 	}
 	return false
 }
-func (d *fakeDelivery) Done(answered bool) { d.done <- answered }
-func (d *fakeDelivery) Abandon()           {} // only at shutdown, after the test's updates
+func (d *fakeDelivery) Attempts() int                             { return 0 }
+func (d *fakeDelivery) Charged() bool                             { return false }
+func (d *fakeDelivery) MarkCharged(context.Context, string) error { return nil }
+func (d *fakeDelivery) MarkAttempt(context.Context, string) error { return nil }
+func (d *fakeDelivery) Done(answered bool)                        { d.done <- answered }
+func (d *fakeDelivery) Abandon()                                  {} // only at shutdown, after the test's updates

@@ -1,13 +1,16 @@
 package bot
 
 import (
-	"brainbot/bot/telegramtest"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"brainbot/bot/telegramtest"
 )
 
 // A burst of 15 messages sent while the first is answered gets a handful
@@ -59,9 +62,9 @@ func TestClaudeSlotsAreFairAcrossBots(t *testing.T) {
 	for u := int64(2); u <= 10; u++ {
 		h.srv.SendText(tokenA, u, u, "alpha crowd")
 	}
-	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 9 })
+	waitFor(t, func() bool { return h.waitingForClaude() == 9 }) // alpha's
 	h.srv.SendText(tokenB, 50, 50, "beta alone")
-	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("beta") == 1 })
+	waitFor(t, func() bool { return h.waitingForClaude() == 10 }) // and beta's
 	close(h.claude.release)
 	h.waitSent(tokenA, 10)
 	h.waitSent(tokenB, 1)
@@ -95,7 +98,7 @@ func TestWaitingForClaudeIsBounded(t *testing.T) {
 	h.srv.SendText(tokenA, 1, 1, "#wait running")
 	h.claude.waitCalls(t, 1)
 	h.srv.SendText(tokenA, 2, 2, "waits its turn")
-	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 1 })
+	waitFor(t, func() bool { return h.waitingForClaude() == 1 })
 	h.srv.SendText(tokenA, 3, 3, "line full")
 	if got := h.waitSent(tokenA, 1, "sendMessage")[0]; got.ChatID() != 3 || got.Param("text") != "Too busy." {
 		t.Fatalf("reply %s, want the busy text to user 3", describeCalls([]telegramtest.Call{got}))
@@ -132,10 +135,10 @@ func TestWaitingMessageSurvivesRestarts(t *testing.T) {
 	h.srv.SendText(tokenA, 1, 1, "#wait blocker")
 	h.claude.waitCalls(t, 1)
 	h.srv.SendText(tokenA, 2, 2, "patient")
-	waitFor(t, func() bool { return h.m.pipeline.slots.waiting("alpha") == 1 })
+	waitFor(t, func() bool { return h.waitingForClaude() == 1 })
 	h.stop()
-	pending, _ := h.store.Pending(context.Background(), "alpha")
-	if len(pending) != 2 || pending[1].User != 2 || pending[1].Attempts != 0 || pending[1].Mode != "text" {
+	pending, _ := pendingOf(context.Background(), h.store, "alpha")
+	if len(pending) != 2 || pending[1].Chat != 2 || pending[1].Attempts != 0 || pending[1].Mode != "text" {
 		t.Fatalf("journal after stopping = %+v, want the waiting message charged with no attempt", pending)
 	}
 	close(h.claude.release)
@@ -210,4 +213,10 @@ func TestStopInterruptsTheRunningAnswer(t *testing.T) {
 		t.Errorf("/reset ended %v, want the conversation's warm process", h.claude.ended)
 	}
 	h.claude.mu.Unlock()
+}
+
+// waitingForClaude is how many requests wait for a Claude slot, as the
+// metrics tell the admin.
+func (h *harness) waitingForClaude() int {
+	return int(testutil.ToFloat64(h.m.cfg.Metrics.ClaudeWaiting))
 }

@@ -3,20 +3,19 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	tgbot "github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
+
+	"brainbot/bot/conversation"
+	"brainbot/bot/message"
+	"brainbot/bot/telegram"
 )
 
 // runner is one bot's Telegram client: it (re)connects with backoff and
-// long-polls until stopped.
+// long-polls (or sets its webhook) until stopped.
 type runner struct {
 	m     *Manager
 	id    string
@@ -27,15 +26,13 @@ type runner struct {
 	ctx     context.Context // nil until run starts and after stop
 	cancel  context.CancelFunc
 	stopped bool
-	client  *tgbot.Bot
-	me      self
+	client  *telegram.Client
+	me      message.Identity
 	// lastPoll is when Telegram last answered getUpdates (unix ns; 0:
 	// never).
 	lastPoll atomic.Int64
 	// polling: this instance polls the bot (always, without a cluster).
 	polling atomic.Bool
-	// albums gathers the messages of each album into one.
-	albums *albums
 	// registered is the command list and description Telegram has, as
 	// JSON; registering serialises registrations.
 	registered  string
@@ -43,7 +40,7 @@ type runner struct {
 }
 
 func (m *Manager) newRunner(id, token string) *runner {
-	return &runner{m: m, id: id, token: token, log: m.log.With(zap.String("bot", id)), albums: newAlbums(m.enqueue, &m.work)}
+	return &runner{m: m, id: id, token: token, log: m.log.With(zap.String("bot", id))}
 }
 
 // stop ends the runner's polling; requests it already accepted go on.
@@ -56,9 +53,6 @@ func (r *runner) stop() {
 		r.cancel()
 	}
 }
-
-// errPollStopped says why a polling session ended early.
-var errPollStopped = errors.New("polling stopped")
 
 func (r *runner) run(parent context.Context) {
 	r.mu.Lock()
@@ -81,7 +75,7 @@ func (r *runner) run(parent context.Context) {
 		if time.Since(started) > r.m.cfg.RetryMax {
 			retry.reset() // it ran fine for a while: a new problem
 		}
-		r.log.Error("telegram bot not running; retrying", zap.String("cause", describeTelegramError(err)),
+		r.log.Error("telegram bot not running; retrying", zap.String("cause", telegram.Describe(err)),
 			zap.Error(err), zap.Duration("retry_in", retry.next))
 		if !retry.wait(ctx) {
 			return
@@ -115,139 +109,117 @@ func (b *backoff) wait(ctx context.Context) bool {
 // reset starts the waits again from the first.
 func (b *backoff) reset() { b.next = b.min }
 
-// describeTelegramError explains the failures an admin must act on.
-func describeTelegramError(err error) string {
-	switch {
-	case errors.Is(err, tgbot.ErrorUnauthorized):
-		return "token rejected by Telegram (401): check the brain's token"
-	case errors.Is(err, tgbot.ErrorConflict):
-		return "another process polls this token (409): stop it or use another token"
+// serve connects and takes the bot's updates in until ctx ends (nil) or
+// Telegram rejects the token or reports a second poller (the error): by
+// its webhook, or by polling (in a cluster, while this instance holds
+// the bot's lease).
+func (r *runner) serve(ctx context.Context) error {
+	client, err := r.m.transport.Client(r.token, r.log)
+	if err != nil {
+		return err
 	}
-	return "telegram unreachable"
+	me, err := client.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	r.connected(client, me)
+	r.log.Info("telegram bot connected", zap.String("username", me.Username))
+	switch {
+	case r.m.cfg.WebhookURL != "":
+		r.setWebhook(ctx, client)
+		<-ctx.Done()
+		return nil
+	case r.m.cfg.Cluster != nil:
+		r.m.cfg.Cluster.Lease(ctx, r.id, func(ctx context.Context) { r.pollWhileLeased(ctx, client) })
+		return nil
+	}
+	return r.poll(ctx, client)
 }
 
-// serve connects, replays the journal once per process, and long-polls
-// until ctx ends (nil) or Telegram rejects the token or reports a second
-// poller (the error).
-func (r *runner) serve(ctx context.Context) error {
-	if r.m.cfg.Cluster != nil {
-		return r.serveShared(ctx)
+// pollWhileLeased polls until ctx (the lease's) ends, retrying after
+// errors.
+func (r *runner) pollWhileLeased(ctx context.Context, client *telegram.Client) {
+	retry := r.retries()
+	for {
+		err := r.poll(ctx, client)
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Error("telegram polling stopped; retrying", zap.String("cause", telegram.Describe(err)),
+			zap.Error(err), zap.Duration("retry_in", retry.next))
+		if !retry.wait(ctx) {
+			return
+		}
 	}
-	offset, err := r.m.cfg.Store.Offset(ctx, r.poller())
-	if err != nil {
-		return err
-	}
-	// The handler only journals and enqueues.
-	lp, err := r.newLongPoll(ctx, offset, func(_ context.Context, u *models.Update) bool {
-		r.accept(u, nil)
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	defer lp.stop()
-	me, err := r.connect(ctx, lp.client)
+}
+
+// poll long-polls from the stored offset; each update is confirmed to
+// Telegram only once it is stored.
+func (r *runner) poll(ctx context.Context, client *telegram.Client) error {
+	offset, err := r.m.updates.Offset(ctx, r.poller())
 	if err != nil {
 		return err
 	}
 	r.polling.Store(true)
-	if r.m.takeReplay(r.id) {
-		r.m.replay(ctx, r)
-	}
-	r.log.Info("telegram bot polling", zap.String("username", me.username))
-	return lp.run(ctx)
+	defer r.polling.Store(false)
+	r.log.Info("telegram bot polling", zap.String("username", r.identity().Username))
+	return client.Poll(ctx, offset, r.polled, func(ctx context.Context, id int64, raw []byte) bool {
+		env := message.Envelope{Bot: r.id, Me: r.identity(), UpdateID: id, Raw: raw, Received: time.Now()}
+		_, env.Key, _ = telegram.KeyOf(r.id, raw)
+		return r.store(ctx, env) == nil
+	})
 }
 
-// connect asks Telegram who the bot is (getMe) and makes client the one
-// replies go out through.
-func (r *runner) connect(ctx context.Context, client *tgbot.Bot) (self, error) {
-	me, err := client.GetMe(ctx)
-	if err != nil {
-		return self{}, err
+// store takes env in: into the log, with the poller's offset, retrying
+// until it is stored or ctx ends (polling waits meanwhile, so the update
+// stays unconfirmed and Telegram keeps it).
+func (r *runner) store(ctx context.Context, env message.Envelope) error {
+	// At most 10s apart: polling waits for it.
+	retry := &backoff{min: r.m.cfg.RetryMin, max: 10 * time.Second, next: r.m.cfg.RetryMin}
+	for {
+		err := r.m.intake.Take(env, func() error { return r.m.updates.Append(ctx, r.poller(), env) })
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		r.log.Warn("could not store the update; retrying", zap.Int64("update_id", env.UpdateID), zap.Error(err))
+		if !retry.wait(ctx) {
+			return ctx.Err()
+		}
 	}
+}
+
+// connected makes client the one replies go out through, and registers
+// the bot's commands.
+func (r *runner) connected(client *telegram.Client, me message.Identity) {
 	// Telegram answered: the bot is connected before its first long poll
 	// returns, which may take PollTimeout when nobody writes.
 	r.polled()
-	who := self{id: me.ID, username: me.Username}
 	r.mu.Lock()
-	r.client, r.me = client, who
+	r.client, r.me = client, me
 	r.mu.Unlock()
+	r.m.connected(r.id, client, me)
 	r.brainChanged()
-	return who, nil
 }
 
-// longPoll is a bot's getUpdates client: updates reach its handler one at
-// a time, in order, and each is confirmed to Telegram (through the confirm
-// gate) only once the handler is done with it.
-type longPoll struct {
-	client *tgbot.Bot
-	ctx    context.Context
-	stop   context.CancelFunc
-
-	mu    sync.Mutex
-	fatal error // why polling stopped: token rejected, or a second poller
-}
-
-// newLongPoll makes the bot's polling client, starting at offset. handle
-// gets every decodable update (undecodable ones are skipped and told);
-// false leaves the update unconfirmed, for polling to stop.
-func (r *runner) newLongPoll(ctx context.Context, offset int64, handle func(context.Context, *models.Update) bool) (*longPoll, error) {
-	lp := &longPoll{}
-	lp.ctx, lp.stop = context.WithCancel(ctx)
-	gate := newConfirmGate(&http.Client{Timeout: r.m.cfg.PollTimeout + 15*time.Second}, r.polled)
-	client, err := tgbot.New(r.token,
-		tgbot.WithServerURL(strings.TrimRight(r.m.cfg.APIURL, "/")),
-		tgbot.WithSkipGetMe(), // called by the caller, under its context and retry
-		tgbot.WithHTTPClient(r.m.cfg.PollTimeout, gate),
-		tgbot.WithInitialOffset(offset),
-		// The handler must stay fast; running it in the polling worker
-		// keeps updates in order.
-		tgbot.WithNotAsyncHandlers(),
-		tgbot.WithDefaultHandler(func(_ context.Context, _ *tgbot.Bot, u *models.Update) {
-			handled := r.contain(stageIntake, u, nil, func() bool {
-				if bad, ok := gate.takeUndecodable(u.ID); ok {
-					r.skipUndecodable(u.ID, bad)
-					return true
-				}
-				return handle(lp.ctx, u)
-			})
-			if handled {
-				gate.handled(u.ID)
-			}
-		}),
-		tgbot.WithErrorsHandler(func(err error) {
-			if errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorConflict) {
-				lp.mu.Lock()
-				lp.fatal = err
-				lp.mu.Unlock()
-				lp.stop()
-				return
-			}
-			r.log.Warn("telegram polling error", zap.Error(err))
-		}),
-	)
-	if err != nil {
-		lp.stop()
-		return nil, err
+// setWebhook tells Telegram where to post the bot's updates, retrying
+// until it is done or ctx ends.
+func (r *runner) setWebhook(ctx context.Context, client *telegram.Client) {
+	url := r.m.webhookURL(r.id)
+	retry := r.retries()
+	for {
+		err := client.SetWebhook(ctx, url)
+		if err == nil {
+			r.log.Info("telegram webhook set", zap.String("url", url))
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.log.Error("could not set the webhook; retrying", zap.Error(err), zap.Duration("retry_in", retry.next))
+		if !retry.wait(ctx) {
+			return
+		}
 	}
-	lp.client = client
-	return lp, nil
-}
-
-// run long-polls until ctx (newLongPoll's) ends (nil) or Telegram rejects
-// the token or reports a second poller (the error).
-func (lp *longPoll) run(ctx context.Context) error {
-	defer lp.stop()
-	lp.client.Start(lp.ctx)
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	switch {
-	case ctx.Err() != nil:
-		return nil
-	case lp.fatal != nil:
-		return lp.fatal
-	}
-	return errPollStopped
 }
 
 // polled records that Telegram answered the bot just now (getMe, or a
@@ -261,17 +233,19 @@ func (r *runner) polled() {
 // poller names this brain's Telegram bot for the update offset: the
 // number before the token's colon is the bot's public id, and update ids
 // count per Telegram bot.
-func (r *runner) poller() string {
-	botNumber, _, _ := strings.Cut(r.token, ":")
-	return r.id + "@" + botNumber
-}
+func (r *runner) poller() string { return r.id + "@" + telegram.BotNumber(r.token) }
 
 // current returns the client and the bot's Telegram identity once
 // connected.
-func (r *runner) current() (*tgbot.Bot, self) {
+func (r *runner) current() (*telegram.Client, message.Identity) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.client, r.me
+}
+
+func (r *runner) identity() message.Identity {
+	_, me := r.current()
+	return me
 }
 
 // brainChanged registers the brain's command list and description with
@@ -304,7 +278,7 @@ func (r *runner) register(ctx context.Context) {
 	if b == nil || client == nil {
 		return
 	}
-	cmds := commandList(b, r.m.pipeline.panels.onPanel(r.id))
+	cmds := conversation.Commands(b, r.m.panels.OnPanel(r.id))
 	key, _ := json.Marshal([]any{cmds, b.Description})
 	r.mu.Lock()
 	same := r.registered == string(key)
@@ -314,13 +288,7 @@ func (r *runner) register(ctx context.Context) {
 	}
 	retry := r.retries()
 	for {
-		err := r.m.pipeline.caller.retry(ctx, "setMyCommands", func(ctx context.Context) error {
-			if _, err := client.SetMyCommands(ctx, &tgbot.SetMyCommandsParams{Commands: cmds}); err != nil {
-				return err
-			}
-			_, err := client.SetMyDescription(ctx, &tgbot.SetMyDescriptionParams{Description: b.Description})
-			return err
-		})
+		err := client.Register(ctx, cmds, b.Description)
 		if err == nil {
 			r.mu.Lock()
 			r.registered = string(key)
@@ -330,7 +298,7 @@ func (r *runner) register(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if isPermanent(err) {
+		if telegram.IsPermanent(err) {
 			r.log.Warn("Telegram refused the command list or description", zap.Error(err))
 			return
 		}

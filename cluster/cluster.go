@@ -44,6 +44,7 @@ const (
 	leaseBucket  = "brainbot_leases"
 	memberBucket = "brainbot_members"
 	answerBucket = "brainbot_answered"
+	progBucket   = "brainbot_progress"
 	stateBucket  = "brainbot_state"
 	dailyBucket  = "brainbot_daily"
 	objectBucket = "brainbot_transcripts"
@@ -115,9 +116,9 @@ type Cluster struct {
 	js  jetstream.JetStream
 	log *zap.Logger
 
-	leases, members, answered, state, daily, panels jetstream.KeyValue
-	objects                                         jetstream.ObjectStore
-	stream                                          jetstream.Stream
+	leases, members, answered, progress, state, daily, panels jetstream.KeyValue
+	objects                                                   jetstream.ObjectStore
+	stream                                                    jetstream.Stream
 
 	mu      sync.Mutex
 	polled  map[string]bool // bots whose lease this instance holds
@@ -269,6 +270,9 @@ func (c *Cluster) ensure(ctx context.Context) error {
 		return err
 	}
 	if c.answered, err = kv(answerBucket, "brainbot: updates answered", 24*time.Hour); err != nil {
+		return err
+	}
+	if c.progress, err = kv(progBucket, "brainbot: the work on updates not answered yet (charged, attempts)", 24*time.Hour); err != nil {
 		return err
 	}
 	if c.state, err = kv(stateBucket, "brainbot: sessions, voice toggles, update offsets", 0); err != nil {

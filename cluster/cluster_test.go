@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"brainbot/bot/message"
 	"brainbot/cluster/natstest"
 )
 
@@ -86,6 +87,31 @@ func TestLeaseOnePollerAndTakeover(t *testing.T) {
 	t.Logf("takeover after %v", time.Since(died))
 }
 
+// publish publishes raw, update id of bot's chat, as its poller would.
+func publish(ctx context.Context, c *Cluster, chat, id int64, raw []byte) error {
+	return c.Publish(ctx, message.Envelope{Bot: "bot", UpdateID: id, Key: message.Key{Bot: "bot", Chat: chat}, Raw: raw})
+}
+
+// partitionOf waits until one partition has an update pending and
+// returns it.
+func partitionOf(t *testing.T, c *Cluster) int {
+	t.Helper()
+	part := -1
+	waitFor(t, hangGuard, "the update to be pending on its partition", func() bool {
+		for p := range 8 {
+			cons, err := c.stream.Consumer(context.Background(), consumerName(p))
+			if err != nil {
+				continue
+			}
+			if info, err := cons.Info(context.Background()); err == nil && info.NumPending > 0 {
+				part = p
+			}
+		}
+		return part >= 0
+	})
+	return part
+}
+
 // update is a Telegram update as far as the tests need.
 func update(id int64, chat int64, text string) []byte {
 	b, _ := json.Marshal(map[string]any{"update_id": id, "message": map[string]any{"chat": map[string]any{"id": chat}, "text": text}})
@@ -107,12 +133,12 @@ func (g *got) record(name string, d *Delivery) {
 	var u struct {
 		Message struct{ Chat struct{ ID int64 } }
 	}
-	_ = json.Unmarshal(d.Update(), &u)
+	_ = json.Unmarshal(d.Envelope().Raw, &u)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.by[name] = append(g.by[name], d.UpdateID())
-	g.chat[u.Message.Chat.ID] = append(g.chat[u.Message.Chat.ID], d.UpdateID())
-	g.all[d.UpdateID()]++
+	g.by[name] = append(g.by[name], d.Envelope().UpdateID)
+	g.chat[u.Message.Chat.ID] = append(g.chat[u.Message.Chat.ID], d.Envelope().UpdateID)
+	g.all[d.Envelope().UpdateID]++
 }
 
 func (g *got) count() int {
@@ -150,7 +176,7 @@ func TestPartitionsSpreadMoveAndKeepOrder(t *testing.T) {
 	pub := func(round int) {
 		for chat := int64(1); chat <= chats; chat++ {
 			id++
-			if err := a.Publish(ctx, "bot", chat, 0, id, update(id, chat, fmt.Sprint(round))); err != nil {
+			if err := publish(ctx, a, chat, id, update(id, chat, fmt.Sprint(round))); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -159,7 +185,7 @@ func TestPartitionsSpreadMoveAndKeepOrder(t *testing.T) {
 		pub(r)
 	}
 	// The same update again is dropped by its message id.
-	if err := b.Publish(ctx, "bot", 1, 0, 1, update(1, 1, "again")); err != nil {
+	if err := publish(ctx, b, 1, 1, update(1, 1, "again")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, hangGuard, "a's share", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.by["a"]) > 0 })
@@ -202,7 +228,7 @@ func TestRedeliveredAnsweredUpdateIsNotHandedOn(t *testing.T) {
 	var handed atomic.Int32
 	got := make(chan *Delivery, 1)
 	a.Work(ctx, func(d *Delivery) { got <- d })
-	if err := a.Publish(ctx, "bot", 7, 0, 42, update(42, 7, "hi")); err != nil {
+	if err := publish(ctx, a, 7, 42, update(42, 7, "hi")); err != nil {
 		t.Fatal(err)
 	}
 	d := <-got
@@ -259,4 +285,41 @@ func TestAssignIsStable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// What the work on an update recorded (charged, attempts) comes with its
+// redelivery, as a journal replay's marks do; so does the update as its
+// poller stored it, the bot's identity included.
+func TestProgressComesWithTheRedelivery(t *testing.T) {
+	url := natstest.Start(t)
+	a := join(t, url, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan *Delivery, 2)
+	a.Work(ctx, func(d *Delivery) { got <- d })
+	env := message.Envelope{Bot: "bot", UpdateID: 42, Key: message.Key{Bot: "bot", Chat: -100, Thread: 3}, Raw: update(42, -100, "hi"),
+		Me: message.Identity{ID: 1001, Username: "bot_bot"}}
+	if err := a.Append(ctx, "bot@1001", env); err != nil {
+		t.Fatal(err)
+	}
+	first := <-got
+	if e := first.Envelope(); e.Key != env.Key || e.Me != env.Me || e.UpdateID != 42 || string(e.Raw) != string(env.Raw) ||
+		first.Redelivered() || first.Attempts() != 0 || first.Charged() {
+		t.Fatalf("first delivery %+v", first)
+	}
+	if off, err := a.Offset(ctx, "bot@1001"); off != 42 || err != nil {
+		t.Errorf("offset %d, %v", off, err)
+	}
+	if err := first.MarkCharged(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.MarkAttempt(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
+	first.Abandon()
+	again := <-got
+	if !again.Redelivered() || again.Attempts() != 1 || !again.Charged() {
+		t.Fatalf("redelivery: redelivered %v, attempts %d, charged %v", again.Redelivered(), again.Attempts(), again.Charged())
+	}
+	again.Done(true)
 }

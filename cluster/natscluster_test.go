@@ -42,12 +42,12 @@ func TestSurvivesANATSNode(t *testing.T) {
 	go a.Lease(ctx, "bot", func(ctx context.Context) { polling.Add(1); <-ctx.Done(); polling.Add(-1) })
 	go b.Lease(ctx, "bot", func(ctx context.Context) { polling.Add(1); <-ctx.Done(); polling.Add(-1) })
 
-	publish := func(from, to int64) {
+	publishRange := func(from, to int64) {
 		for id := from; id < to; id++ {
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-				err := a.Publish(pctx, "bot", id%7, 0, id, update(id, id%7, "x"))
+				err := publish(pctx, a, id%7, id, update(id, id%7, "x"))
 				pcancel()
 				if err == nil {
 					break
@@ -59,10 +59,10 @@ func TestSurvivesANATSNode(t *testing.T) {
 			}
 		}
 	}
-	publish(1, 21)
+	publishRange(1, 21)
 	waitFor(t, hangGuard, "the first 20", func() bool { return g.count() == 20 })
 	servers[0].Shutdown() // a NATS node dies
-	publish(21, 41)
+	publishRange(21, 41)
 	waitFor(t, hangGuard, "all 40 after the node died", func() bool { return g.count() == 40 })
 	time.Sleep(500 * time.Millisecond)
 	g.mu.Lock()

@@ -16,17 +16,10 @@ func TestHeldMessageStaysWithItsHolderAcrossAHandover(t *testing.T) {
 	url := natstest.Start(t)
 	a, b := join(t, url, "a"), join(t, url, "b")
 	ctx := context.Background()
-	if err := a.Publish(ctx, "bot", 1, 0, 1, update(1, 1, "x")); err != nil {
+	if err := publish(ctx, a, 1, 1, update(1, 1, "x")); err != nil {
 		t.Fatal(err)
 	}
-	var part int
-	for p := range 8 {
-		c, _ := a.stream.Consumer(ctx, consumerName(p))
-		info, _ := c.Info(ctx)
-		if info.NumPending > 0 {
-			part = p
-		}
-	}
+	part := partitionOf(t, a)
 	wa, err := a.startWorker(part)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +86,7 @@ func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 	var held atomic.Int32
 	a.Work(actx, func(*Delivery) { held.Add(1) }) // never answers
 	for id := int64(1); id <= 10; id++ {
-		if err := a.Publish(ctx, "bot", 5, 0, id, update(id, 5, "x")); err != nil {
+		if err := publish(ctx, a, 5, id, update(id, 5, "x")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -129,17 +122,10 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 	url := natstest.Start(t)
 	a, b := join(t, url, "a"), join(t, url, "b")
 	ctx := context.Background()
-	if err := a.Publish(ctx, "bot", 1, 0, 1, update(1, 1, "x")); err != nil {
+	if err := publish(ctx, a, 1, 1, update(1, 1, "x")); err != nil {
 		t.Fatal(err)
 	}
-	var part int
-	for p := range 8 {
-		c, _ := a.stream.Consumer(ctx, consumerName(p))
-		info, _ := c.Info(ctx)
-		if info.NumPending > 0 {
-			part = p
-		}
-	}
+	part := partitionOf(t, a)
 	got := make(chan *Delivery, 1)
 	a.mu.Lock()
 	a.handle = func(d *Delivery) { got <- d }
@@ -181,7 +167,7 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			_ = a.Publish(ctx, "bot", 1, 0, id, update(id, 1, "later"))
+			_ = publish(ctx, a, 1, id, update(id, 1, "later"))
 		}
 	}()
 	time.Sleep(4 * time.Second)

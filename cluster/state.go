@@ -19,9 +19,9 @@ import (
 // after two days, usage records in a stream. Counters are updated by
 // revision (optimistic concurrency), so two instances never lose a count.
 //
-// It has the methods the bots need of *store.Store. The journal is not
-// here: in a cluster the stream is the journal (an update is acknowledged
-// once answered), so Journal and its steps do nothing.
+// It has the methods the bots' conversations need of *store.Store. The
+// journal is not here: in a cluster the stream keeps the updates until
+// they are answered (work.go), and the update offsets are its (Offset).
 type State struct{ c *Cluster }
 
 // State returns the shared state.
@@ -192,9 +192,9 @@ func (s *State) RecordUsage(ctx context.Context, u store.Usage) error {
 
 func offsetKey(poller string) string { return "offset." + keyPart(poller) }
 
-// Offset is the last update id the poller handled (0 if none).
-func (s *State) Offset(ctx context.Context, poller string) (int64, error) {
-	e, err := s.c.state.Get(ctx, offsetKey(poller))
+// Offset is the last update id the poller stored (0 if none).
+func (c *Cluster) Offset(ctx context.Context, poller string) (int64, error) {
+	e, err := c.state.Get(ctx, offsetKey(poller))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, nil
 	}
@@ -204,9 +204,9 @@ func (s *State) Offset(ctx context.Context, poller string) (int64, error) {
 	return strconv.ParseInt(string(e.Value()), 10, 64)
 }
 
-// SetOffset records that the poller handled updateID (never moving back).
-func (s *State) SetOffset(ctx context.Context, poller string, updateID int64) error {
-	err := s.c.change(ctx, s.c.state, offsetKey(poller), func(old []byte, _ bool) ([]byte, bool) {
+// setOffset records that the poller stored updateID (never moving back).
+func (c *Cluster) setOffset(ctx context.Context, poller string, updateID int64) error {
+	err := c.change(ctx, c.state, offsetKey(poller), func(old []byte, _ bool) ([]byte, bool) {
 		if n, _ := strconv.ParseInt(string(old), 10, 64); n >= updateID {
 			return nil, false
 		}
@@ -216,27 +216,6 @@ func (s *State) SetOffset(ctx context.Context, poller string, updateID int64) er
 		return fmt.Errorf("save update offset: %w", err)
 	}
 	return nil
-}
-
-// Journal does nothing in a cluster: the update waits in the stream until
-// it is answered. It returns 0 (no entry).
-func (s *State) Journal(context.Context, store.Entry, string, int64) (int64, error) { return 0, nil }
-
-// Charged, Attempt and Done do nothing: there are no journal entries.
-func (s *State) Charged(context.Context, int64, string) error { return nil }
-
-// Attempt does nothing (see Charged).
-func (s *State) Attempt(context.Context, int64, string) error { return nil }
-
-// Done does nothing (see Charged).
-func (s *State) Done(context.Context, int64) error { return nil }
-
-// Pending is empty: unanswered updates are redelivered by the stream.
-func (s *State) Pending(context.Context, string) ([]store.Entry, error) { return nil, nil }
-
-// Prune does nothing: counters expire with their bucket's TTL.
-func (s *State) Prune(context.Context, time.Time, store.Retention) (store.Pruned, error) {
-	return store.Pruned{}, nil
 }
 
 // change applies fn to key's value by revision until no other writer came
@@ -345,8 +324,3 @@ func (s *State) SavePanel(ctx context.Context, id string, run []byte, finished b
 	_, err = s.c.panels.Put(ctx, panelChatKey(v.Chat), []byte(id)) // refresh
 	return err
 }
-
-// RunningPanels is empty in a cluster: a run is not resumed by another
-// instance (docs/scaling.md); its chat is free again once its marker
-// expires.
-func (s *State) RunningPanels(context.Context) ([]store.PanelRun, error) { return nil, nil }

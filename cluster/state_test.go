@@ -83,13 +83,13 @@ func TestStateIsSharedAndCountsExactly(t *testing.T) {
 		t.Errorf("bot spent %v, want 1.9", usd)
 	}
 
-	if err := a.SetOffset(ctx, "bot@123", 50); err != nil {
+	if err := a.c.setOffset(ctx, "bot@123", 50); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetOffset(ctx, "bot@123", 40); err != nil { // a late poller never moves it back
+	if err := b.c.setOffset(ctx, "bot@123", 40); err != nil { // a late poller never moves it back
 		t.Fatal(err)
 	}
-	if off, err := b.Offset(ctx, "bot@123"); err != nil || off != 50 {
+	if off, err := b.c.Offset(ctx, "bot@123"); err != nil || off != 50 {
 		t.Fatalf("offset %d %v", off, err)
 	}
 }

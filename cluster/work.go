@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -8,32 +9,51 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"brainbot/bot/message"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 )
 
-// Headers of a published update.
+// Headers of a published update: the bot it came to, its id, and the
+// bot's Telegram identity as its poller knew it.
 const (
-	botHeader    = "Brainbot-Bot"
-	updateHeader = "Brainbot-Update"
-	pinHeader    = "Nats-Pin-Id"
+	botHeader        = "Brainbot-Bot"
+	updateHeader     = "Brainbot-Update"
+	meIDHeader       = "Brainbot-Me-Id"
+	meUsernameHeader = "Brainbot-Me-Username"
+	pinHeader        = "Nats-Pin-Id"
 )
 
-// Publish stores one Telegram update of bot in the stream, under its
+// Append stores an update in the stream (Publish), then records poller's
+// offset: the poller confirms the update to Telegram only after.
+func (c *Cluster) Append(ctx context.Context, poller string, env message.Envelope) error {
+	if err := c.Publish(ctx, env); err != nil {
+		return err
+	}
+	return c.setOffset(ctx, poller, env.UpdateID)
+}
+
+// Publish stores one Telegram update in the stream as received, under its
 // conversation's subject; it returns once JetStream has stored it (or
 // had it already: the message id is the bot and the update id).
-func (c *Cluster) Publish(ctx context.Context, bot string, chat int64, thread int, updateID int64, update []byte) error {
-	msg := nats.NewMsg(fmt.Sprintf("%s.%s.%d.%d", subjectPrefix, keyPart(bot), chat, thread))
-	msg.Data = update
-	msg.Header.Set(nats.MsgIdHdr, bot+":"+strconv.FormatInt(updateID, 10))
-	msg.Header.Set(botHeader, bot)
-	msg.Header.Set(updateHeader, strconv.FormatInt(updateID, 10))
+func (c *Cluster) Publish(ctx context.Context, env message.Envelope) error {
+	msg := nats.NewMsg(fmt.Sprintf("%s.%s.%d.%d", subjectPrefix, keyPart(env.Bot), env.Key.Chat, env.Key.Thread))
+	msg.Data = env.Raw
+	msg.Header.Set(nats.MsgIdHdr, env.Bot+":"+strconv.FormatInt(env.UpdateID, 10))
+	msg.Header.Set(botHeader, env.Bot)
+	msg.Header.Set(updateHeader, strconv.FormatInt(env.UpdateID, 10))
+	if env.Me.ID != 0 {
+		msg.Header.Set(meIDHeader, strconv.FormatInt(env.Me.ID, 10))
+		msg.Header.Set(meUsernameHeader, env.Me.Username)
+	}
 	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("cluster: publish update %d of %s: %w", updateID, bot, err)
+		return fmt.Errorf("cluster: publish update %d of %s: %w", env.UpdateID, env.Bot, err)
 	}
 	return nil
 }
@@ -41,27 +61,39 @@ func (c *Cluster) Publish(ctx context.Context, bot string, chat int64, thread in
 // Delivery is one update handed to this instance to answer. Exactly one
 // of Done or Abandon must be called.
 type Delivery struct {
-	bot       string
-	updateID  int64
-	update    []byte
+	env       message.Envelope
 	delivered uint64
+	// progress is what earlier deliveries recorded of the work on it.
+	progress progress
 
 	w   *worker
 	seq uint64
 	msg jetstream.Msg
 }
 
-// BotID is the bot the update is for.
-func (d *Delivery) BotID() string { return d.bot }
-
-// UpdateID is Telegram's id of the update.
-func (d *Delivery) UpdateID() int64 { return d.updateID }
-
-// Update is the update's JSON.
-func (d *Delivery) Update() []byte { return d.update }
+// Envelope is the update as the poller stored it.
+func (d *Delivery) Envelope() message.Envelope { return d.env }
 
 // Redelivered reports whether the update was handed out before.
 func (d *Delivery) Redelivered() bool { return d.delivered > 1 }
+
+// Attempts is how often work on the update started before.
+func (d *Delivery) Attempts() int { return d.progress.Attempts }
+
+// Charged: an earlier delivery counted the update against its sender's
+// daily limit.
+func (d *Delivery) Charged() bool { return d.progress.Mode != "" }
+
+// MarkCharged records that the update was counted against the daily
+// limit, to be answered in mode.
+func (d *Delivery) MarkCharged(ctx context.Context, mode string) error {
+	return d.w.c.recordProgress(ctx, d.env, func(p *progress) { p.Mode = mode })
+}
+
+// MarkAttempt records that work on the update starts now.
+func (d *Delivery) MarkAttempt(ctx context.Context, mode string) error {
+	return d.w.c.recordProgress(ctx, d.env, func(p *progress) { p.Mode, p.Attempts = mode, p.Attempts+1 })
+}
 
 // Done acknowledges the update: answered marks it so that a redelivery
 // (if the acknowledgement is lost) is not answered again.
@@ -69,9 +101,10 @@ func (d *Delivery) Done(answered bool) {
 	c := d.w.c
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	bot, id := d.env.Bot, d.env.UpdateID
 	if answered {
-		if _, err := c.answered.Put(ctx, answeredKey(d.bot, d.updateID), []byte(c.cfg.Instance)); err != nil {
-			c.log.Warn("could not mark the update answered", zap.String("bot", d.bot), zap.Int64("update_id", d.updateID), zap.Error(err))
+		if _, err := c.answered.Put(ctx, answeredKey(bot, id), []byte(c.cfg.Instance)); err != nil {
+			c.log.Warn("could not mark the update answered", zap.String("bot", bot), zap.Int64("update_id", id), zap.Error(err))
 		}
 	}
 	msg := d.msg
@@ -85,8 +118,8 @@ func (d *Delivery) Done(answered bool) {
 	// update short (it waits a round), never one the server no longer has.
 	d.w.forget(d.seq)
 	if err := msg.DoubleAck(ctx); err != nil {
-		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", d.bot),
-			zap.Int64("update_id", d.updateID), zap.Error(err))
+		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", bot),
+			zap.Int64("update_id", id), zap.Error(err))
 	}
 }
 
@@ -101,6 +134,11 @@ func (d *Delivery) Abandon() {
 
 func answeredKey(bot string, update int64) string {
 	return keyPart(bot) + "." + strconv.FormatInt(update, 10)
+}
+
+// Consume is Work for the bots' intake.
+func (c *Cluster) Consume(ctx context.Context, handle func(message.Delivery)) {
+	c.Work(ctx, func(d *Delivery) { handle(d) })
 }
 
 // Work makes this instance a member and consumes the partitions assigned
@@ -392,9 +430,7 @@ func (w *worker) receive(msg jetstream.Msg) {
 		return
 	}
 	seq := meta.Sequence.Stream
-	update, _ := strconv.ParseInt(msg.Headers().Get(updateHeader), 10, 64)
-	d := &Delivery{bot: msg.Headers().Get(botHeader), updateID: update, update: msg.Data(), delivered: meta.NumDelivered,
-		w: w, seq: seq, msg: msg}
+	d := &Delivery{env: envelopeOf(msg, meta), delivered: meta.NumDelivered, w: w, seq: seq, msg: msg}
 	w.order.Lock()
 	defer w.order.Unlock()
 	w.mu.Lock()
@@ -466,7 +502,7 @@ func (w *worker) handover() {
 		buf := w.buffer
 		w.buffer, w.buffering = nil, false
 		w.mu.Unlock()
-		slices.SortFunc(buf, func(a, b *Delivery) int { return compareSeq(a.seq, b.seq) })
+		slices.SortFunc(buf, func(a, b *Delivery) int { return cmp.Compare(a.seq, b.seq) })
 		w.c.log.Info("partition handed over", zap.Int("partition", w.p), zap.Int("updates", len(buf)),
 			zap.Duration("waited", time.Since(start)))
 		for _, d := range buf {
@@ -496,32 +532,41 @@ func holdsAllPending(info *jetstream.ConsumerInfo, held map[uint64]bool) bool {
 	return info.NumAckPending <= n
 }
 
-func compareSeq(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // deliver hands d on, unless it is a redelivery of an update already
 // answered.
 func (w *worker) deliver(d *Delivery) {
 	c := w.c
 	if d.delivered > 1 {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := c.answered.Get(ctx, answeredKey(d.bot, d.updateID))
-		cancel()
+		_, err := c.answered.Get(ctx, answeredKey(d.env.Bot, d.env.UpdateID))
 		if err == nil {
-			c.log.Info("redelivered update was answered already", zap.String("bot", d.bot), zap.Int64("update_id", d.updateID))
+			cancel()
+			c.log.Info("redelivered update was answered already", zap.String("bot", d.env.Bot), zap.Int64("update_id", d.env.UpdateID))
 			d.Done(false)
 			return
 		}
+		d.progress = c.readProgress(ctx, d.env)
+		cancel()
 	}
 	c.mu.Lock()
 	handle := c.handle
 	c.mu.Unlock()
 	handle(d)
+}
+
+// envelopeOf is the update msg holds, as its poller stored it. The
+// conversation is the subject's (brainbot.part.<n>.<bot>.<chat>.<thread>);
+// an update published by an earlier release has no identity.
+func envelopeOf(msg jetstream.Msg, meta *jetstream.MsgMetadata) message.Envelope {
+	h := msg.Headers()
+	env := message.Envelope{Bot: h.Get(botHeader), Raw: msg.Data(), Received: meta.Timestamp}
+	env.UpdateID, _ = strconv.ParseInt(h.Get(updateHeader), 10, 64)
+	env.Me.ID, _ = strconv.ParseInt(h.Get(meIDHeader), 10, 64)
+	env.Me.Username = h.Get(meUsernameHeader)
+	env.Key.Bot = env.Bot
+	if tokens := strings.Split(msg.Subject(), "."); len(tokens) == 6 {
+		env.Key.Chat, _ = strconv.ParseInt(tokens[4], 10, 64)
+		env.Key.Thread, _ = strconv.Atoi(tokens[5])
+	}
+	return env
 }

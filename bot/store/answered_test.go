@@ -73,7 +73,7 @@ func TestDoneUnderALongLockKeepsTheAnswer(t *testing.T) {
 
 func pendingAre(t *testing.T, s *Store, want ...int64) {
 	t.Helper()
-	got, err := s.Pending(context.Background(), "b")
+	got, err := pendingOf(context.Background(), s, "b")
 	if err != nil {
 		t.Fatal(err)
 	}

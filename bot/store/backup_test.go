@@ -61,7 +61,7 @@ func TestBackupWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer copied.Close()
-	entries, err := copied.Pending(ctx, "b")
+	entries, err := pendingOf(ctx, copied, "b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBackupReplacesThePreviousOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := copied.Pending(ctx, "b")
+		entries, err := pendingOf(ctx, copied, "b")
 		copied.Close()
 		if err != nil || len(entries) != int(i)+1 {
 			t.Fatalf("backup %d holds %d entries (%v), want %d", i+1, len(entries), err, i+1)
@@ -124,7 +124,7 @@ func TestBackupReplacesThePreviousOne(t *testing.T) {
 			t.Errorf("Backup(%s) = %v, want a refusal", own, err)
 		}
 	}
-	if _, err := s.Pending(ctx, "b"); err != nil {
+	if _, err := pendingOf(ctx, s, "b"); err != nil {
 		t.Errorf("the database after the refusals: %v", err)
 	}
 }

@@ -128,6 +128,14 @@ var migrations = []migration{
 		UNIQUE (chat_id, message_id)
 	);
 	CREATE INDEX panel_runs_running ON panel_runs (running, chat_id);`},
+	// 4: the journal keeps every update as Telegram sent it (raw), with
+	// its id and the bot as its poller knew it, so a replay reads it as it
+	// came and a kind of update this release does not know is not lost.
+	// Entries of earlier releases keep their columns and a NULL raw.
+	{4, `ALTER TABLE journal ADD COLUMN update_id INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE journal ADD COLUMN raw BLOB;
+	ALTER TABLE journal ADD COLUMN me_id INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE journal ADD COLUMN me_username TEXT NOT NULL DEFAULT '';`},
 }
 
 // migrate brings db from its recorded version to target, all steps in one

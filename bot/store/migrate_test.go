@@ -24,6 +24,7 @@ func TestMigrationsAreNumberedInOrder(t *testing.T) {
 var releaseChecks = map[int]func(*testing.T, *Store){
 	1: checkRelease1Rows,
 	2: checkRelease2Rows,
+	3: checkRelease3Rows,
 }
 
 // TestUpgradeFromEveryRelease makes a database as each earlier release left
@@ -77,7 +78,7 @@ func checkRelease1Rows(t *testing.T, s *Store) {
 	if n, err := s.DailyCount(ctx, "narrator", 1001, at); n != 7 || err != nil {
 		t.Errorf("daily count = %d, %v", n, err)
 	}
-	pending, err := s.Pending(ctx, "painter")
+	pending, err := pendingOf(ctx, s, "painter")
 	if err != nil || len(pending) != 1 || pending[0].Text != "Please draw a lighthouse at dusk." || pending[0].Attempts != 1 {
 		t.Errorf("journal = %+v, %v", pending, err)
 	}
@@ -98,12 +99,40 @@ func checkRelease2Rows(t *testing.T, s *Store) {
 	if sess, ok, err := s.Session(ctx, group); err != nil || !ok || sess.ID != "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41" {
 		t.Errorf("session = %+v, %v, %v", sess, ok, err)
 	}
-	pending, err := s.Pending(ctx, "painter")
+	pending, err := pendingOf(ctx, s, "painter")
 	if err != nil || len(pending) != 1 || pending[0].Sender != "Ann" || pending[0].ChatType != "supergroup" {
 		t.Errorf("journal = %+v, %v", pending, err)
 	}
 	if runs, err := s.RunningPanels(ctx); err != nil || len(runs) != 0 {
 		t.Errorf("panel runs after the upgrade = %v, %v", runs, err)
+	}
+}
+
+// checkRelease3Rows reads release 3's rows, its journal's as the entries
+// they were: without the update as received (Update nil), so that the
+// bots build it from these fields.
+func checkRelease3Rows(t *testing.T, s *Store) {
+	ctx := context.Background()
+	if sess, ok, err := s.Session(ctx, Conversation{Bot: "alpha", Chat: 7}); err != nil || !ok || sess.ID != "0d4a5f9e-1c2b-4e7a-9f3d-8b6c5a4e3f21" {
+		t.Errorf("session = %+v, %v, %v", sess, ok, err)
+	}
+	pending, err := s.Pending(ctx)
+	if err != nil || len(pending) != 5 {
+		t.Fatalf("journal = %+v, %v", pending, err)
+	}
+	group := pending[1]
+	if group.Update != nil || group.UpdateID != 0 || group.Sender != "Ann Lee" || group.ChatType != "supergroup" || group.Chat != -1001500 ||
+		group.User != 8 || group.Attempts != 1 || group.Mode != "text" {
+		t.Errorf("group entry = %+v", group)
+	}
+	if album := pending[4]; album.Media != `[{"kind":"image","file_id":"file-2","size":631,"mime":"image/jpeg","album":"77"}]` {
+		t.Errorf("album entry = %+v", album)
+	}
+	if runs, err := s.RunningPanels(ctx); err != nil || len(runs) != 0 {
+		t.Errorf("running panel runs = %v, %v", runs, err)
+	}
+	if n, err := s.DailyCount(ctx, "alpha", 7, time.UnixMilli(1741559400000)); n != 3 || err != nil {
+		t.Errorf("daily count = %d, %v", n, err)
 	}
 }
 

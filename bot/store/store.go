@@ -21,6 +21,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"brainbot/bot/message"
 )
 
 // FileName is the database's name inside the data directory.
@@ -152,12 +154,9 @@ func (s *Store) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // Conversation is where a Claude session lives: a bot's chat, and in a
 // forum supergroup one topic of it (Thread, 0 elsewhere). A private chat is
-// its own conversation; a group is one shared conversation.
-type Conversation struct {
-	Bot    string
-	Chat   int64
-	Thread int
-}
+// its own conversation; a group is one shared conversation. It is the
+// conversation's message.Key.
+type Conversation = message.Key
 
 // Session is a conversation's Claude session.
 type Session struct {
@@ -351,18 +350,26 @@ func (s *Store) DailyCount(ctx context.Context, bot string, user int64, now time
 
 // ---- in-flight journal ----
 
-// Entry is one accepted message that has not been answered yet.
+// Entry is one update taken in that has not been answered yet.
 type Entry struct {
-	ID        int64 // assigned by Journal
-	Bot       string
-	Chat      int64
-	Thread    int    // forum topic, 0 elsewhere
-	ChatType  string // private, group, supergroup
-	User      int64
-	Sender    string // the sender's display name, for group prompts
-	MessageID int
-	Text      string
-	// Media describes the files the message carries, as the bot encodes
+	ID     int64 // assigned by Journal
+	Bot    string
+	Chat   int64
+	Thread int // forum topic, 0 elsewhere
+	// Update is the update as Telegram sent it, UpdateID its id, and
+	// MeID and MeUsername the bot as its poller knew it. Entries of
+	// releases before schema 4 have none: they kept the message the bot
+	// had accepted, in the fields below.
+	Update     []byte
+	UpdateID   int64
+	MeID       int64
+	MeUsername string
+	ChatType   string // private, group, supergroup
+	User       int64
+	Sender     string // the sender's display name, for group prompts
+	MessageID  int
+	Text       string
+	// Media describes the files the message carries, as the bot encoded
 	// them ("" for none); the store keeps it as it is.
 	Media string
 	// Mode is set once the message was counted against the daily limit
@@ -373,17 +380,19 @@ type Entry struct {
 	Created  time.Time
 }
 
-// Journal records an accepted message before any work on it starts and, in
-// the same transaction, advances poller's handled update offset to
-// updateID: after a crash the message is either in the journal or will be
-// delivered again by Telegram, never both and never neither.
+// Journal records an update before any work on it starts and, in the
+// same transaction, advances poller's handled update offset to updateID
+// (never back): after a crash the update is either in the journal or will
+// be delivered again by Telegram, never both and never neither.
 func (s *Store) Journal(ctx context.Context, e Entry, poller string, updateID int64) (int64, error) {
 	var id int64
 	err := s.withTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO journal (bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)`,
-			e.Bot, e.Chat, e.Thread, cmp.Or(e.ChatType, "private"), e.User, e.Sender, e.MessageID, e.Text, e.Media, e.Mode, ms(e.Created))
+			`INSERT INTO journal (bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created,
+			 update_id, raw, me_id, me_username)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+			e.Bot, e.Chat, e.Thread, cmp.Or(e.ChatType, "private"), e.User, e.Sender, e.MessageID, e.Text, e.Media, e.Mode, ms(e.Created),
+			e.UpdateID, e.Update, e.MeID, e.MeUsername)
 		if err != nil {
 			return err
 		}
@@ -398,17 +407,10 @@ func (s *Store) Journal(ctx context.Context, e Entry, poller string, updateID in
 	return id, nil
 }
 
-// SetOffset records that poller handled every update up to updateID (for
-// updates that need no journal entry). A poller names one Telegram bot
-// polled for one brain: update ids are per Telegram bot, so a brain whose
-// token now names another bot needs another poller name.
-func (s *Store) SetOffset(ctx context.Context, poller string, updateID int64) error {
-	if err := s.withTx(ctx, func(tx *sql.Tx) error { return setOffset(ctx, tx, poller, updateID) }); err != nil {
-		return fmt.Errorf("save update offset: %w", err)
-	}
-	return nil
-}
-
+// setOffset records that poller handled every update up to updateID. A
+// poller names one Telegram bot polled for one brain: update ids are per
+// Telegram bot, so a brain whose token now names another bot needs
+// another poller name.
 func setOffset(ctx context.Context, tx *sql.Tx, poller string, updateID int64) error {
 	_, err := tx.ExecContext(ctx,
 		`INSERT INTO offsets (poller, update_id) VALUES (?, ?)
@@ -479,12 +481,13 @@ func (s *Store) deleteAnswered(ctx context.Context) {
 	}
 }
 
-// Pending lists bot's unanswered entries in arrival order (not those kept
-// as answered: see Done).
-func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
+// Pending lists the unanswered entries of every bot in arrival order (not
+// those kept as answered: see Done).
+func (s *Store) Pending(ctx context.Context) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created
-		 FROM journal WHERE bot = ? ORDER BY id`, bot)
+		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created,
+		 update_id, raw, me_id, me_username
+		 FROM journal ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
 	}
@@ -493,7 +496,8 @@ func (s *Store) Pending(ctx context.Context, bot string) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var created int64
-		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.Thread, &e.ChatType, &e.User, &e.Sender, &e.MessageID, &e.Text, &e.Media, &e.Mode, &e.Attempts, &created); err != nil {
+		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.Thread, &e.ChatType, &e.User, &e.Sender, &e.MessageID, &e.Text, &e.Media, &e.Mode, &e.Attempts, &created,
+			&e.UpdateID, &e.Update, &e.MeID, &e.MeUsername); err != nil {
 			return nil, fmt.Errorf("read journal: %w", err)
 		}
 		e.Created = fromMS(created)

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -49,9 +48,18 @@ func CLIPath() (string, error) {
 	return p, nil
 }
 
+// TB is what RequireCLI needs of a *testing.T or *testing.B. Taking it
+// rather than testing.TB keeps package testing out of the programs built
+// on this package (cmd/demo), whose flags it would otherwise register.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
 // RequireCLI returns the real CLI's path, or skips the test when it is not
 // installed — except under CI (env CI set), where the test fails.
-func RequireCLI(t testing.TB) string {
+func RequireCLI(t TB) string {
 	t.Helper()
 	p, err := CLIPath()
 	if err != nil {
@@ -144,21 +152,4 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
-}
-
-// BuildBrainbot builds ./cmd/brainbot into a temporary folder and returns
-// the executable's path: the real `brainbot mcp tts|image-gen` servers for
-// tests that run the real CLI.
-func BuildBrainbot(t testing.TB) string {
-	t.Helper()
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("building brainbot needs the go command: %v", err)
-	}
-	self := filepath.Join(t.TempDir(), "brainbot")
-	out, err := exec.Command(goCmd, "build", "-o", self, "brainbot/cmd/brainbot").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build ./cmd/brainbot: %v\n%s", err, out)
-	}
-	return self
 }

@@ -9,7 +9,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot"
 	"brainbot/cluster"
 )
 
@@ -46,13 +45,6 @@ func checkNATS(ctx context.Context, cfg Config, r *report) {
 		detail += "; updates by webhook at " + cfg.WebhookURL
 	}
 	r.ok("NATS", detail)
-}
-
-// sharedBots is the cluster as package bot needs it.
-type sharedBots struct{ *cluster.Cluster }
-
-func (s sharedBots) Work(ctx context.Context, handle func(bot.Delivery)) {
-	s.Cluster.Work(ctx, func(d *cluster.Delivery) { handle(d) })
 }
 
 // clusterReady adds the cluster's connection to the bots' readiness.

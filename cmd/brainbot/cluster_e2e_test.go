@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot"
+	"brainbot/bot/telegram"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cluster/natstest"
@@ -489,7 +489,7 @@ func TestClusterWebhook(t *testing.T) {
 	}
 	token := stack.Token("alpha")
 	set := c.tg.Sent(token, "setWebhook")
-	if len(set) == 0 || set[0].Param("url") != "https://bots.example.com/telegram/alpha" || set[0].Param("secret_token") != bot.WebhookSecret(token) {
+	if len(set) == 0 || set[0].Param("url") != "https://bots.example.com/telegram/alpha" || set[0].Param("secret_token") != telegram.WebhookSecret(token) {
 		t.Fatalf("setWebhook calls: %+v", set)
 	}
 	const user = 2001
@@ -512,7 +512,7 @@ func TestClusterWebhook(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	secret := bot.WebhookSecret(token)
+	secret := telegram.WebhookSecret(token)
 	if code := post(urls[0], "forged", 9, "forged call"); code != http.StatusUnauthorized {
 		t.Errorf("forged secret: %d, want 401", code)
 	}

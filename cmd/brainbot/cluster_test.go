@@ -19,6 +19,10 @@ func TestClusterSettings(t *testing.T) {
 	if cfg, err := parseConfig(t, nil); err != nil || cfg.NATSURL != "" || cfg.WebhookURL != "" {
 		t.Fatalf("default: %+v, %v: the embedded default must need nothing", cfg, err)
 	}
+	// A webhook needs no cluster: alone, its updates go into the journal.
+	if cfg, err := parseConfig(t, map[string]string{"BRAINBOT_WEBHOOK_URL": "https://x/tg"}); err != nil || cfg.WebhookURL != "https://x/tg" {
+		t.Fatalf("webhook alone: %+v, %v", cfg, err)
+	}
 	for _, tt := range []struct {
 		env  map[string]string
 		want string
@@ -27,7 +31,7 @@ func TestClusterSettings(t *testing.T) {
 		{map[string]string{"BRAINBOT_NATS_URL": "http://u:pw@a:4222"}, `BRAINBOT_NATS_URL (-nats-url) "http://***@a:4222": must be nats://`},
 		{map[string]string{"BRAINBOT_NATS_URL": "nats://a", "BRAINBOT_NATS_PARTITIONS": "-1"}, `BRAINBOT_NATS_PARTITIONS (-nats-partitions) "-1": must be 1 to 1024`},
 		{map[string]string{"BRAINBOT_NATS_URL": "nats://a", "BRAINBOT_NATS_REPLICAS": "7"}, `BRAINBOT_NATS_REPLICAS (-nats-replicas) "7": must be 1 to 5`},
-		{map[string]string{"BRAINBOT_WEBHOOK_URL": "https://x/tg"}, `BRAINBOT_WEBHOOK_URL (-webhook-url) "https://x/tg": needs BRAINBOT_NATS_URL`},
+		{map[string]string{"BRAINBOT_WEBHOOK_URL": "x/tg"}, `BRAINBOT_WEBHOOK_URL (-webhook-url) "x/tg": must be an https URL`},
 		{map[string]string{"BRAINBOT_NATS_URL": "nats://a", "BRAINBOT_WEBHOOK_URL": "https://x/tg", "BRAINBOT_WEBHOOK_ADDR": "8443"},
 			`BRAINBOT_WEBHOOK_ADDR (-webhook-addr) "8443": must be host:port`},
 	} {

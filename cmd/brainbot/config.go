@@ -70,8 +70,8 @@ type Config struct {
 	NATSPartitions int
 	NATSReplicas   int
 	Instance       string
-	// WebhookURL (with NATSURL) has Telegram post updates to
-	// <WebhookURL>/<bot id> instead of polling; WebhookAddr is where this
+	// WebhookURL has Telegram post updates to <WebhookURL>/<bot id>
+	// instead of polling; WebhookAddr is where this
 	// instance listens for them.
 	WebhookURL  string
 	WebhookAddr string
@@ -169,7 +169,7 @@ var settings = []setting{
 		}},
 	{"BRAINBOT_INSTANCE", "instance", "with BRAINBOT_NATS_URL: this instance's name, unique among them (default: host name and process id)", "",
 		func(c *Config, v string) error { c.Instance = v; return nil }},
-	{"BRAINBOT_WEBHOOK_URL", "webhook-url", "with BRAINBOT_NATS_URL: have Telegram post updates to <this URL>/<bot id> (https, reaching any instance, e.g. through a load balancer) instead of polling (empty: poll)", "",
+	{"BRAINBOT_WEBHOOK_URL", "webhook-url", "have Telegram post updates to <this URL>/<bot id> (https; with BRAINBOT_NATS_URL reaching any instance, e.g. through a load balancer) instead of polling (empty: poll)", "",
 		func(c *Config, v string) error { c.WebhookURL = v; return nil }},
 	{"BRAINBOT_WEBHOOK_ADDR", "webhook-addr", "with BRAINBOT_WEBHOOK_URL: where this instance listens for Telegram's calls, host:port (empty: :8443)", "",
 		func(c *Config, v string) error { c.WebhookAddr = v; return nil }},
@@ -443,10 +443,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.WebhookURL != "" {
-		switch {
-		case c.NATSURL == "":
-			bad("BRAINBOT_WEBHOOK_URL", c.WebhookURL, "needs BRAINBOT_NATS_URL: updates received by webhook go to the instances through NATS")
-		case !isHTTPURL(c.WebhookURL):
+		if !isHTTPURL(c.WebhookURL) {
 			bad("BRAINBOT_WEBHOOK_URL", c.WebhookURL, "must be an https URL (http only for tests)")
 		}
 		if _, _, err := net.SplitHostPort(cmp.Or(c.WebhookAddr, defaultWebhookAddr)); err != nil {

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"time"
 
-	tgbot "github.com/go-telegram/bot"
 	"github.com/sashabaranov/go-openai"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/telegram"
 )
 
 // The preflight checks what `run` needs before it starts, so that an
@@ -387,25 +387,8 @@ func askTelegram(ctx context.Context, apiURL string, checks []telegramCheck) {
 	for i := range checks {
 		wg.Go(func() {
 			c := &checks[i]
-			c.username, c.err = getMe(ctx, apiURL, c.token)
+			c.username, c.err = telegram.CheckToken(ctx, apiURL, c.token)
 		})
 	}
 	wg.Wait()
-}
-
-// getMe asks Telegram whose token this is and returns the bot's username.
-// The library keeps the token out of its errors.
-func getMe(ctx context.Context, apiURL, token string) (string, error) {
-	b, err := tgbot.New(token, tgbot.WithServerURL(apiURL), tgbot.WithSkipGetMe())
-	if err != nil {
-		return "", err
-	}
-	me, err := b.GetMe(ctx)
-	switch {
-	case errors.Is(err, tgbot.ErrorUnauthorized), errors.Is(err, tgbot.ErrorNotFound):
-		return "", fmt.Errorf("token rejected by Telegram (revoked, or mistyped): copy it again from @BotFather (%w)", err)
-	case err != nil:
-		return "", fmt.Errorf("no answer to getMe from %s: %w", apiURL, err)
-	}
-	return me.Username, nil
 }

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot"
+	"brainbot/bot/conversation"
+	"brainbot/bot/panel/host"
 	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/cluster"
@@ -121,8 +123,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 
 	// Voice messages in need the key; without it they get the brain's
 	// messages.text_only.
-	var transcriber bot.Transcriber
-	var speaker bot.Speaker
+	var transcriber conversation.Transcriber
+	var speaker host.Speaker
 	if cfg.OpenAIKey != "" {
 		transcriber = transcribe.New(openAIConfig(cfg))
 		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
@@ -152,15 +154,15 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		// Every bot token, inline or from the environment, and every value
 		// a brain's MCP server references is masked in the logs from the
 		// moment it is resolved.
-		OnSecret: secrets.Add,
+		OnSecret:   secrets.Add,
+		WebhookURL: cfg.WebhookURL,
 	}
 	var info []func() string
 	if shared != nil {
 		// The instances share the state, the updates and the transcripts.
 		botCfg.Store = shared.State()
-		botCfg.Cluster = sharedBots{shared}
+		botCfg.Cluster = shared
 		botCfg.Transcripts = shared.Transcripts(driver.SessionFile)
-		botCfg.WebhookURL = cfg.WebhookURL
 		reg.TrackCluster(func() metrics.ClusterState {
 			s := shared.Status()
 			return metrics.ClusterState{BotsPolled: len(s.Polled), PartitionsOwned: len(s.Partitions),

@@ -1,0 +1,655 @@
+// Package conversation is the pipeline of one message, from its
+// conversation's queue to the one reply: access, commands, the daily
+// limit and spending caps, files in (refused, or fetched and read), the
+// reply mode, the Claude request and its two-turn flow, sessions and
+// their transcripts, the reply through the chat's outbox, the usage
+// record, the one summary line and the metrics.
+//
+// It reaches everything through ports declared here (ports.go): the
+// outbox of a chat and the files a bot received (the transport), the
+// state kept between messages, the agent (the Claude driver), and each
+// message's progress (its log's deliveries). It imports neither the
+// Telegram library nor NATS, and does not know which log runs.
+//
+// The path of one message, top to bottom: Serve decides what kind of
+// answer the message gets; converse runs it through Claude; the outcome
+// methods of request at the end send the one reply. Every path starts in
+// begin and ends in the deferred finish, so each message finishes its
+// deliveries and writes its summary line exactly once, whatever happens
+// in between.
+package conversation
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/contain"
+	"brainbot/bot/message"
+	"brainbot/bot/store"
+	"brainbot/claude"
+	"brainbot/metrics"
+	"brainbot/output"
+	"brainbot/pricing"
+	"brainbot/sysprompt"
+	"brainbot/toolspec"
+)
+
+// Config is what a pipeline needs. Every field but Transcriber,
+// Transcripts and OnSecret is required.
+type Config struct {
+	// DataDir is BRAINBOT_DATA: the generated files are organised below it.
+	DataDir string
+	State   State
+	Agent   Agent
+	Chats   Chats
+	// Brain returns the brain a bot had last (nil if it never had one): a
+	// message taken in is answered with it even if the brain was removed
+	// meanwhile.
+	Brain func(bot string) *brain.Brain
+	// Transcriber turns voice into text; nil (no OpenAI key) answers voice
+	// messages with the brain's messages.text_only.
+	Transcriber Transcriber
+	// Transcripts, in a cluster, brings a session's transcript to this
+	// instance before it is resumed and stores it after each turn.
+	Transcripts Transcripts
+	// MaxClaude caps concurrent Claude requests over all bots;
+	// MaxWaitingPerBot and MaxWait bound one bot's requests waiting for
+	// one (see bot.Config).
+	MaxClaude, MaxWaitingPerBot int
+	MaxWait                     time.Duration
+	// QueueSize is the intake's, for the log of a message it turned away.
+	QueueSize int
+	// Stopping is closed when no new Claude request may start.
+	Stopping <-chan struct{}
+	// LookupEnv resolves the references of brains' MCP servers, whose
+	// values go to OnSecret (may be nil) before anything else.
+	LookupEnv func(string) (string, bool)
+	OnSecret  func(string)
+	Now       func() time.Time
+	Metrics   *metrics.Metrics
+	Log       *zap.Logger
+}
+
+// Pipeline answers messages: everything between a conversation's queue
+// and the reply. One pipeline serves every bot; a message's own state
+// lives in its request.
+type Pipeline struct {
+	cfg    Config
+	store  State
+	claude Agent
+	log    *zap.Logger
+	// slots are the Claude requests allowed to run at once.
+	slots   *slots
+	budgets budgetWarnings
+	unset   unsetWarnings
+	media   media
+	panels  Panels
+}
+
+// New makes a pipeline. Its panels come with UsePanels.
+func New(cfg Config) *Pipeline {
+	return &Pipeline{
+		cfg:    cfg,
+		store:  cfg.State,
+		claude: cfg.Agent,
+		log:    cfg.Log,
+		slots: newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning,
+			cfg.Metrics.ClaudeWaiting),
+		media: media{transcriber: cfg.Transcriber, fetch: cfg.Chats.Fetch},
+	}
+}
+
+// UsePanels has ps run /panel (they need the pipeline themselves, so they
+// come after New and before the first message).
+func (p *Pipeline) UsePanels(ps Panels) { p.panels = ps }
+
+// request is one message's trip through the pipeline. It is owned by the
+// one goroutine that serves it.
+type request struct {
+	ctx   context.Context
+	in    *message.Inbound
+	brain *brain.Brain // nil if the bot never had one
+	log   *zap.Logger
+	out   Outbox // the chat the answer goes to
+	p     *Pipeline
+	sum   summary
+	// attach are the message's files as the model gets them (media.read).
+	attach []claude.Attachment
+	// keep: shutdown cut the request short; its deliveries go back to
+	// their log, so it is answered later.
+	keep bool
+}
+
+// Serve answers one message from its conversation's queue.
+func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
+	r := p.begin(ctx, in)
+	defer r.finish()
+	defer r.contain()
+	b := r.brain
+	switch {
+	case b == nil:
+		r.drop("dropped")
+	case in.ForOtherBot:
+		r.drop("ignored")
+	case !allowed(b, in.Sender):
+		r.log.Info("user not allowed")
+		r.say("denied", b.Messages.Denied)
+	case p.media.refused(r):
+	case in.Command == "panel":
+		p.startPanel(r)
+	case in.Command != "":
+		r.say("command", p.command(r))
+	default:
+		p.converse(r)
+	}
+}
+
+// Busy answers a message its conversation's queue has no room for: told
+// to wait (the first of a burst), or only recorded.
+func (p *Pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
+	p.serveAside(ctx, in, func(r *request) {
+		if !tell {
+			r.log.Info("conversation queue full: message dropped", zap.Int("queue_size", p.cfg.QueueSize))
+			r.drop("busy, not told")
+			return
+		}
+		r.log.Info("conversation queue full: message dropped, sender told to wait", zap.Int("queue_size", p.cfg.QueueSize))
+		r.say("busy", r.brain.Messages.Busy)
+	})
+}
+
+// Stop answers /stop beside the queue.
+func (p *Pipeline) Stop(ctx context.Context, in *message.Inbound) { p.serveAside(ctx, in, p.stop) }
+
+// Unreadable tells a message's sender it could not be read.
+func (p *Pipeline) Unreadable(ctx context.Context, in *message.Inbound) {
+	p.serveAside(ctx, in, func(r *request) { r.say("unreadable", r.brain.Messages.Unreadable) })
+}
+
+// Resend asks the sender of a message whose work started twice already
+// (each time cut short) to send it again.
+func (p *Pipeline) Resend(ctx context.Context, in *message.Inbound) {
+	p.serveAside(ctx, in, func(r *request) { r.say("resend asked", ResendText) })
+}
+
+// serveAside answers a message with answer, outside its queue.
+func (p *Pipeline) serveAside(ctx context.Context, in *message.Inbound, answer func(*request)) {
+	r := p.begin(ctx, in)
+	defer r.finish()
+	defer r.contain()
+	if r.brain == nil {
+		r.drop("dropped")
+		return
+	}
+	answer(r)
+}
+
+func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
+	log := p.log.With(zap.String("request_id", in.RequestID), zap.String("bot", in.Key.Bot),
+		zap.Int64("user", in.Sender), zap.Int64("chat", in.Key.Chat))
+	return &request{
+		ctx:   ctx,
+		in:    in,
+		brain: p.cfg.Brain(in.Key.Bot),
+		log:   log,
+		out:   p.cfg.Chats.Outbox(in.Key, in.InGroup(), in.MessageID, log),
+		p:     p,
+		sum:   summary{outcome: "ok"},
+	}
+}
+
+// converse runs the message through Claude and sends the reply.
+func (p *Pipeline) converse(r *request) {
+	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
+		return
+	}
+	mode, err := p.mode(r)
+	if err != nil {
+		r.fail("mode", err)
+		return
+	}
+	r.sum.mode = mode
+	// The daily limit has counted the message: a replay must not again.
+	r.record("charge", r.in.Progress.MarkCharged)
+	if !p.waitForSlot(r) {
+		return
+	}
+	// Given back after the answer, or by a panic on the way.
+	releaseSlot := sync.OnceFunc(p.slots.release)
+	defer releaseSlot()
+	// Only now does work start: a message that never got this far is
+	// replayed after a restart as if new, never met with "please resend".
+	r.record("attempt", r.in.Progress.MarkAttempt)
+	r.sum.queueWait = time.Since(r.in.Arrived)
+	// The status shows while the request runs, until the reply is out;
+	// not while it waits, so a crowd waiting for Claude does not flood
+	// Telegram with chat actions.
+	defer r.out.KeepAction(r.ctx, chatAction(mode))()
+	var onText func(string)
+	var st Stream
+	if mode == claude.Text && r.brain.Stream {
+		st = r.out.Stream(r.ctx)
+		defer st.Cancel() // if a panic skips its Finish
+		onText = st.Update
+	}
+	res, expired, err := p.ask(r, onText)
+	if st != nil {
+		// Stopped before the final reply, which replaces what it showed.
+		if firstShown := st.Finish(); !firstShown.IsZero() {
+			r.sum.firstText = firstShown.Sub(r.in.Arrived)
+		}
+	}
+	releaseSlot()
+	r.countToolCalls(res)
+	r.sum.noteClaude(res)
+	r.sum.ranClaude = true
+	r.sum.openAI += openAICost(r.brain, mode, res)
+	if expired && err == nil {
+		// Told once, with an answer: the new session is stored, so this
+		// will not recur. A failure gets only the error message (never two
+		// replies); the loss is told with the next answer if its session
+		// was not kept.
+		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
+	}
+	switch {
+	case errors.Is(err, claude.ErrInterrupted):
+		r.sum.outcome = "stopped" // the /stop reply told the user
+	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
+		// The words are there, only the voice failed. Not for a request
+		// stopped at a bound: the brain's owner said "no further".
+		r.log.Warn("speech failed; sending the text reply instead", zap.String("phase", "claude"), zap.Error(err))
+		r.replyText(res.Text)
+	case err != nil:
+		r.fail("claude", err)
+	case mode == claude.Text:
+		r.replyText(res.Text)
+	default:
+		path, err := p.organize(r, res)
+		r.replyFile(res, path, err)
+	}
+}
+
+// stop interrupts the turn the conversation's CLI is running (/stop); the
+// interrupted request ends without a reply of its own.
+func (p *Pipeline) stop(r *request) {
+	switch {
+	case !allowed(r.brain, r.in.Sender):
+		r.log.Info("user not allowed")
+		r.say("denied", r.brain.Messages.Denied)
+	case p.claude.Interrupt(r.in.Key.String()):
+		r.log.Info("turn stopped by /stop")
+		r.say("command", "Stopped. What next?")
+	default:
+		r.say("command", "There is nothing to stop.")
+	}
+}
+
+// allowed reports whether access.allowed_users lets user talk to the bot.
+func allowed(b *brain.Brain, user int64) bool {
+	return len(b.Access.AllowedUsers) == 0 || slices.Contains(b.Access.AllowedUsers, user)
+}
+
+// openAICost prices the speech or image a request produced (0 when it
+// produced none: a failed tool call is not billed by OpenAI).
+func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
+	if res == nil || res.FilePath == "" {
+		return 0
+	}
+	var usd float64
+	switch mode {
+	case claude.Speech:
+		usd, _ = pricing.Speech(b.TTS.Model, utf8.RuneCountInString(res.Text))
+	case claude.Image:
+		usd, _ = pricing.Image(b.Image.Model, b.Image.Size, b.Image.Quality)
+	}
+	return usd
+}
+
+// waitForSlot waits for the request's turn to run a Claude request; false
+// means it was answered instead (too many waiting) or shutdown came first.
+func (p *Pipeline) waitForSlot(r *request) bool {
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, p.cfg.Stopping)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errNoSlot):
+		r.log.Info("too many requests waiting for Claude: told the user to try again", zap.Error(err))
+		r.say("busy", r.brain.Messages.Busy)
+	default:
+		r.interrupted()
+	}
+	return false
+}
+
+// record records a step of the request with its deliveries.
+func (r *request) record(step string, mark func(context.Context, string) error) {
+	if err := mark(r.ctx, r.sum.mode.String()); err != nil {
+		r.log.Warn("could not journal the "+step, zap.Error(err))
+	}
+}
+
+// takeDaily counts the message against the user's daily limit; false
+// means the request has been answered (limit reached, or an error).
+func (p *Pipeline) takeDaily(r *request) bool {
+	ok, resetAt, err := p.store.TakeDaily(r.ctx, r.in.Key.Bot, r.in.Sender, r.brain.Limits.PerUserPerDay, p.cfg.Now())
+	switch {
+	case err != nil:
+		r.fail("limit", err)
+	case !ok:
+		r.say("limited", r.brain.Messages.LimitText(resetAt.Sub(p.cfg.Now())))
+	}
+	return err == nil && ok
+}
+
+// mode decides the reply kind: image when the brain can draw and the message
+// asks for a picture, else speech when voice replies are on for the user,
+// else text.
+func (p *Pipeline) mode(r *request) (claude.Mode, error) {
+	if r.brain.Image.Enabled && asksForImage(r.in.Text, r.brain.Image.Keywords) {
+		return claude.Image, nil
+	}
+	if repliesInVoice(r.brain, r.in) {
+		return claude.Speech, nil
+	}
+	on, err := p.voiceOn(r)
+	if err != nil {
+		return claude.Text, err
+	}
+	if on {
+		return claude.Speech, nil
+	}
+	return claude.Text, nil
+}
+
+// voiceOn is the user's voice-reply setting: the brain's default
+// (tts.enabled), or the user's own choice where the brain lets users
+// toggle (tts.user_toggle), so a brain can also start with voice off.
+func (p *Pipeline) voiceOn(r *request) (bool, error) {
+	if !r.brain.TTS.UserToggle {
+		return r.brain.TTS.Enabled, nil
+	}
+	on, set, err := p.store.Voice(r.ctx, r.in.Key.Bot, r.in.Sender)
+	if err != nil || !set {
+		return r.brain.TTS.Enabled, err
+	}
+	return on, nil
+}
+
+// ask runs the request in the conversation's session, starting a new
+// session when there is none or the stored one is gone (expired reports
+// the latter).
+func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, expired bool, err error) {
+	sess, ok, err := p.store.Session(r.ctx, r.in.Key)
+	if err != nil {
+		return nil, false, err
+	}
+	creq := p.claudeRequest(r, r.sum.mode)
+	creq.OnText = onText
+	creq.SessionID, creq.Resume = sess.ID, ok
+	if !ok {
+		creq.SessionID = uuid.NewString()
+	}
+	if ok && p.cfg.Transcripts != nil {
+		changed, terr := p.cfg.Transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID)
+		if terr != nil {
+			r.log.Warn("could not restore the session's transcript", zap.Error(terr))
+		}
+		if changed {
+			// A process still warm here from earlier has not seen the
+			// turns answered elsewhere since.
+			p.claude.End(r.in.Key.String())
+		}
+	}
+	res, err = p.claude.Run(r.ctx, creq)
+	if err != nil && creq.Resume && errors.Is(err, claude.ErrSessionNotFound) {
+		r.log.Warn("stored session is gone; starting a new one", zap.String("lost_session", creq.SessionID))
+		expired = true
+		creq.SessionID, creq.Resume = uuid.NewString(), false
+		res, err = p.claude.Run(r.ctx, creq)
+	}
+	// Keep the session the CLI reported, or ours once a request succeeded.
+	// A CLI that failed before reporting one never created it: storing it
+	// would make the next message's resume fail as a "lost" session.
+	if res != nil && (res.SessionID != "" || err == nil) {
+		id := cmp.Or(res.SessionID, creq.SessionID)
+		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.Key, id, p.cfg.Now()); serr != nil {
+			r.log.Warn("could not save the session", zap.Error(serr))
+		}
+		if p.cfg.Transcripts != nil {
+			if terr := p.cfg.Transcripts.Save(context.WithoutCancel(r.ctx), r.in.Key.Bot, id); terr != nil {
+				r.log.Warn("could not store the session's transcript", zap.Error(terr))
+			}
+		}
+	}
+	return res, expired, err
+}
+
+// claudeRequest is what the driver needs from the brain and the message.
+func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
+	b := r.brain
+	req := p.baseRequest(b, r.in.Key.Bot, prompt(r.in), sysprompt.Facts{UserFirstName: r.in.FirstName, UserLanguage: r.in.Language,
+		ChatType: r.in.ChatType}, r.log)
+	req.Mode, req.Attachments, req.MaxTurns = mode, r.attach, b.Claude.MaxTurns
+	req.Conversation = r.in.Key.String()
+	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
+	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
+	req.Image = toolspec.ImageSettings{Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style}
+	p.brainTools(r, &req)
+	return req
+}
+
+// baseRequest is the one place a Claude request is made from a brain: a
+// text request of bot (brain b) for prompt, with the brain's system prompt
+// and its variables (facts about the message; the brain's are filled in
+// here), model and bounds. The pipeline and panels add what theirs need.
+func (p *Pipeline) baseRequest(b *brain.Brain, bot, prompt string, facts sysprompt.Facts, log *zap.Logger) claude.Request {
+	facts.BotName, facts.Now, facts.Location = b.Name, p.cfg.Now(), b.Location()
+	return claude.Request{
+		Mode:              claude.Text,
+		Prompt:            prompt,
+		SystemPrompt:      b.SystemPrompt,
+		PromptVars:        facts.Vars(),
+		Model:             b.Claude.Model,
+		BotID:             bot,
+		MaxBudgetUSD:      b.Claude.MaxBudgetUSD,
+		InactivityTimeout: b.Claude.Timeout.D(),
+		Log:               log,
+	}
+}
+
+// organize finds the file the tool wrote, moves it under
+// <kind>-output/bot-<id>/user-<uid>/ and writes its sidecar.
+func (p *Pipeline) organize(r *request, res *claude.Result) (string, error) {
+	kind := output.Audio
+	if r.sum.mode == claude.Image {
+		kind = output.Image
+	}
+	start := time.Now()
+	defer func() { r.sum.locate = time.Since(start) }()
+	path, err := output.Locate(filepath.Join(p.cfg.DataDir, kind.Dir()), res.FilePrefix, res.FileExt, res.FilePath)
+	if err != nil {
+		return "", err
+	}
+	path, err = output.Organize(p.cfg.DataDir, path, kind, r.in.Key.Bot, r.in.Sender)
+	if err == nil {
+		r.writeSidecar(res, path)
+	}
+	return path, err
+}
+
+// The outcomes. Each sends at most the one reply and sets the summary's
+// outcome; none finishes the request (serve's deferred finish does).
+
+// say answers with one plain message that needs no model.
+func (r *request) say(outcome, text string) {
+	r.sum.outcome = outcome
+	if err := r.timeSend(func() error { return r.out.Text(r.ctx, text, false) }); err != nil && !errors.Is(err, message.ErrBlocked) {
+		r.sum.outcome = "failed"
+	}
+}
+
+// replyText sends Claude's text, split and formatted.
+func (r *request) replyText(text string) {
+	if text == "" {
+		r.fail("reply", errors.New("empty reply"))
+		return
+	}
+	err := r.timeSend(func() error { return r.out.Text(r.ctx, text, true) })
+	switch {
+	case errors.Is(err, message.ErrBlocked):
+		r.sum.outcome = "blocked"
+	case err != nil:
+		r.fail("send", err)
+	}
+}
+
+// replyFile sends the generated voice note or image found at path (and
+// the text too when the brain asks). Speech that cannot be sent as a file
+// falls back to its text.
+func (r *request) replyFile(res *claude.Result, path string, located error) {
+	speechText := ""
+	textToo := r.brain.Image.SendTextToo
+	if r.sum.mode == claude.Speech {
+		speechText, textToo = res.Text, r.brain.TTS.SendTextToo
+	}
+	if located != nil {
+		if speechText != "" {
+			r.log.Warn("voice file not found; sending the text reply instead", zap.String("phase", "locate"), zap.Error(located))
+			r.replyText(speechText)
+			return
+		}
+		r.fail("locate", located)
+		return
+	}
+	err := r.timeSend(func() error { return r.out.File(r.ctx, fileKind(r.sum.mode), path) })
+	switch {
+	case errors.Is(err, message.ErrBlocked):
+		r.sum.outcome = "blocked"
+		return
+	case err != nil && speechText != "":
+		r.log.Warn("voice message not sent; sending the text reply instead", zap.String("phase", "send"), zap.Error(err))
+		r.replyText(speechText)
+		return
+	case err != nil:
+		r.fail("send", err)
+		return
+	}
+	if textToo && res.Text != "" {
+		if err := r.out.Text(r.ctx, res.Text, true); err != nil && !errors.Is(err, message.ErrBlocked) {
+			r.log.Warn("text after the file not sent", zap.Error(err))
+		}
+	}
+}
+
+// fail tells the user the brain's error text once and logs the one error
+// line for the request.
+func (r *request) fail(phase string, cause error) {
+	if r.ctx.Err() != nil {
+		r.log.Warn("request interrupted by shutdown; it will be replayed", zap.String("phase", phase))
+		r.interrupted()
+		return
+	}
+	r.sum.outcome = "error"
+	r.log.Error("request failed", zap.String("phase", phase), zap.Error(cause))
+	r.out.Text(r.ctx, r.brain.Messages.Error, false)
+}
+
+// interrupted: shutdown cut the work short. Its deliveries go back to
+// their log, which hands it out again (the next start, another instance),
+// so the user gets a real answer.
+func (r *request) interrupted() {
+	r.sum.outcome = "interrupted"
+	r.keep = true
+}
+
+// drop answers nothing: the message was not for this bot, or its bot is
+// gone.
+func (r *request) drop(outcome string) { r.sum.outcome = outcome }
+
+// timeSend runs send and records how long it took.
+func (r *request) timeSend(send func() error) error {
+	start := time.Now()
+	err := send()
+	r.sum.send = time.Since(start)
+	if err == nil {
+		// Done the moment the reply is out: a crash after this point must
+		// not answer it again, so nothing may come between.
+		r.in.Progress.Answered()
+	}
+	return err
+}
+
+// finish finishes the message's deliveries and writes the summary line.
+// Serve and serveAside defer it; nothing else calls it.
+func (r *request) finish() {
+	// Deliveries not done by the reply (timeSend): no reply, or shutdown
+	// cut the request short.
+	r.in.Progress.Finish(r.keep)
+	// A transcription is paid for even when the model was not reached.
+	if r.sum.ranClaude || r.sum.openAI > 0 {
+		r.recordUsage()
+	}
+	total := time.Since(r.in.Arrived)
+	r.sum.write(r.log, total)
+	r.sum.count(r.p.cfg.Metrics, r.in.Key.Bot, total)
+}
+
+// recordUsage stores what a request that ran the model cost, with its
+// outcome, for usage reports and spending caps.
+func (r *request) recordUsage() {
+	s := &r.sum
+	r.p.recordUsage(r.ctx, store.Usage{Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.RequestID,
+		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI}, s.tokens, r.log)
+}
+
+// recordUsage is the one place a usage record is stored: u, at now, with
+// the tokens t, for usage reports and spending caps. A store that refuses
+// is logged; the request goes on.
+func (p *Pipeline) recordUsage(ctx context.Context, u store.Usage, t claude.Tokens, log *zap.Logger) {
+	u.At = p.cfg.Now()
+	u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens = t.Input, t.Output, t.CacheRead, t.CacheWrite
+	if err := p.store.RecordUsage(context.WithoutCancel(ctx), u); err != nil {
+		log.Warn("could not record the request's usage", zap.Error(err))
+	}
+}
+
+// ResendText asks a user to send a message again that could not be
+// handled across restarts.
+const ResendText = "Sorry, I could not answer your last message. Please send it again."
+
+// prompt is the message as the model reads it: in a group, prefixed with
+// its author's name, so members can be told apart.
+func prompt(in *message.Inbound) string {
+	if in.InGroup() && in.SenderName != "" {
+		return strings.TrimSpace(in.SenderName + ": " + in.Text)
+	}
+	return in.Text
+}
+
+// contain, deferred by Serve and serveAside (after finish, so it runs
+// first), contains a panic while answering the request's message: the
+// sender is told it could not be read and its deliveries are done.
+func (r *request) contain() {
+	v := recover()
+	if v == nil {
+		return
+	}
+	contain.Report(r.log, r.p.cfg.Metrics, r.in.Key.Bot, contain.Answer, r.in.ID, v)
+	r.keep = false
+	if r.brain == nil {
+		r.drop("dropped")
+		return
+	}
+	r.say("unreadable", r.brain.Messages.Unreadable)
+}

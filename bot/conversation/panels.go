@@ -1,0 +1,105 @@
+package conversation
+
+// The pipeline as panels see it (host.Pipeline), and /panel answered.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"brainbot/bot/message"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/panel/host"
+	"brainbot/bot/store"
+	"brainbot/claude"
+	"brainbot/sysprompt"
+)
+
+// startPanel answers /panel: the panels decide, the request answers.
+func (p *Pipeline) startPanel(r *request) {
+	outcome, reply, err := p.panels.Start(r.ctx, r.in, r.brain, r.log)
+	switch {
+	case err != nil:
+		r.fail(outcome, err)
+	case reply != "":
+		r.say(outcome, reply)
+	default:
+		r.drop(outcome) // started ("panel"), or left to another member
+	}
+}
+
+// Admit checks that user may have bot (brain b) answer now: allowed, and
+// within its spending caps and daily limit, looked at but not counted.
+// When not, outcome and reply say how to answer ("" when it may).
+func (p *Pipeline) Admit(ctx context.Context, b *brain.Brain, bot string, user int64, log *zap.Logger) (outcome, reply string, err error) {
+	if !allowed(b, user) {
+		return "denied", b.Messages.Denied, nil
+	}
+	over, err := p.overBudget(ctx, b, bot, user, log)
+	if lim := b.Limits.PerUserPerDay; err == nil && !over && lim > 0 {
+		var n int
+		n, err = p.store.DailyCount(ctx, bot, user, p.cfg.Now())
+		over = n >= lim
+	}
+	switch {
+	case err != nil:
+		return "", "", err
+	case over:
+		now := p.cfg.Now()
+		return "limited", b.Messages.LimitText(store.NextReset(now).Sub(now)), nil
+	}
+	return "", "", nil
+}
+
+// Charge counts one request of user against bot's daily limit.
+func (p *Pipeline) Charge(ctx context.Context, bot string, user int64) error {
+	_, _, err := p.store.TakeDaily(ctx, bot, user, 0, p.cfg.Now())
+	return err
+}
+
+// Ask runs a panel member's turn in a Claude slot, in a process and a
+// session of its own (nothing is kept warm, and the member's own
+// conversations stay as they were), with the group seeing the member at
+// work, and records what it cost.
+func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, error) {
+	if err := p.slots.acquire(ctx, q.Bot, p.cfg.Stopping); err != nil {
+		if errors.Is(err, errStopping) || ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", host.ErrInterrupted, err)
+		}
+		return nil, err
+	}
+	defer p.slots.release()
+	action := chatAction(claude.Text)
+	if q.Speak {
+		action = chatAction(claude.Speech)
+	}
+	out := p.cfg.Chats.Outbox(message.Key{Bot: q.Bot, Chat: q.Chat, Thread: q.Thread}, true, 0, q.Log)
+	defer out.KeepAction(ctx, action)()
+	req := p.baseRequest(q.Brain, q.Bot, q.Prompt, sysprompt.Facts{UserFirstName: q.UserName, ChatType: "supergroup"}, q.Log)
+	req.SessionID, req.JSONSchema = uuid.NewString(), q.Schema
+	res, err := p.claude.Run(ctx, req)
+	if res != nil {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		p.recordUsage(ctx, panelUsage(q, outcome, res.CostUSD, 0), res.Tokens, q.Log)
+		p.cfg.Metrics.CostUSD.WithLabelValues(q.Bot).Add(res.CostUSD)
+	}
+	return res, err
+}
+
+// Spent records what a panel member's turn cost outside the model.
+func (p *Pipeline) Spent(ctx context.Context, q host.Question, openAIUSD float64) {
+	p.recordUsage(ctx, panelUsage(q, "ok", 0, openAIUSD), claude.Tokens{}, q.Log)
+}
+
+func panelUsage(q host.Question, outcome string, claudeUSD, openAIUSD float64) store.Usage {
+	return store.Usage{Bot: q.Bot, Chat: q.Chat, User: q.User, RequestID: q.Run, Mode: "panel", Outcome: outcome,
+		ClaudeUSD: claudeUSD, OpenAIUSD: openAIUSD}
+}

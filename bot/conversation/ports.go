@@ -1,0 +1,105 @@
+package conversation
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/message"
+	"brainbot/bot/store"
+	"brainbot/claude"
+)
+
+// The pipeline's ports: each what it needs of a room it does not know.
+
+// Agent runs one request through the model; *claude.Driver implements it.
+// On error the result may still be non-nil with what the CLI got as far as
+// (a speech request's turn-1 text).
+type Agent interface {
+	Run(ctx context.Context, req claude.Request) (*claude.Result, error)
+	// Interrupt stops the turn a conversation's request is running (the
+	// request then fails with claude.ErrInterrupted); false when none
+	// runs. End ends a conversation's warm CLI process.
+	Interrupt(conversation string) bool
+	End(conversation string)
+}
+
+// State is what conversations keep between messages: *store.Store
+// (SQLite, one process) or the cluster's shared state.
+type State interface {
+	Session(ctx context.Context, c store.Conversation) (store.Session, bool, error)
+	UseSession(ctx context.Context, c store.Conversation, id string, now time.Time) error
+	ResetSession(ctx context.Context, c store.Conversation, now time.Time) (string, error)
+	Voice(ctx context.Context, bot string, user int64) (on, set bool, err error)
+	SetVoice(ctx context.Context, bot string, user int64, on bool) error
+	TakeDaily(ctx context.Context, bot string, user int64, limit int, now time.Time) (bool, time.Time, error)
+	DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error)
+	SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error)
+	RecordUsage(ctx context.Context, u store.Usage) error
+}
+
+// Chats is the pipeline's way to Telegram, as a given bot (the
+// transport, through the Manager).
+type Chats interface {
+	// Outbox sends to conversation to as its bot; in a group its first
+	// message replies to message replyTo.
+	Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) Outbox
+	// Fetch downloads a file bot received, of at most limit bytes
+	// (message.ErrTooBig beyond).
+	Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error)
+}
+
+// Outbox sends to one chat; one goroutine uses it. Errors of a user who
+// blocked the bot are message.ErrBlocked.
+type Outbox interface {
+	// Text sends text, split to Telegram's limit; formatted: Claude's
+	// Markdown shown as such.
+	Text(ctx context.Context, text string, formatted bool) error
+	File(ctx context.Context, kind message.FileKind, path string) error
+	// KeepAction shows action in the chat until stop is called.
+	KeepAction(ctx context.Context, action message.Action) (stop func())
+	// Stream shows a reply while it is written; the next Text replaces
+	// what it showed.
+	Stream(ctx context.Context) Stream
+	// Sent are the ids of the messages sent, in order.
+	Sent() []int
+}
+
+// Stream is a reply shown while the model writes it.
+type Stream interface {
+	// Update is the reply so far; it never blocks.
+	Update(text string)
+	// Finish stops the stream and says when its first text showed (zero:
+	// never).
+	Finish() time.Time
+	// Cancel stops it without waiting (for a panic that skips Finish).
+	Cancel()
+}
+
+// Transcripts moves the CLI's session transcripts between instances.
+type Transcripts interface {
+	// Restore brings the stored transcript here; changed: the local copy
+	// was stale or missing.
+	Restore(ctx context.Context, bot, session string) (changed bool, err error)
+	Save(ctx context.Context, bot, session string) error
+}
+
+// Transcriber turns speech into text; *transcribe.Client implements it.
+// name is the audio's file name, whose extension tells its format.
+type Transcriber interface {
+	Transcribe(ctx context.Context, model, name string, audio io.Reader) (string, error)
+}
+
+// Panels runs /panel (bot/panel/host).
+type Panels interface {
+	// Start answers /panel, m, sent to a bot whose brain is b; a run goes
+	// on in the background. It returns the message's outcome and the
+	// reply to send ("" for none), or, with an error, the phase that
+	// failed as the outcome.
+	Start(ctx context.Context, m *message.Inbound, b *brain.Brain, log *zap.Logger) (outcome, reply string, err error)
+	// OnPanel reports whether bot is a member of a valid panel now.
+	OnPanel(bot string) bool
+}

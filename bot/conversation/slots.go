@@ -1,0 +1,153 @@
+package conversation
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// slots hands out the Claude slots (BRAINBOT_MAX_CLAUDE) fairly across
+// bots: requests wait in a line per bot, and a freed slot goes to the next
+// bot in turn (round robin), so one busy bot cannot starve the others.
+// Waiting is bounded per bot, in length and in time.
+type slots struct {
+	// maxWaiting is how many requests of one bot may wait; maxWait how
+	// long one may.
+	maxWaiting int
+	maxWait    time.Duration
+
+	// running and waiting follow how many requests hold a slot and wait.
+	running, waitingGauge gauge
+
+	mu    sync.Mutex
+	free  int
+	lines map[string][]*waiter
+	turns []string // bots with a non-empty line, in the order they are served
+}
+
+// gauge is the part of a Prometheus gauge slots moves.
+type gauge interface {
+	Inc()
+	Dec()
+}
+
+type waiter struct {
+	granted chan struct{} // closed when the slot is handed over
+}
+
+// errNoSlot says a request could not get a Claude slot: its bot's line is
+// full or it waited too long.
+var errNoSlot = errors.New("no Claude slot: too many requests waiting")
+
+func newSlots(n, maxWaiting int, maxWait time.Duration, running, waiting gauge) *slots {
+	return &slots{free: n, maxWaiting: maxWaiting, maxWait: maxWait, lines: map[string][]*waiter{},
+		running: running, waitingGauge: waiting}
+}
+
+// acquire waits for a slot for bot. It returns errNoSlot when the bot's
+// line is full or the wait is over, and stopped's error when stop is
+// closed first. The caller must call release once it has the slot.
+func (s *slots) acquire(ctx context.Context, bot string, stop <-chan struct{}) error {
+	s.mu.Lock()
+	if s.free > 0 && len(s.turns) == 0 {
+		s.free--
+		s.mu.Unlock()
+		s.running.Inc()
+		return nil
+	}
+	if len(s.lines[bot]) >= s.maxWaiting {
+		s.mu.Unlock()
+		return errNoSlot
+	}
+	w := &waiter{granted: make(chan struct{})}
+	if len(s.lines[bot]) == 0 {
+		s.turns = append(s.turns, bot)
+	}
+	s.lines[bot] = append(s.lines[bot], w)
+	s.mu.Unlock()
+	s.waitingGauge.Inc()
+	defer s.waitingGauge.Dec()
+
+	timeout := time.NewTimer(s.maxWait)
+	defer timeout.Stop()
+	var err error
+	select {
+	case <-w.granted:
+		s.running.Inc()
+		return nil
+	case <-timeout.C:
+		err = errNoSlot
+	case <-stop:
+		err = errStopping
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if !s.leave(bot, w) {
+		// Granted while giving up: hand the slot on.
+		s.running.Inc()
+		s.release()
+	}
+	return err
+}
+
+// errStopping: the manager is shutting down; the message stays journaled.
+var errStopping = errors.New("shutting down")
+
+// leave takes w out of bot's line; false means it was granted a slot
+// already.
+func (s *slots) leave(bot string, w *waiter) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	line := s.lines[bot]
+	for i, x := range line {
+		if x == w {
+			s.lines[bot] = append(line[:i:i], line[i+1:]...)
+			if len(s.lines[bot]) == 0 {
+				s.dropTurn(bot)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// waiting is how many requests of bot wait for a slot.
+func (s *slots) waiting(bot string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.lines[bot])
+}
+
+// release frees a slot: the bot whose turn it is gets it, then goes to
+// the back of the round.
+func (s *slots) release() {
+	s.running.Dec()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.turns) == 0 {
+		s.free++
+		return
+	}
+	bot := s.turns[0]
+	line := s.lines[bot]
+	w := line[0]
+	s.lines[bot] = line[1:]
+	s.turns = s.turns[1:]
+	if len(s.lines[bot]) > 0 {
+		s.turns = append(s.turns, bot)
+	} else {
+		delete(s.lines, bot)
+	}
+	close(w.granted)
+}
+
+func (s *slots) dropTurn(bot string) {
+	delete(s.lines, bot)
+	for i, b := range s.turns {
+		if b == bot {
+			s.turns = append(s.turns[:i:i], s.turns[i+1:]...)
+			return
+		}
+	}
+}

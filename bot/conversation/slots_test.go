@@ -1,0 +1,118 @@
+package conversation
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func newGauge() prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOpts{Name: "g"}) }
+
+func TestSlotsRoundRobin(t *testing.T) {
+	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
+	if err := s.acquire(context.Background(), "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	enter := func(bot string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.acquire(context.Background(), bot, nil); err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, bot)
+			mu.Unlock()
+			s.release()
+		}()
+		waitFor(t, func() bool { return s.waiting(bot) > 0 })
+	}
+	for range 3 {
+		enter("a")
+	}
+	waitFor(t, func() bool { return s.waiting("a") == 3 })
+	enter("b")
+	enter("c")
+	s.release()
+	wg.Wait()
+	// a, b and c each get a turn before a's second request.
+	if got := order[:3]; got[0] != "a" || got[1] != "b" || got[2] != "c" {
+		t.Fatalf("order %v, want a b c first", order)
+	}
+}
+
+func TestSlotsBounds(t *testing.T) {
+	s := newSlots(1, 1, 50*time.Millisecond, newGauge(), newGauge())
+	ctx := context.Background()
+	if err := s.acquire(ctx, "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- s.acquire(ctx, "a", nil) }()
+	waitFor(t, func() bool { return s.waiting("a") == 1 })
+	if err := s.acquire(ctx, "a", nil); !errors.Is(err, errNoSlot) {
+		t.Errorf("acquire with a full line = %v, want errNoSlot", err)
+	}
+	if err := <-done; !errors.Is(err, errNoSlot) {
+		t.Errorf("acquire past the wait = %v, want errNoSlot", err)
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if err := s.acquire(ctx, "b", stop); !errors.Is(err, errStopping) {
+		t.Errorf("acquire while stopping = %v, want errStopping", err)
+	}
+	if s.waiting("a")+s.waiting("b") != 0 {
+		t.Error("a waiter that gave up is still in line")
+	}
+	if running, waiting := testutil.ToFloat64(s.running.(prometheus.Gauge)), testutil.ToFloat64(s.waitingGauge.(prometheus.Gauge)); running != 1 || waiting != 0 {
+		t.Errorf("gauges: %v running, %v waiting; want 1 and 0", running, waiting)
+	}
+	// The one slot is still held by the first acquire, and comes back.
+	s.release()
+	if err := s.acquire(ctx, "c", nil); err != nil {
+		t.Errorf("slot lost after waiters gave up: %v", err)
+	}
+}
+
+// A waiter granted the slot at the moment it gives up hands it on rather
+// than losing it.
+func TestSlotsGrantWhileGivingUp(t *testing.T) {
+	s := newSlots(1, 5, time.Minute, newGauge(), newGauge())
+	ctx := context.Background()
+	if err := s.acquire(ctx, "a", nil); err != nil {
+		t.Fatal(err)
+	}
+	w := &waiter{granted: make(chan struct{})}
+	s.lines["a"] = []*waiter{w}
+	s.turns = []string{"a"}
+	s.release() // grants w
+	if s.leave("a", w) {
+		t.Fatal("leave found a waiter that was already granted")
+	}
+	s.release() // what acquire does when leave reports a grant
+	if err := s.acquire(ctx, "b", nil); err != nil {
+		t.Fatalf("slot lost: %v", err)
+	}
+}
+
+// waitFor waits until cond holds (a goroutine got as far as the test
+// needs): a hang fails after 30s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,94 @@
+package intake
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot/message"
+	"brainbot/metrics"
+)
+
+// busyHandler records the busy answers; every other answer is a bug here.
+type busyHandler struct {
+	mu   sync.Mutex
+	busy []bool
+}
+
+func (h *busyHandler) Serve(context.Context, *message.Inbound)      { panic("served") }
+func (h *busyHandler) Stop(context.Context, *message.Inbound)       { panic("stopped") }
+func (h *busyHandler) Unreadable(context.Context, *message.Inbound) { panic("unreadable") }
+func (h *busyHandler) Resend(context.Context, *message.Inbound)     { panic("resent") }
+func (h *busyHandler) Busy(_ context.Context, _ *message.Inbound, tell bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.busy = append(h.busy, tell)
+}
+
+// A message beyond a full queue is turned away: the first of a burst is
+// told (in the background), the rest only recorded, and none is queued.
+func TestFullQueueTurnsAway(t *testing.T) {
+	h := &busyHandler{}
+	var work sync.WaitGroup
+	in := New(Config{QueueSize: 5, Handler: h, Work: &work, Ctx: context.Background(), Stopping: make(chan struct{}),
+		Metrics: metrics.New(), Log: zap.NewNop()})
+	key := message.Key{Bot: "gone", Chat: 7}
+	in.queues[key] = &queue{accepted: in.cfg.QueueSize + 1}
+	for range 2 {
+		m := &message.Inbound{Update: message.Update{Key: key, Sender: 7, Text: "hi"}, RequestID: "req", Arrived: time.Now()}
+		if in.admit(m) {
+			t.Fatal("admitted into a full queue")
+		}
+	}
+	work.Wait()
+	told := 0
+	for _, tell := range h.busy {
+		if tell {
+			told++
+		}
+	}
+	if len(h.busy) != 2 || told != 1 {
+		t.Errorf("busy answers %v, want one told and one not", h.busy)
+	}
+	if q := in.queues[key]; len(q.waiting) != 0 {
+		t.Errorf("%d messages queued", len(q.waiting))
+	}
+}
+
+// recorded is a delivery that records how it was finished.
+type recorded struct {
+	env       message.Envelope
+	abandoned bool
+	done      bool
+}
+
+func (d *recorded) Envelope() message.Envelope                { return d.env }
+func (d *recorded) Redelivered() bool                         { return false }
+func (d *recorded) Attempts() int                             { return 0 }
+func (d *recorded) Charged() bool                             { return false }
+func (d *recorded) MarkCharged(context.Context, string) error { return nil }
+func (d *recorded) MarkAttempt(context.Context, string) error { return nil }
+func (d *recorded) Done(bool)                                 { d.done = true }
+func (d *recorded) Abandon()                                  { d.abandoned = true }
+
+// A delivery for a bot that never connects waits beside the queues; at
+// the stop it goes back to its log, neither lost nor done.
+func TestWaitingDeliveriesGoBackAtTheStop(t *testing.T) {
+	var work sync.WaitGroup
+	stopping := make(chan struct{})
+	in := New(Config{QueueSize: 5, Handler: &busyHandler{}, Work: &work, Ctx: context.Background(), Stopping: stopping,
+		Metrics: metrics.New(), Log: zap.NewNop()})
+	waiting := &recorded{env: message.Envelope{Bot: "beta", Raw: []byte(`{"update_id":1}`)}}
+	in.Deliver(waiting)
+	close(stopping)
+	in.Stop()
+	late := &recorded{env: message.Envelope{Bot: "beta"}}
+	in.Deliver(late)
+	work.Wait()
+	if !waiting.abandoned || waiting.done || !late.abandoned {
+		t.Errorf("waiting: abandoned %v, done %v; late: abandoned %v", waiting.abandoned, waiting.done, late.abandoned)
+	}
+}

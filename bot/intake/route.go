@@ -1,0 +1,175 @@
+package intake
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/contain"
+	"brainbot/bot/message"
+)
+
+// route reads a delivery of a connected bot (me) and hands it on: to its
+// conversation's queue or album, beside the queue, or back to its log as
+// done when it needs no answer. A panic on the way is contained to it.
+func (in *Intake) route(d message.Delivery, me message.Identity) {
+	env := d.Envelope()
+	if env.Me == (message.Identity{}) {
+		env.Me = me // read as the bot is now (a log of an earlier release kept no identity)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			contain.Report(in.cfg.Log.With(zap.String("bot", env.Bot)), in.cfg.Metrics, env.Bot, contain.Delivery, env.UpdateID, v)
+			in.finish(d)
+			in.tellUnreadable(env)
+		}
+	}()
+	replay := d.Redelivered()
+	u := in.cfg.Decode(env)
+	switch u.Kind {
+	case message.Membership:
+		in.logMembership(u)
+	case message.Unreadable:
+		in.cfg.Log.Warn("undecodable update skipped", zap.String("bot", env.Bot), zap.Int64("update_id", u.ID), zap.Error(u.Problem))
+		in.cfg.Metrics.UndecodableUpdates.WithLabelValues(env.Bot).Inc()
+		in.finish(d)
+		in.tell(u)
+		return
+	}
+	if !env.Accepted && !in.wants(u) {
+		in.finish(d)
+		return
+	}
+	m := inbound(u, d)
+	if u.Command == "stop" && !u.ForOtherBot {
+		// Not queued: it is for the message the queue is busy with.
+		in.finish(d)
+		m.Progress = newProgress()
+		in.aside(func(ctx context.Context) { in.cfg.Handler.Stop(ctx, m) })
+		return
+	}
+	album := albumKey(u.Key, u.Album)
+	// A later message of an album joins the one already admitted; a
+	// message an earlier release accepted was admitted then.
+	if !env.Accepted && !in.albums.isOpen(album) && !in.admit(m) {
+		in.finish(d)
+		return
+	}
+	log := logger(in.cfg.Log, m)
+	if replay {
+		in.cfg.Metrics.JournalReplays.WithLabelValues(env.Bot).Inc()
+		log.Info("replaying journaled message", zap.Int("attempts", d.Attempts()), zap.Int("files", len(u.Media)))
+	}
+	var kind string
+	if len(u.Media) > 0 {
+		kind = string(u.Media[0].Kind)
+	}
+	log.Debug("message received", zap.String("text", u.Text), zap.String("file", kind))
+	in.queue(m, album)
+}
+
+// inbound is the message an update carries, its progress told to d.
+func inbound(u message.Update, d message.Delivery) *message.Inbound {
+	return &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: newProgress(d)}
+}
+
+// logger is the log of m's trip through brainbot.
+func logger(base *zap.Logger, m *message.Inbound) *zap.Logger {
+	return base.With(zap.String("request_id", m.RequestID), zap.String("bot", m.Key.Bot),
+		zap.Int64("user", m.Sender), zap.Int64("chat", m.Key.Chat))
+}
+
+// wants reports whether u is a message for its bot to answer: in a
+// private chat, any with text or a file; in a group, what the brain's
+// groups setting lets through, and a file the bot cannot read only when
+// it is addressed to the bot (a reply to every sticker posted would be
+// noise).
+func (in *Intake) wants(u message.Update) bool {
+	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 {
+		return false
+	}
+	if !u.InGroup() {
+		return true
+	}
+	switch in.cfg.Groups(u.Key.Bot) {
+	case brain.GroupsAll:
+	case brain.GroupsMention:
+		if !u.Addressed() {
+			return false
+		}
+	default: // off, or no brain
+		return false
+	}
+	return len(u.Media) == 0 || u.Media[0].Kind != message.Other || u.Addressed()
+}
+
+// queue puts an admitted message into its conversation's queue, or into
+// its album.
+func (in *Intake) queue(m *message.Inbound, album string) {
+	if !in.albums.isOpen(album) {
+		// Answers keep the order of messages: an album still open comes first.
+		in.albums.flush(m.Key)
+	}
+	if album != "" {
+		in.albums.add(album, m)
+		return
+	}
+	in.enqueue(m)
+}
+
+// finish gives d back to its log as needing no answer, in the background:
+// the log may have to reach its store or server.
+func (in *Intake) finish(d message.Delivery) {
+	in.cfg.Work.Add(1)
+	go func() {
+		defer in.cfg.Work.Done()
+		d.Done(false)
+	}()
+}
+
+// logMembership tells the admin the bot was added to or removed from a
+// group.
+func (in *Intake) logMembership(u message.Update) {
+	msg := "bot added to a chat"
+	if u.Member.Left {
+		msg = "bot removed from a chat"
+	}
+	in.cfg.Log.Info(msg, zap.String("bot", u.Key.Bot), zap.Int64("chat", u.Key.Chat), zap.String("chat_type", u.ChatType),
+		zap.String("status", u.Member.Status), zap.Int64("by_user", u.Member.By))
+}
+
+// Take takes env in: store puts it in its log. A panic on the way is
+// contained: reported, the update skipped as stored (a replay would panic
+// again) and its sender told it could not be read. The error is store's.
+func (in *Intake) Take(env message.Envelope, store func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			contain.Report(in.cfg.Log.With(zap.String("bot", env.Bot)), in.cfg.Metrics, env.Bot, contain.Intake, env.UpdateID, v)
+			in.tellUnreadable(env)
+			err = nil
+		}
+	}()
+	return store()
+}
+
+// tellUnreadable tells the sender of env, if a person wrote it, that it
+// could not be read.
+func (in *Intake) tellUnreadable(env message.Envelope) {
+	if u := in.cfg.Decode(env); u.Kind == message.Written {
+		in.tell(u)
+	}
+}
+
+// tell tells the person who wrote u that it could not be read: in a
+// private chat, or in a group when it addresses the bot. Anything else (a
+// reaction, a boost, a service message) passes silently but for the log.
+func (in *Intake) tell(u message.Update) {
+	if u.Sender == 0 || !u.Private() && !u.Addressed() {
+		return
+	}
+	m := &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: newProgress()}
+	in.aside(func(ctx context.Context) { in.cfg.Handler.Unreadable(ctx, m) })
+}

@@ -1,0 +1,111 @@
+package bot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// listed is what `go list -json` says of a package.
+type listed struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+	Deps       []string
+}
+
+// listModule lists every package of the module, as go list sees it.
+func listModule(t *testing.T) []listed {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "brainbot/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []listed
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return pkgs
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+}
+
+// importsAny reports whether p imports (directly) a path with one of the
+// prefixes.
+func importsAny(p listed, prefixes ...string) bool {
+	return slices.ContainsFunc(p.Imports, func(imp string) bool {
+		return slices.ContainsFunc(prefixes, func(prefix string) bool { return imp == prefix || strings.HasPrefix(imp, prefix+"/") })
+	})
+}
+
+const (
+	telegramLib = "github.com/go-telegram/bot"
+	natsLib     = "github.com/nats-io"
+	claudePkg   = "brainbot/claude"
+	transport   = "brainbot/bot/telegram"
+)
+
+// The rooms keep to themselves (docs/architecture.md): one transport
+// speaks the Bot API and knows neither Claude nor NATS; no package but
+// cmd's knows Claude together with Telegram's library or NATS; only the
+// cluster's packages speak NATS; the conversation, the intake, the
+// journal and the panels know neither the transport's library nor NATS;
+// the shared words (message) are the standard library's alone; and no
+// package holds more than 15% of the production lines.
+func TestRoomsKeepToThemselves(t *testing.T) {
+	pkgs := listModule(t)
+	lines := map[string]int{}
+	total := 0
+	for _, p := range pkgs {
+		path := p.ImportPath
+		if importsAny(p, telegramLib) && path != transport && !strings.HasPrefix(path, transport+"/") {
+			t.Errorf("%s imports %s: only the transport (%s) may", path, telegramLib, transport)
+		}
+		if path == transport && importsAny(p, claudePkg, natsLib) {
+			t.Errorf("the transport imports Claude or NATS: %v", p.Imports)
+		}
+		if !strings.HasPrefix(path, "brainbot/cmd/") && importsAny(p, claudePkg) && importsAny(p, telegramLib, natsLib) {
+			t.Errorf("%s imports %s together with Telegram's library or NATS", path, claudePkg)
+		}
+		if importsAny(p, natsLib) && path != "brainbot/cluster" && !strings.HasPrefix(path, "brainbot/cluster/") {
+			t.Errorf("%s imports NATS: only the cluster's packages may", path)
+		}
+		for _, room := range []string{"brainbot/bot/conversation", "brainbot/bot/intake", "brainbot/bot/journal", "brainbot/bot/panel/host"} {
+			if path == room && importsAny(p, telegramLib, natsLib, transport, "brainbot/cluster") {
+				t.Errorf("%s imports the transport or the cluster: %v", path, p.Imports)
+			}
+		}
+		if path == "brainbot/bot/message" && slices.ContainsFunc(p.Imports, func(imp string) bool { return strings.Contains(imp, ".") || strings.HasPrefix(imp, "brainbot/") }) {
+			t.Errorf("bot/message imports beyond the standard library: %v", p.Imports)
+		}
+		for _, f := range p.GoFiles {
+			data, err := os.ReadFile(filepath.Join(p.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines[path] += bytes.Count(data, []byte("\n"))
+		}
+		total += lines[path]
+	}
+	for path, n := range lines {
+		if 100*n > 15*total {
+			t.Errorf("%s holds %d of %d production lines (%.1f%%), more than 15%%", path, n, total, 100*float64(n)/float64(total))
+		}
+	}
+	for _, p := range pkgs {
+		if p.ImportPath == "brainbot/cmd/demo" && slices.Contains(p.Deps, "testing") {
+			t.Error("cmd/demo links package testing (and its flags)")
+		}
+	}
+}

@@ -1,0 +1,205 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf16"
+
+	tgbot "github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+	"go.uber.org/zap"
+)
+
+// Stream shows a text reply while the model writes it: as a draft in a
+// private chat (sendMessageDraft), or as a message it edits (groups, and
+// private chats where drafts fail). The first text shows at once, then at
+// most once every streamEvery. The streamed text is plain: formatting
+// comes with the final reply, which replaces the draft (sendMessage) or is
+// edited into the message (see finish).
+type Stream struct {
+	out     *Outbox
+	every   time.Duration
+	draftID string
+
+	mu      sync.Mutex
+	latest  string
+	changed chan struct{} // has a value when latest is newer than what shows
+	// firstShown is when the first streamed text reached the chat.
+	firstShown time.Time
+
+	// Owned by run's goroutine until done is closed.
+	messageID int // the message edited (0 until sent)
+	shown     string
+	useEdits  bool
+	notBefore time.Time // a 429's retry_after
+
+	stop     chan struct{} // closed by cancel: nothing new is shown
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// Stream starts streaming a reply to the outbox's chat, until Finish.
+// Its first message answers the message the outbox replies to, and the
+// outbox's next text (the final reply) replaces what it showed.
+func (o *Outbox) Stream(ctx context.Context) *Stream {
+	s := &Stream{
+		out:      o,
+		every:    o.t.StreamEvery,
+		draftID:  strconv.FormatInt(time.Now().UnixNano()|1, 10), // non-zero
+		changed:  make(chan struct{}, 1),
+		useEdits: o.chat.Group || o.t.noDrafts.has(o.chat.ID),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	go s.run(ctx)
+	return s
+}
+
+// Update is the reply so far (claude.Request.OnText). It never blocks.
+func (s *Stream) Update(text string) {
+	s.mu.Lock()
+	s.latest = text
+	s.mu.Unlock()
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
+}
+
+// run shows the latest text whenever it changed, until finish. A call
+// under way when finish comes is not cut short: had Telegram got it
+// already, the user would see the streamed message and then the final
+// reply as another; finished, its message takes the final reply.
+func (s *Stream) run(ctx context.Context) {
+	defer close(s.done)
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stop:
+			return
+		case <-s.changed:
+		}
+		wait := max(time.Until(last.Add(s.every)), time.Until(s.notBefore))
+		if !last.IsZero() && wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.stop:
+				return
+			case <-time.After(wait):
+			}
+		}
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		s.mu.Lock()
+		text := clip(s.latest, MaxMessageLen)
+		s.mu.Unlock()
+		if text == s.shown {
+			continue
+		}
+		last = time.Now()
+		if s.show(ctx, text) {
+			s.shown = text
+			s.mu.Lock()
+			if s.firstShown.IsZero() {
+				s.firstShown = last
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// show puts text in the chat once, with no retries: a failed update is
+// overtaken by the next one.
+func (s *Stream) show(ctx context.Context, text string) bool {
+	client, err := s.out.api()
+	switch {
+	case err != nil:
+	case !s.useEdits:
+		_, err = client.SendMessageDraft(ctx, &tgbot.SendMessageDraftParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
+			DraftID: s.draftID, Text: text})
+		if err != nil && !isTooMany(err) && ctx.Err() == nil {
+			s.out.log.Info("drafts unavailable in this chat: streaming by edits", zap.Error(err))
+			s.out.t.noDrafts.add(s.out.chat.ID)
+			s.useEdits = true
+			return s.show(ctx, text)
+		}
+	case s.messageID == 0:
+		var m *models.Message
+		m, err = client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
+			ReplyParameters: s.out.reply(), Text: text})
+		if err == nil {
+			s.messageID = m.ID
+		}
+	default:
+		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat.ID, MessageID: s.messageID, Text: text})
+	}
+	var tooMany *tgbot.TooManyRequestsError
+	if errors.As(err, &tooMany) {
+		s.notBefore = time.Now().Add(time.Duration(tooMany.RetryAfter) * time.Second)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.out.t.Metrics.TelegramErrors.WithLabelValues("stream", errorCode(err)).Inc()
+		s.out.log.Debug("streamed text not shown", zap.Error(err))
+	}
+	return err == nil
+}
+
+// Finish stops streaming and returns when the first text showed (zero:
+// never). The outbox's next text replaces what showed: it is edited into
+// the streamed message (a draft is replaced by the final sendMessage).
+func (s *Stream) Finish() (firstShown time.Time) {
+	s.Cancel()
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.out.edit = s.messageID
+	return s.firstShown
+}
+
+// Cancel stops streaming without waiting for the call under way; Finish
+// calls it, and a caller defers it for a panic that skips Finish.
+func (s *Stream) Cancel() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+func isTooMany(err error) bool {
+	var tooMany *tgbot.TooManyRequestsError
+	return errors.As(err, &tooMany)
+}
+
+// clip cuts text to at most n UTF-16 code units (Telegram's measure).
+func clip(text string, n int) string {
+	units := utf16.Encode([]rune(text))
+	if len(units) <= n {
+		return text
+	}
+	return string(utf16.Decode(units[:n]))
+}
+
+// chatSet is a set of chat ids safe for concurrent use.
+type chatSet struct {
+	mu  sync.Mutex
+	ids map[int64]bool
+}
+
+func (c *chatSet) add(id int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids == nil {
+		c.ids = map[int64]bool{}
+	}
+	c.ids[id] = true
+}
+
+func (c *chatSet) has(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[id]
+}
