@@ -323,6 +323,7 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 	defer m.mu.Unlock()
 	old := m.bots[c.ID]
 	if c.Brain == nil {
+		m.cfg.Metrics.SpendingCap.DeleteLabelValues(c.ID)
 		delete(m.brains, c.ID)
 		if old != nil {
 			delete(m.bots, c.ID)
@@ -332,6 +333,7 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 		return
 	}
 	m.brains[c.ID], m.known[c.ID] = c.Brain, c.Brain
+	m.cfg.Metrics.SpendingCap.WithLabelValues(c.ID).Set(c.Brain.Limits.DailyUSD)
 	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
 	if err != nil {
 		log.Warn("bot not started: no token", zap.Error(err))
@@ -384,14 +386,18 @@ func (m *Manager) knownBrain(id string) *brain.Brain {
 
 // Ready reports whether every bot polls Telegram: each has had an answer
 // from getUpdates within a long poll and a margin, or, where updates come
-// by webhook or another instance polls it, is connected. The error names
-// the bots that are not.
+// by webhook or another instance polls it, is connected; and Telegram has
+// not refused its token since. The error names the bots that are not.
 func (m *Manager) Ready() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	window := m.cfg.PollTimeout + 30*time.Second
 	var stale []string
 	for id, r := range m.bots {
+		if r.rejected.Load() {
+			stale = append(stale, id+" (token rejected)")
+			continue
+		}
 		if (m.cfg.Cluster != nil || m.cfg.WebhookURL != "") && !r.polling.Load() {
 			// Posted to, or polled elsewhere: connected is enough.
 			if client, _ := r.current(); client == nil {
