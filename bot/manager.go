@@ -280,7 +280,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	case <-drained:
 	case <-grace.C:
 		m.log.Warn("grace period over: cancelling requests still running; they will be replayed on the next start",
-			zap.Duration("grace", m.cfg.Grace))
+			zap.Duration("grace_ms", m.cfg.Grace))
 		m.cancelWork()
 		<-drained
 	}

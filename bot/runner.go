@@ -80,7 +80,7 @@ func (r *runner) run(parent context.Context) {
 		}
 		r.failed(err)
 		r.log.Error("telegram bot not running; retrying", zap.String("cause", telegram.Describe(err)),
-			zap.Error(err), zap.Duration("retry_in", retry.next))
+			zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}
@@ -151,7 +151,7 @@ func (r *runner) pollWhileLeased(ctx context.Context, client *telegram.Client) {
 		}
 		r.failed(err)
 		r.log.Error("telegram polling stopped; retrying", zap.String("cause", telegram.Describe(err)),
-			zap.Error(err), zap.Duration("retry_in", retry.next))
+			zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}
@@ -220,7 +220,7 @@ func (r *runner) setWebhook(ctx context.Context, client *telegram.Client) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Error("could not set the webhook; retrying", zap.Error(err), zap.Duration("retry_in", retry.next))
+		r.log.Error("could not set the webhook; retrying", zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}
@@ -316,7 +316,7 @@ func (r *runner) register(ctx context.Context) {
 			r.log.Warn("Telegram refused the command list or description", zap.Error(err))
 			return
 		}
-		r.log.Warn("could not register the command list and description; retrying", zap.Error(err), zap.Duration("retry_in", retry.next))
+		r.log.Warn("could not register the command list and description; retrying", zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}

@@ -123,7 +123,7 @@ func New(cfg Config) (*Driver, error) {
 	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape)) })
 	if d.pool.sparesOn() {
 		d.log.Info("claude: spares on: "+spareCost(d.pool.cfg), zap.Int("spares", d.pool.cfg.Spares),
-			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle", d.pool.cfg.SpareIdle))
+			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle_ms", d.pool.cfg.SpareIdle))
 	}
 	return d, nil
 }
@@ -311,11 +311,11 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	cli.sessionID = c.res.SessionID
 	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
 	if err != nil {
-		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total", c.res.Total))
+		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total_ms", c.res.Total))
 	} else {
 		c.log.Info("claude request done",
-			zap.Duration("startup", c.res.Startup), zap.Duration("turn1", c.res.Turn1),
-			zap.Duration("turn2", c.res.Turn2), zap.Duration("total", c.res.Total),
+			zap.Duration("startup_ms", c.res.Startup), zap.Duration("turn1_ms", c.res.Turn1),
+			zap.Duration("turn2_ms", c.res.Turn2), zap.Duration("total_ms", c.res.Total),
 			zap.Float64("cost_usd", c.res.CostUSD), zap.Int("unknown_events", c.res.UnknownEvents))
 	}
 	return c.res, err, false
