@@ -519,12 +519,25 @@ func TestShutdownGraceThenReplay(t *testing.T) {
 	if len(p) != 1 || p[0].Attempts != 1 {
 		t.Fatalf("journal after shutdown = %+v", p)
 	}
+	cut := h.waitLog("request").ContextMap()
 	close(h.claude.release)
 	h.start()
 	if got := h.waitSent(tokenA, 1); got[0].Param("text") != "You said: #wait long job" {
 		t.Fatalf("replayed reply = %q", got[0].Param("text"))
 	}
 	waitEmptyJournal(t, h.store)
+	// One id follows the message across the restart, in the logs and to
+	// the driver, which is told the session may hold it already.
+	replayed := h.waitLog("request").ContextMap()
+	if cut["outcome"] != "interrupted" || replayed["outcome"] != "ok" || replayed["request_id"] != cut["request_id"] {
+		t.Errorf("request lines: cut short %v, replayed %v: want one request_id", cut, replayed)
+	}
+	reqs := h.claude.requests()
+	if len(reqs) != 2 || reqs[0].MessageID != cut["request_id"] || reqs[1].MessageID != reqs[0].MessageID ||
+		reqs[0].Retry || !reqs[1].Retry {
+		t.Errorf("Claude requests: %d; message ids %q, retry %v", len(reqs), []string{reqs[0].MessageID, reqs[len(reqs)-1].MessageID},
+			[]bool{reqs[0].Retry, reqs[len(reqs)-1].Retry})
+	}
 }
 
 func TestShutdownLetsRequestsFinish(t *testing.T) {

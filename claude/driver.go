@@ -241,7 +241,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	// What varies per message goes with it: the process may have been
 	// started before it (a spare) or for an earlier one (a warm process).
-	first, err := encodeUserLine(sysprompt.Note(req.SystemPrompt, req.PromptVars), req.Prompt, req.Attachments...)
+	first, err := encodeUserLine(req.MessageID, sysprompt.Note(req.SystemPrompt, req.PromptVars), req.Prompt, req.Attachments...)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +251,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 		// request runs again in a new one, which resumes the session (or
 		// starts one of its own).
 		log.Info("claude: warm process or spare gone; starting a new one")
+		req.Retry = true // it may have recorded the message before it died
 		res, err, _ = d.run(ctx, req, log, first, false)
 	}
 	return res, err
@@ -259,6 +260,9 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 // run runs req in a CLI, a warm one if allowed and one fits. stale reports
 // that a warm process turned out dead before it said anything.
 func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, err error, stale bool) {
+	if err := d.rewind(&req, log); err != nil {
+		return nil, err, false
+	}
 	cli, warm, err := d.acquire(ctx, req, allowWarm)
 	if err != nil {
 		return nil, err, false
@@ -637,7 +641,7 @@ func (c *conversation) endTurn(ev event) {
 		prompt, err := turn2Prompt(c.req, c.res.Text)
 		if err == nil {
 			var line []byte
-			if line, err = encodeUserLine("", prompt); err == nil {
+			if line, err = encodeUserLine("", "", prompt); err == nil {
 				c.turn = 2
 				c.turnStart = time.Now()
 				// Before the line goes out: the call it asks for is the

@@ -396,6 +396,9 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	creq := p.claudeRequest(r, r.sum.mode)
 	creq.OnText = onText
 	creq.SessionID, creq.Resume = sess.ID, ok
+	// An earlier attempt may have sent the message to the session: the
+	// driver keeps one copy of it there.
+	creq.MessageID, creq.Retry = r.in.RequestID, r.in.Progress.Attempts() > 0
 	if !ok {
 		creq.SessionID = uuid.NewString()
 	}

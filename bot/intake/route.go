@@ -43,7 +43,7 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		in.finish(d)
 		return
 	}
-	m := inbound(u, d)
+	m := inbound(u, env, d)
 	if u.Command == "stop" && !u.ForOtherBot {
 		// Not queued: it is for the message the queue is busy with.
 		in.finish(d)
@@ -71,9 +71,10 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 	in.queue(m, album)
 }
 
-// inbound is the message an update carries, its progress told to d.
-func inbound(u message.Update, d message.Delivery) *message.Inbound {
-	return &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: newProgress(d)}
+// inbound is the message an update (env) carries, its progress told to
+// d; its request id is the update's, the same at every delivery.
+func inbound(u message.Update, env message.Envelope, d message.Delivery) *message.Inbound {
+	return &message.Inbound{Update: u, RequestID: env.RequestID(), Arrived: time.Now(), Progress: newProgress(d)}
 }
 
 // logger is the log of m's trip through brainbot.
