@@ -716,4 +716,3 @@ func TestIntegrationUpgradeKeepsSessions(t *testing.T) {
 		t.Errorf("the transcript is still in the shared HOME: %v", err)
 	}
 }
-
