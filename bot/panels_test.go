@@ -80,13 +80,22 @@ func TestPanelLimitsAndSlots(t *testing.T) {
 	}
 }
 
+// panelsFolder is a folder of the panel files given (name → YAML).
+func panelsFolder(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, y := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
 // A member over its spending cap refuses the panel with
 // messages.spending_cap, not the message limit's text.
 func TestPanelSpendingCap(t *testing.T) {
-	panels := t.TempDir()
-	if err := os.WriteFile(filepath.Join(panels, "duo.yaml"), []byte("members: [alpha, beta]\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	panels := panelsFolder(t, map[string]string{"duo.yaml": "members: [alpha, beta]\n"})
 	h := newHarness(t, map[string]string{
 		"alpha": brainFile(tokenA, ""),
 		"beta": brainFile(tokenB, "limits:\n  daily_usd: 0.005\n  per_user_per_day: 5\n"+
