@@ -63,7 +63,7 @@ func TestIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		second := h.request(Text, "second")
-		// A request id as brainbot makes it (message.Envelope.RequestID).
+		// A request id as brainbot makes it (bot/intake, requestID: a version 5 UUID).
 		second.SessionID, second.Resume = first.SessionID, true
 		second.MessageID = uuid.NewSHA1(uuid.NameSpaceURL, []byte("brainbot:alpha/7/1764000000000")).String()
 		if _, err := h.run(second); err != nil {

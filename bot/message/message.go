@@ -6,11 +6,8 @@
 package message
 
 import (
-	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // Key names a conversation: a bot's chat, and in a forum supergroup one
@@ -57,17 +54,6 @@ type Envelope struct {
 	// the messages it had accepted for the bot (and not the update as
 	// received): it is the bot's to answer, however it reads now.
 	Accepted bool
-}
-
-// RequestID names the update's trip through brainbot in the logs: a UUID
-// made from the bot, the update's id and when it was received, so it is
-// the same for every delivery of the update (replayed after a restart,
-// handed to another instance) and one id follows a message from its
-// arrival to its answer. The Claude CLI's transcript records the message
-// under it too (claude.Request.MessageID).
-func (e Envelope) RequestID() string {
-	name := fmt.Sprintf("brainbot:%s/%d/%d", e.Bot, e.UpdateID, e.Received.UnixMilli())
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(name)).String()
 }
 
 // Kind is what an update is to brainbot.

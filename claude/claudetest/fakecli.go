@@ -465,8 +465,8 @@ func (c *fakeCLI) countMessage() (int, error) {
 }
 
 // userText checks a stdin line is a stream-json user message with one
-// text block, after a note of brainbot's (sysprompt.Note) or not, and
-// returns the note and the text.
+// text block, after a note of brainbot's (sysprompt.Note) or not, and a
+// uuid or not, and returns the note and the text.
 func userText(line []byte) (note, text string, err error) {
 	var msg struct {
 		Type    string `json:"type"`
@@ -479,6 +479,9 @@ func userText(line []byte) (note, text string, err error) {
 		} `json:"message"`
 		ParentToolUseID *string `json:"parent_tool_use_id"`
 		SessionID       *string `json:"session_id"`
+		// UUID names the message in the transcript, as the real CLI
+		// takes it (claude.Request.MessageID).
+		UUID string `json:"uuid"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -490,7 +493,8 @@ func userText(line []byte) (note, text string, err error) {
 		note, content = content[0].Text, content[1:]
 	}
 	if msg.Type != "user" || msg.Message.Role != "user" || len(content) != 1 ||
-		content[0].Type != "text" || msg.ParentToolUseID != nil || msg.SessionID == nil {
+		content[0].Type != "text" || msg.ParentToolUseID != nil || msg.SessionID == nil ||
+		msg.UUID != "" && uuid.Validate(msg.UUID) != nil {
 		return "", "", fmt.Errorf("not a user message with one text block: %s", line)
 	}
 	return note, content[0].Text, nil
