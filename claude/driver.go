@@ -509,7 +509,9 @@ func (c *conversation) loop(ctx context.Context) error {
 				return le.err
 			}
 			inactivity.Reset(c.req.InactivityTimeout)
-			c.events++
+			if le.ev.Kind != kindLifecycle {
+				c.events++
+			}
 			c.handle(le.ev)
 		case <-inactivity.C:
 			p.terminate()
