@@ -528,6 +528,45 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a message cut short by a crash is answered after the start, under its id, and the model sees it once", func(t *testing.T) {
+		wantText(t, ask(t, s, "narrator", 702, "first"))
+		s.Model.Hold("#cut")
+		mark := s.Logs().Len()
+		pending := s.Send("narrator", 702, "second #cut")
+		cut := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "claude: event" && l.Int("user") == 702 })
+		for deadline := time.Now().Add(waitLong); !modelHas(s.Model, "second #cut"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the model never got the message")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if _, err := s.Stop(ctx, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// As systemd ends the unit's whole control group.
+		for _, p := range claudetest.ProcessesUnder(s.DataDir) {
+			_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		}
+		s.Model.Hold("")
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := pending.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := wantText(t, r); got != "You said: second #cut (message 2)" {
+			t.Errorf("reply after the crash = %q, want message 2 of the conversation: the message once in it", got)
+		}
+		if id := r.Summary.Str("request_id"); id != cut.Str("request_id") {
+			t.Errorf("request_id %q after the start, %q before the crash: want one", id, cut.Str("request_id"))
+		}
+		waitLogFrom(t, s, mark, func(l stack.Line) bool {
+			return l.Msg == "claude: message sent before; its unfinished turn is dropped from the session" && l.Str("request_id") == cut.Str("request_id")
+		})
+	})
+
 	t.Run("every log line about a message names its bot, user, chat and request", func(t *testing.T) {
 		lines := s.Logs().Find(0, func(l stack.Line) bool {
 			_, user := l.Fields["user"]
@@ -647,4 +686,19 @@ type tbWriter struct{ tb testing.TB }
 func (w tbWriter) Write(p []byte) (int, error) {
 	w.tb.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// modelHas reports whether the model was asked with text as the user's
+// last words.
+func modelHas(m *claudetest.Model, text string) bool {
+	for _, r := range m.Requests() {
+		for _, msg := range r.Messages {
+			for _, b := range msg.Content {
+				if msg.Role == "user" && b.Text == text {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
