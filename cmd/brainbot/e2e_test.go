@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -534,9 +535,11 @@ func TestEndToEnd(t *testing.T) {
 		mark := s.Logs().Len()
 		pending := s.Send("narrator", 702, "second #cut")
 		cut := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "claude: event" && l.Int("user") == 702 })
-		for deadline := time.Now().Add(waitLong); !modelHas(s.Model, "second #cut"); time.Sleep(10 * time.Millisecond) {
+		// The crash comes once the CLI has the message in its session's
+		// transcript, and the model is answering it.
+		for deadline := time.Now().Add(waitLong); !modelHas(s.Model, "second #cut") || !transcriptHas(s.DataDir, "second #cut"); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatal("the model never got the message")
+				t.Fatal("the CLI never recorded the message, or the model never got it")
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
@@ -701,4 +704,19 @@ func modelHas(m *claudetest.Model, text string) bool {
 		}
 	}
 	return false
+}
+
+// transcriptHas reports whether a Claude CLI session transcript under dir
+// holds text.
+func transcriptHas(dir, text string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		found = err == nil && bytes.Contains(data, []byte(text))
+		return nil
+	})
+	return found
 }
