@@ -529,6 +529,43 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a copied brain that kept the token never takes the bot, after a restart neither", func(t *testing.T) {
+		wantText(t, ask(t, s, "narrator", 703, "hello"))
+		copied := strings.Replace(narratorBrain, "You are a warm storyteller.", "You are a COPY.", 1)
+		copyPath := filepath.Join(s.BrainsDir, "a-copy.yaml") // before narrator.yaml by name
+		refused := func(mark int) {
+			t.Helper()
+			line := waitLogFrom(t, s, mark, func(l stack.Line) bool {
+				return l.Msg == "brain file has problems; bot not started" && l.Str("file") == copyPath
+			})
+			if want := "NARRATOR_TOKEN is already the token of " + filepath.Join(s.BrainsDir, "narrator.yaml"); !strings.Contains(line.Str("error"), want) {
+				t.Errorf("the copy refused with %q, want it to name the original: %q", line.Str("error"), want)
+			}
+		}
+		mark := s.Logs().Len()
+		if err := s.WriteBrain("a-copy.yaml", copied); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(copyPath)
+		refused(mark)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if code, err := s.Stop(ctx, syscall.SIGTERM); err != nil || code != 0 {
+			t.Fatalf("SIGTERM: exit %d, %v", code, err)
+		}
+		mark = s.Logs().Len()
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		refused(mark)
+		if got := wantText(t, ask(t, s, "narrator", 703, "still you?")); got != "You said: still you? (message 2)" {
+			t.Errorf("after the restart = %q, want the original's conversation going on", got)
+		}
+		if reqs := s.Model.Requests(); strings.Contains(reqs[len(reqs)-1].System, "COPY") {
+			t.Error("the copy's persona answered")
+		}
+	})
+
 	t.Run("a message cut short by a crash is answered after the start, under its id, and the model sees it once", func(t *testing.T) {
 		wantText(t, ask(t, s, "narrator", 702, "first"))
 		s.Model.Hold("#cut")
