@@ -36,8 +36,15 @@ func (h *harness) refusal(file string) string {
 // A copy of a brain file that kept its token never takes the bot over:
 // refused while the original runs, and after a restart too, although it
 // is read first by name; the error names both files, the same each time.
+// In a cluster, the cluster remembers.
 func TestCopiedBrainNeverTakesTheBot(t *testing.T) {
-	h := newHarness(t, map[string]string{"original": brainFile(tokenA, "")}, nil)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) { copiedBrainNeverTakesTheBot(t, m) })
+	}
+}
+
+func copiedBrainNeverTakesTheBot(t *testing.T, m mode) {
+	h := newHarnessWith(t, map[string]string{"original": brainFile(tokenA, "")}, nil, func(h *harness) { m.setup(t, h) })
 	h.exchange(tokenA, 7, "hello")
 	h.writeBrain("a-copy", brainFile(tokenA, ""))
 	want := filepath.Join(h.brains, "a-copy.yaml") + ":5: telegram.token: the same token is already used by " +
