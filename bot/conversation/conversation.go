@@ -612,8 +612,10 @@ func (r *request) finish() {
 		r.recordUsage()
 	}
 	total := time.Since(r.in.Arrived)
-	r.sum.write(r.log, total)
+	// Counted before the line is written: once an admin reads the line,
+	// the metrics have the request.
 	r.sum.count(r.p.cfg.Metrics, r.in.Key.Bot, total)
+	r.sum.write(r.log, total)
 }
 
 // recordUsage stores what a request that ran the model cost, with its

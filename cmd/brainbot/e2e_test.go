@@ -234,6 +234,17 @@ func TestEndToEnd(t *testing.T) {
 		if r.Summary.Str("mode") != "speech" || r.Summary.Str("outcome") != "ok" {
 			t.Errorf("summary = %s", r.Summary.Raw)
 		}
+		// What it cost, by provider: the model's and the voice's.
+		admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+		if len(admin) == 0 {
+			t.Fatal("no admin endpoint log line")
+		}
+		_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+		for _, provider := range []string{"claude", "openai"} {
+			if want := `brainbot_cost_usd_total{bot="speaker",provider="` + provider + `"} `; !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_cost"))
+			}
+		}
 	})
 
 	t.Run("/voice switches a user's voice replies off", func(t *testing.T) {
@@ -380,6 +391,16 @@ func TestEndToEnd(t *testing.T) {
 		// Either the turn-1 text as a fallback or the apology; never silence.
 		if got := r.Texts(); len(got) != 1 || (!strings.HasPrefix(got[0], "You said: say this") && got[0] != "Sorry, something went wrong. Please try again.") {
 			t.Errorf("reply = %v", got)
+		}
+		// The fallback has its own outcome, the apology the error's.
+		if got := r.Texts(); len(got) == 1 {
+			want := "error"
+			if strings.HasPrefix(got[0], "You said:") {
+				want = "speech failed"
+			}
+			if outcome := r.Summary.Str("outcome"); outcome != want {
+				t.Errorf("outcome %q for the reply %q, want %q", outcome, got[0], want)
+			}
 		}
 	})
 
