@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+
 	"brainbot/bot/conversation"
 	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
@@ -348,11 +350,30 @@ func TestFailuresGetOneShortMessage(t *testing.T) {
 	if p := errs[1].ContextMap()["phase"]; p != "locate" {
 		t.Errorf("phase = %v", p)
 	}
-	// Speech whose audio fails falls back to turn 1's text, logged.
+	// Speech whose audio fails falls back to turn 1's text, logged with
+	// the outcome of its own.
 	for _, text := range []string{"#notool", "#nofile"} {
 		if got := h.exchange(tokenB, 7, text); got.Method != "sendMessage" || got.Param("text") != "You said: "+text {
 			t.Fatalf("speech fallback for %s = %s %q", text, got.Method, got.Param("text"))
 		}
+	}
+	for warn, phase := range map[string]string{"speech failed; sending the text reply instead": "claude",
+		"voice file not found; sending the text reply instead": "locate"} {
+		if e := h.waitLog(warn); e.Level != zapcore.WarnLevel || e.ContextMap()["phase"] != phase || e.ContextMap()["bot"] != "voice" {
+			t.Errorf("%s: %v %v", warn, e.Level, e.ContextMap())
+		}
+	}
+	var fallbacks int
+	for _, e := range waitSummaries(t, h.logs, 4) {
+		if f := e.ContextMap(); f["bot"] == "voice" {
+			fallbacks++
+			if f["outcome"] != "speech failed" || f["mode"] != "speech" {
+				t.Errorf("speech fallback summary = %v", f)
+			}
+		}
+	}
+	if fallbacks != 2 {
+		t.Errorf("%d summary lines of the voice bot, want 2", fallbacks)
 	}
 	// A second message for a failure would have come before the answer to
 	// the chat's next message.
@@ -498,12 +519,25 @@ func TestShutdownGraceThenReplay(t *testing.T) {
 	if len(p) != 1 || p[0].Attempts != 1 {
 		t.Fatalf("journal after shutdown = %+v", p)
 	}
+	cut := h.waitLog("request").ContextMap()
 	close(h.claude.release)
 	h.start()
 	if got := h.waitSent(tokenA, 1); got[0].Param("text") != "You said: #wait long job" {
 		t.Fatalf("replayed reply = %q", got[0].Param("text"))
 	}
 	waitEmptyJournal(t, h.store)
+	// One id follows the message across the restart, in the logs and to
+	// the driver, which is told the session may hold it already.
+	replayed := h.waitLog("request").ContextMap()
+	if cut["outcome"] != "interrupted" || replayed["outcome"] != "ok" || replayed["request_id"] != cut["request_id"] {
+		t.Errorf("request lines: cut short %v, replayed %v: want one request_id", cut, replayed)
+	}
+	reqs := h.claude.requests()
+	if len(reqs) != 2 || reqs[0].MessageID != cut["request_id"] || reqs[1].MessageID != reqs[0].MessageID ||
+		reqs[0].Retry || !reqs[1].Retry {
+		t.Errorf("Claude requests: %d; message ids %q, retry %v", len(reqs), []string{reqs[0].MessageID, reqs[len(reqs)-1].MessageID},
+			[]bool{reqs[0].Retry, reqs[len(reqs)-1].Retry})
+	}
 }
 
 func TestShutdownLetsRequestsFinish(t *testing.T) {

@@ -7,20 +7,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"brainbot/bot/store"
+	"brainbot/metrics"
 )
 
 // A bot's daily spending cap: once today's cost (Claude's and OpenAI's)
-// reaches it, users get the limit text and the admin one warn line a day.
-// The fake Claude costs $0.01 a request; a dall-e-2 256x256 image $0.016.
+// reaches it, users get messages.spending_cap (not the message limit's
+// text) and the admin one warn line a day; the cap is a metric for the
+// alert on spending near it. The fake Claude costs $0.01 a request; a
+// dall-e-2 256x256 image $0.016.
 func TestDailySpendingCaps(t *testing.T) {
+	reg := metrics.New()
 	h := newHarness(t, map[string]string{
-		"alpha": brainFile(tokenA, "limits:\n  daily_usd: 0.015\nmessages:\n  limit: Spent up; back {reset}.\n"),
+		"alpha": brainFile(tokenA, "limits:\n  daily_usd: 0.015\nmessages:\n  spending_cap: Spent up; back {reset}.\n  limit: Wrong text.\n"),
 		"beta":  brainFile(tokenB, "limits:\n  per_user_daily_usd: 0.02\nimage:\n  enabled: true\n"),
-	}, nil)
+	}, func(c *Config) { c.Metrics = reg })
 	h.exchange(tokenA, 1, "one")
 	h.exchange(tokenA, 2, "two") // $0.01 spent: under the cap, answered
 	waitSummaries(t, h.logs, 2)  // their cost is recorded
+	if got := testutil.ToFloat64(reg.SpendingCap.WithLabelValues("alpha")); got != 0.015 {
+		t.Errorf("alpha's spending cap metric = %v, want 0.015", got)
+	}
 	for _, user := range []int64{1, 3} {
 		if got := h.exchange(tokenA, user, "more"); got.Param("text")[:9] != "Spent up;" {
 			t.Fatalf("over the cap, user %d got %q", user, got.Param("text"))
@@ -35,7 +44,7 @@ func TestDailySpendingCaps(t *testing.T) {
 		t.Fatalf("picture = %s", got.Method)
 	}
 	waitSummaries(t, h.logs, 5)
-	if got := h.exchange(tokenB, 5, "and now?"); got.Param("text")[:14] != "You have reach" {
+	if got := h.exchange(tokenB, 5, "and now?"); !strings.HasPrefix(got.Param("text"), "I can't answer any more messages today: today's budget is spent.") {
 		t.Errorf("user over their cap got %q", got.Param("text"))
 	}
 	if got := h.exchange(tokenB, 6, "hello"); got.Param("text") != "You said: hello" {
@@ -52,10 +61,21 @@ func TestDailySpendingCaps(t *testing.T) {
 		lines[1].Mode != "text" || lines[1].Requests != 1 {
 		t.Errorf("beta's usage = %+v", lines)
 	}
+	var capped int
 	for _, e := range h.logs.FilterMessage("request").All() {
-		if f := e.ContextMap(); f["mode"] == "image" && f["openai_usd"] != 0.016 {
+		f := e.ContextMap()
+		if f["mode"] == "image" && f["openai_usd"] != 0.016 {
 			t.Errorf("image request line openai_usd = %v", f["openai_usd"])
 		}
+		if f["outcome"] == "spending cap" {
+			capped++
+		}
+	}
+	if capped != 3 {
+		t.Errorf("%d requests with outcome spending cap, want 3", capped)
+	}
+	if got := testutil.ToFloat64(reg.CostUSD.WithLabelValues("beta", metrics.ProviderOpenAI)); !near(got, 0.016) {
+		t.Errorf("beta's OpenAI spending metric = %v, want the picture's 0.016", got)
 	}
 }
 

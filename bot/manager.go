@@ -136,6 +136,10 @@ type Manager struct {
 	// connected with: replies in flight go out through it while the bot
 	// reconnects, or after it was stopped.
 	clients map[string]*telegram.Client
+	// holders is which brain has each Telegram bot; refused are the
+	// brains not started because a running one has their token.
+	holders holders
+	refused map[string]bool
 
 	// stopping is closed when Run's context ends: no new work starts.
 	stopping chan struct{}
@@ -198,6 +202,7 @@ func New(cfg Config) (*Manager, error) {
 		known:      map[string]*brain.Brain{},
 		bots:       map[string]*runner{},
 		clients:    map[string]*telegram.Client{},
+		refused:    map[string]bool{},
 		stopping:   make(chan struct{}),
 		workCtx:    workCtx,
 		cancelWork: cancel,
@@ -264,7 +269,8 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.updates.Consume(pollCtx, m.intake.Deliver)
 	m.panels.Report()
 	m.launch(func(context.Context) { m.panels.Resume(pollCtx, m.stopping) })
-	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
+	m.holders.load(pollCtx, m.cfg.Store, m.log)
+	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()
@@ -280,7 +286,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	case <-drained:
 	case <-grace.C:
 		m.log.Warn("grace period over: cancelling requests still running; they will be replayed on the next start",
-			zap.Duration("grace", m.cfg.Grace))
+			zap.Duration("grace_ms", m.cfg.Grace))
 		m.cancelWork()
 		<-drained
 	}
@@ -316,13 +322,20 @@ func (m *Manager) pruneStore(ctx context.Context, pruner Pruner) {
 	}
 }
 
-// apply follows one brains-folder change: start, restart or stop that bot.
+// apply follows one brains-folder change: start, restart or stop that bot,
+// and start a bot that waited for the token it let go of.
 func (m *Manager) apply(ctx context.Context, c brain.Change) {
-	log := m.log.With(zap.String("bot", c.ID))
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.applyLocked(ctx, c)
+	m.retryRefused(ctx)
+}
+
+func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
+	log := m.log.With(zap.String("bot", c.ID))
 	old := m.bots[c.ID]
 	if c.Brain == nil {
+		m.cfg.Metrics.SpendingCap.DeleteLabelValues(c.ID)
 		delete(m.brains, c.ID)
 		if old != nil {
 			delete(m.bots, c.ID)
@@ -332,6 +345,7 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 		return
 	}
 	m.brains[c.ID], m.known[c.ID] = c.Brain, c.Brain
+	m.cfg.Metrics.SpendingCap.WithLabelValues(c.ID).Set(c.Brain.Limits.DailyUSD)
 	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
 	if err != nil {
 		log.Warn("bot not started: no token", zap.Error(err))
@@ -344,6 +358,20 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 	if m.cfg.OnSecret != nil {
 		m.cfg.OnSecret(token)
 	}
+	if holder := m.holderOf(c.ID, token); holder != nil {
+		if !m.refused[c.ID] {
+			log.Error("brain file has problems; bot not started", zap.String("file", c.Brain.Path),
+				zap.Error(brain.SameToken(c.Brain, holder)))
+		}
+		m.refused[c.ID] = true
+		if old != nil {
+			delete(m.bots, c.ID)
+			m.stopRunner(old)
+		}
+		return
+	}
+	delete(m.refused, c.ID)
+	m.hold(ctx, c.ID, token, log)
 	if old != nil && old.token == token {
 		old.brainChanged()
 		return
@@ -384,14 +412,18 @@ func (m *Manager) knownBrain(id string) *brain.Brain {
 
 // Ready reports whether every bot polls Telegram: each has had an answer
 // from getUpdates within a long poll and a margin, or, where updates come
-// by webhook or another instance polls it, is connected. The error names
-// the bots that are not.
+// by webhook or another instance polls it, is connected; and Telegram has
+// not refused its token since. The error names the bots that are not.
 func (m *Manager) Ready() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	window := m.cfg.PollTimeout + 30*time.Second
 	var stale []string
 	for id, r := range m.bots {
+		if r.rejected.Load() {
+			stale = append(stale, id+" (token rejected)")
+			continue
+		}
 		if (m.cfg.Cluster != nil || m.cfg.WebhookURL != "") && !r.polling.Load() {
 			// Posted to, or polled elsewhere: connected is enough.
 			if client, _ := r.current(); client == nil {

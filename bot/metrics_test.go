@@ -3,6 +3,7 @@ package bot
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -46,10 +47,33 @@ func TestMetricsFollowTraffic(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if cost := testutil.ToFloat64(reg.CostUSD.WithLabelValues("alpha")); cost < 0.029 {
+	if cost := testutil.ToFloat64(reg.CostUSD.WithLabelValues("alpha", metrics.ProviderClaude)); cost < 0.029 {
 		t.Errorf("cost = %v, want the three answered requests' 0.03", cost)
 	}
 	if err := h.m.Ready(); err != nil {
 		t.Errorf("Ready after polling = %v", err)
 	}
+}
+
+// A token revoked while the bot polls: polling's 401 is counted (the
+// alert on it fires) and /readyz fails at once, not when the last poll
+// grows old; once Telegram takes the token again the bot is ready again.
+func TestRevokedTokenIsCountedAndNotReady(t *testing.T) {
+	reg := metrics.New()
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, func(c *Config) { c.Metrics = reg })
+	h.exchange(tokenA, 7, "one")
+	if err := h.m.Ready(); err != nil {
+		t.Fatalf("Ready while polling = %v", err)
+	}
+	h.srv.Unauthorize(tokenA)
+	h.waitLog("telegram bot not running; retrying")
+	if err := h.m.Ready(); err == nil || !strings.Contains(err.Error(), "alpha (token rejected)") {
+		t.Errorf("Ready after a 401 = %v, want alpha's token rejected", err)
+	}
+	if n := testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("getUpdates", "401")); n != 1 {
+		t.Errorf("getUpdates 401s = %v, want 1", n)
+	}
+	waitFor(t, func() bool { return testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("getMe", "401")) > 0 })
+	h.srv.ClearFailures(tokenA)
+	waitFor(t, func() bool { return h.m.Ready() == nil })
 }

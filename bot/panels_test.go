@@ -80,6 +80,41 @@ func TestPanelLimitsAndSlots(t *testing.T) {
 	}
 }
 
+// panelsFolder is a folder of the panel files given (name → YAML).
+func panelsFolder(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, y := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(y), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// A member over its spending cap refuses the panel with
+// messages.spending_cap, not the message limit's text.
+func TestPanelSpendingCap(t *testing.T) {
+	panels := panelsFolder(t, map[string]string{"duo.yaml": "members: [alpha, beta]\n"})
+	h := newHarness(t, map[string]string{
+		"alpha": brainFile(tokenA, ""),
+		"beta": brainFile(tokenB, "limits:\n  daily_usd: 0.005\n  per_user_per_day: 5\n"+
+			"messages:\n  limit: Enough for today.\n  spending_cap: Out of budget.\n"),
+	}, func(c *Config) { c.PanelsDir = panels })
+	const group = -502
+	sendGroupCommand(h, group, 40, "/panel is it?", tokenA, tokenB)
+	h.waitLog("panel") // beta's turns cost $0.01 each
+	sendGroupCommand(h, group, 41, "/panel and now?", tokenA, tokenB)
+	waitFor(t, func() bool {
+		for _, c := range append(h.srv.Sent(tokenA, "sendMessage"), h.srv.Sent(tokenB, "sendMessage")...) {
+			if c.Param("text") == "Out of budget." && c.ChatID() == group {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // A member bot still connecting to Telegram when /panel arrives (it has
 // just started, or is retrying) is waited for, not reported missing.
 func TestPanelWaitsForAMemberStillConnecting(t *testing.T) {

@@ -16,6 +16,15 @@ import (
 type Store interface {
 	conversation.State
 	host.Runs
+	TelegramBots
+}
+
+// TelegramBots remembers which brain has each Telegram bot, by the number
+// its token starts with, so that after a restart a token stays with the
+// brain that had it (holders.go).
+type TelegramBots interface {
+	HoldTelegramBot(ctx context.Context, number, brain string, now time.Time) error
+	TelegramBotHolders(ctx context.Context) (map[string]string, error)
 }
 
 // Pruner is a Store that drops what its retention no longer keeps

@@ -31,6 +31,9 @@ type runner struct {
 	// lastPoll is when Telegram last answered getUpdates (unix ns; 0:
 	// never).
 	lastPoll atomic.Int64
+	// rejected: Telegram refused the token since it last answered; the
+	// bot is not ready until it answers again.
+	rejected atomic.Bool
 	// polling: this instance polls the bot (always, without a cluster).
 	polling atomic.Bool
 	// registered is the command list and description Telegram has, as
@@ -75,8 +78,9 @@ func (r *runner) run(parent context.Context) {
 		if time.Since(started) > r.m.cfg.RetryMax {
 			retry.reset() // it ran fine for a while: a new problem
 		}
+		r.failed(err)
 		r.log.Error("telegram bot not running; retrying", zap.String("cause", telegram.Describe(err)),
-			zap.Error(err), zap.Duration("retry_in", retry.next))
+			zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}
@@ -145,8 +149,9 @@ func (r *runner) pollWhileLeased(ctx context.Context, client *telegram.Client) {
 		if ctx.Err() != nil {
 			return
 		}
+		r.failed(err)
 		r.log.Error("telegram polling stopped; retrying", zap.String("cause", telegram.Describe(err)),
-			zap.Error(err), zap.Duration("retry_in", retry.next))
+			zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}
@@ -215,7 +220,7 @@ func (r *runner) setWebhook(ctx context.Context, client *telegram.Client) {
 		if ctx.Err() != nil {
 			return
 		}
-		r.log.Error("could not set the webhook; retrying", zap.Error(err), zap.Duration("retry_in", retry.next))
+		r.log.Error("could not set the webhook; retrying", zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}
@@ -226,8 +231,17 @@ func (r *runner) setWebhook(ctx context.Context, client *telegram.Client) {
 // getUpdates call).
 func (r *runner) polled() {
 	now := time.Now()
+	r.rejected.Store(false)
 	r.lastPoll.Store(now.UnixNano())
 	r.m.cfg.Metrics.LastPoll.WithLabelValues(r.id).Set(float64(now.Unix()))
+}
+
+// failed notes why the bot stopped: a token Telegram refused makes it
+// not ready at once, rather than when its last answer grows old.
+func (r *runner) failed(err error) {
+	if telegram.TokenRejected(err) {
+		r.rejected.Store(true)
+	}
 }
 
 // poller names this brain's Telegram bot for the update offset: the
@@ -302,7 +316,7 @@ func (r *runner) register(ctx context.Context) {
 			r.log.Warn("Telegram refused the command list or description", zap.Error(err))
 			return
 		}
-		r.log.Warn("could not register the command list and description; retrying", zap.Error(err), zap.Duration("retry_in", retry.next))
+		r.log.Warn("could not register the command list and description; retrying", zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}

@@ -123,7 +123,7 @@ func New(cfg Config) (*Driver, error) {
 	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape)) })
 	if d.pool.sparesOn() {
 		d.log.Info("claude: spares on: "+spareCost(d.pool.cfg), zap.Int("spares", d.pool.cfg.Spares),
-			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle", d.pool.cfg.SpareIdle))
+			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle_ms", d.pool.cfg.SpareIdle))
 	}
 	return d, nil
 }
@@ -241,7 +241,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	// What varies per message goes with it: the process may have been
 	// started before it (a spare) or for an earlier one (a warm process).
-	first, err := encodeUserLine(sysprompt.Note(req.SystemPrompt, req.PromptVars), req.Prompt, req.Attachments...)
+	first, err := encodeUserLine(req.MessageID, sysprompt.Note(req.SystemPrompt, req.PromptVars), req.Prompt, req.Attachments...)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +251,7 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 		// request runs again in a new one, which resumes the session (or
 		// starts one of its own).
 		log.Info("claude: warm process or spare gone; starting a new one")
+		req.Retry = true // it may have recorded the message before it died
 		res, err, _ = d.run(ctx, req, log, first, false)
 	}
 	return res, err
@@ -259,6 +260,9 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 // run runs req in a CLI, a warm one if allowed and one fits. stale reports
 // that a warm process turned out dead before it said anything.
 func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, err error, stale bool) {
+	if err := d.rewind(&req, log); err != nil {
+		return nil, err, false
+	}
 	cli, warm, err := d.acquire(ctx, req, allowWarm)
 	if err != nil {
 		return nil, err, false
@@ -311,11 +315,11 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	cli.sessionID = c.res.SessionID
 	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
 	if err != nil {
-		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total", c.res.Total))
+		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total_ms", c.res.Total))
 	} else {
 		c.log.Info("claude request done",
-			zap.Duration("startup", c.res.Startup), zap.Duration("turn1", c.res.Turn1),
-			zap.Duration("turn2", c.res.Turn2), zap.Duration("total", c.res.Total),
+			zap.Duration("startup_ms", c.res.Startup), zap.Duration("turn1_ms", c.res.Turn1),
+			zap.Duration("turn2_ms", c.res.Turn2), zap.Duration("total_ms", c.res.Total),
 			zap.Float64("cost_usd", c.res.CostUSD), zap.Int("unknown_events", c.res.UnknownEvents))
 	}
 	return c.res, err, false
@@ -505,7 +509,9 @@ func (c *conversation) loop(ctx context.Context) error {
 				return le.err
 			}
 			inactivity.Reset(c.req.InactivityTimeout)
-			c.events++
+			if le.ev.Kind != kindLifecycle {
+				c.events++
+			}
 			c.handle(le.ev)
 		case <-inactivity.C:
 			p.terminate()
@@ -637,7 +643,7 @@ func (c *conversation) endTurn(ev event) {
 		prompt, err := turn2Prompt(c.req, c.res.Text)
 		if err == nil {
 			var line []byte
-			if line, err = encodeUserLine("", prompt); err == nil {
+			if line, err = encodeUserLine("", "", prompt); err == nil {
 				c.turn = 2
 				c.turnStart = time.Now()
 				// Before the line goes out: the call it asks for is the

@@ -16,7 +16,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/toolstest"
@@ -43,13 +46,16 @@ type fakeEnv struct {
 	d     *Driver
 	data  string
 	tools *toolstest.Tools
+	// logs are the driver's log lines (info and up).
+	logs *observer.ObservedLogs
 }
 
 func newFakeEnv(t *testing.T) *fakeEnv {
 	t.Helper()
 	checkNoLeaks(t)
 	data := t.TempDir()
-	log := zaptest.NewLogger(t)
+	observed, logs := observer.New(zapcore.InfoLevel)
+	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), observed))
 	tools := toolstest.Start(t, data, log)
 	d, err := New(Config{
 		Command:  os.Args[0],
@@ -64,7 +70,7 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close) // before the leak check, which runs last
-	return &fakeEnv{d: d, data: data, tools: tools}
+	return &fakeEnv{d: d, data: data, tools: tools, logs: logs}
 }
 
 func (e *fakeEnv) request(mode Mode, prompt string) Request {
@@ -475,6 +481,11 @@ func TestResultError(t *testing.T) {
 	if re.Subtype != "success" || !strings.HasPrefix(re.Message, "API Error: 400") {
 		t.Errorf("resultError = %+v", re)
 	}
+	// The CLI's subtype "success" of a failed turn is not repeated as if
+	// the failure were one.
+	if got := re.Error(); !strings.HasPrefix(got, "claude: turn failed (is_error): API Error: 400") {
+		t.Errorf("error text = %q", got)
+	}
 	if errors.Is(err, ErrSessionNotFound) {
 		t.Error("an API error on a new session reported as ErrSessionNotFound")
 	}
@@ -711,6 +722,21 @@ func TestUnknownEventsSkipped(t *testing.T) {
 	res := e.mustRun(t, e.request(Text, "#unknown"))
 	if res.UnknownEvents != 4 || res.Text != "You said: #unknown" {
 		t.Errorf("UnknownEvents %d Text %q: want 4 skipped events and the reply", res.UnknownEvents, res.Text)
+	}
+	// The admin's line says so, its durations in the _ms unit the docs
+	// promise.
+	done := e.logs.FilterMessage("claude request done").All()
+	if len(done) != 1 {
+		t.Fatalf("%d lines claude request done, want 1", len(done))
+	}
+	fields := done[0].ContextMap()
+	for _, key := range []string{"startup_ms", "turn1_ms", "turn2_ms", "total_ms"} {
+		if _, ok := fields[key].(time.Duration); !ok {
+			t.Errorf("claude request done lacks the duration %s: %v", key, fields)
+		}
+	}
+	if fields["unknown_events"] != int64(4) {
+		t.Errorf("unknown_events = %v, want 4", fields["unknown_events"])
 	}
 }
 

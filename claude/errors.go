@@ -62,7 +62,13 @@ type resultError struct {
 }
 
 func (e *resultError) Error() string {
-	return withStderr(fmt.Sprintf("claude: turn failed (%s): %s%s", e.Subtype, e.Message, listErrors(e.Errors)), e.StderrTail)
+	why := e.Subtype
+	if why == "success" {
+		// The CLI's subtype for a turn that ended (its error flag says
+		// how): an API error is not a success.
+		why = "is_error"
+	}
+	return withStderr(fmt.Sprintf("claude: turn failed (%s): %s%s", why, e.Message, listErrors(e.Errors)), e.StderrTail)
 }
 
 // toolError is a tool call that ran and failed: its tool_result has

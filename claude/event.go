@@ -33,6 +33,12 @@ const (
 	// --include-partial-messages).
 	kindTextStart
 	kindTextDelta
+	// kindLifecycle is command_lifecycle: the CLI's word on a stdin
+	// message that carries a uuid (Request.MessageID). Its "completed"
+	// comes after the turn's result, so a warm process's next request
+	// reads it first: it is neither a sign of life of that request (see
+	// the stale check in Driver.run) nor an unknown event.
+	kindLifecycle
 )
 
 func (k kind) String() string {
@@ -51,6 +57,8 @@ func (k kind) String() string {
 		return "text_start"
 	case kindTextDelta:
 		return "text_delta"
+	case kindLifecycle:
+		return "lifecycle"
 	}
 	return "other"
 }
@@ -197,6 +205,8 @@ func parseEvent(line []byte) (event, error) {
 	case "result":
 		ev.Kind = kindResult
 		ev.Result = top.turnResult(ev.Subtype)
+	case "command_lifecycle":
+		ev.Kind = kindLifecycle
 	case "stream_event":
 		streamEvent(asObject(top["event"]), &ev)
 	}

@@ -52,6 +52,44 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	// A message replayed after a restart that cut its first attempt short
+	// (the CLI had it, its answer never reached the user) is asked again,
+	// and the model sees it once.
+	t.Run("a message sent again is in the session once", func(t *testing.T) {
+		h := newHarness(t, cli)
+		first := h.request(Text, "hello")
+		first.MessageID = uuid.NewString()
+		if _, err := h.run(first); err != nil {
+			t.Fatal(err)
+		}
+		second := h.request(Text, "second")
+		// A request id as brainbot makes it (bot/intake, requestID: a version 5 UUID).
+		second.SessionID, second.Resume = first.SessionID, true
+		second.MessageID = uuid.NewSHA1(uuid.NameSpaceURL, []byte("brainbot:alpha/7/1764000000000")).String()
+		if _, err := h.run(second); err != nil {
+			t.Fatal(err)
+		}
+		second.Retry = true
+		res, err := h.run(second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != "You said: second (message 2)" || res.SessionID != first.SessionID {
+			t.Errorf("reply %q in session %s, want message 2 of session %s", res.Text, res.SessionID, first.SessionID)
+		}
+		reqs := h.model.Requests()
+		if got := userTexts(reqs[len(reqs)-1:]); !slices.Equal(got, []string{"hello", "second"}) {
+			t.Errorf("the model's history = %q, want each message once", got)
+		}
+
+		// The first message of a session, sent again: the session starts
+		// anew under its name.
+		first.Retry, first.Resume = true, true
+		if res, err := h.run(first); err != nil || res.Text != "You said: hello (message 1)" || res.SessionID != first.SessionID {
+			t.Fatalf("first message again = %+v, %v", res, err)
+		}
+	})
+
 	t.Run("structured output", func(t *testing.T) {
 		h := newHarness(t, cli)
 		req := h.request(Text, "whose answer do you comment on?")

@@ -23,7 +23,10 @@ func (m Mode) tool() string {
 
 // userLine is one stdin message in the CLI's stream-json input format.
 type userLine struct {
-	Type            string      `json:"type"`
+	Type string `json:"type"`
+	// UUID names the message in the session's transcript (omitted: the
+	// CLI picks one).
+	UUID            string      `json:"uuid,omitempty"`
 	Message         userMessage `json:"message"`
 	ParentToolUseID *string     `json:"parent_tool_use_id"`
 	SessionID       string      `json:"session_id"`
@@ -61,8 +64,9 @@ type fileSource struct {
 // every line written to its stdin is made here. A note of brainbot's (the
 // values of the system prompt's per-message variables, sysprompt.Note)
 // opens the message as a text block of its own, so it is never part of
-// the user's words.
-func encodeUserLine(note, text string, files ...Attachment) ([]byte, error) {
+// the user's words. id names the message in the session's transcript
+// ("": the CLI picks).
+func encodeUserLine(id, note, text string, files ...Attachment) ([]byte, error) {
 	content := make([]any, 0, len(files)+2)
 	if note != "" {
 		content = append(content, textBlock{Type: "text", Text: note})
@@ -77,7 +81,7 @@ func encodeUserLine(note, text string, files ...Attachment) ([]byte, error) {
 	if text != "" || len(files) == 0 {
 		content = append(content, textBlock{Type: "text", Text: asWords(text)})
 	}
-	line, err := json.Marshal(userLine{Type: "user", Message: userMessage{Role: "user", Content: content}})
+	line, err := json.Marshal(userLine{Type: "user", UUID: id, Message: userMessage{Role: "user", Content: content}})
 	if err != nil {
 		return nil, err
 	}

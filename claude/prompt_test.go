@@ -9,7 +9,7 @@ import (
 // The stdin line carries each attachment as the content block the Claude
 // API reads, before the text.
 func TestEncodeUserLineWithAttachments(t *testing.T) {
-	line, err := encodeUserLine("", "what is this?",
+	line, err := encodeUserLine("", "", "what is this?",
 		Attachment{MediaType: "image/jpeg", Data: []byte("jpeg")},
 		Attachment{MediaType: "application/pdf", Name: "paper.pdf", Data: []byte("%PDF")},
 		Attachment{MediaType: "text/plain", Name: "notes.md", Data: []byte("# Notes\n")})
@@ -60,7 +60,7 @@ func TestEncodeUserLineRefusesUnreadableFiles(t *testing.T) {
 		{MediaType: "image/heic", Name: "x.heic", Data: []byte{1}},
 		{MediaType: "text/plain", Name: "latin1.txt", Data: []byte{'c', 'a', 'f', 0xe9}},
 	} {
-		if _, err := encodeUserLine("", "hi", f); err == nil || !strings.Contains(err.Error(), f.Name) {
+		if _, err := encodeUserLine("", "", "hi", f); err == nil || !strings.Contains(err.Error(), f.Name) {
 			t.Errorf("%s: err = %v, want one naming the file", f.MediaType, err)
 		}
 	}
@@ -101,7 +101,7 @@ type encodedBlock struct {
 // its content blocks.
 func encodedBlocks(t *testing.T, note, text string, files ...Attachment) []encodedBlock {
 	t.Helper()
-	line, err := encodeUserLine(note, text, files...)
+	line, err := encodeUserLine("", note, text, files...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,14 @@ type Request struct {
 	// Result.SessionID says the name.
 	SessionID string
 	Resume    bool
+	// MessageID is the user message's id (a UUID): the session's
+	// transcript records the message under it. Retry says an earlier
+	// attempt may have sent this message to the session already (it is
+	// replayed after a restart): a copy found there is taken out of the
+	// session, with what followed it, before it is sent, so that the
+	// model sees it once (rewind.go).
+	MessageID string
+	Retry     bool
 
 	// SystemPrompt is passed as --system-prompt, fixed for the life of the
 	// process: the variables that hold for the bot ({{bot_name}}) are

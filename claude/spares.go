@@ -361,7 +361,7 @@ func (p *pool) tend() {
 		for _, sp := range slices.Clone(set.spares) {
 			switch {
 			case !sp.ready && now.Sub(sp.cli.started) > p.cfg.SpareStart:
-				p.log.Warn("claude: a spare CLI did not start in time; replacing it", zap.String("spares", set.name), zap.Duration("spare_start", p.cfg.SpareStart))
+				p.log.Warn("claude: a spare CLI did not start in time; replacing it", zap.String("spares", set.name), zap.Duration("spare_start_ms", p.cfg.SpareStart))
 				p.removeSpare(sp)
 				p.failed(set, now)
 				ended = append(ended, sp.cli)

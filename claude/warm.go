@@ -285,7 +285,7 @@ func (p *pool) evictIdle() {
 		}
 		p.mu.Unlock()
 		for _, c := range old {
-			p.log.Debug("claude: warm process ended: idle", zap.Duration("warm_idle", p.cfg.Idle))
+			p.log.Debug("claude: warm process ended: idle", zap.Duration("warm_idle_ms", p.cfg.Idle))
 			p.endLater(c)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap/zaptest"
 
 	"brainbot/claude/claudetest"
@@ -31,9 +32,10 @@ func newWarmEnv(t *testing.T, warm WarmConfig) *fakeEnv {
 	return &fakeEnv{d: d, data: data, tools: tools}
 }
 
-// follow makes req the conversation's next request after res.
+// follow makes req the conversation's next request after res: a new
+// message, named as brainbot names each.
 func follow(req Request, res *Result, prompt string) Request {
-	req.Prompt, req.SessionID, req.Resume = prompt, res.SessionID, true
+	req.Prompt, req.SessionID, req.Resume, req.MessageID = prompt, res.SessionID, true, uuid.NewString()
 	return req
 }
 
@@ -43,7 +45,7 @@ func follow(req Request, res *Result, prompt string) Request {
 func TestWarmConversation(t *testing.T) {
 	e := newWarmEnv(t, WarmConfig{Max: 4})
 	req := e.request(Speech, "one")
-	req.Conversation = "bot/7"
+	req.Conversation, req.MessageID = "bot/7", uuid.NewString()
 	first := e.mustRun(t, req)
 	if first.Warm || first.Startup <= 0 {
 		t.Fatalf("first request: warm %v, startup %v; want a new process", first.Warm, first.Startup)
@@ -57,6 +59,11 @@ func TestWarmConversation(t *testing.T) {
 		}
 		if res.CostUSD < 0.00499 || res.CostUSD > 0.00501 {
 			t.Errorf("request %d cost %v, want its own two turns' 0.005", i+2, res.CostUSD)
+		}
+		// The line the CLI writes after the last result, on the message
+		// named by its uuid, is no unknown event of this one.
+		if res.UnknownEvents != 0 {
+			t.Errorf("request %d: %d unknown events, want 0", i+2, res.UnknownEvents)
 		}
 	}
 	if third.Text != "You said: three (message 5)" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -323,4 +324,37 @@ func (s *State) SavePanel(ctx context.Context, id string, run []byte, finished b
 	}
 	_, err = s.c.panels.Put(ctx, panelChatKey(v.Chat), []byte(id)) // refresh
 	return err
+}
+
+func telegramBotKey(number string) string { return "telegram_bot." + keyPart(number) }
+
+// HoldTelegramBot records that brain (its id) has the Telegram bot number
+// (the part of a token before the colon), for every instance.
+func (s *State) HoldTelegramBot(ctx context.Context, number, brain string, _ time.Time) error {
+	if _, err := s.c.state.Put(ctx, telegramBotKey(number), []byte(brain)); err != nil {
+		return fmt.Errorf("record the brain of Telegram bot %s: %w", number, err)
+	}
+	return nil
+}
+
+// TelegramBotHolders returns the brain that has each Telegram bot, by bot
+// number.
+func (s *State) TelegramBotHolders(ctx context.Context) (map[string]string, error) {
+	w, err := s.c.state.Watch(ctx, "telegram_bot.*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("read the brains of the Telegram bots: %w", err)
+	}
+	defer w.Stop()
+	holders := map[string]string{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("read the brains of the Telegram bots: %w", ctx.Err())
+		case e := <-w.Updates():
+			if e == nil { // the values there were are all read
+				return holders, nil
+			}
+			holders[strings.TrimPrefix(e.Key(), "telegram_bot.")] = string(e.Value())
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -213,5 +214,24 @@ func TestUsageReportSumsTheSharedRecords(t *testing.T) {
 	lines, err = UsageReport(ctx, url, store.UsageFilter{Since: now.Add(-24 * time.Hour), Bot: "alpha", ByUser: true})
 	if err != nil || len(lines) != 3 || lines[0].User != 1 || lines[2].User != 2 || lines[2].Mode != "text" {
 		t.Fatalf("alpha by user: %+v %v", lines, err)
+	}
+}
+
+// Every instance knows which brain has each Telegram bot.
+func TestTelegramBotHoldersAreShared(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a").State(), join(t, url, "b").State()
+	ctx := context.Background()
+	if holders, err := b.TelegramBotHolders(ctx); err != nil || len(holders) != 0 {
+		t.Fatalf("holders before any = %v, %v", holders, err)
+	}
+	for _, hold := range [][2]string{{"7000000001", "alpha"}, {"7000000002", "beta"}, {"7000000002", "gamma"}} {
+		if err := a.HoldTelegramBot(ctx, hold[0], hold[1], time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holders, err := b.TelegramBotHolders(ctx)
+	if err != nil || !maps.Equal(holders, map[string]string{"7000000001": "alpha", "7000000002": "gamma"}) {
+		t.Errorf("b sees holders %v, %v", holders, err)
 	}
 }

@@ -504,7 +504,7 @@ func (w *worker) handover() {
 		w.mu.Unlock()
 		slices.SortFunc(buf, func(a, b *Delivery) int { return cmp.Compare(a.seq, b.seq) })
 		w.c.log.Info("partition handed over", zap.Int("partition", w.p), zap.Int("updates", len(buf)),
-			zap.Duration("waited", time.Since(start)))
+			zap.Duration("waited_ms", time.Since(start)))
 		for _, d := range buf {
 			w.deliver(d)
 		}

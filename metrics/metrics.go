@@ -27,7 +27,10 @@ type Metrics struct {
 	// waiting for a slot.
 	ClaudeRunning prometheus.Gauge
 	ClaudeWaiting prometheus.Gauge
-	// CostUSD is what the Claude CLI reported spending, by bot.
+	// CostUSD is what the bots spent, by bot and provider: ProviderClaude
+	// (what the Claude CLI reported) and ProviderOpenAI (transcription,
+	// speech and pictures, priced by package pricing). Add to it with
+	// Spent.
 	CostUSD *prometheus.CounterVec
 	// SpendingCap is each bot's limits.daily_usd (0: no cap), for alerts
 	// on spending near it.
@@ -78,8 +81,8 @@ func New() *Metrics {
 			Name: "brainbot_claude_waiting", Help: "Requests waiting for a Claude slot.",
 		}),
 		CostUSD: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "brainbot_cost_usd_total", Help: "USD the Claude CLI reported spending, by bot.",
-		}, []string{"bot"}),
+			Name: "brainbot_cost_usd_total", Help: "USD spent, by bot and provider (claude: what the Claude CLI reported; openai: transcription, speech and pictures by brainbot's price table).",
+		}, []string{"bot", "provider"}),
 		SpendingCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "brainbot_spending_cap_usd", Help: "Each bot's daily spending cap, its brain's limits.daily_usd (0: no cap).",
 		}, []string{"bot"}),
@@ -113,6 +116,19 @@ func New() *Metrics {
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// The providers of brainbot_cost_usd_total.
+const (
+	ProviderClaude = "claude"
+	ProviderOpenAI = "openai"
+)
+
+// Spent adds usd that bot spent at provider; nothing is recorded for 0.
+func (m *Metrics) Spent(bot, provider string, usd float64) {
+	if usd > 0 {
+		m.CostUSD.WithLabelValues(bot, provider).Add(usd)
+	}
 }
 
 // ObserveStage records one stage's time; a stage that did not happen

@@ -14,15 +14,24 @@ import (
 // the brains that are fine, so one broken file does not stop the others.
 // Besides each file's own rules, LoadDir rejects a second file for an ID
 // already taken (a.yaml and a.yml) and a second brain with the token source
-// of another (Telegram allows one poller per token).
+// of another (Telegram allows one poller per token): of the two, the
+// first by file name keeps it (see LoadDirHeld).
 func LoadDir(dir string) ([]*Brain, error) {
+	return LoadDirHeld(dir, nil)
+}
+
+// LoadDirHeld is LoadDir where a token stays with the brain that has it:
+// of two brains with one token, the one held reports true for (it
+// polled the token's bot last, as brainbot remembers) keeps it and the
+// other is refused, naming both files. held nil holds none.
+func LoadDirHeld(dir string, held func(id string) bool) ([]*Brain, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read brains folder: %w", err)
 	}
 	var (
-		brains []*Brain
-		errs   Errors
+		parsed, brains []*Brain
+		errs           Errors
 	)
 	// ReadDir sorts by name, so of a.yaml and a.yml the .yaml one wins.
 	for _, e := range entries {
@@ -35,6 +44,9 @@ func LoadDir(dir string) ([]*Brain, error) {
 			errs = append(errs, asErrors(path, err)...)
 			continue
 		}
+		parsed = append(parsed, b)
+	}
+	for _, b := range HeldFirst(parsed, held) {
 		if conflict := conflictWith(b, brains); conflict != nil {
 			errs = append(errs, conflict)
 			continue
@@ -43,6 +55,25 @@ func LoadDir(dir string) ([]*Brain, error) {
 	}
 	slices.SortFunc(brains, func(a, b *Brain) int { return strings.Compare(a.ID, b.ID) })
 	return brains, errs.err()
+}
+
+// HeldFirst returns brains with those held reports true for first, each
+// part in its order: where two brains claim one token, the first keeps
+// it (LoadDirHeld, CheckTokens). held nil holds none.
+func HeldFirst(brains []*Brain, held func(id string) bool) []*Brain {
+	ordered := slices.Clone(brains)
+	if held != nil {
+		slices.SortStableFunc(ordered, func(a, b *Brain) int {
+			switch ha, hb := held(a.ID), held(b.ID); {
+			case ha && !hb:
+				return -1
+			case hb && !ha:
+				return 1
+			}
+			return 0
+		})
+	}
+	return ordered
 }
 
 // LoadFile parses one brain file and reports its problems as LoadDir does

@@ -75,7 +75,8 @@ func ResolveTokens(brains []*Brain, lookup func(string) (string, bool)) map[stri
 // that holds no BotFather token, and two brains polling one token through
 // different variables (LoadDir catches the same variable, or the same
 // inline token, without the environment). The second brain of a pair, in
-// the order of brains, gets the error. Brains without a token are skipped.
+// the order of brains, gets the error (HeldFirst puts the brain that has
+// a token first). Brains without a token are skipped.
 func CheckTokens(brains []*Brain, tokens map[string]string) error {
 	var errs Errors
 	owner := make(map[string]*Brain, len(tokens))
@@ -89,13 +90,20 @@ func CheckTokens(brains []*Brain, tokens map[string]string) error {
 			continue
 		}
 		if first, taken := owner[token]; taken {
-			errs = append(errs, b.tokenError("%s holds the same token as %s of %s; Telegram allows one bot per token",
-				b.tokenName(), first.tokenName(), first.Path))
+			errs = append(errs, SameToken(b, first))
 			continue
 		}
 		owner[token] = b
 	}
 	return errs.err()
+}
+
+// SameToken is the problem of brain b, whose token is holder's: holder
+// keeps it (the first of two brains in CheckTokens, the one running at
+// run time).
+func SameToken(b, holder *Brain) *Error {
+	return b.tokenError("%s holds the same token as %s of %s; Telegram allows one bot per token",
+		b.tokenName(), holder.tokenName(), holder.Path)
 }
 
 // tokenName names where the brain's token comes from, without showing it.

@@ -36,6 +36,10 @@ type Watcher struct {
 	// Debounce is the quiet time per file before it is re-read
 	// (DefaultDebounce when zero).
 	Debounce time.Duration
+	// Held reports whether brain id has its token's bot (LoadDirHeld): of
+	// two files with one token at the start, it keeps it, and its bot is
+	// reported first. Later, a bot running keeps its token. nil: none.
+	Held func(id string) bool
 }
 
 // Run reports the folder's brains to onChange until ctx ends, then returns
@@ -62,7 +66,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	brains, err := LoadDir(w.Dir)
+	brains, err := LoadDirHeld(w.Dir, w.Held)
 	var problems Errors
 	if err != nil && !errors.As(err, &problems) {
 		return err
@@ -71,7 +75,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 		s.logInvalid(path, errs)
 		s.waiting[path] = true // LoadDir does not say which were refused for a token
 	}
-	for _, b := range brains {
+	for _, b := range HeldFirst(brains, w.Held) {
 		s.known[b.ID] = b
 		s.logChange(Change{ID: b.ID, Brain: b})
 		onChange(Change{ID: b.ID, Brain: b})

@@ -13,6 +13,10 @@ import (
 	"brainbot/bot/store"
 )
 
+// outcomeSpendingCap is the outcome of a message refused because a
+// spending cap is reached.
+const outcomeSpendingCap = "spending cap"
+
 // budgetWarnings remembers which bots' admins heard today that the daily
 // spending cap was reached.
 type budgetWarnings struct {
@@ -38,7 +42,7 @@ func (w *budgetWarnings) firstToday(bot string, now time.Time) bool {
 
 // withinBudget reports whether the bot, and the user, may still spend
 // today (limits.daily_usd, limits.per_user_daily_usd); false means the
-// user got the limit text.
+// user got messages.spending_cap.
 func (p *Pipeline) withinBudget(r *request) bool {
 	over, err := p.overBudget(r.ctx, r.brain, r.in.Key.Bot, r.in.Sender, r.log)
 	switch {
@@ -46,7 +50,7 @@ func (p *Pipeline) withinBudget(r *request) bool {
 		r.fail("budget", err)
 	case over:
 		now := p.cfg.Now()
-		r.say("limited", r.brain.Messages.LimitText(store.NextReset(now).Sub(now)))
+		r.say(outcomeSpendingCap, r.brain.Messages.SpendingCapText(store.NextReset(now).Sub(now)))
 	}
 	return err == nil && !over
 }

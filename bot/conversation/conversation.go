@@ -268,8 +268,7 @@ func (p *Pipeline) converse(r *request) {
 	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
 		// The words are there, only the voice failed. Not for a request
 		// stopped at a bound: the brain's owner said "no further".
-		r.log.Warn("speech failed; sending the text reply instead", zap.String("phase", "claude"), zap.Error(err))
-		r.replyText(res.Text)
+		r.speechFailed("speech failed; sending the text reply instead", "claude", err, res.Text)
 	case err != nil:
 		r.fail("claude", err)
 	case mode == claude.Text:
@@ -397,6 +396,9 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	creq := p.claudeRequest(r, r.sum.mode)
 	creq.OnText = onText
 	creq.SessionID, creq.Resume = sess.ID, ok
+	// An earlier attempt may have sent the message to the session: the
+	// driver keeps one copy of it there.
+	creq.MessageID, creq.Retry = r.in.RequestID, r.in.Progress.Attempts() > 0
 	if !ok {
 		creq.SessionID = uuid.NewString()
 	}
@@ -525,8 +527,7 @@ func (r *request) replyFile(res *claude.Result, path string, located error) {
 	}
 	if located != nil {
 		if speechText != "" {
-			r.log.Warn("voice file not found; sending the text reply instead", zap.String("phase", "locate"), zap.Error(located))
-			r.replyText(speechText)
+			r.speechFailed("voice file not found; sending the text reply instead", "locate", located, speechText)
 			return
 		}
 		r.fail("locate", located)
@@ -538,8 +539,7 @@ func (r *request) replyFile(res *claude.Result, path string, located error) {
 		r.sum.outcome = "blocked"
 		return
 	case err != nil && speechText != "":
-		r.log.Warn("voice message not sent; sending the text reply instead", zap.String("phase", "send"), zap.Error(err))
-		r.replyText(speechText)
+		r.speechFailed("voice message not sent; sending the text reply instead", "send", err, speechText)
 		return
 	case err != nil:
 		r.fail("send", err)
@@ -549,6 +549,17 @@ func (r *request) replyFile(res *claude.Result, path string, located error) {
 		if err := r.out.Text(r.ctx, res.Text, true); err != nil && !errors.Is(err, message.ErrBlocked) {
 			r.log.Warn("text after the file not sent", zap.Error(err))
 		}
+	}
+}
+
+// speechFailed sends text, the words of a voice reply that could not be
+// made or sent (why, in phase), instead: the request's outcome says so
+// unless sending the text failed too.
+func (r *request) speechFailed(why, phase string, cause error, text string) {
+	r.log.Warn(why, zap.String("phase", phase), zap.Error(cause))
+	r.replyText(text)
+	if r.sum.outcome == "ok" {
+		r.sum.outcome = "speech failed"
 	}
 }
 
@@ -601,8 +612,10 @@ func (r *request) finish() {
 		r.recordUsage()
 	}
 	total := time.Since(r.in.Arrived)
-	r.sum.write(r.log, total)
+	// Counted before the line is written: once an admin reads the line,
+	// the metrics have the request.
 	r.sum.count(r.p.cfg.Metrics, r.in.Key.Bot, total)
+	r.sum.write(r.log, total)
 }
 
 // recordUsage stores what a request that ran the model cost, with its

@@ -17,6 +17,7 @@ import (
 	"brainbot/bot/panel/host"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/metrics"
 	"brainbot/sysprompt"
 )
 
@@ -40,18 +41,21 @@ func (p *Pipeline) Admit(ctx context.Context, b *brain.Brain, bot string, user i
 	if !allowed(b, user) {
 		return "denied", b.Messages.Denied, nil
 	}
-	over, err := p.overBudget(ctx, b, bot, user, log)
-	if lim := b.Limits.PerUserPerDay; err == nil && !over && lim > 0 {
-		var n int
-		n, err = p.store.DailyCount(ctx, bot, user, p.cfg.Now())
-		over = n >= lim
-	}
-	switch {
+	now := p.cfg.Now()
+	untilReset := store.NextReset(now).Sub(now)
+	switch over, err := p.overBudget(ctx, b, bot, user, log); {
 	case err != nil:
 		return "", "", err
 	case over:
-		now := p.cfg.Now()
-		return "limited", b.Messages.LimitText(store.NextReset(now).Sub(now)), nil
+		return outcomeSpendingCap, b.Messages.SpendingCapText(untilReset), nil
+	}
+	if lim := b.Limits.PerUserPerDay; lim > 0 {
+		switch n, err := p.store.DailyCount(ctx, bot, user, now); {
+		case err != nil:
+			return "", "", err
+		case n >= lim:
+			return "limited", b.Messages.LimitText(untilReset), nil
+		}
 	}
 	return "", "", nil
 }
@@ -89,7 +93,7 @@ func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, er
 			outcome = "error"
 		}
 		p.recordUsage(ctx, panelUsage(q, outcome, res.CostUSD, 0), res.Tokens, q.Log)
-		p.cfg.Metrics.CostUSD.WithLabelValues(q.Bot).Add(res.CostUSD)
+		p.cfg.Metrics.Spent(q.Bot, metrics.ProviderClaude, res.CostUSD)
 	}
 	return res, err
 }
@@ -97,6 +101,7 @@ func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, er
 // Spent records what a panel member's turn cost outside the model.
 func (p *Pipeline) Spent(ctx context.Context, q host.Question, openAIUSD float64) {
 	p.recordUsage(ctx, panelUsage(q, "ok", 0, openAIUSD), claude.Tokens{}, q.Log)
+	p.cfg.Metrics.Spent(q.Bot, metrics.ProviderOpenAI, openAIUSD)
 }
 
 func panelUsage(q host.Question, outcome string, claudeUSD, openAIUSD float64) store.Usage {

@@ -63,9 +63,8 @@ func (s *summary) count(m *metrics.Metrics, bot string, total time.Duration) {
 		"turn1": s.turn1, "turn2": s.turn2, "locate": s.locate, "upload": s.send, "transcribe": s.transcribe, "total": total} {
 		m.ObserveStage(stage, d)
 	}
-	if usd := s.cost + s.openAI; usd > 0 {
-		m.CostUSD.WithLabelValues(bot).Add(usd)
-	}
+	m.Spent(bot, metrics.ProviderClaude, s.cost)
+	m.Spent(bot, metrics.ProviderOpenAI, s.openAI)
 	for kind, n := range map[string]int64{"input": s.tokens.Input, "output": s.tokens.Output,
 		"cache_read": s.tokens.CacheRead, "cache_write": s.tokens.CacheWrite} {
 		if n > 0 {

@@ -2,6 +2,7 @@ package intake
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,7 +44,7 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		in.finish(d)
 		return
 	}
-	m := inbound(u, d)
+	m := inbound(u, env, d)
 	if u.Command == "stop" && !u.ForOtherBot {
 		// Not queued: it is for the message the queue is busy with.
 		in.finish(d)
@@ -71,9 +72,21 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 	in.queue(m, album)
 }
 
-// inbound is the message an update carries, its progress told to d.
-func inbound(u message.Update, d message.Delivery) *message.Inbound {
-	return &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: newProgress(d)}
+// inbound is the message an update (env) carries, its progress told to
+// d; its request id is the update's, the same at every delivery.
+func inbound(u message.Update, env message.Envelope, d message.Delivery) *message.Inbound {
+	return &message.Inbound{Update: u, RequestID: requestID(env), Arrived: time.Now(), Progress: newProgress(d)}
+}
+
+// requestID names an update's trip through brainbot in the logs: a UUID
+// made from the bot, the update's id and when it was received, so it is
+// the same for every delivery of the update (replayed after a restart,
+// handed to another instance) and one id follows a message from its
+// arrival to its answer. The Claude CLI's transcript records the message
+// under it too (claude.Request.MessageID).
+func requestID(env message.Envelope) string {
+	name := fmt.Sprintf("brainbot:%s/%d/%d", env.Bot, env.UpdateID, env.Received.UnixMilli())
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(name)).String()
 }
 
 // logger is the log of m's trip through brainbot.

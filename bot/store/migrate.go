@@ -136,6 +136,14 @@ var migrations = []migration{
 	ALTER TABLE journal ADD COLUMN raw BLOB;
 	ALTER TABLE journal ADD COLUMN me_id INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE journal ADD COLUMN me_username TEXT NOT NULL DEFAULT '';`},
+	// 5: which brain each Telegram bot (the number its token starts with)
+	// belongs to, so that a copied brain file with the same token never
+	// takes the bot over, after a restart neither.
+	{5, `CREATE TABLE telegram_bots (
+		bot_number TEXT    PRIMARY KEY,
+		brain      TEXT    NOT NULL,
+		since      INTEGER NOT NULL
+	) WITHOUT ROWID;`},
 }
 
 // migrate brings db from its recorded version to target, all steps in one

@@ -25,6 +25,7 @@ var releaseChecks = map[int]func(*testing.T, *Store){
 	1: checkRelease1Rows,
 	2: checkRelease2Rows,
 	3: checkRelease3Rows,
+	4: checkRelease4Rows,
 }
 
 // TestUpgradeFromEveryRelease makes a database as each earlier release left
@@ -133,6 +134,23 @@ func checkRelease3Rows(t *testing.T, s *Store) {
 	}
 	if n, err := s.DailyCount(ctx, "alpha", 7, time.UnixMilli(1741559400000)); n != 3 || err != nil {
 		t.Errorf("daily count = %d, %v", n, err)
+	}
+}
+
+// checkRelease4Rows reads release 4's journal entry as Telegram sent it.
+func checkRelease4Rows(t *testing.T, s *Store) {
+	ctx := context.Background()
+	pending, err := s.Pending(ctx)
+	if err != nil || len(pending) != 6 {
+		t.Fatalf("journal = %+v, %v", pending, err)
+	}
+	raw := pending[5]
+	if raw.UpdateID != 815244030 || !strings.Contains(string(raw.Update), `"text":"kept as it came"`) || raw.MeID != 7000000001 ||
+		raw.MeUsername != "alpha_bot" || raw.Attempts != 1 {
+		t.Errorf("raw entry = %+v", raw)
+	}
+	if holders, err := s.TelegramBotHolders(ctx); err != nil || len(holders) != 0 {
+		t.Errorf("brains of the Telegram bots after the upgrade = %v, %v", holders, err)
 	}
 }
 

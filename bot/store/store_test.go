@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -304,5 +305,22 @@ func TestJournalKeepsTheUpdate(t *testing.T) {
 	}
 	if g := got[0]; string(g.Update) != string(raw) || g.UpdateID != 9 || g.MeID != 1001 || g.MeUsername != "b_bot" || g.Chat != 7 {
 		t.Errorf("entry = %+v", g)
+	}
+}
+
+// The brain a Telegram bot belongs to is remembered, and changes only when
+// another brain takes the bot.
+func TestTelegramBotHolders(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	at := time.UnixMilli(1741559400000)
+	for _, hold := range [][2]string{{"7000000001", "alpha"}, {"7000000002", "beta"}, {"7000000001", "alpha"}, {"7000000002", "gamma"}} {
+		if err := s.HoldTelegramBot(ctx, hold[0], hold[1], at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holders, err := s.TelegramBotHolders(ctx)
+	if err != nil || !maps.Equal(holders, map[string]string{"7000000001": "alpha", "7000000002": "gamma"}) {
+		t.Errorf("holders = %v, %v", holders, err)
 	}
 }

@@ -76,7 +76,7 @@ func (c *Client) Fetch(ctx context.Context, fileID string, limit int64) ([]byte,
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("getFile: %w", err)
+		return nil, err
 	}
 	if f.FileSize > limit {
 		return nil, message.ErrTooBig

@@ -107,8 +107,15 @@ func (o *Outbox) call(ctx context.Context, method string, call func(context.Cont
 // retry runs call (Bot API method) until it succeeds, waiting out 429s
 // (retry_after) and backing off on network errors, at most maxAttempts
 // times. Errors that retrying cannot fix (bad request, blocked) return at
-// once; a blocked user's is message.ErrBlocked.
+// once; a blocked user's is message.ErrBlocked. The error names method.
 func (t *Transport) retry(ctx context.Context, method string, call func(context.Context) error) error {
+	if err := t.attempts(ctx, call); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	return nil
+}
+
+func (t *Transport) attempts(ctx context.Context, call func(context.Context) error) error {
 	backoff := t.RetryMin
 	var err error
 	for attempt := 1; ; attempt++ {
@@ -116,7 +123,6 @@ func (t *Transport) retry(ctx context.Context, method string, call func(context.
 		if err == nil {
 			return nil
 		}
-		t.Metrics.TelegramErrors.WithLabelValues(method, errorCode(err)).Inc()
 		var wait time.Duration
 		var tooMany *tgbot.TooManyRequestsError
 		switch {
@@ -142,30 +148,6 @@ func (t *Transport) retry(ctx context.Context, method string, call func(context.
 		case <-time.After(wait):
 		}
 	}
-}
-
-// errorCode is the HTTP status a Bot API error stands for, as a metric
-// label.
-func errorCode(err error) string {
-	var tooMany *tgbot.TooManyRequestsError
-	var migrate *tgbot.MigrateError
-	switch {
-	case errors.As(err, &tooMany):
-		return "429"
-	case errors.Is(err, tgbot.ErrorForbidden):
-		return "403"
-	case errors.Is(err, tgbot.ErrorUnauthorized):
-		return "401"
-	case errors.Is(err, tgbot.ErrorBadRequest), errors.As(err, &migrate):
-		return "400"
-	case errors.Is(err, tgbot.ErrorNotFound):
-		return "404"
-	case errors.Is(err, tgbot.ErrorConflict):
-		return "409"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "cancelled"
-	}
-	return "other" // 5xx answers, and Telegram not reached
 }
 
 // IsPermanent: Telegram answered, and the same call would fail again.

@@ -147,7 +147,6 @@ func (s *Stream) show(ctx context.Context, text string) bool {
 		s.notBefore = time.Now().Add(time.Duration(tooMany.RetryAfter) * time.Second)
 	}
 	if err != nil && ctx.Err() == nil {
-		s.out.t.Metrics.TelegramErrors.WithLabelValues("stream", errorCode(err)).Inc()
 		s.out.log.Debug("streamed text not shown", zap.Error(err))
 	}
 	return err == nil

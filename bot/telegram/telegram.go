@@ -6,7 +6,8 @@
 // and it sends to a chat (Outbox: text split and formatted, files, chat
 // actions, streamed drafts or edits), downloads files within a limit,
 // registers the command list and checks a group's members. Every call
-// goes through one retry path that waits out 429s and counts failures.
+// goes through one retry path that waits out 429s; every call's failure
+// is counted (brainbot_telegram_errors_total), polling's too.
 //
 // It knows nothing of Claude, prompts, brains' settings, the journal or
 // NATS: what it receives goes to a sink, what it sends comes from its
@@ -86,7 +87,7 @@ func (t *Transport) newAPI(token string, http tgbot.HttpClient, opts ...tgbot.Op
 	return tgbot.New(token, append([]tgbot.Option{
 		tgbot.WithServerURL(t.APIURL),
 		tgbot.WithSkipGetMe(), // called by Connect, under its caller's context and retry
-		tgbot.WithHTTPClient(t.PollTimeout, http),
+		tgbot.WithHTTPClient(t.PollTimeout, countingClient{next: http, metrics: t.Metrics}),
 	}, opts...)...)
 }
 
@@ -141,12 +142,18 @@ func CheckToken(ctx context.Context, apiURL, token string) (string, error) {
 	}
 	me, err := b.GetMe(ctx)
 	switch {
-	case errors.Is(err, tgbot.ErrorUnauthorized), errors.Is(err, tgbot.ErrorNotFound):
+	case TokenRejected(err):
 		return "", fmt.Errorf("token rejected by Telegram (revoked, or mistyped): copy it again from @BotFather (%w)", err)
 	case err != nil:
 		return "", fmt.Errorf("no answer to getMe from %s: %w", apiURL, err)
 	}
 	return me.Username, nil
+}
+
+// TokenRejected reports whether err is Telegram refusing the bot's token
+// (401, or 404 for a token of no bot): revoked or mistyped.
+func TokenRejected(err error) bool {
+	return errors.Is(err, tgbot.ErrorUnauthorized) || errors.Is(err, tgbot.ErrorNotFound)
 }
 
 // Describe explains the failures of a bot's connection an admin must act

@@ -337,7 +337,7 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	in := bufio.NewScanner(stdin)
 	in.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for in.Scan() {
-		note, text, err := userText(in.Bytes())
+		note, text, id, err := userText(in.Bytes())
 		if err != nil {
 			fmt.Fprintln(stderr, "error: bad stream-json input:", err)
 			return 1
@@ -365,6 +365,13 @@ func runFakeCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			c.toolTurn(text)
 		} else {
 			c.textTurn(note, text, n)
+		}
+		if id != "" {
+			// As CLI 2.1.328 does for a message with a uuid: a line
+			// after the turn's result, which a warm process's next
+			// request reads first.
+			c.emit(map[string]any{"type": "command_lifecycle", "command_uuid": id, "state": "completed",
+				"uuid": uuid.NewString(), "session_id": c.sessionID})
 		}
 	}
 	if c.failed {
@@ -465,9 +472,9 @@ func (c *fakeCLI) countMessage() (int, error) {
 }
 
 // userText checks a stdin line is a stream-json user message with one
-// text block, after a note of brainbot's (sysprompt.Note) or not, and
-// returns the note and the text.
-func userText(line []byte) (note, text string, err error) {
+// text block, after a note of brainbot's (sysprompt.Note) or not, and a
+// uuid or not, and returns the note, the text and the uuid.
+func userText(line []byte) (note, text, id string, err error) {
 	var msg struct {
 		Type    string `json:"type"`
 		Message struct {
@@ -479,21 +486,25 @@ func userText(line []byte) (note, text string, err error) {
 		} `json:"message"`
 		ParentToolUseID *string `json:"parent_tool_use_id"`
 		SessionID       *string `json:"session_id"`
+		// UUID names the message in the transcript, as the real CLI
+		// takes it (claude.Request.MessageID).
+		UUID string `json:"uuid"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&msg); err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	content := msg.Message.Content
 	if len(content) == 2 && content[0].Type == "text" && sysprompt.IsNote(content[0].Text) {
 		note, content = content[0].Text, content[1:]
 	}
 	if msg.Type != "user" || msg.Message.Role != "user" || len(content) != 1 ||
-		content[0].Type != "text" || msg.ParentToolUseID != nil || msg.SessionID == nil {
-		return "", "", fmt.Errorf("not a user message with one text block: %s", line)
+		content[0].Type != "text" || msg.ParentToolUseID != nil || msg.SessionID == nil ||
+		msg.UUID != "" && uuid.Validate(msg.UUID) != nil {
+		return "", "", "", fmt.Errorf("not a user message with one text block: %s", line)
 	}
-	return note, content[0].Text, nil
+	return note, content[0].Text, msg.UUID, nil
 }
 
 func parseDirectives(text string) map[string]bool {

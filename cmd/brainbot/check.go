@@ -31,7 +31,11 @@ func (m *Main) check(ctx context.Context, args []string) error {
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
-	brains, err := loadBrains(dir)
+	var held func(id string) bool
+	if dir == cfg.BrainsDir {
+		held = heldBrains(ctx, cfg) // the service's brains: its memory of who has which token applies
+	}
+	brains, err := loadBrains(dir, held)
 	if err == nil && len(brains) == 0 {
 		fmt.Fprintf(m.Stderr, "no brain files (*.yaml, *.yml) in %s\n", dir)
 		return errReported
@@ -49,7 +53,7 @@ func (m *Main) check(ctx context.Context, args []string) error {
 			problems = append(problems, m.connect(ctx, b)...)
 		}
 	}
-	problems = append(problems, m.checkTokens(brains)...)
+	problems = append(problems, m.checkTokens(brain.HeldFirst(brains, held))...)
 	if info, err := os.Stat(dir); err == nil && info.IsDir() {
 		problems = append(problems, m.checkPanels(cmp.Or(*panelsDir, cfg.PanelsDir), dir)...)
 	}
@@ -126,10 +130,11 @@ func (m *Main) checkPanels(dir, brainsDir string) brain.Errors {
 	return problems
 }
 
-// loadBrains loads the brain file at path, or the brains of the folder.
-func loadBrains(path string) ([]*brain.Brain, error) {
+// loadBrains loads the brain file at path, or the brains of the folder
+// (where of two brains with one token the one held keeps it).
+func loadBrains(path string, held func(id string) bool) ([]*brain.Brain, error) {
 	if info, err := os.Stat(path); err != nil || info.IsDir() {
-		return brain.LoadDir(path)
+		return brain.LoadDirHeld(path, held)
 	}
 	b, err := brain.LoadFile(path)
 	if err != nil {

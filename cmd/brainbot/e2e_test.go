@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -233,6 +234,17 @@ func TestEndToEnd(t *testing.T) {
 		if r.Summary.Str("mode") != "speech" || r.Summary.Str("outcome") != "ok" {
 			t.Errorf("summary = %s", r.Summary.Raw)
 		}
+		// What it cost, by provider: the model's and the voice's.
+		admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+		if len(admin) == 0 {
+			t.Fatal("no admin endpoint log line")
+		}
+		_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+		for _, provider := range []string{"claude", "openai"} {
+			if want := `brainbot_cost_usd_total{bot="speaker",provider="` + provider + `"} `; !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_cost"))
+			}
+		}
 	})
 
 	t.Run("/voice switches a user's voice replies off", func(t *testing.T) {
@@ -379,6 +391,16 @@ func TestEndToEnd(t *testing.T) {
 		// Either the turn-1 text as a fallback or the apology; never silence.
 		if got := r.Texts(); len(got) != 1 || (!strings.HasPrefix(got[0], "You said: say this") && got[0] != "Sorry, something went wrong. Please try again.") {
 			t.Errorf("reply = %v", got)
+		}
+		// The fallback has its own outcome, the apology the error's.
+		if got := r.Texts(); len(got) == 1 {
+			want := "error"
+			if strings.HasPrefix(got[0], "You said:") {
+				want = "speech failed"
+			}
+			if outcome := r.Summary.Str("outcome"); outcome != want {
+				t.Errorf("outcome %q for the reply %q, want %q", outcome, got[0], want)
+			}
 		}
 	})
 
@@ -528,6 +550,84 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a copied brain that kept the token never takes the bot, after a restart neither", func(t *testing.T) {
+		wantText(t, ask(t, s, "narrator", 703, "hello"))
+		copied := strings.Replace(narratorBrain, "You are a warm storyteller.", "You are a COPY.", 1)
+		copyPath := filepath.Join(s.BrainsDir, "a-copy.yaml") // before narrator.yaml by name
+		refused := func(mark int) {
+			t.Helper()
+			line := waitLogFrom(t, s, mark, func(l stack.Line) bool {
+				return l.Msg == "brain file has problems; bot not started" && l.Str("file") == copyPath
+			})
+			if want := "NARRATOR_TOKEN is already the token of " + filepath.Join(s.BrainsDir, "narrator.yaml"); !strings.Contains(line.Str("error"), want) {
+				t.Errorf("the copy refused with %q, want it to name the original: %q", line.Str("error"), want)
+			}
+		}
+		mark := s.Logs().Len()
+		if err := s.WriteBrain("a-copy.yaml", copied); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(copyPath)
+		refused(mark)
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if code, err := s.Stop(ctx, syscall.SIGTERM); err != nil || code != 0 {
+			t.Fatalf("SIGTERM: exit %d, %v", code, err)
+		}
+		mark = s.Logs().Len()
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		refused(mark)
+		if got := wantText(t, ask(t, s, "narrator", 703, "still you?")); got != "You said: still you? (message 2)" {
+			t.Errorf("after the restart = %q, want the original's conversation going on", got)
+		}
+		if reqs := s.Model.Requests(); strings.Contains(reqs[len(reqs)-1].System, "COPY") {
+			t.Error("the copy's persona answered")
+		}
+	})
+
+	t.Run("a message cut short by a crash is answered after the start, under its id, and the model sees it once", func(t *testing.T) {
+		wantText(t, ask(t, s, "narrator", 702, "first"))
+		s.Model.Hold("#cut")
+		mark := s.Logs().Len()
+		pending := s.Send("narrator", 702, "second #cut")
+		cut := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "claude: event" && l.Int("user") == 702 })
+		// The crash comes once the CLI has the message in its session's
+		// transcript, and the model is answering it.
+		for deadline := time.Now().Add(waitLong); !modelHas(s.Model, "second #cut") || !transcriptHas(s.DataDir, "second #cut"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the CLI never recorded the message, or the model never got it")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		if _, err := s.Stop(ctx, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		// As systemd ends the unit's whole control group.
+		for _, p := range claudetest.ProcessesUnder(s.DataDir) {
+			_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		}
+		s.Model.Hold("")
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r, err := pending.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := wantText(t, r); got != "You said: second #cut (message 2)" {
+			t.Errorf("reply after the crash = %q, want message 2 of the conversation: the message once in it", got)
+		}
+		if id := r.Summary.Str("request_id"); id != cut.Str("request_id") {
+			t.Errorf("request_id %q after the start, %q before the crash: want one", id, cut.Str("request_id"))
+		}
+		waitLogFrom(t, s, mark, func(l stack.Line) bool {
+			return l.Msg == "claude: message sent before; its unfinished turn is dropped from the session" && l.Str("request_id") == cut.Str("request_id")
+		})
+	})
+
 	t.Run("every log line about a message names its bot, user, chat and request", func(t *testing.T) {
 		lines := s.Logs().Find(0, func(l stack.Line) bool {
 			_, user := l.Fields["user"]
@@ -647,4 +747,34 @@ type tbWriter struct{ tb testing.TB }
 func (w tbWriter) Write(p []byte) (int, error) {
 	w.tb.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// modelHas reports whether the model was asked with text as the user's
+// last words.
+func modelHas(m *claudetest.Model, text string) bool {
+	for _, r := range m.Requests() {
+		for _, msg := range r.Messages {
+			for _, b := range msg.Content {
+				if msg.Role == "user" && b.Text == text {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// transcriptHas reports whether a Claude CLI session transcript under dir
+// holds text.
+func transcriptHas(dir, text string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || found || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		found = err == nil && bytes.Contains(data, []byte(text))
+		return nil
+	})
+	return found
 }

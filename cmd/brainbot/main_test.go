@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"brainbot/bot/store"
 )
 
 // runMain runs the program in-process, as main() would, and returns its
@@ -65,6 +68,29 @@ func TestCheckTokens(t *testing.T) {
 	if strings.Contains(stdout+stderr, "secret-token") {
 		t.Errorf("a token is in the output:\n%s%s", stdout, stderr)
 	}
+}
+
+// A token stays with the brain that has it: check blames the copy, as
+// run does, although the copy comes first by name, and names both files.
+func TestCheckKeepsATokenWithItsBrain(t *testing.T) {
+	dir, data := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(dir, "zeta.yaml"), brainWith("CHAT_TOKEN", ""))
+	writeFile(t, filepath.Join(dir, "a-copy.yaml"), brainWith("COPY_TOKEN", ""))
+	db, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	number, _, _ := strings.Cut(chatToken, ":")
+	if err := db.HoldTelegramBot(context.Background(), number, "zeta", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	code, _, stderr := runMain(t, []string{"CHAT_TOKEN=" + chatToken, "COPY_TOKEN=" + chatToken, "BRAINBOT_BRAINS=" + dir, "BRAINBOT_DATA=" + data}, "check")
+	if code != exitError {
+		t.Errorf("exit %d, want %d", code, exitError)
+	}
+	wantLines(t, stderr,
+		filepath.Join(dir, "a-copy.yaml")+":4: telegram.token_env: COPY_TOKEN holds the same token as CHAT_TOKEN of "+filepath.Join(dir, "zeta.yaml")+"; Telegram allows one bot per token\n")
 }
 
 func TestCheckReportsFileLine(t *testing.T) {

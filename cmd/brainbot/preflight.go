@@ -232,7 +232,8 @@ func writableFile(path string) error {
 // OpenAI key is there, and taken by OpenAI (openAI says why not), if it
 // speaks or paints (and a warning if it should listen).
 func (m *Main) checkBots(ctx context.Context, cfg Config, openAI string, onToken func(string), r *report) {
-	brains, err := brain.LoadDir(cfg.BrainsDir)
+	held := heldBrains(ctx, cfg)
+	brains, err := brain.LoadDirHeld(cfg.BrainsDir, held)
 	var problems brain.Errors
 	if err != nil && !errors.As(err, &problems) {
 		r.fatal("brains folder", err.Error())
@@ -246,7 +247,7 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, openAI string, onToken
 	}
 
 	tokens := brain.ResolveTokens(brains, m.lookupEnv)
-	refused := tokenProblems(brains, tokens)
+	refused := tokenProblems(brain.HeldFirst(brains, held), tokens)
 	var asks []telegramCheck
 	var deaf []string
 	for _, b := range brains {

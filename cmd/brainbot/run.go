@@ -188,7 +188,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		zap.String("brains", cfg.BrainsDir), zap.String("panels", cfg.PanelsDir), zap.String("data", cfg.DataDir),
 		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd), zap.String("tools", tools.URL),
 		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
-		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace", cfg.Grace))
+		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace_ms", cfg.Grace))
 	log.Info(checks.summary("running"))
 	if cfg.HTTPAddr != "" {
 		stop, err := adminEndpoint(reg.Handler(), ready, info...).serve(cfg.HTTPAddr, log)
@@ -235,7 +235,7 @@ func pruneOutputs(ctx context.Context, dataDir string, limits map[output.Kind]ou
 				log.Warn("pruning old files failed", zap.Stringer("kind", kind), zap.Error(err))
 			} else if removed > 0 {
 				log.Info("pruned old files", zap.Stringer("kind", kind), zap.Int("removed", removed),
-					zap.Duration("max_age", r.MaxAge), zap.Int64("max_bytes", r.MaxBytes))
+					zap.Duration("max_age_ms", r.MaxAge), zap.Int64("max_bytes", r.MaxBytes))
 			}
 		}
 		select {
