@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -86,6 +87,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	f.maxRun = max(f.maxRun, f.running)
 	known := f.sessions[req.SessionID]
 	f.mu.Unlock()
+	if req.SessionID == "" && !req.Resume {
+		req.SessionID = uuid.NewString() // the driver names a new conversation
+	}
 	defer func() {
 		f.mu.Lock()
 		f.running--

@@ -78,6 +78,11 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 
 	Claude conversation.Agent
+	// Spares is how many Claude processes each bot keeps started ahead of
+	// its new conversations (BRAINBOT_SPARES), when Claude keeps spares
+	// (conversation.SpareKeeper); 0: none. Members of panels keep theirs
+	// for their turns too.
+	Spares int
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
 	Transcriber conversation.Transcriber
@@ -212,7 +217,7 @@ func New(cfg Config) (*Manager, error) {
 		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
 		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
-		Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+		Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
 	m.panels = host.New(host.Config{
 		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.Store, Brain: m.brain,
@@ -318,6 +323,7 @@ func (m *Manager) pruneStore(ctx context.Context, pruner Pruner) {
 
 // apply follows one brains-folder change: start, restart or stop that bot.
 func (m *Manager) apply(ctx context.Context, c brain.Change) {
+	defer m.keepSpares(c.ID) // once m.mu is released below: it reads the brains
 	log := m.log.With(zap.String("bot", c.ID))
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -359,6 +365,22 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 		defer m.pollers.Done()
 		r.run(ctx)
 	}()
+}
+
+// keepSpares has the Claude processes started ahead of bot's new
+// conversations and panel turns follow its brain: kept, of the shape its
+// brain gives them, while the bot runs; ended once it stops.
+func (m *Manager) keepSpares(bot string) {
+	m.mu.Lock()
+	b, running := m.brains[bot], m.bots[bot] != nil
+	m.mu.Unlock()
+	if running {
+		m.pipeline.KeepSpares(bot, b)
+		m.panels.KeepSpares(bot)
+		return
+	}
+	m.pipeline.DropSpares(bot)
+	m.panels.DropSpares(bot)
 }
 
 // stopRunner stops r's polling; its updates wait until the bot is

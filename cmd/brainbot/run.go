@@ -145,6 +145,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		MaxWait:          cfg.MaxWait,
 		Grace:            cfg.Grace,
 		Claude:           driver,
+		Spares:           cfg.Spares,
 		Transcriber:      transcriber,
 		Speaker:          speaker,
 		Store:            db,
