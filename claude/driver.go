@@ -455,7 +455,7 @@ type conversation struct {
 	turn             int
 	seenInit         bool
 	streamed         string // turn 1's text so far, from the deltas
-	events           int    // stdout events read
+	events           int    // stdout events read about the request
 	turn1Text        []string
 
 	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
@@ -505,7 +505,12 @@ func (c *conversation) loop(ctx context.Context) error {
 				return le.err
 			}
 			inactivity.Reset(c.req.InactivityTimeout)
-			c.events++
+			if le.ev.Type != "system" || le.ev.Kind == kindInit {
+				// A system line but init says nothing of the request: a
+				// spare prints one (ui_invalidate) while it waits, and a
+				// spare that died after it served no message yet.
+				c.events++
+			}
 			c.handle(le.ev)
 		case <-inactivity.C:
 			p.terminate()
