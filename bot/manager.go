@@ -83,6 +83,13 @@ type Config struct {
 	// (conversation.SpareKeeper); 0: none. Members of panels keep theirs
 	// for their turns too.
 	Spares int
+	// PrewarmWithin and PrewarmMax: at the start, the conversations active
+	// within PrewarmWithin before it, at most PrewarmMax of them (the most
+	// recent), get their Claude process started ahead of their next
+	// message, while the warm budget has room, when Claude can do that
+	// (conversation.Prewarmer). Zero: none.
+	PrewarmWithin time.Duration
+	PrewarmMax    int
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
 	Transcriber conversation.Transcriber
@@ -269,7 +276,17 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.updates.Consume(pollCtx, m.intake.Deliver)
 	m.panels.Report()
 	m.launch(func(context.Context) { m.panels.Resume(pollCtx, m.stopping) })
-	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log}
+	// Once the brains are known, the conversations of the last run that
+	// were active most recently have their processes started.
+	prewarm := func() {
+		if m.cfg.PrewarmWithin <= 0 {
+			return
+		}
+		m.launch(func(ctx context.Context) {
+			m.pipeline.Prewarm(ctx, m.cfg.Now().Add(-m.cfg.PrewarmWithin), m.cfg.PrewarmMax)
+		})
+	}
+	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Loaded: prewarm}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()

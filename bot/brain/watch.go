@@ -36,6 +36,9 @@ type Watcher struct {
 	// Debounce is the quiet time per file before it is re-read
 	// (DefaultDebounce when zero).
 	Debounce time.Duration
+	// Loaded, when set, is called once the brains already there have been
+	// reported, before the first edit.
+	Loaded func()
 }
 
 // Run reports the folder's brains to onChange until ctx ends, then returns
@@ -75,6 +78,9 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 		s.known[b.ID] = b
 		s.logChange(Change{ID: b.ID, Brain: b})
 		onChange(Change{ID: b.ID, Brain: b})
+	}
+	if w.Loaded != nil {
+		w.Loaded()
 	}
 
 	debounce := w.Debounce

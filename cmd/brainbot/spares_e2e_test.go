@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"maps"
 	"net/http"
 	"strconv"
@@ -58,10 +59,10 @@ func clis(s *stack.Stack, marker string) map[string]int {
 func metric(t *testing.T, s *stack.Stack, sample string) float64 {
 	t.Helper()
 	lines := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
-	if len(lines) != 1 {
+	if len(lines) == 0 {
 		t.Fatal("no admin endpoint log line")
 	}
-	resp, err := http.Get("http://" + lines[0].Str("addr") + "/metrics")
+	resp, err := http.Get("http://" + lines[len(lines)-1].Str("addr") + "/metrics") // the running brainbot's
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,4 +270,56 @@ func TestEndToEndSparesBudget(t *testing.T) {
 	ask(t, s, "clock", 812, "/reset")
 	waitReadySpares(t, s, 1)
 	waitCLIs(t, s, marker, "the first conversation's process and a spare", func(now map[string]int) bool { return len(now) == 2 })
+}
+
+// After a restart, the conversations active most recently get their
+// process back before their next message: a CLI resuming the session is
+// running before the message comes, and the message finds it warm. In
+// one process, and in a cluster (the conversations of the partitions the
+// instance owns, their transcripts restored first).
+func TestEndToEndPrewarmAfterRestart(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { testPrewarm(t, spareStack(t)) })
+	t.Run("cluster", func(t *testing.T) {
+		testPrewarm(t, spareStack(t, "BRAINBOT_NATS_URL="+natstest.Start(t), "BRAINBOT_NATS_PARTITIONS=4"))
+	})
+}
+
+func testPrewarm(t *testing.T, s *stack.Stack) {
+	const marker = "You are a clock."
+	users := []int64{821, 822, 823}
+	sessions := map[int64]string{}
+	for _, user := range users {
+		ask(t, s, "clock", user, "before the restart")
+		sessions[user] = sessionOf(t, s, user)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if code, err := s.Stop(ctx, syscall.SIGTERM); err != nil || code != 0 {
+		t.Fatalf("stop: exit %d, %v", code, err)
+	}
+	mark := s.Logs().Len()
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "recent conversations prewarmed" })
+	if line.Int("prewarmed") != int64(len(users)) {
+		t.Fatalf("prewarm line %s, want the %d conversations", line.Raw, len(users))
+	}
+	running := waitCLIs(t, s, marker, "the conversations' processes started", func(now map[string]int) bool {
+		for _, session := range sessions {
+			if _, ok := now[session]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	for _, user := range users {
+		r := ask(t, s, "clock", user, "after the restart")
+		if got := wantText(t, r); got != "You said: after the restart (message 2)" || r.Summary.Fields["warm"] != true {
+			t.Errorf("user %d: %q, warm %v; want the conversation going on in the process started before", user, got, r.Summary.Fields["warm"])
+		}
+		if session := sessionOf(t, s, user); running[session] == 0 || session != sessions[user] {
+			t.Errorf("user %d ran in session %s, want its own %s", user, session, sessions[user])
+		}
+	}
 }
