@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,34 @@ type fakeClaude struct {
 	// a #stream reply, and when the request began, before the fake goes
 	// on: a test waits there for the text to show (waitStreamed).
 	streamed func(ctx context.Context, text string, since time.Time)
+	// spares are the sets the fake was asked to keep, by name.
+	spares map[string]keptSpares
+}
+
+// keptSpares is a set of spares as the bot asked for it.
+type keptSpares struct {
+	shape claude.Request
+	n     int
+}
+
+func (f *fakeClaude) KeepSpares(set string, shape claude.Request, n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spares[set] = keptSpares{shape, n}
+	return nil
+}
+
+func (f *fakeClaude) DropSpares(set string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.spares, set)
+}
+
+// keptSets are the sets kept now.
+func (f *fakeClaude) keptSets() map[string]keptSpares {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.spares)
 }
 
 func (f *fakeClaude) Interrupt(conversation string) bool {
@@ -75,7 +104,8 @@ func (f *fakeClaude) End(conversation string) {
 }
 
 func newFakeClaude(dataDir string) *fakeClaude {
-	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{}), stop: make(chan struct{})}
+	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{}), stop: make(chan struct{}),
+		spares: map[string]keptSpares{}}
 }
 
 func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Result, error) {

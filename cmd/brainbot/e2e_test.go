@@ -592,7 +592,7 @@ func organised(t *testing.T, dir string) []string {
 	return files
 }
 
-func waitLogFrom(t *testing.T, s *stack.Stack, from int, match func(stack.Line) bool) stack.Line {
+func waitLogFrom(t testing.TB, s *stack.Stack, from int, match func(stack.Line) bool) stack.Line {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()

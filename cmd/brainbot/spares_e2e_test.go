@@ -26,7 +26,7 @@ system_prompt: You are a clock. Greet {{user_first_name}}; it is {{time}}.
 
 // spareStack runs brainbot with the clock brain alone, spares on as by
 // default, and env.
-func spareStack(t *testing.T, env ...string) *stack.Stack {
+func spareStack(t testing.TB, env ...string) *stack.Stack {
 	t.Helper()
 	return startStack(t, stack.Config{
 		Brainbot:  brainbotBinary(t),
@@ -56,7 +56,7 @@ func clis(s *stack.Stack, marker string) map[string]int {
 
 // metric is the value of one sample of brainbot's /metrics, e.g.
 // `brainbot_claude_spares{state="ready"}` (0 when it has none).
-func metric(t *testing.T, s *stack.Stack, sample string) float64 {
+func metric(t testing.TB, s *stack.Stack, sample string) float64 {
 	t.Helper()
 	lines := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
 	if len(lines) == 0 {
@@ -81,7 +81,7 @@ func metric(t *testing.T, s *stack.Stack, sample string) float64 {
 }
 
 // waitMetrics waits until brainbot's metrics satisfy cond.
-func waitMetrics(t *testing.T, s *stack.Stack, what string, cond func(get func(sample string) float64) bool) {
+func waitMetrics(t testing.TB, s *stack.Stack, what string, cond func(get func(sample string) float64) bool) {
 	t.Helper()
 	get := func(sample string) float64 { return metric(t, s, sample) }
 	for deadline := time.Now().Add(waitLong); !cond(get); time.Sleep(50 * time.Millisecond) {
@@ -93,7 +93,7 @@ func waitMetrics(t *testing.T, s *stack.Stack, what string, cond func(get func(s
 
 // waitReadySpares waits until brainbot has n spares or more ready (a set
 // that missed new conversations grows) and none starting.
-func waitReadySpares(t *testing.T, s *stack.Stack, n int) {
+func waitReadySpares(t testing.TB, s *stack.Stack, n int) {
 	t.Helper()
 	waitMetrics(t, s, strconv.Itoa(n)+" spares ready", func(get func(string) float64) bool {
 		return get(`brainbot_claude_spares{state="ready"}`) >= float64(n) && get(`brainbot_claude_spares{state="starting"}`) == 0
@@ -115,7 +115,7 @@ func sessionOf(t *testing.T, s *stack.Stack, user int64) string {
 
 // waitCLIs waits until the CLIs whose prompt holds marker satisfy cond,
 // and returns them.
-func waitCLIs(t *testing.T, s *stack.Stack, marker, what string, cond func(map[string]int) bool) map[string]int {
+func waitCLIs(t testing.TB, s *stack.Stack, marker, what string, cond func(map[string]int) bool) map[string]int {
 	t.Helper()
 	for deadline := time.Now().Add(waitLong); ; time.Sleep(50 * time.Millisecond) {
 		now := clis(s, marker)
