@@ -94,6 +94,16 @@ members: [chat, voice, painter]
 speak: true
 `
 
+// demoPanelStack runs brainbot with the demo panel's members, and env.
+func demoPanelStack(tb testing.TB, env ...string) *stack.Stack {
+	tb.Helper()
+	return stackOf(tb, map[string]string{"chat.yaml": panelChatBrain, "voice.yaml": panelVoiceBrain, "painter.yaml": panelPainterBrain},
+		map[string]string{"cities.yaml": demoPanel}, append([]string{"BRAINBOT_GRACE=5s", "BRAINBOT_MAX_CLAUDE=4", "BRAINBOT_MAX_WARM=16"}, env...))
+}
+
+// demoMembers are the demo panel's members.
+var demoMembers = []string{"chat", "voice", "painter"}
+
 // BenchmarkDemoPanel: the demo panel (three members that speak, the
 // scripted model, the OpenAI stand-in) from the /panel message reaching
 // the Bot API to the panel's summary line, its last message sent, with
@@ -101,31 +111,22 @@ speak: true
 // for turn 2) and with BRAINBOT_SPARES=0, in one run. Each panel starts
 // with the CLIs quiet. Goal: with spares, within 2.5 s.
 func BenchmarkDemoPanel(b *testing.B) {
-	members := []string{"chat", "voice", "painter"}
 	measure := func(spares bool) []float64 {
-		env := []string{"BRAINBOT_GRACE=5s", "BRAINBOT_MAX_CLAUDE=4", "BRAINBOT_MAX_WARM=16", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"}
+		var env []string
 		if !spares {
 			env = append(env, "BRAINBOT_SPARES=0")
 		}
-		s := startStack(b, stack.Config{
-			Brainbot:  brainbotBinary(b),
-			ClaudeCmd: claudetest.RequireCLI(b),
-			Dir:       b.TempDir(),
-			Brains:    map[string]string{"chat.yaml": panelChatBrain, "voice.yaml": panelVoiceBrain, "painter.yaml": panelPainterBrain},
-			Panels:    map[string]string{"cities.yaml": demoPanel},
-			Env:       env,
-			Logs:      testLogs(b),
-		}, nil)
+		s := demoPanelStack(b, env...)
 		var times []float64
 		for i := range b.N {
 			if spares {
-				waitReadySpares(b, s, len(members)*4) // a conversation's and three panel turns' per member
+				waitReadySpares(b, s, len(demoMembers)*4) // a conversation's and three panel turns' per member
 			}
 			claudetest.WaitQuiet(b, s.DataDir)
 			group := int64(-100800 - i)
 			mark := s.Logs().Len()
 			start := time.Now()
-			s.SendGroupCommand(group, 10+i, "/panel should cities ban cars?", members...)
+			s.SendGroupCommand(group, 10+i, "/panel should cities ban cars?", demoMembers...)
 			line := waitLogFrom(b, s, mark, func(l stack.Line) bool { return l.Msg == "panel" && l.Int("chat") == group })
 			times = append(times, ms(time.Since(start)))
 			if line.Str("outcome") != "ok" {

@@ -28,14 +28,31 @@ system_prompt: You are a clock. Greet {{user_first_name}}; it is {{time}}.
 // default, and env.
 func spareStack(t testing.TB, env ...string) *stack.Stack {
 	t.Helper()
+	return stackOf(t, map[string]string{"clock.yaml": clockBrain}, nil, append([]string{"BRAINBOT_GRACE=20s"}, env...))
+}
+
+// stackOf runs brainbot with brains and panels (file name → YAML) and
+// env, its admin endpoint on.
+func stackOf(t testing.TB, brains, panels map[string]string, env []string) *stack.Stack {
+	t.Helper()
 	return startStack(t, stack.Config{
 		Brainbot:  brainbotBinary(t),
 		ClaudeCmd: claudetest.RequireCLI(t),
 		Dir:       t.TempDir(),
-		Brains:    map[string]string{"clock.yaml": clockBrain},
-		Env:       append([]string{"BRAINBOT_GRACE=20s", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
+		Brains:    brains,
+		Panels:    panels,
+		Env:       append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
 		Logs:      testLogs(t),
 	}, nil)
+}
+
+// inBothModes runs test against brainbot with the clock brain, alone and
+// as an instance of a cluster.
+func inBothModes(t *testing.T, test func(*testing.T, *stack.Stack)) {
+	t.Run("embedded", func(t *testing.T) { test(t, spareStack(t)) })
+	t.Run("cluster", func(t *testing.T) {
+		test(t, spareStack(t, "BRAINBOT_NATS_URL="+natstest.Start(t), "BRAINBOT_NATS_PARTITIONS=4"))
+	})
 }
 
 // clis maps the session of each Claude CLI brainbot runs whose system
@@ -173,12 +190,7 @@ func askNew(t *testing.T, s *stack.Stack, user int64, text, marker string) strin
 // replaced; the conversation goes on warm in its process; a killed spare
 // is never handed a message; an edited brain replaces the spares. In one
 // process, and in a cluster.
-func TestEndToEndSpares(t *testing.T) {
-	t.Run("embedded", func(t *testing.T) { testSpares(t, spareStack(t)) })
-	t.Run("cluster", func(t *testing.T) {
-		testSpares(t, spareStack(t, "BRAINBOT_NATS_URL="+natstest.Start(t), "BRAINBOT_NATS_PARTITIONS=4"))
-	})
-}
+func TestEndToEndSpares(t *testing.T) { inBothModes(t, testSpares) }
 
 func testSpares(t *testing.T, s *stack.Stack) {
 	const marker = "You are a clock."
@@ -277,12 +289,7 @@ func TestEndToEndSparesBudget(t *testing.T) {
 // running before the message comes, and the message finds it warm. In
 // one process, and in a cluster (the conversations of the partitions the
 // instance owns, their transcripts restored first).
-func TestEndToEndPrewarmAfterRestart(t *testing.T) {
-	t.Run("embedded", func(t *testing.T) { testPrewarm(t, spareStack(t)) })
-	t.Run("cluster", func(t *testing.T) {
-		testPrewarm(t, spareStack(t, "BRAINBOT_NATS_URL="+natstest.Start(t), "BRAINBOT_NATS_PARTITIONS=4"))
-	})
-}
+func TestEndToEndPrewarmAfterRestart(t *testing.T) { inBothModes(t, testPrewarm) }
 
 func testPrewarm(t *testing.T, s *stack.Stack) {
 	const marker = "You are a clock."
@@ -320,6 +327,33 @@ func testPrewarm(t *testing.T, s *stack.Stack) {
 		}
 		if session := sessionOf(t, s, user); running[session] == 0 || session != sessions[user] {
 			t.Errorf("user %d ran in session %s, want its own %s", user, session, sessions[user])
+		}
+	}
+}
+
+// A panel's members answer in processes started before the /panel
+// message: every turn of the demo panel runs in a spare of its member's.
+func TestEndToEndPanelOnSpares(t *testing.T) {
+	s := demoPanelStack(t)
+	waitReadySpares(t, s, len(demoMembers)*4) // a conversation's and three panel turns' per member
+	before := clis(s, "")
+	const group = -100900
+	mark := s.Logs().Len()
+	s.SendGroupCommand(group, 90, "/panel should cities ban cars?", demoMembers...)
+	line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "panel" && l.Int("chat") == group })
+	if line.Str("outcome") != "ok" || line.Int("answers") != 3 || line.Int("comments") != 3 || line.Int("replies") != 2 {
+		t.Fatalf("panel %s", line.Raw)
+	}
+	turns := s.Logs().Find(mark, func(l stack.Line) bool {
+		return l.Msg == "claude request done" && l.Str("panel_run") == line.Str("panel_run")
+	})
+	if len(turns) != 8 {
+		t.Fatalf("%d turns logged, want the demo's 8", len(turns))
+	}
+	for _, l := range turns {
+		if _, started := before[l.Str("session")]; !started || l.Fields["spare"] != true {
+			t.Errorf("turn %d of %s ran in session %s (spare %v), not in a process started before the panel",
+				l.Int("turn"), l.Str("bot"), l.Str("session"), l.Fields["spare"])
 		}
 	}
 }
