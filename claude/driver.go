@@ -391,13 +391,15 @@ func (d *Driver) env(botID, tmp string) []string {
 // fingerprint is what a process is started with, but for its session and
 // its own MCP config file: a warm process or a spare serves only requests
 // with the same. The request's own servers and tool timeout are in the
-// MCP config rather than on the command line, so they count here too. The
-// system prompt counts as the process gets it: the values of its
-// per-message variables are not in it (sysprompt.ForProcess).
+// MCP config rather than on the command line, and the bot names the
+// working directory and HOME (where the session is kept), so they count
+// here too: two bots with the same brain share no spare. The system prompt
+// counts as the process gets it: the values of its per-message variables
+// are not in it (sysprompt.ForProcess).
 func (d *Driver) fingerprint(req Request) string {
 	req.SessionID, req.Resume = "", false
 	servers, _ := json.Marshal(req.MCPServers) // strings only: cannot fail
-	return strings.Join(append(d.args(req, ""), string(servers), req.ToolTimeout.String()), "\x00")
+	return strings.Join(append(d.args(req, ""), string(servers), req.ToolTimeout.String(), req.BotID), "\x00")
 }
 
 // keep decides whether cli stays warm after a request: only a healthy

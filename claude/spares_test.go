@@ -160,6 +160,22 @@ func TestSparesFollowTheBrain(t *testing.T) {
 	}
 }
 
+// A spare runs in its bot's folders (working directory, HOME, where its
+// session is kept): a new conversation of another bot whose requests have
+// the same options never takes it.
+func TestSparesServeTheirBotOnly(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	other := newConversation(e.request(Text, ""), "")
+	other.BotID = "other"
+	if err := e.d.KeepSpares("other", other, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitSpares(t, e.d, readySpares(1))
+	if res := e.mustRun(t, newConversation(e.request(Text, "mine"), "test/1")); res.Spare {
+		t.Fatalf("bot test's conversation was served by bot other's spare (session %s)", res.SessionID)
+	}
+}
+
 // A spare that died is never handed a message: noticed, it is replaced;
 // asked for at once, the request still runs elsewhere.
 func TestDeadSpareIsNeverUsed(t *testing.T) {
