@@ -54,6 +54,20 @@ type fakeClaude struct {
 	streamed func(ctx context.Context, text string, since time.Time)
 	// spares are the sets the fake was asked to keep, by name.
 	spares map[string]keptSpares
+	// prewarmed are the conversations it started ahead of their next
+	// message, up to prewarmRoom; then it has no room.
+	prewarmed   []claude.Request
+	prewarmRoom int
+}
+
+func (f *fakeClaude) PrewarmResume(req claude.Request) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.prewarmed) >= f.prewarmRoom {
+		return claude.ErrNoRoom
+	}
+	f.prewarmed = append(f.prewarmed, req)
+	return nil
 }
 
 // keptSpares is a set of spares as the bot asked for it.
