@@ -283,6 +283,15 @@ func (m *Manager) Run(ctx context.Context) error {
 			return
 		}
 		m.launch(func(ctx context.Context) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() { // a stop ends it at once: it is no request to finish
+				select {
+				case <-m.stopping:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			m.pipeline.Prewarm(ctx, m.cfg.Now().Add(-m.cfg.PrewarmWithin), m.cfg.PrewarmMax)
 		})
 	}
