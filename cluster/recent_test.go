@@ -62,6 +62,9 @@ func TestRecentSessionsOfOwnedPartitions(t *testing.T) {
 			len(a.Status().Partitions)+len(b.Status().Partitions) == 8
 	})
 	t0 := time.Date(2026, 11, 25, 4, 0, 0, 0, time.UTC)
+	if recent, err := a.State().RecentSessions(ctx, t0, 20); err != nil || len(recent) != 0 {
+		t.Fatalf("no sessions yet: %v, %v", recent, err)
+	}
 	var want []string
 	for i := range 20 {
 		conv := store.Conversation{Bot: "bot", Chat: int64(100 + i)}
