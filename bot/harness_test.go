@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -50,6 +52,48 @@ type fakeClaude struct {
 	// a #stream reply, and when the request began, before the fake goes
 	// on: a test waits there for the text to show (waitStreamed).
 	streamed func(ctx context.Context, text string, since time.Time)
+	// spares are the sets the fake was asked to keep, by name.
+	spares map[string]keptSpares
+	// prewarmed are the conversations it started ahead of their next
+	// message, up to prewarmRoom; then it has no room.
+	prewarmed   []claude.Request
+	prewarmRoom int
+}
+
+func (f *fakeClaude) PrewarmResume(req claude.Request) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.prewarmed) >= f.prewarmRoom {
+		return claude.ErrNoRoom
+	}
+	f.prewarmed = append(f.prewarmed, req)
+	return nil
+}
+
+// keptSpares is a set of spares as the bot asked for it.
+type keptSpares struct {
+	shape claude.Request
+	n     int
+}
+
+func (f *fakeClaude) KeepSpares(set string, shape claude.Request, n int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spares[set] = keptSpares{shape, n}
+	return nil
+}
+
+func (f *fakeClaude) DropSpares(set string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.spares, set)
+}
+
+// keptSets are the sets kept now.
+func (f *fakeClaude) keptSets() map[string]keptSpares {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.spares)
 }
 
 func (f *fakeClaude) Interrupt(conversation string) bool {
@@ -74,7 +118,8 @@ func (f *fakeClaude) End(conversation string) {
 }
 
 func newFakeClaude(dataDir string) *fakeClaude {
-	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{}), stop: make(chan struct{})}
+	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{}), stop: make(chan struct{}),
+		spares: map[string]keptSpares{}}
 }
 
 func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Result, error) {
@@ -86,6 +131,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	f.maxRun = max(f.maxRun, f.running)
 	known := f.sessions[req.SessionID]
 	f.mu.Unlock()
+	if req.SessionID == "" && !req.Resume {
+		req.SessionID = uuid.NewString() // the driver names a new conversation
+	}
 	defer func() {
 		f.mu.Lock()
 		f.running--

@@ -85,7 +85,7 @@ func (m *Manager) hold(ctx context.Context, id, token string, log *zap.Logger) {
 // retryRefused starts the brains that waited for a token another brain had,
 // where that brain let go of it (removed, or given another token). The
 // caller holds m.mu.
-func (m *Manager) retryRefused(ctx context.Context) {
+func (m *Manager) retryRefused(ctx context.Context) (started []string) {
 	for id := range m.refused {
 		b := m.brains[id]
 		if b == nil {
@@ -98,5 +98,7 @@ func (m *Manager) retryRefused(ctx context.Context) {
 		}
 		delete(m.refused, id)
 		m.applyLocked(ctx, brain.Change{ID: id, Brain: b})
+		started = append(started, id)
 	}
+	return started
 }

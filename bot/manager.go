@@ -78,6 +78,18 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 
 	Claude conversation.Agent
+	// Spares is how many Claude processes each bot keeps started ahead of
+	// its new conversations (BRAINBOT_SPARES), when Claude keeps spares
+	// (conversation.SpareKeeper); 0: none. Members of panels keep theirs
+	// for their turns too.
+	Spares int
+	// PrewarmWithin and PrewarmMax: at the start, the conversations active
+	// within PrewarmWithin before it, at most PrewarmMax of them (the most
+	// recent), get their Claude process started ahead of their next
+	// message, while the warm budget has room, when Claude can do that
+	// (conversation.Prewarmer). Zero: none.
+	PrewarmWithin time.Duration
+	PrewarmMax    int
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
 	Transcriber conversation.Transcriber
@@ -217,7 +229,7 @@ func New(cfg Config) (*Manager, error) {
 		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
 		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
-		Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+		Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
 	m.panels = host.New(host.Config{
 		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.Store, Brain: m.brain,
@@ -270,7 +282,26 @@ func (m *Manager) Run(ctx context.Context) error {
 	m.panels.Report()
 	m.launch(func(context.Context) { m.panels.Resume(pollCtx, m.stopping) })
 	m.holders.load(pollCtx, m.cfg.Store, m.log)
-	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds}
+	// Once the brains are known, the conversations of the last run that
+	// were active most recently have their processes started.
+	prewarm := func() {
+		if m.cfg.PrewarmWithin <= 0 {
+			return
+		}
+		m.launch(func(ctx context.Context) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() { // a stop ends it at once: it is no request to finish
+				select {
+				case <-m.stopping:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			m.pipeline.Prewarm(ctx, m.cfg.Now().Add(-m.cfg.PrewarmWithin), m.cfg.PrewarmMax)
+		})
+	}
+	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()
@@ -325,10 +356,16 @@ func (m *Manager) pruneStore(ctx context.Context, pruner Pruner) {
 // apply follows one brains-folder change: start, restart or stop that bot,
 // and start a bot that waited for the token it let go of.
 func (m *Manager) apply(ctx context.Context, c brain.Change) {
+	var started []string
+	defer func() { // once m.mu is released below: keepSpares reads the brains
+		for _, id := range append(started, c.ID) {
+			m.keepSpares(id)
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.applyLocked(ctx, c)
-	m.retryRefused(ctx)
+	started = m.retryRefused(ctx)
 }
 
 func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
@@ -387,6 +424,22 @@ func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 		defer m.pollers.Done()
 		r.run(ctx)
 	}()
+}
+
+// keepSpares has the Claude processes started ahead of bot's new
+// conversations and panel turns follow its brain: kept, of the shape its
+// brain gives them, while the bot runs; ended once it stops.
+func (m *Manager) keepSpares(bot string) {
+	m.mu.Lock()
+	b, running := m.brains[bot], m.bots[bot] != nil
+	m.mu.Unlock()
+	if running {
+		m.pipeline.KeepSpares(bot, b)
+		m.panels.KeepSpares(bot)
+		return
+	}
+	m.pipeline.DropSpares(bot)
+	m.panels.DropSpares(bot)
 }
 
 // stopRunner stops r's polling; its updates wait until the bot is

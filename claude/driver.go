@@ -395,13 +395,15 @@ func (d *Driver) env(botID, tmp string) []string {
 // fingerprint is what a process is started with, but for its session and
 // its own MCP config file: a warm process or a spare serves only requests
 // with the same. The request's own servers and tool timeout are in the
-// MCP config rather than on the command line, so they count here too. The
-// system prompt counts as the process gets it: the values of its
-// per-message variables are not in it (sysprompt.ForProcess).
+// MCP config rather than on the command line, and the bot names the
+// working directory and HOME (where the session is kept), so they count
+// here too: two bots with the same brain share no spare. The system prompt
+// counts as the process gets it: the values of its per-message variables
+// are not in it (sysprompt.ForProcess).
 func (d *Driver) fingerprint(req Request) string {
 	req.SessionID, req.Resume = "", false
 	servers, _ := json.Marshal(req.MCPServers) // strings only: cannot fail
-	return strings.Join(append(d.args(req, ""), string(servers), req.ToolTimeout.String()), "\x00")
+	return strings.Join(append(d.args(req, ""), string(servers), req.ToolTimeout.String(), req.BotID), "\x00")
 }
 
 // keep decides whether cli stays warm after a request: only a healthy
@@ -459,7 +461,7 @@ type conversation struct {
 	turn             int
 	seenInit         bool
 	streamed         string // turn 1's text so far, from the deltas
-	events           int    // stdout events read
+	events           int    // stdout events read about the request
 	turn1Text        []string
 
 	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
@@ -509,7 +511,11 @@ func (c *conversation) loop(ctx context.Context) error {
 				return le.err
 			}
 			inactivity.Reset(c.req.InactivityTimeout)
-			if le.ev.Kind != kindLifecycle {
+			if le.ev.Kind != kindLifecycle && (le.ev.Type != "system" || le.ev.Kind == kindInit) {
+				// Lines that say nothing of the request are not an answer:
+				// the CLI's word on a stdin line (command_lifecycle), and a
+				// system line but init, which a spare prints (ui_invalidate)
+				// while it waits, even one that died having served nothing.
 				c.events++
 			}
 			c.handle(le.ev)

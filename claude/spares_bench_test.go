@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,7 +57,7 @@ func BenchmarkNewConversation(b *testing.B) {
 		for i := range b.N {
 			if spares > 0 {
 				waitSpares(b, d, readySpares(spares))
-				waitIdle(b, dir)
+				claudetest.WaitQuiet(b, dir)
 				if i == 0 {
 					b.ReportMetric(float64(spareRSS(b, d)), "spare-rss-MB")
 				}
@@ -114,7 +111,7 @@ func BenchmarkPanelTurns(b *testing.B) {
 		for range b.N {
 			if spares {
 				waitSpares(b, d, readySpares(len(members)*3))
-				waitIdle(b, dir)
+				claudetest.WaitQuiet(b, dir)
 			}
 			start := time.Now()
 			for turn := 1; turn <= 3; turn++ {
@@ -156,35 +153,6 @@ func benchDriver(b *testing.B, cli string, model *claudetest.Model, warm WarmCon
 		b.Fatal(err)
 	}
 	return d, dir
-}
-
-// waitIdle waits until the CLIs under dir used no CPU for 300 ms: a spare
-// is ready once it reached the tool server, but its start-up goes on a
-// little longer.
-func waitIdle(b *testing.B, dir string) {
-	cpu := func() (ticks int) {
-		for _, p := range claudetest.ProcessesUnder(dir) {
-			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
-			// After the command's ")": state is field 3, utime and stime
-			// fields 14 and 15.
-			_, rest, _ := strings.Cut(string(stat), ") ")
-			if f := strings.Fields(rest); len(f) > 12 {
-				user, _ := strconv.Atoi(f[11])
-				system, _ := strconv.Atoi(f[12])
-				ticks += user + system
-			}
-		}
-		return ticks
-	}
-	for last, deadline := cpu(), time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		time.Sleep(300 * time.Millisecond)
-		now := cpu()
-		if now == last {
-			return
-		}
-		last = now
-	}
-	b.Fatal("the CLIs never went idle")
 }
 
 // spareRSS is the resident memory of one of d's ready spares, in MB.

@@ -160,6 +160,22 @@ func TestSparesFollowTheBrain(t *testing.T) {
 	}
 }
 
+// A spare runs in its bot's folders (working directory, HOME, where its
+// session is kept): a new conversation of another bot whose requests have
+// the same options never takes it.
+func TestSparesServeTheirBotOnly(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	other := newConversation(e.request(Text, ""), "")
+	other.BotID = "other"
+	if err := e.d.KeepSpares("other", other, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitSpares(t, e.d, readySpares(1))
+	if res := e.mustRun(t, newConversation(e.request(Text, "mine"), "test/1")); res.Spare {
+		t.Fatalf("bot test's conversation was served by bot other's spare (session %s)", res.SessionID)
+	}
+}
+
 // A spare that died is never handed a message: noticed, it is replaced;
 // asked for at once, the request still runs elsewhere.
 func TestDeadSpareIsNeverUsed(t *testing.T) {
@@ -247,7 +263,14 @@ func TestSparesGoFirstWhenTheBudgetIsTight(t *testing.T) {
 // A set grows when new conversations miss it, within MaxSpares, and
 // shrinks back to its count as its spares sit unused.
 func TestSparesAdaptToTheRateOfNewConversations(t *testing.T) {
-	e := newWarmEnv(t, WarmConfig{Max: 8, Spares: 1, MaxSpares: 3, SpareIdle: 300 * time.Millisecond})
+	// Idle spares are kept until the set has grown: on a loaded machine
+	// its third spare may get ready long after its first.
+	e := newWarmEnv(t, WarmConfig{Max: 8, Spares: 1, MaxSpares: 3, SpareIdle: time.Hour})
+	spareIdle := func(d time.Duration) {
+		e.d.pool.mu.Lock()
+		e.d.pool.cfg.SpareIdle = d
+		e.d.pool.mu.Unlock()
+	}
 	req := newConversation(e.request(Text, "hello"), "bot/1")
 	e.mustRun(t, req)
 	waitSpares(t, e.d, readySpares(1))
@@ -263,6 +286,7 @@ func TestSparesAdaptToTheRateOfNewConversations(t *testing.T) {
 		t.Fatalf("wanted %d after misses, want MaxSpares 3", s.Wanted)
 	}
 	waitSpares(t, e.d, readySpares(3))
+	spareIdle(300 * time.Millisecond)
 	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 1 })
 
 	// A burst: what it missed it grows by.

@@ -32,6 +32,9 @@ type sessionValue struct {
 	ID       string    `json:"id"`
 	Created  time.Time `json:"created"`
 	LastUsed time.Time `json:"last_used"`
+	// Conversation names whose it is (keys lose characters: keyPart);
+	// values of earlier releases have none.
+	Conversation *store.Conversation `json:"conversation,omitempty"`
 }
 
 func sessionKey(c store.Conversation) string {
@@ -58,7 +61,7 @@ func (s *State) Session(ctx context.Context, c store.Conversation) (store.Sessio
 // UseSession makes id the conversation's session, used now.
 func (s *State) UseSession(ctx context.Context, c store.Conversation, id string, now time.Time) error {
 	return s.c.change(ctx, s.c.state, sessionKey(c), func(old []byte, found bool) ([]byte, bool) {
-		v := sessionValue{ID: id, Created: now.UTC(), LastUsed: now.UTC()}
+		v := sessionValue{ID: id, Created: now.UTC(), LastUsed: now.UTC(), Conversation: &c}
 		var prev sessionValue
 		if found && json.Unmarshal(old, &prev) == nil && prev.ID == id {
 			v.Created = prev.Created

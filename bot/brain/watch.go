@@ -40,6 +40,9 @@ type Watcher struct {
 	// two files with one token at the start, it keeps it, and its bot is
 	// reported first. Later, a bot running keeps its token. nil: none.
 	Held func(id string) bool
+	// Loaded, when set, is called once the brains already there have been
+	// reported, before the first edit.
+	Loaded func()
 }
 
 // Run reports the folder's brains to onChange until ctx ends, then returns
@@ -79,6 +82,9 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 		s.known[b.ID] = b
 		s.logChange(Change{ID: b.ID, Brain: b})
 		onChange(Change{ID: b.ID, Brain: b})
+	}
+	if w.Loaded != nil {
+		w.Loaded()
 	}
 
 	debounce := w.Debounce

@@ -30,7 +30,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
@@ -70,6 +69,10 @@ type Config struct {
 	MaxWait                     time.Duration
 	// QueueSize is the intake's, for the log of a message it turned away.
 	QueueSize int
+	// Spares is how many Claude processes each bot keeps started ahead of
+	// its new conversations, when the Agent keeps spares (SpareKeeper);
+	// 0: none (BRAINBOT_SPARES).
+	Spares int
 	// Stopping is closed when no new Claude request may start.
 	Stopping <-chan struct{}
 	// LookupEnv resolves the references of brains' MCP servers, whose
@@ -395,13 +398,12 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	}
 	creq := p.claudeRequest(r, r.sum.mode)
 	creq.OnText = onText
+	// Without a session the driver names one: a new conversation (or the
+	// first message after /reset) is served by a spare when one is ready.
 	creq.SessionID, creq.Resume = sess.ID, ok
 	// An earlier attempt may have sent the message to the session: the
 	// driver keeps one copy of it there.
 	creq.MessageID, creq.Retry = r.in.RequestID, r.in.Progress.Attempts() > 0
-	if !ok {
-		creq.SessionID = uuid.NewString()
-	}
 	if ok && p.cfg.Transcripts != nil {
 		changed, terr := p.cfg.Transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID)
 		if terr != nil {
@@ -417,13 +419,14 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	if err != nil && creq.Resume && errors.Is(err, claude.ErrSessionNotFound) {
 		r.log.Warn("stored session is gone; starting a new one", zap.String("lost_session", creq.SessionID))
 		expired = true
-		creq.SessionID, creq.Resume = uuid.NewString(), false
+		creq.SessionID, creq.Resume = "", false
 		res, err = p.claude.Run(r.ctx, creq)
 	}
-	// Keep the session the CLI reported, or ours once a request succeeded.
-	// A CLI that failed before reporting one never created it: storing it
+	// Keep the session the CLI reported (for a new conversation, the one
+	// the driver named), or the resumed one once a request succeeded. A
+	// CLI that failed before reporting one never created it: storing it
 	// would make the next message's resume fail as a "lost" session.
-	if res != nil && (res.SessionID != "" || err == nil) {
+	if res != nil && (res.SessionID != "" || err == nil && creq.SessionID != "") {
 		id := cmp.Or(res.SessionID, creq.SessionID)
 		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.Key, id, p.cfg.Now()); serr != nil {
 			r.log.Warn("could not save the session", zap.Error(serr))
@@ -440,14 +443,24 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 // claudeRequest is what the driver needs from the brain and the message.
 func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	b := r.brain
-	req := p.baseRequest(b, r.in.Key.Bot, prompt(r.in), sysprompt.Facts{UserFirstName: r.in.FirstName, UserLanguage: r.in.Language,
+	req := p.conversationRequest(b, r.in.Key.Bot, sysprompt.Facts{UserFirstName: r.in.FirstName, UserLanguage: r.in.Language,
 		ChatType: r.in.ChatType}, r.log)
-	req.Mode, req.Attachments, req.MaxTurns = mode, r.attach, b.Claude.MaxTurns
+	req.Prompt, req.Mode, req.Attachments = prompt(r.in), mode, r.attach
 	req.Conversation = r.in.Key.String()
 	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
 	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
 	req.Image = toolspec.ImageSettings{Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style}
-	p.brainTools(r, &req)
+	return req
+}
+
+// conversationRequest is what every request of bot's conversations is
+// started with, from its brain b: the one place it is made, for a message
+// (claudeRequest) and for the spares started ahead of one (KeepSpares),
+// so that a spare always fits.
+func (p *Pipeline) conversationRequest(b *brain.Brain, bot string, facts sysprompt.Facts, log *zap.Logger) claude.Request {
+	req := p.baseRequest(b, bot, "", facts, log)
+	req.MaxTurns = b.Claude.MaxTurns
+	p.brainTools(b, bot, log, &req)
 	return req
 }
 

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/google/uuid"
-
 	"brainbot/bot/message"
 
 	"go.uber.org/zap"
@@ -67,9 +65,10 @@ func (p *Pipeline) Charge(ctx context.Context, bot string, user int64) error {
 }
 
 // Ask runs a panel member's turn in a Claude slot, in a process and a
-// session of its own (nothing is kept warm, and the member's own
-// conversations stay as they were), with the group seeing the member at
-// work, and records what it cost.
+// session of its own (a spare kept for the member's turns when one is
+// ready; nothing is kept warm, and the member's own conversations stay as
+// they were), with the group seeing the member at work, and records what
+// it cost.
 func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, error) {
 	if err := p.slots.acquire(ctx, q.Bot, p.cfg.Stopping); err != nil {
 		if errors.Is(err, errStopping) || ctx.Err() != nil {
@@ -84,9 +83,7 @@ func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, er
 	}
 	out := p.cfg.Chats.Outbox(message.Key{Bot: q.Bot, Chat: q.Chat, Thread: q.Thread}, true, 0, q.Log)
 	defer out.KeepAction(ctx, action)()
-	req := p.baseRequest(q.Brain, q.Bot, q.Prompt, sysprompt.Facts{UserFirstName: q.UserName, ChatType: "supergroup"}, q.Log)
-	req.SessionID, req.JSONSchema = uuid.NewString(), q.Schema
-	res, err := p.claude.Run(ctx, req)
+	res, err := p.claude.Run(ctx, p.questionRequest(q))
 	if res != nil {
 		outcome := "ok"
 		if err != nil {
@@ -96,6 +93,16 @@ func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, er
 		p.cfg.Metrics.Spent(q.Bot, metrics.ProviderClaude, res.CostUSD)
 	}
 	return res, err
+}
+
+// questionRequest is a panel member's turn as the agent runs it: the one
+// place it is made, for a turn (Ask) and for the spares started ahead of
+// one (KeepQuestionSpares). Its session is the agent's to name (a spare's
+// when one fits).
+func (p *Pipeline) questionRequest(q host.Question) claude.Request {
+	req := p.baseRequest(q.Brain, q.Bot, q.Prompt, sysprompt.Facts{UserFirstName: q.UserName, ChatType: "supergroup"}, q.Log)
+	req.JSONSchema = q.Schema
+	return req
 }
 
 // Spent records what a panel member's turn cost outside the model.

@@ -28,14 +28,15 @@ type summary struct {
 	cost, openAI float64
 	tokens       claude.Tokens
 	// ranClaude: the request reached the model (and has a cost to record);
-	// warm: in a CLI process kept from the conversation's last request.
-	ranClaude, warm bool
+	// warm: in a CLI process kept from the conversation's last request;
+	// spare: in one started ahead of a new conversation.
+	ranClaude, warm, spare bool
 }
 
 func (s *summary) noteClaude(res *claude.Result) {
 	if res != nil {
 		s.claudeStartup, s.turn1, s.turn2, s.claudeTotal = res.Startup, res.Turn1, res.Turn2, res.Total
-		s.cost, s.tokens, s.warm = res.CostUSD, res.Tokens, res.Warm
+		s.cost, s.tokens, s.warm, s.spare = res.CostUSD, res.Tokens, res.Warm, res.Spare
 	}
 }
 
@@ -44,7 +45,7 @@ func (s *summary) noteClaude(res *claude.Result) {
 // Durations are whole milliseconds, the unit in the key.
 func (s *summary) write(log *zap.Logger, total time.Duration) {
 	log.Info("request",
-		zap.String("mode", s.mode.String()), zap.String("outcome", s.outcome), zap.Bool("warm", s.warm),
+		zap.String("mode", s.mode.String()), zap.String("outcome", s.outcome), zap.Bool("warm", s.warm), zap.Bool("spare", s.spare),
 		zap.Int64("queue_wait_ms", s.queueWait.Milliseconds()), zap.Int64("claude_startup_ms", s.claudeStartup.Milliseconds()),
 		zap.Int64("turn1_ms", s.turn1.Milliseconds()), zap.Int64("turn2_ms", s.turn2.Milliseconds()),
 		zap.Int64("claude_total_ms", s.claudeTotal.Milliseconds()),

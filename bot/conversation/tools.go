@@ -20,8 +20,7 @@ import (
 // timeout from the brain. The servers' ${VAR} references are resolved here,
 // each value handed to onSecret first so the logs mask it; an unset
 // variable is logged (the server gets it empty).
-func (p *Pipeline) brainTools(r *request, req *claude.Request) {
-	b := r.brain
+func (p *Pipeline) brainTools(b *brain.Brain, bot string, log *zap.Logger, req *claude.Request) {
 	if len(b.MCPServers) == 0 {
 		return
 	}
@@ -33,8 +32,8 @@ func (p *Pipeline) brainTools(r *request, req *claude.Request) {
 		return v, ok
 	}
 	servers, unset := b.ResolveMCPServers(lookup)
-	if p.unset.changed(r.in.Key.Bot, unset) {
-		r.log.Warn("variables of the brain's MCP servers are not set; the servers get them empty", zap.Strings("variables", unset))
+	if p.unset.changed(bot, unset) {
+		log.Warn("variables of the brain's MCP servers are not set; the servers get them empty", zap.Strings("variables", unset))
 	}
 	req.MCPServers = make(map[string]claude.MCPServer, len(servers))
 	for name, s := range servers {

@@ -165,6 +165,40 @@ type Session struct {
 	LastUsed time.Time
 }
 
+// RecentSession is a conversation's current session, for the prewarm
+// after a start.
+type RecentSession struct {
+	Conversation Conversation
+	Session
+}
+
+// RecentSessions lists the current sessions used at since or later, the
+// most recently used first, at most limit: the conversations whose next
+// message is likeliest soon.
+func (s *Store) RecentSessions(ctx context.Context, since time.Time, limit int) ([]RecentSession, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT bot, chat_id, thread_id, session_id, created, last_used FROM sessions
+		 WHERE last_used >= ? ORDER BY last_used DESC LIMIT ?`, ms(since), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read recent sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []RecentSession
+	for rows.Next() {
+		var r RecentSession
+		var created, used int64
+		if err := rows.Scan(&r.Conversation.Bot, &r.Conversation.Chat, &r.Conversation.Thread, &r.ID, &created, &used); err != nil {
+			return nil, fmt.Errorf("read recent sessions: %w", err)
+		}
+		r.Created, r.LastUsed = fromMS(created), fromMS(used)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read recent sessions: %w", err)
+	}
+	return out, nil
+}
+
 // PastSession is a session replaced by a reset or a lost-session restart.
 type PastSession struct {
 	ID      string

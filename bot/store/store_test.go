@@ -324,3 +324,35 @@ func TestTelegramBotHolders(t *testing.T) {
 		t.Errorf("holders = %v, %v", holders, err)
 	}
 }
+
+// The conversations used since a time, most recent first, within a limit;
+// a reset conversation has no current session to list.
+func TestRecentSessions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	use := func(c Conversation, id string, at time.Duration) {
+		t.Helper()
+		if err := s.UseSession(ctx, c, id, t0.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use(Conversation{Bot: "a", Chat: 1}, "old", -time.Hour)
+	use(Conversation{Bot: "a", Chat: 2}, "s2", time.Minute)
+	use(Conversation{Bot: "b", Chat: -100, Thread: 7}, "s3", 3*time.Minute)
+	use(Conversation{Bot: "a", Chat: 4}, "s4", 2*time.Minute)
+	use(Conversation{Bot: "a", Chat: 5}, "reset", 4*time.Minute)
+	if _, err := s.ResetSession(ctx, Conversation{Bot: "a", Chat: 5}, t0.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	recent, err := s.RecentSessions(ctx, t0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recent {
+		got = append(got, fmt.Sprintf("%s %s %v", r.Conversation, r.ID, r.LastUsed.Sub(t0)))
+	}
+	if want := fmt.Sprint([]string{"b/-100/7 s3 3m0s", "a/4/0 s4 2m0s"}); fmt.Sprint(got) != want {
+		t.Errorf("recent sessions %v, want %v", got, want)
+	}
+}

@@ -530,7 +530,7 @@ func script(req Request) answer {
 	}
 	switch tool := requestedTool(current); {
 	case req.StructuredSchema != nil:
-		a.tools = []toolUse{{name: StructuredTool, input: structuredInput(req.StructuredSchema)}}
+		a.tools = []toolUse{{name: StructuredTool, input: structuredInput(req.StructuredSchema, current)}}
 	case tool != "":
 		earlier := previousUserText(req.Messages)
 		if strings.Contains(earlier, "#notool") || strings.Contains(current, "#notool") {
@@ -558,37 +558,50 @@ func script(req Request) answer {
 	return a
 }
 
-// structuredInput answers a StructuredOutput schema: each property with
-// an enum gets its first value, each other string "<property> of
-// <first enum value>", so a panel member comments on the first member it
-// may choose ("comment of voice").
-func structuredInput(schema json.RawMessage) json.RawMessage {
+// structuredInput answers a StructuredOutput schema for the user's text
+// current: each property with an enum gets its first value, a property
+// whose description asks for an id the first id="..." of the text, and
+// each other string "<property> of <that first value>", so a panel member
+// comments on the first answer it is shown ("comment of voice").
+func structuredInput(schema json.RawMessage, current string) json.RawMessage {
 	var s struct {
 		Properties map[string]struct {
-			Type string `json:"type"`
-			Enum []any  `json:"enum"`
+			Type        string `json:"type"`
+			Enum        []any  `json:"enum"`
+			Description string `json:"description"`
 		} `json:"properties"`
 	}
 	_ = json.Unmarshal(schema, &s) // not an object schema: an empty answer
 	input := map[string]any{}
 	first := ""
 	names := slices.Sorted(maps.Keys(s.Properties))
-	for _, name := range names {
-		if p := s.Properties[name]; len(p.Enum) > 0 {
-			input[name] = p.Enum[0]
-			if first == "" {
-				first = fmt.Sprint(p.Enum[0])
-			}
+	choose := func(name string, value any) {
+		input[name] = value
+		if first == "" {
+			first = fmt.Sprint(value)
 		}
 	}
 	for _, name := range names {
-		if p := s.Properties[name]; len(p.Enum) == 0 && p.Type == "string" {
+		p := s.Properties[name]
+		id := idAttribute.FindStringSubmatch(current)
+		switch {
+		case len(p.Enum) > 0:
+			choose(name, p.Enum[0])
+		case strings.Contains(p.Description, " id ") && id != nil:
+			choose(name, id[1])
+		}
+	}
+	for _, name := range names {
+		if _, chosen := input[name]; !chosen && s.Properties[name].Type == "string" {
 			input[name] = strings.TrimSpace(name + " of " + first)
 		}
 	}
 	data, _ := json.Marshal(input) // strings and enum values from JSON: cannot fail
 	return data
 }
+
+// idAttribute is an id="..." in a prompt (a panel's answers are listed so).
+var idAttribute = regexp.MustCompile(`\bid="([^"]*)"`)
 
 func lastUserMessage(msgs []Message) *Message {
 	for i := len(msgs) - 1; i >= 0; i-- {

@@ -2,9 +2,12 @@ package claudetest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 )
 
 // Process is a live process found by ProcessesWithEnv or ProcessesUnder.
@@ -58,4 +61,35 @@ func processesWhere(match func(environ []byte) bool) []Process {
 		found = append(found, Process{PID: pid, Cmdline: string(bytes.TrimRight(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), " "))})
 	}
 	return found
+}
+
+// WaitQuiet waits until the processes under dir (ProcessesUnder) used no
+// CPU for 300 ms: a spare is ready once its CLI reached the tool server,
+// but its start-up goes on a little longer, and a benchmark measures a
+// spare done with it.
+func WaitQuiet(t TB, dir string) {
+	t.Helper()
+	cpu := func() (ticks int) {
+		for _, p := range ProcessesUnder(dir) {
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID))
+			// After the command's ")": state is field 3, utime and stime
+			// fields 14 and 15.
+			_, rest, _ := strings.Cut(string(stat), ") ")
+			if f := strings.Fields(rest); len(f) > 12 {
+				user, _ := strconv.Atoi(f[11])
+				system, _ := strconv.Atoi(f[12])
+				ticks += user + system
+			}
+		}
+		return ticks
+	}
+	for last, deadline := cpu(), time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		now := cpu()
+		if now == last {
+			return
+		}
+		last = now
+	}
+	t.Fatalf("the processes under %s never went quiet", dir)
 }

@@ -127,7 +127,7 @@ var settings = []setting{
 			c.MaxWarm, err = strconv.Atoi(v)
 			return err
 		}},
-	{"BRAINBOT_WARM_IDLE", "warm-idle", "how long an unused conversation's Claude process is kept", "10m",
+	{"BRAINBOT_WARM_IDLE", "warm-idle", "how long an unused conversation's Claude process is kept; after a restart, the conversations active within it get theirs back ahead of their next message", "10m",
 		func(c *Config, v string) (err error) { c.WarmIdle, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, ended first when it is full; 0: none", "1",
 		func(c *Config, v string) (err error) { c.Spares, err = strconv.Atoi(v); return err }},

@@ -380,7 +380,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("reply = %q", got)
 		}
 		// Other conversations' CLIs stay warm; the hung one is gone.
-		waitNoCLI(t, s, "You are slow.")
+		waitNoCLI(t, s, sessionOf(t, s, 602))
 	})
 
 	t.Run("speech service failing", func(t *testing.T) {
@@ -692,7 +692,7 @@ func organised(t *testing.T, dir string) []string {
 	return files
 }
 
-func waitLogFrom(t *testing.T, s *stack.Stack, from int, match func(stack.Line) bool) stack.Line {
+func waitLogFrom(t testing.TB, s *stack.Stack, from int, match func(stack.Line) bool) stack.Line {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -713,25 +713,13 @@ func waitLogFrom(t *testing.T, s *stack.Stack, from int, match func(stack.Line) 
 }
 
 // waitNoCLI waits until no Claude CLI the stack's brainbot started runs
-// with systemPrompt (the brain it served) on its command line.
-func waitNoCLI(t *testing.T, s *stack.Stack, systemPrompt string) {
+// session.
+func waitNoCLI(t *testing.T, s *stack.Stack, session string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var left []claudetest.Process
-		for _, p := range claudetest.ProcessesUnder(s.DataDir) {
-			if p.PID != s.PID() && strings.Contains(p.Cmdline, systemPrompt) {
-				left = append(left, p)
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes left behind: %+v", left)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitCLIs(t, s, "", "the processes of session "+session+" ended", func(now map[string]int) bool {
+		_, left := now[session]
+		return !left
+	})
 }
 
 // testLogs copies brainbot's logs to the test log when -v is given.

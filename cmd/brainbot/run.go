@@ -145,12 +145,18 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		MaxWait:          cfg.MaxWait,
 		Grace:            cfg.Grace,
 		Claude:           driver,
-		Transcriber:      transcriber,
-		Speaker:          speaker,
-		Store:            db,
-		Log:              log,
-		Metrics:          reg,
-		LookupEnv:        m.lookupEnv,
+		Spares:           cfg.Spares,
+		// The conversations that would still be warm had brainbot not
+		// stopped, within half the warm budget: the other half stays for
+		// spares and new conversations.
+		PrewarmWithin: cfg.WarmIdle,
+		PrewarmMax:    cfg.MaxWarm / 2,
+		Transcriber:   transcriber,
+		Speaker:       speaker,
+		Store:         db,
+		Log:           log,
+		Metrics:       reg,
+		LookupEnv:     m.lookupEnv,
 		// Every bot token, inline or from the environment, and every value
 		// a brain's MCP server references is masked in the logs from the
 		// moment it is resolved.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -19,11 +18,13 @@ func TestEndToEndWarmConversation(t *testing.T) {
 	s := newStackWith(t, []string{"BRAINBOT_WARM_IDLE=3s"})
 	const user = 701
 	prompt := "You are a warm storyteller."
+	// The conversation's processes: of its session (the bot's spare has
+	// the same prompt).
 	cliPIDs := func() []int {
 		var pids []int
-		for _, p := range claudetest.ProcessesUnder(s.DataDir) {
-			if p.PID != s.PID() && strings.Contains(p.Cmdline, "--system-prompt "+prompt) {
-				pids = append(pids, p.PID)
+		for session, pid := range clis(s, "--system-prompt "+prompt) {
+			if session == sessionOf(t, s, user) {
+				pids = append(pids, pid)
 			}
 		}
 		return pids

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -60,23 +61,24 @@ func (f *fakes) Ask(ctx context.Context, run *Run, q Question) (Answer, error) {
 	return defaultAnswer(run, q)
 }
 
-// defaultAnswer comments on the first other member that answered.
+// defaultAnswer comments on the first answer turn 2's prompt lists, as
+// the schema asks.
 func defaultAnswer(run *Run, q Question) (Answer, error) {
 	if q.Turn != 2 {
 		return Answer{Text: fmt.Sprintf("%s turn %d", q.Member, q.Turn), CostUSD: 0.01}, nil
 	}
-	var schema struct {
-		Properties struct {
-			Target struct {
-				Enum []string `json:"enum"`
-			} `json:"target"`
-		} `json:"properties"`
+	if q.Schema != CommentSchema || !json.Valid([]byte(q.Schema)) {
+		return Answer{}, fmt.Errorf("turn 2 asked with schema %s", q.Schema)
 	}
-	if err := json.Unmarshal([]byte(q.Schema), &schema); err != nil {
-		return Answer{}, err
+	first := answerID.FindStringSubmatch(q.Prompt)
+	if first == nil {
+		return Answer{}, fmt.Errorf("turn 2's prompt lists no answer: %s", q.Prompt)
 	}
-	return structured(schema.Properties.Target.Enum[0], q.Member+" on "+schema.Properties.Target.Enum[0]), nil
+	return structured(first[1], q.Member+" on "+first[1]), nil
 }
+
+// answerID is an answer's id as turn 2's prompt lists it.
+var answerID = regexp.MustCompile(`<answer id="([^"]+)"`)
 
 func structured(target, text string) Answer {
 	data, _ := json.Marshal(comment{Target: target, Comment: text})

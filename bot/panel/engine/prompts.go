@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 )
@@ -35,7 +34,7 @@ func (s *runState) question(it *Item, retry string) Question {
 		if retry != "" {
 			fmt.Fprintf(&b, "\nYour last choice could not be used (%s). The target must be one of: %s.", retry, strings.Join(targets, ", "))
 		}
-		q.Schema = commentSchema(targets, run.MaxChars[1])
+		q.Schema = CommentSchema
 	case 3:
 		fmt.Fprintf(&b, "\nTurn 3 of 3. Your answer was:\n<answer>\n%s\n</answer>\n%s:\n", run.item(1, it.Member).Text, HoldMarker)
 		for _, m := range it.Comments {
@@ -58,17 +57,11 @@ func (s *runState) others(member string) string {
 	return strings.Join(names, ", ")
 }
 
-// commentSchema is turn 2's answer: which answer, and the comment.
-func commentSchema(targets []string, maxChars int) string {
-	schema := map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"target":  map[string]any{"type": "string", "enum": targets, "description": "the id of the answer you comment on"},
-			"comment": map[string]any{"type": "string", "description": fmt.Sprintf("your comment, at most %d characters", maxChars)},
-		},
-		"required":             []string{"target", "comment"},
-		"additionalProperties": false,
-	}
-	data, _ := json.Marshal(schema) // strings only: cannot fail
-	return string(data)
-}
+// CommentSchema is turn 2's answer: which answer, and the comment. It is
+// the same for every member and run (the prompt lists the answers and says
+// how long a comment may be; read checks the target), so the process that
+// answers it can be started ahead of the turn, a spare.
+const CommentSchema = `{"type":"object","properties":{` +
+	`"target":{"type":"string","description":"the id of the answer you comment on: one of the ids listed"},` +
+	`"comment":{"type":"string","description":"your comment"}},` +
+	`"required":["target","comment"],"additionalProperties":false}`

@@ -47,6 +47,10 @@ type Pipeline interface {
 	Ask(ctx context.Context, q Question) (*claude.Result, error)
 	// Spent records what q's member spent on it outside the model (speech).
 	Spent(ctx context.Context, q Question, openAIUSD float64)
+	// KeepQuestionSpares keeps n Claude processes started ahead, under
+	// the name set, for questions of q's shape (its bot, brain and
+	// schema); 0 ends them.
+	KeepQuestionSpares(set string, q Question, n int)
 }
 
 // Question is one member's turn as the pipeline asks it.
@@ -250,6 +254,7 @@ func (h *Host) Start(ctx context.Context, m *message.Inbound, b *brain.Brain, lo
 			strings.Join(names, ", "), strings.Join(missing, ", ")), nil
 	}
 	for _, member := range pn.Members {
+		h.KeepSpares(member) // for the next run: this one's are ready, or missed
 		mlog := log.With(zap.String("member", member))
 		outcome, reply, err := h.cfg.Pipeline.Admit(ctx, h.cfg.Brain(member), member, m.Sender, mlog)
 		switch {

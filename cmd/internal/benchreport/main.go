@@ -185,6 +185,35 @@ shows at once.
 		{"one warm CLI's RSS after turn 1 / turn 50 (MB)", cell{bench: "BenchmarkWarmMemory", unit: "rss-turn-1-MB", format: "%.0f"}.pair(cell{bench: "BenchmarkWarmMemory", unit: "rss-turn-50-MB", format: "%.0f"}, r), ""},
 	})
 
+	fmt.Fprint(w, `## New conversations and panels: spares
+
+A new conversation's first message, and a panel's turns, with the CLIs
+started ahead of them (spares, `+"`BRAINBOT_SPARES`"+`, the default) and with
+spares off, in one run each. *Through the product*: from the message
+reaching the Bot API stand-in to the model receiving its request; each
+message comes once the CLIs are quiet (`+"`BenchmarkFirstMessage`"+`). *Driver*: from
+the driver's Run to the model's request (`+"`BenchmarkNewConversation`"+`). The demo
+panel (three members that speak) runs from the /panel message to its last
+message sent (`+"`BenchmarkDemoPanel`"+`); *its Claude turns* are the panel's eight
+requests through the driver alone (`+"`BenchmarkPanelTurns`"+`).
+
+`)
+	pair := func(bench, a, b string) string {
+		return cell{bench: bench, unit: a, format: "%.0f"}.pair(cell{bench: bench, unit: b, format: "%.0f"}, r)
+	}
+	table(w, r, []string{"measure", "with spares", "spares off", "target"}, [][]any{
+		{"new conversation, through the product: p50 / p99 (ms)", pair("BenchmarkFirstMessage", "spares-p50-ms", "spares-p99-ms"),
+			pair("BenchmarkFirstMessage", "cold-p50-ms", "cold-p99-ms"), "p50 ≤ 100"},
+		{"new conversation, driver: p50 / p99 (ms)", pair("BenchmarkNewConversation", "spares-p50-ms", "spares-p99-ms"),
+			pair("BenchmarkNewConversation", "cold-p50-ms", "cold-p99-ms"), ""},
+		{"demo panel, /panel to its last message: p50 (ms)", cell{bench: "BenchmarkDemoPanel", unit: "spares-p50-ms", format: "%.0f"},
+			cell{bench: "BenchmarkDemoPanel", unit: "cold-p50-ms", format: "%.0f"}, "≤ 2500"},
+		{"the demo panel's Claude turns, driver: p50 (ms)", cell{bench: "BenchmarkPanelTurns", unit: "spares-p50-ms", format: "%.0f"},
+			cell{bench: "BenchmarkPanelTurns", unit: "cold-p50-ms", format: "%.0f"}, ""},
+		{"RSS of one spare, through the product / driver (MB)", cell{bench: "BenchmarkFirstMessage", unit: "spare-rss-MB", format: "%.0f"}.pair(
+			cell{bench: "BenchmarkNewConversation", unit: "spare-rss-MB", format: "%.0f"}, r), "", ""},
+	})
+
 	fmt.Fprint(w, `## A crowd: more conversations than Claude slots
 
 3 bots x 200 users send one message each at once, bot after bot, to 4 Claude

@@ -1,0 +1,102 @@
+package conversation
+
+// The prewarm after a start: the conversations most recently active get
+// their Claude process started ahead of their next message.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot/store"
+	"brainbot/claude"
+	"brainbot/sysprompt"
+)
+
+// Recents is a State that lists the conversations most recently active
+// (*store.Store; the cluster's state, those of this instance's
+// partitions).
+type Recents interface {
+	RecentSessions(ctx context.Context, since time.Time, limit int) ([]store.RecentSession, error)
+}
+
+// Prewarmer is an Agent that starts a resumed conversation's process
+// ahead of its next message (*claude.Driver), within its budget
+// (claude.ErrNoRoom when full).
+type Prewarmer interface {
+	PrewarmResume(req claude.Request) error
+}
+
+// prewarmPace spaces the starts: each CLI takes about half a second of
+// CPU to start, and the bots' spares start at the same time.
+const prewarmPace = 200 * time.Millisecond
+
+// Prewarm starts the processes of the conversations active since, the
+// most recent first and at most limit, so that their next message, the
+// first since brainbot started, finds its conversation warm rather than
+// waiting for a CLI to resume it. In a cluster each transcript is
+// restored first. It stops when the agent's budget is full, and returns
+// how many it started.
+func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int {
+	recents, ok := p.store.(Recents)
+	agent, warms := p.claude.(Prewarmer)
+	if !ok || !warms || limit <= 0 {
+		return 0
+	}
+	list, err := recents.RecentSessions(ctx, since, limit)
+	if err != nil {
+		p.log.Warn("no prewarm of recent conversations: their sessions cannot be read", zap.Error(err))
+		return 0
+	}
+	started := 0
+	for _, r := range list {
+		if started > 0 && !sleep(ctx, prewarmPace) {
+			break
+		}
+		err := p.prewarm(ctx, agent, r)
+		if errors.Is(err, claude.ErrNoRoom) {
+			break
+		}
+		if err != nil {
+			p.log.Warn("conversation not prewarmed", zap.String("bot", r.Conversation.Bot), zap.Int64("chat", r.Conversation.Chat),
+				zap.Error(err))
+			continue
+		}
+		started++
+	}
+	p.log.Info("recent conversations prewarmed", zap.Int("prewarmed", started), zap.Int("recent", len(list)), zap.Time("since", since))
+	return started
+}
+
+// prewarm starts one conversation's process, resuming its session, with
+// the request its brain gives it now.
+func (p *Pipeline) prewarm(ctx context.Context, agent Prewarmer, r store.RecentSession) error {
+	bot := r.Conversation.Bot
+	b := p.cfg.Brain(bot)
+	if b == nil {
+		return errors.New("its bot has no brain")
+	}
+	if p.cfg.Transcripts != nil {
+		if _, err := p.cfg.Transcripts.Restore(ctx, bot, r.ID); err != nil {
+			return err
+		}
+	}
+	log := p.log.With(zap.String("bot", bot), zap.Int64("chat", r.Conversation.Chat))
+	req := p.conversationRequest(b, bot, sysprompt.Facts{}, log)
+	req.SessionID, req.Resume, req.Conversation = r.ID, true, r.Conversation.String()
+	return agent.PrewarmResume(req)
+}
+
+// sleep waits d; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
