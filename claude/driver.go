@@ -172,7 +172,11 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	if d.cfg.Bare {
 		args = append(args, "--bare")
 	}
-	allowed := append([]string{toolspec.SpeechTool, toolspec.ImageTool}, req.AllowedTools...)
+	allowed := []string{toolspec.SpeechTool, toolspec.ImageTool}
+	if req.Questions {
+		allowed = append(allowed, toolspec.QuestionTool)
+	}
+	allowed = append(allowed, req.AllowedTools...)
 	args = append(args, "--allowedTools", strings.Join(allowed, ","))
 	if req.JSONSchema != "" {
 		args = append(args, "--json-schema", req.JSONSchema)
@@ -267,6 +271,9 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	// The CLI's tool calls carry its token; none is served until turn two
 	// opens the ticket, and a warm process's last ticket is withdrawn.
 	cli.tools.Serve(log)
+	if req.Questions {
+		cli.tools.AllowQuestion()
+	}
 	cli.costBase = cli.lastCost
 	cli.interrupted.Store(false)
 
@@ -544,7 +551,7 @@ func (c *conversation) handle(ev event) {
 	case kindAssistant:
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_use" {
-				c.toolLog.called(b)
+				c.toolLog.called(b, c.turnText())
 			}
 			switch {
 			case b.Type == "text" && c.turn == 1 && b.Text != "":
@@ -630,6 +637,11 @@ func (c *conversation) endTurn(ev event) {
 		c.finished = true
 	case c.turn == 2 || c.tool == "":
 		c.finished = true
+	case c.askedQuestion():
+		// The question goes out as text under its buttons: no voice note
+		// or picture follows it.
+		c.tool, c.res.FilePrefix, c.res.FileExt = "", "", ""
+		c.finished = true
 	case c.req.Mode == Speech && strings.TrimSpace(c.res.Text) == "":
 		c.failure = errNothingToSpeak
 		c.finished = true
@@ -650,6 +662,26 @@ func (c *conversation) endTurn(ev event) {
 		c.failure = err
 		c.finished = true
 	}
+}
+
+// turnText is turn one's text so far (none in turn two).
+func (c *conversation) turnText() string {
+	if c.turn != 1 {
+		return ""
+	}
+	return strings.Join(c.turn1Text, "\n\n")
+}
+
+// askedQuestion reports whether the model asked the user a question in
+// turn one and the tool server accepted it.
+func (c *conversation) askedQuestion() bool {
+	server, tool, _ := toolspec.SplitToolName(toolspec.QuestionTool)
+	for _, call := range c.toolLog.done {
+		if call.Server == server && call.Tool == tool && call.Outcome == ToolOK {
+			return true
+		}
+	}
+	return false
 }
 
 // outcome decides the request's error once the process is gone and its
