@@ -71,6 +71,8 @@ const (
 	// newer than the transport's library): what could be read of its
 	// sender is kept, to tell them.
 	Unreadable
+	// Tapped is a tap on one of the bot's buttons (Update.Tap).
+	Tapped
 )
 
 // Update is an update as brainbot reads it.
@@ -108,6 +110,8 @@ type Update struct {
 	Album string
 	// Member is the change a Membership update reports.
 	Member MemberChange
+	// Tap is what a Tapped update says of the tap.
+	Tap Tap
 	// Problem is why an Unreadable update could not be read.
 	Problem error
 }

@@ -85,9 +85,9 @@ func (h *updateHead) chat() *chatHead {
 
 // Decode reads an envelope's update as brainbot does. An update the
 // library cannot decode is message.Unreadable, with what could be read of
-// who wrote it; a message someone sent is message.Written; the bot's own
-// membership changing is message.Membership; everything else is
-// message.Unhandled.
+// who wrote it; a message someone sent is message.Written; a tap on one of
+// the bot's buttons is message.Tapped; the bot's own membership changing
+// is message.Membership; everything else is message.Unhandled.
 func Decode(env message.Envelope) message.Update {
 	var head updateHead
 	_ = json.Unmarshal(env.Raw, &head) // what could not be read is zero
@@ -101,6 +101,8 @@ func Decode(env message.Envelope) message.Update {
 	case up.Message != nil:
 		u.What = "message"
 		readMessage(&u, up.Message, env.Me)
+	case up.CallbackQuery != nil:
+		readTap(&u, up.CallbackQuery)
 	case up.MyChatMember != nil:
 		u.What, u.Kind = "my_chat_member", message.Membership
 		c := up.MyChatMember

@@ -123,6 +123,10 @@ type botState struct {
 	poll       chan struct{}  // closed to end the running getUpdates with 409
 	left       map[int64]bool // groups the bot is not in (getChatMember)
 	holds      []*hold        // calls to hold (Hold), in order
+	// messages are what the bot's messages show now, by chat and id;
+	// queries the taps sent to it, answered or not (buttons.go).
+	messages map[int64]map[int]*Message
+	queries  map[string]bool
 }
 
 // hold is one call Hold holds: the next call of method.
@@ -514,9 +518,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
 	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft":
 		writeResult(w, true)
-	case "editMessageText":
+	case "editMessageText", "editMessageReplyMarkup":
 		id, _ := strconv.Atoi(call.Param("message_id"))
-		writeResult(w, sentMessage(token, id, call))
+		msg, apiErr := s.edit(b, call, id)
+		if apiErr != nil {
+			s.refuse(w, b, index, *apiErr)
+			return
+		}
+		writeResult(w, msg)
+	case "answerCallbackQuery":
+		if !s.answer(b, call.Param("callback_query_id")) {
+			s.refuse(w, b, index, ErrQueryTooOld)
+			return
+		}
+		writeResult(w, true)
 	case "getChatMember":
 		s.mu.Lock()
 		left := b.left[call.ChatID()]
@@ -535,8 +550,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			id = groupMessageBase + s.groupMsg[chat]
 		}
 		b.calls[index].MessageID = id
+		msg := sentMessage(token, id, call)
+		b.rememberLocked(call, id, msg)
 		s.mu.Unlock()
-		writeResult(w, sentMessage(token, id, call))
+		writeResult(w, msg)
 	default:
 		writeError(w, APIError{Code: 404, Description: "Not Found: method not found"})
 	}
