@@ -304,9 +304,9 @@ func (m *Manager) pruneStore(ctx context.Context, pruner Pruner) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("could not prune the store", zap.Error(err))
-		case p.Daily+p.History+p.Usage > 0:
+		case p.Daily+p.History+p.Usage+p.Buttons > 0:
 			m.log.Info("pruned the store", zap.Int64("daily_counters", p.Daily), zap.Int64("ended_sessions", p.History),
-				zap.Int64("usage_records", p.Usage))
+				zap.Int64("usage_records", p.Usage), zap.Int64("buttons", p.Buttons))
 		}
 		select {
 		case <-ctx.Done():

@@ -25,6 +25,7 @@ var releaseChecks = map[int]func(*testing.T, *Store){
 	1: checkRelease1Rows,
 	2: checkRelease2Rows,
 	3: checkRelease3Rows,
+	4: checkRelease4Rows,
 }
 
 // TestUpgradeFromEveryRelease makes a database as each earlier release left
@@ -133,6 +134,21 @@ func checkRelease3Rows(t *testing.T, s *Store) {
 	}
 	if n, err := s.DailyCount(ctx, "alpha", 7, time.UnixMilli(1741559400000)); n != 3 || err != nil {
 		t.Errorf("daily count = %d, %v", n, err)
+	}
+}
+
+// checkRelease4Rows: the update kept raw as it came is still there.
+func checkRelease4Rows(t *testing.T, s *Store) {
+	ctx := context.Background()
+	if sess, ok, err := s.Session(ctx, Conversation{Bot: "alpha", Chat: 7}); err != nil || !ok || sess.ID != "0d4a5f9e-1c2b-4e7a-9f3d-8b6c5a4e3f21" {
+		t.Errorf("session = %+v, %v, %v", sess, ok, err)
+	}
+	pending, err := s.Pending(ctx)
+	if err != nil || len(pending) != 6 {
+		t.Fatalf("journal = %+v, %v", pending, err)
+	}
+	if raw := pending[5]; raw.UpdateID != 815244030 || !strings.Contains(string(raw.Update), `"text":"raw hello"`) || raw.MeID != 7000000001 {
+		t.Errorf("raw entry = %+v", raw)
 	}
 }
 

@@ -1,0 +1,113 @@
+-- The schema of release 4 (raw updates in the journal), frozen here with
+-- rows in every table: migrate_test.go opens a database made from it and
+-- checks that the upgrade keeps them. Beside release 3's rows, the journal
+-- holds one update as Telegram sent it (raw, with the bot's identity).
+-- Never edit this file; a new release adds schema-v<N>.sql beside it.
+CREATE TABLE session_history (
+	bot        TEXT    NOT NULL,
+	chat_id    INTEGER NOT NULL,
+	session_id TEXT    NOT NULL,
+	created    INTEGER NOT NULL,
+	ended      INTEGER NOT NULL
+, thread_id INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE voice (
+	bot     TEXT    NOT NULL,
+	user_id INTEGER NOT NULL,
+	on_     INTEGER NOT NULL,
+	PRIMARY KEY (bot, user_id)
+) WITHOUT ROWID;
+CREATE TABLE daily (
+	bot     TEXT    NOT NULL,
+	user_id INTEGER NOT NULL,
+	day     TEXT    NOT NULL,
+	count   INTEGER NOT NULL,
+	PRIMARY KEY (bot, user_id, day)
+) WITHOUT ROWID;
+CREATE TABLE journal (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	bot        TEXT    NOT NULL,
+	chat_id    INTEGER NOT NULL,
+	user_id    INTEGER NOT NULL,
+	message_id INTEGER NOT NULL,
+	text       TEXT    NOT NULL,
+	mode       TEXT    NOT NULL DEFAULT '',
+	attempts   INTEGER NOT NULL DEFAULT 0,
+	created    INTEGER NOT NULL
+, thread_id INTEGER NOT NULL DEFAULT 0, chat_type TEXT NOT NULL DEFAULT 'private', sender TEXT NOT NULL DEFAULT '', media TEXT NOT NULL DEFAULT '', update_id INTEGER NOT NULL DEFAULT 0, raw BLOB, me_id INTEGER NOT NULL DEFAULT 0, me_username TEXT NOT NULL DEFAULT '');
+CREATE INDEX journal_by_bot ON journal (bot, id);
+CREATE TABLE offsets (
+	poller    TEXT    PRIMARY KEY,
+	update_id INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE sessions (
+	bot        TEXT    NOT NULL,
+	chat_id    INTEGER NOT NULL,
+	thread_id  INTEGER NOT NULL,
+	session_id TEXT    NOT NULL,
+	created    INTEGER NOT NULL,
+	last_used  INTEGER NOT NULL,
+	PRIMARY KEY (bot, chat_id, thread_id)
+) WITHOUT ROWID;
+CREATE INDEX session_history_by_chat ON session_history (bot, chat_id, thread_id);
+CREATE INDEX session_history_by_ended ON session_history (ended);
+CREATE TABLE usage (
+	id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+	at                 INTEGER NOT NULL,
+	bot                TEXT    NOT NULL,
+	chat_id            INTEGER NOT NULL,
+	user_id            INTEGER NOT NULL,
+	request_id         TEXT    NOT NULL,
+	mode               TEXT    NOT NULL,
+	outcome            TEXT    NOT NULL,
+	input_tokens       INTEGER NOT NULL,
+	output_tokens      INTEGER NOT NULL,
+	cache_read_tokens  INTEGER NOT NULL,
+	cache_write_tokens INTEGER NOT NULL,
+	claude_usd         REAL    NOT NULL,
+	openai_usd         REAL    NOT NULL
+);
+CREATE INDEX usage_by_time ON usage (at);
+CREATE INDEX usage_by_bot_user ON usage (bot, user_id, at);
+CREATE TABLE panel_runs (
+	id         TEXT    PRIMARY KEY,
+	chat_id    INTEGER NOT NULL,
+	thread_id  INTEGER NOT NULL,
+	message_id INTEGER NOT NULL,
+	running    INTEGER NOT NULL,
+	run        TEXT    NOT NULL,
+	created    INTEGER NOT NULL,
+	updated    INTEGER NOT NULL,
+	UNIQUE (chat_id, message_id)
+);
+CREATE INDEX panel_runs_running ON panel_runs (running, chat_id);
+
+-- 2025-03-09 22:30:00 UTC is 1741559400000 ms.
+INSERT INTO sessions VALUES ('alpha', 7, 0, '0d4a5f9e-1c2b-4e7a-9f3d-8b6c5a4e3f21', 1741559400000, 1741559460000);
+INSERT INTO session_history VALUES ('alpha', 7, 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d', 1741473000000, 1741559340000, 0);
+INSERT INTO voice VALUES ('alpha', 9, 0);
+INSERT INTO daily VALUES ('alpha', 7, '2025-03-09', 3);
+INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created, thread_id, chat_type, sender, media)
+	VALUES ('alpha', 7, 7, 11, 'hello from before the upgrade', '', 0, 1741559400000, 0, 'private', '', '');
+INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created, thread_id, chat_type, sender, media)
+	VALUES ('alpha', -1001500, 8, 12, 'what did I miss?', 'text', 1, 1741559401000, 0, 'supergroup', 'Ann Lee', '');
+INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created, thread_id, chat_type, sender, media)
+	VALUES ('alpha', 9, 9, 13, '/help', '', 0, 1741559402000, 0, 'private', '', '');
+INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created, thread_id, chat_type, sender, media)
+	VALUES ('alpha', 10, 10, 14, 'two photos', '', 0, 1741559403000, 0, 'private', '',
+	'[{"kind":"image","file_id":"file-1","size":631,"mime":"image/jpeg","album":"77"}]');
+INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created, thread_id, chat_type, sender, media)
+	VALUES ('alpha', 10, 10, 15, '', '', 0, 1741559403000, 0, 'private', '',
+	'[{"kind":"image","file_id":"file-2","size":631,"mime":"image/jpeg","album":"77"}]');
+INSERT INTO journal (bot, chat_id, user_id, message_id, text, mode, attempts, created, thread_id, chat_type, sender, media,
+	update_id, raw, me_id, me_username)
+	VALUES ('alpha', 7, 7, 16, 'raw hello', '', 0, 1741559404000, 0, 'private', '', '', 815244030,
+	'{"update_id":815244030,"message":{"message_id":16,"date":1741559404,"chat":{"id":7,"type":"private","first_name":"Ann"},"from":{"id":7,"is_bot":false,"first_name":"Ann"},"text":"raw hello"}}',
+	7000000001, 'alpha_bot');
+INSERT INTO offsets VALUES ('painter@7000000001', 815244021);
+INSERT INTO usage (at, bot, chat_id, user_id, request_id, mode, outcome, input_tokens, output_tokens, cache_read_tokens,
+	cache_write_tokens, claude_usd, openai_usd)
+	VALUES (1741559400000, 'alpha', 7, 7, 'r1', 'text', 'ok', 10, 20, 0, 0, 0.01, 0);
+INSERT INTO panel_runs VALUES ('5b0c7e1a-2f3d-4c8b-9a6e-1d2f3a4b5c6d', -1001500, 0, 40, 0, '{"id":"5b0c7e1a-2f3d-4c8b-9a6e-1d2f3a4b5c6d"}',
+	1741559000000, 1741559300000);
+
+PRAGMA user_version = 4;
