@@ -25,7 +25,7 @@ func openQuestionKey(c store.Conversation) string {
 // SaveButtons records b; a question closes the one open before it.
 func (s *State) SaveButtons(ctx context.Context, b store.Buttons) error {
 	if b.Kind == store.ButtonsQuestion {
-		if _, err := s.CloseQuestions(ctx, b.Conversation); err != nil {
+		if _, err := s.CloseQuestions(ctx, b.Conversation, 0); err != nil {
 			return fmt.Errorf("save buttons: %w", err)
 		}
 	}
@@ -86,9 +86,9 @@ func (s *State) setUsed(ctx context.Context, id string, next func(used int64) (i
 	return changed, nil
 }
 
-// CloseQuestions closes the conversation's open question, if any, and
-// returns it.
-func (s *State) CloseQuestions(ctx context.Context, c store.Conversation) ([]store.Buttons, error) {
+// CloseQuestions closes the conversation's open question, if any and it
+// asked user (any user: 0), and returns it.
+func (s *State) CloseQuestions(ctx context.Context, c store.Conversation, user int64) ([]store.Buttons, error) {
 	e, err := s.c.buttons.Get(ctx, openQuestionKey(c))
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
@@ -97,6 +97,12 @@ func (s *State) CloseQuestions(ctx context.Context, c store.Conversation) ([]sto
 		return nil, fmt.Errorf("close questions: %w", err)
 	}
 	id := string(e.Value())
+	if user != 0 {
+		q, _, err := s.LookupButtons(ctx, id)
+		if err != nil || q.User != 0 && q.User != user {
+			return nil, err
+		}
+	}
 	closed, err := s.setUsed(ctx, id, func(used int64) (int64, bool) { return store.ButtonsClosed, used == 0 })
 	if err != nil {
 		return nil, fmt.Errorf("close questions: %w", err)
@@ -115,19 +121,29 @@ func (s *State) CloseQuestions(ctx context.Context, c store.Conversation) ([]sto
 	return []store.Buttons{b}, nil
 }
 
+// PlaceButtons records the message buttons id went out under.
+func (s *State) PlaceButtons(ctx context.Context, id string, messageID int) error {
+	return s.update(ctx, id, "place buttons", func(b *store.Buttons) { b.MessageID = messageID })
+}
+
 // KeepButtonsFile records the file a tap on buttons id made.
 func (s *State) KeepButtonsFile(ctx context.Context, id, path string) error {
+	return s.update(ctx, id, "keep the buttons' file", func(b *store.Buttons) { b.File = path })
+}
+
+// update changes buttons id with fix, by revision.
+func (s *State) update(ctx context.Context, id, what string, fix func(*store.Buttons)) error {
 	err := s.c.change(ctx, s.c.buttons, buttonsKey(id), func(old []byte, found bool) ([]byte, bool) {
 		var b store.Buttons
 		if !found || json.Unmarshal(old, &b) != nil {
 			return nil, false
 		}
-		b.File = path
+		fix(&b)
 		v, _ := json.Marshal(b)
 		return v, true
 	})
 	if err != nil {
-		return fmt.Errorf("keep the buttons' file: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -57,7 +57,7 @@ func TestButtonsResolveOnEveryInstance(t *testing.T) {
 		t.Errorf("the winning update replayed: %v, %v", used, err)
 	}
 
-	second := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsQuestion, Conversation: conv, MessageID: 42, Options: []string{"a", "b"}, Created: at}
+	second := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsQuestion, Conversation: conv, MessageID: 42, User: 7, Options: []string{"a", "b"}, Created: at}
 	third := second
 	third.ID, third.MessageID = store.NewButtonsID(), 43
 	for _, q := range []store.Buttons{second, third} {
@@ -68,20 +68,26 @@ func TestButtonsResolveOnEveryInstance(t *testing.T) {
 	if used, err := b.UseButtons(ctx, second.ID, 902); used || err != nil {
 		t.Errorf("a question replaced by another was used: %v, %v", used, err)
 	}
-	closed, err := b.CloseQuestions(ctx, conv)
+	if closed, err := b.CloseQuestions(ctx, conv, 8); len(closed) != 0 || err != nil {
+		t.Errorf("someone else's message closed the question: %+v, %v", closed, err)
+	}
+	closed, err := b.CloseQuestions(ctx, conv, 7)
 	if err != nil || len(closed) != 1 || closed[0].ID != third.ID || closed[0].MessageID != 43 {
 		t.Errorf("closed %+v, %v; want the third question", closed, err)
 	}
 	if used, err := a.UseButtons(ctx, third.ID, 903); used || err != nil {
 		t.Errorf("a question answered in words was used: %v, %v", used, err)
 	}
-	if closed, err := a.CloseQuestions(ctx, conv); len(closed) != 0 || err != nil {
+	if closed, err := a.CloseQuestions(ctx, conv, 0); len(closed) != 0 || err != nil {
 		t.Errorf("closed again: %+v, %v", closed, err)
 	}
 	if err := b.KeepButtonsFile(ctx, q.ID, "/data/a.mp3"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := a.LookupButtons(ctx, q.ID); got.File != "/data/a.mp3" || got.UsedBy != winner {
+	if err := a.PlaceButtons(ctx, q.ID, 44); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := a.LookupButtons(ctx, q.ID); got.File != "/data/a.mp3" || got.UsedBy != winner || got.MessageID != 44 {
 		t.Errorf("after keeping a file: %+v", got)
 	}
 }

@@ -56,6 +56,9 @@ type Metrics struct {
 	ToolCalls *prometheus.HistogramVec
 	// Panels counts finished panel runs by outcome (ok, partial, failed).
 	Panels *prometheus.CounterVec
+	// ButtonTaps counts taps on the bots' buttons, by bot, kind (question,
+	// read, stop, unknown) and outcome.
+	ButtonTaps *prometheus.CounterVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -108,7 +111,11 @@ func New() *Metrics {
 		Panels: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_panels_total", Help: "Finished panel runs, by outcome (ok, partial: someone sat out, failed: no answer).",
 		}, []string{"outcome"}),
+		ButtonTaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_button_taps_total", Help: "Taps on the bots' buttons, by bot, kind (question, read, stop, unknown) and outcome.",
+		}, []string{"bot", "kind", "outcome"}),
 	}
+	m.registry.MustRegister(m.ButtonTaps)
 	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

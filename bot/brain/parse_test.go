@@ -65,7 +65,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, stt, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle, reply_to_voice"}},
 		// A field of a section written at the wrong level: where it goes.
@@ -291,6 +291,7 @@ func TestParseDefaults(t *testing.T) {
 		STT:          STT{Enabled: true, Model: "gpt-4o-mini-transcribe"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
+		Buttons: Buttons{Questions: true, MaxAge: Duration(48 * time.Hour)},
 		Messages: Messages{
 			Error:       "Sorry, something went wrong. Please try again.",
 			Busy:        "I'm still working on your earlier messages. Please wait a moment and send this one again.",
@@ -355,6 +356,10 @@ image:
   style: natural
   keywords: [sketch]
   send_text_too: true
+buttons:
+  questions: false
+  read_aloud: false
+  max_age: 90m
 messages:
   error: Oops.
   busy: Busy.
@@ -390,6 +395,7 @@ messages:
 		STT:   STT{Model: "whisper-1"},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
+		Buttons: Buttons{MaxAge: Duration(90 * time.Minute)},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.", SpendingCap: "Budget spent; back {reset}.",
 			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable,
 			Unsupported: "Can't open that.", TextOnly: "Write, please.", TooBig: "Over {max}!"},

@@ -46,7 +46,7 @@ import (
 )
 
 // Config is what a pipeline needs. Every field but Transcriber,
-// Transcripts and OnSecret is required.
+// Transcripts, Speaker and OnSecret is required.
 type Config struct {
 	// DataDir is BRAINBOT_DATA: the generated files are organised below it.
 	DataDir string
@@ -63,6 +63,9 @@ type Config struct {
 	// Transcripts, in a cluster, brings a session's transcript to this
 	// instance before it is resumed and stores it after each turn.
 	Transcripts Transcripts
+	// Speaker reads answers aloud (buttons.read_aloud); nil (no OpenAI
+	// key): no 🔊 buttons.
+	Speaker Speaker
 	// MaxClaude caps concurrent Claude requests over all bots;
 	// MaxWaitingPerBot and MaxWait bound one bot's requests waiting for
 	// one (see bot.Config).
@@ -211,6 +214,7 @@ func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *Pipeline) converse(r *request) {
+	p.closeQuestions(r)
 	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
 		return
 	}
@@ -272,8 +276,8 @@ func (p *Pipeline) converse(r *request) {
 		r.replyText(res.Text)
 	case err != nil:
 		r.fail("claude", err)
-	case mode == claude.Text:
-		r.replyText(res.Text)
+	case mode == claude.Text || askedQuestion(res):
+		r.replyAnswer(res)
 	default:
 		path, err := p.organize(r, res)
 		r.replyFile(res, path, err)
@@ -442,6 +446,7 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		ChatType: r.in.ChatType}, r.log)
 	req.Mode, req.Attachments, req.MaxTurns = mode, r.attach, b.Claude.MaxTurns
 	req.Conversation = r.in.Key.String()
+	req.Questions = b.Buttons.Questions
 	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
 	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
 	req.Image = toolspec.ImageSettings{Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style}

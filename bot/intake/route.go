@@ -38,6 +38,9 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		in.finish(d)
 		in.tell(u)
 		return
+	case message.Tapped:
+		in.tap(d, u)
+		return
 	}
 	if !env.Accepted && !in.wants(u) {
 		in.finish(d)

@@ -20,7 +20,8 @@ type Buttons struct {
 	ID string
 	// Kind is the buttons' job: ButtonsQuestion, ButtonsRead, ButtonsStop.
 	Kind string
-	// Conversation and MessageID are the message they are under.
+	// Conversation and MessageID are the message they are under
+	// (MessageID 0 until it is sent: PlaceButtons).
 	Conversation Conversation
 	MessageID    int
 	// User may tap them: the user who was asked, or who asked (0: anyone
@@ -64,7 +65,7 @@ func (s *Store) SaveButtons(ctx context.Context, b Buttons) error {
 	options, _ := json.Marshal(b.Options) // strings: cannot fail
 	return s.withTx(ctx, func(tx *sql.Tx) error {
 		if b.Kind == ButtonsQuestion {
-			if _, err := closeQuestions(ctx, tx, b.Conversation); err != nil {
+			if _, err := closeQuestions(ctx, tx, b.Conversation, 0); err != nil {
 				return fmt.Errorf("save buttons: %w", err)
 			}
 		}
@@ -110,11 +111,12 @@ func (s *Store) UseButtons(ctx context.Context, id string, update int64) (bool, 
 	return n == 1, nil
 }
 
-// CloseQuestions closes the conversation's questions still open (the user
-// answered in words) and returns them, so their buttons can go.
-func (s *Store) CloseQuestions(ctx context.Context, c Conversation) (closed []Buttons, err error) {
+// CloseQuestions closes the conversation's questions still open that
+// asked user (who answered in words) and returns them, so their buttons
+// can go.
+func (s *Store) CloseQuestions(ctx context.Context, c Conversation, user int64) (closed []Buttons, err error) {
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
-		closed, err = closeQuestions(ctx, tx, c)
+		closed, err = closeQuestions(ctx, tx, c, user)
 		return err
 	})
 	if err != nil {
@@ -123,9 +125,11 @@ func (s *Store) CloseQuestions(ctx context.Context, c Conversation) (closed []Bu
 	return closed, nil
 }
 
-func closeQuestions(ctx context.Context, tx *sql.Tx, c Conversation) ([]Buttons, error) {
+// closeQuestions closes the conversation's open questions, those that
+// asked user unless user is 0.
+func closeQuestions(ctx context.Context, tx *sql.Tx, c Conversation, user int64) ([]Buttons, error) {
 	rows, err := tx.QueryContext(ctx, `UPDATE buttons SET used_by = ? WHERE bot = ? AND chat_id = ? AND thread_id = ? AND kind = ? AND used_by = 0
-		RETURNING id, message_id`, ButtonsClosed, c.Bot, c.Chat, c.Thread, ButtonsQuestion)
+		AND ? IN (0, user_id) RETURNING id, message_id`, ButtonsClosed, c.Bot, c.Chat, c.Thread, ButtonsQuestion, user)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +143,15 @@ func closeQuestions(ctx context.Context, tx *sql.Tx, c Conversation) ([]Buttons,
 		closed = append(closed, b)
 	}
 	return closed, rows.Err()
+}
+
+// PlaceButtons records the message buttons id went out under: they are
+// kept before their message is sent, so a tap never comes first.
+func (s *Store) PlaceButtons(ctx context.Context, id string, messageID int) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE buttons SET message_id = ? WHERE id = ?`, messageID, id); err != nil {
+		return fmt.Errorf("place buttons: %w", err)
+	}
+	return nil
 }
 
 // KeepButtonsFile records the file a tap on buttons id made.

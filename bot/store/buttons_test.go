@@ -48,11 +48,11 @@ func TestButtons(t *testing.T) {
 			t.Errorf("tap %d used them: %v, %v; want %v", c.update, used, err, c.want)
 		}
 	}
-	if closed, err := s.CloseQuestions(ctx, conv); len(closed) != 0 || err != nil {
+	if closed, err := s.CloseQuestions(ctx, conv, 0); len(closed) != 0 || err != nil {
 		t.Errorf("closed a used question: %+v, %v", closed, err)
 	}
 
-	second := Buttons{ID: NewButtonsID(), Kind: ButtonsQuestion, Conversation: conv, MessageID: 42, Options: []string{"a", "b"}, Created: at}
+	second := Buttons{ID: NewButtonsID(), Kind: ButtonsQuestion, Conversation: conv, MessageID: 42, User: 7, Options: []string{"a", "b"}, Created: at}
 	third := second
 	third.ID, third.MessageID = NewButtonsID(), 43
 	read := Buttons{ID: NewButtonsID(), Kind: ButtonsRead, Conversation: conv, MessageID: 44, Text: "Hello.", Created: at.Add(time.Hour)}
@@ -64,7 +64,10 @@ func TestButtons(t *testing.T) {
 	if used, err := s.UseButtons(ctx, second.ID, 902); used || err != nil {
 		t.Errorf("a question replaced by another was used: %v, %v", used, err)
 	}
-	closed, err := s.CloseQuestions(ctx, conv)
+	if closed, err := s.CloseQuestions(ctx, conv, 8); len(closed) != 0 || err != nil {
+		t.Errorf("someone else's message closed the question: %+v, %v", closed, err)
+	}
+	closed, err := s.CloseQuestions(ctx, conv, 7)
 	if err != nil || len(closed) != 1 || closed[0].ID != third.ID || closed[0].MessageID != 43 {
 		t.Errorf("closed %+v, %v; want the third question", closed, err)
 	}
@@ -74,7 +77,10 @@ func TestButtons(t *testing.T) {
 	if err := s.KeepButtonsFile(ctx, read.ID, "/data/audio-output/x.mp3"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := s.LookupButtons(ctx, read.ID); got.File != "/data/audio-output/x.mp3" {
+	if err := s.PlaceButtons(ctx, read.ID, 45); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := s.LookupButtons(ctx, read.ID); got.File != "/data/audio-output/x.mp3" || got.MessageID != 45 {
 		t.Errorf("the read-aloud file kept: %+v", got)
 	}
 
