@@ -14,6 +14,7 @@ import (
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/toolspec"
 )
 
 // The end-to-end suite of buttons: brainbot run, the real Claude Code CLI
@@ -88,19 +89,53 @@ func waitShows(t *testing.T, s *stack.Stack, bot string, chat int64, id int, wha
 	}
 }
 
-// tapLines are the "button tapped" log lines with outcome.
-func tapLines(s *stack.Stack, kind, outcome string) int {
-	return len(s.Logs().Find(0, func(l stack.Line) bool {
-		return l.Msg == "button tapped" && l.Str("kind") == kind && l.Str("outcome") == outcome
-	}))
+// tapLines waits for n "button tapped" log lines of kind with outcome,
+// and reports whether they came.
+func tapLines(s *stack.Stack, kind, outcome string, n int) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	_, err := s.Logs().WaitFrom(ctx, 0, func(lines []stack.Line) bool {
+		found := 0
+		for _, l := range lines {
+			if l.Msg == "button tapped" && l.Str("kind") == kind && l.Str("outcome") == outcome {
+				found++
+			}
+		}
+		return found >= n
+	}, nil)
+	return err == nil
 }
+
+// quietBrain asks no questions.
+const quietBrain = `name: Quiet
+telegram:
+  token_env: QUIET_TOKEN
+system_prompt: You answer plainly.
+buttons:
+  questions: false
+`
 
 func TestEndToEndQuestionsWithOptions(t *testing.T) {
 	s := startStack(t, stack.Config{
 		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
-		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
+		Brains: map[string]string{"asker.yaml": askerBrain, "speaker.yaml": speakerBrain, "quiet.yaml": quietBrain}, Logs: testLogs(t),
 	}, nil)
 	const user = 7
+
+	// A brain that speaks asks in text: the question, its buttons, no
+	// voice note. A brain that turned questions off offers the model no
+	// such tool.
+	if r := ask(t, s, "speaker", user, "#ask"); !slices.Equal(r.Methods(), []string{"sendMessage"}) || len(r.Calls[0].Buttons()) != 3 {
+		t.Errorf("a speaking brain's question went out as %v with %+v", r.Methods(), r.Calls[0].Buttons())
+	}
+	if r := ask(t, s, "quiet", user, "#ask"); len(r.Calls) == 0 || r.Calls[len(r.Calls)-1].Buttons() != nil {
+		t.Errorf("a brain without questions answered %v with buttons", r.Texts())
+	}
+	for _, req := range s.Model.Requests() {
+		if strings.Contains(req.System, "You answer plainly") && slices.Contains(req.Tools, toolspec.QuestionTool) {
+			t.Errorf("a brain without questions offered the model %s", toolspec.QuestionTool)
+		}
+	}
 
 	// The model asks: one message, its words before the question, a
 	// button per option; no narration of the tool call.
@@ -142,8 +177,8 @@ func TestEndToEndQuestionsWithOptions(t *testing.T) {
 			t.Errorf("a second tap answered %q, want %q", notice, conversation.NoticeAnswered)
 		}
 	}
-	if tapLines(s, "question", "used") != 2 || len(s.Model.Requests()) != requests {
-		t.Errorf("second taps: %d logged as used, model asked %d times more", tapLines(s, "question", "used"), len(s.Model.Requests())-requests)
+	if !tapLines(s, "question", "used", 2) || len(s.Model.Requests()) != requests {
+		t.Errorf("second taps: not logged as used, or the model was asked %d times more", len(s.Model.Requests())-requests)
 	}
 
 	// Forged, unknown and old taps: refused with a clear notice.
@@ -201,7 +236,7 @@ func TestEndToEndQuestionsWithOptions(t *testing.T) {
 func TestEndToEndReadAloud(t *testing.T) {
 	s := startStack(t, stack.Config{
 		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
-		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
+		Brains: map[string]string{"asker.yaml": askerBrain}, Env: []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, Logs: testLogs(t),
 	}, nil)
 	const user = 9
 	r := ask(t, s, "asker", user, "Tell me something")
@@ -244,8 +279,19 @@ func TestEndToEndReadAloud(t *testing.T) {
 	if got := speech(); len(got) != 1 {
 		t.Errorf("a second tap spoke again: %q", got)
 	}
-	if tapLines(s, "read", "read") != 1 || tapLines(s, "read", "used") != 1 {
-		t.Errorf("taps logged: %d read, %d used", tapLines(s, "read", "read"), tapLines(s, "read", "used"))
+	if !tapLines(s, "read", "read", 1) || !tapLines(s, "read", "used", 1) {
+		t.Error("the taps on 🔊 were not logged as read, then used")
+	}
+	admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+	if len(admin) != 1 {
+		t.Fatal("no admin endpoint log line")
+	}
+	_, metrics := get(t, "http://"+admin[0].Str("addr")+"/metrics")
+	for _, want := range []string{`brainbot_button_taps_total{bot="asker",kind="read",outcome="read"} 1`,
+		`brainbot_button_taps_total{bot="asker",kind="read",outcome="used"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, grepLines(metrics, "brainbot_button"))
+		}
 	}
 }
 
