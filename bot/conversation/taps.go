@@ -111,7 +111,7 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 // asked answers it.
 func (p *Pipeline) choose(ctx context.Context, t *tap, option string) (string, bool) {
 	if t.buttons.User != 0 && t.buttons.User != t.in.Sender {
-		t.outcome, t.notice = "not yours", NoticeNotAsked
+		t.outcome, t.notice = "not_asker", NoticeNotAsked
 		return "", false
 	}
 	used, err := p.store.UseButtons(ctx, t.buttons.ID, t.in.ID)
@@ -211,7 +211,7 @@ func (p *Pipeline) speak(ctx context.Context, t *tap) (string, error) {
 func (p *Pipeline) stopTap(t *tap) {
 	switch {
 	case t.buttons.User != 0 && t.buttons.User != t.in.Sender:
-		t.outcome, t.notice = "not yours", NoticeNotYours
+		t.outcome, t.notice = "not_asker", NoticeNotYours
 	case p.claude.Interrupt(t.in.Key.String()):
 		t.outcome, t.notice = "stopped", NoticeStopped
 		t.log.Info("turn stopped by the stop button")
