@@ -142,6 +142,10 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 0s"}},
 		{name: "timeout too long", yaml: minimal + "claude:\n  timeout: 2h\n", want: []string{
 			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 2h0m0s"}},
+		{name: "buttons expire too soon", yaml: minimal + "buttons:\n  max_age: 30s\n", want: []string{
+			"t.yaml:6: buttons.max_age: must be between 1m and 720h, got 30s"}},
+		{name: "buttons kept too long", yaml: minimal + "buttons:\n  max_age: 721h\n", want: []string{
+			"t.yaml:6: buttons.max_age: must be between 1m and 720h, got 721h0m0s"}},
 		{name: "max turns zero", yaml: minimal + "claude:\n  max_turns: 0\n", want: []string{
 			"t.yaml:6: claude.max_turns: must be between 1 and 100, got 0"}},
 		{name: "max turns too few for voice", yaml: minimal + "claude:\n  max_turns: 1\ntts:\n  enabled: true\n", want: []string{
@@ -532,5 +536,32 @@ func TestSpendingCapText(t *testing.T) {
 	}
 	if got := b.Messages.SpendingCapText(90 * time.Second); got != "Budget gone, back in 2m." {
 		t.Errorf("SpendingCapText = %q", got)
+	}
+}
+
+// A brain that can speak reads its text answers aloud unless it says not
+// to; one that cannot, only when it says so.
+func TestReadAloudFollowsVoice(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  bool
+	}{
+		{"", false},
+		{"tts:\n  user_toggle: true\n", true},
+		{"tts:\n  enabled: true\n", true},
+		{"tts:\n  enabled: true\nbuttons:\n  read_aloud: false\n", false},
+		{"buttons:\n  read_aloud: true\n", true},
+	} {
+		path := filepath.Join(t.TempDir(), "narrator.yaml")
+		if err := os.WriteFile(path, []byte(minimal+c.extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Parse(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Buttons.ReadAloud != c.want {
+			t.Errorf("%q: read_aloud %v, want %v", c.extra, b.Buttons.ReadAloud, c.want)
+		}
 	}
 }
