@@ -19,8 +19,12 @@ import (
 	"brainbot/toolspec"
 )
 
-// ReadAloudLabel is the label of the button that reads an answer aloud.
-const ReadAloudLabel = "🔊"
+// The labels of the buttons that read an answer aloud, and that stop one
+// while it is written.
+const (
+	ReadAloudLabel = "🔊"
+	StopLabel      = "⏹ Stop"
+)
 
 // errInvalidQuestion: the question in the model's call cannot be read.
 var errInvalidQuestion = errors.New("the model's question cannot be read")
@@ -100,6 +104,39 @@ func (p *Pipeline) closeQuestions(r *request) {
 		if err := r.out.DropButtons(r.ctx, q.MessageID); err != nil {
 			r.log.Info("could not take an answered question's buttons away", zap.Int("message_id", q.MessageID), zap.Error(err))
 		}
+	}
+}
+
+// offerStop puts ⏹ under the answer a group is about to see streamed,
+// for the user who asked: groups have no drafts, so Telegram's own stop
+// button is not there. The returned func closes it once the model's turn
+// ended, so a later tap changes nothing.
+func (p *Pipeline) offerStop(r *request) (closeStop func()) {
+	if !r.in.InGroup() {
+		return func() {}
+	}
+	b := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsStop, Conversation: r.in.Key, User: r.in.Sender, Created: p.cfg.Now()}
+	if err := p.store.SaveButtons(r.ctx, b); err != nil {
+		r.log.Warn("could not keep the buttons; the answer goes without them", zap.String("kind", b.Kind), zap.Error(err))
+		return func() {}
+	}
+	r.out.Attach(message.Keyboard{{{Text: StopLabel, Data: callbackData(b.ID, 0)}}})
+	return func() {
+		if _, err := p.store.UseButtons(context.WithoutCancel(r.ctx), b.ID, store.ButtonsClosed); err != nil {
+			r.log.Warn("could not close the stop button", zap.Error(err))
+		}
+	}
+}
+
+// keepStopped keeps what a group saw of an answer stopped while it was
+// streamed: what the model wrote so far replaces the streamed message,
+// which loses its ⏹.
+func (r *request) keepStopped(res *claude.Result, streamed bool) {
+	if !streamed || !r.in.InGroup() || res == nil || strings.TrimSpace(res.Text) == "" {
+		return
+	}
+	if err := r.out.Text(context.WithoutCancel(r.ctx), res.Text, true); err != nil && !errors.Is(err, message.ErrBlocked) {
+		r.log.Warn("could not keep the stopped answer's text", zap.Error(err))
 	}
 }
 

@@ -242,12 +242,15 @@ func (p *Pipeline) converse(r *request) {
 	defer r.out.KeepAction(r.ctx, chatAction(mode))()
 	var onText func(string)
 	var st Stream
+	closeStop := func() {}
 	if mode == claude.Text && r.brain.Stream {
+		closeStop = p.offerStop(r)
 		st = r.out.Stream(r.ctx)
 		defer st.Cancel() // if a panic skips its Finish
 		onText = st.Update
 	}
 	res, expired, err := p.ask(r, onText)
+	closeStop()
 	if st != nil {
 		// Stopped before the final reply, which replaces what it showed.
 		if firstShown := st.Finish(); !firstShown.IsZero() {
@@ -268,7 +271,8 @@ func (p *Pipeline) converse(r *request) {
 	}
 	switch {
 	case errors.Is(err, claude.ErrInterrupted):
-		r.sum.outcome = "stopped" // the /stop reply told the user
+		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
+		r.keepStopped(res, st != nil)
 	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
 		// The words are there, only the voice failed. Not for a request
 		// stopped at a bound: the brain's owner said "no further".

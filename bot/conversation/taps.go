@@ -212,6 +212,8 @@ func (p *Pipeline) stopTap(t *tap) {
 	switch {
 	case t.buttons.User != 0 && t.buttons.User != t.in.Sender:
 		t.outcome, t.notice = "not_asker", NoticeNotYours
+	case t.buttons.UsedBy != 0:
+		t.outcome, t.notice = "finished", NoticeFinished
 	case p.claude.Interrupt(t.in.Key.String()):
 		t.outcome, t.notice = "stopped", NoticeStopped
 		t.log.Info("turn stopped by the stop button")

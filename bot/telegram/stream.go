@@ -11,6 +11,8 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
+
+	"brainbot/bot/message"
 )
 
 // Stream shows a text reply while the model writes it: as a draft in a
@@ -23,6 +25,9 @@ type Stream struct {
 	out     *Outbox
 	every   time.Duration
 	draftID string
+	// buttons go under the streamed message (Attach before Stream), until
+	// the final reply replaces them.
+	buttons message.Keyboard
 
 	mu      sync.Mutex
 	latest  string
@@ -43,7 +48,8 @@ type Stream struct {
 
 // Stream starts streaming a reply to the outbox's chat, until Finish.
 // Its first message answers the message the outbox replies to, and the
-// outbox's next text (the final reply) replaces what it showed.
+// outbox's next text (the final reply) replaces what it showed. Buttons
+// attached before go under the streamed message (not under a draft).
 func (o *Outbox) Stream(ctx context.Context) *Stream {
 	s := &Stream{
 		out:      o,
@@ -51,9 +57,11 @@ func (o *Outbox) Stream(ctx context.Context) *Stream {
 		draftID:  strconv.FormatInt(time.Now().UnixNano()|1, 10), // non-zero
 		changed:  make(chan struct{}, 1),
 		useEdits: o.chat.Group || o.t.noDrafts.has(o.chat.ID),
+		buttons:  o.keyboard,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	o.keyboard = nil
 	go s.run(ctx)
 	return s
 }
@@ -135,12 +143,13 @@ func (s *Stream) show(ctx context.Context, text string) bool {
 	case s.messageID == 0:
 		var m *models.Message
 		m, err = client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
-			ReplyParameters: s.out.reply(), Text: text})
+			ReplyParameters: s.out.reply(), Text: text, ReplyMarkup: buttonsOrNone(s.buttons)})
 		if err == nil {
 			s.messageID = m.ID
 		}
 	default:
-		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat.ID, MessageID: s.messageID, Text: text})
+		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat.ID, MessageID: s.messageID, Text: text,
+			ReplyMarkup: buttonsOrNone(s.buttons)})
 	}
 	var tooMany *tgbot.TooManyRequestsError
 	if errors.As(err, &tooMany) {

@@ -330,3 +330,58 @@ func TestEndToEndGroupQuestion(t *testing.T) {
 		return m.Buttons == nil && strings.HasSuffix(m.Text, "→ Lisbon")
 	})
 }
+
+// In a group a streamed answer carries ⏹ for the user who asked: their tap
+// ends the model's turn and keeps what was written, without the button;
+// anyone else's tap changes nothing.
+func TestEndToEndGroupStop(t *testing.T) {
+	s := startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
+		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
+	}, nil)
+	s.Model.SetPace(100 * time.Millisecond) // 64 bytes a tenth of a second: about 10 s for #long
+	const group, asker, other = -100778, 601, 602
+	token := stack.Token("asker")
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
+	msg := waitChat(t, s, token, group, 1)[0]
+	var data string
+	waitShows(t, s, "asker", group, msg.MessageID, "⏹", func(m telegramtest.Message) bool {
+		if len(m.Buttons) == 1 && m.Buttons[0][0].Text == conversation.StopLabel {
+			data = m.Buttons[0][0].Data
+		}
+		return data != ""
+	})
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", other, group, msg.MessageID, data)); notice != conversation.NoticeNotYours {
+		t.Errorf("someone else's ⏹ answered %q, want %q", notice, conversation.NoticeNotYours)
+	}
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", asker, group, msg.MessageID, data)); notice != conversation.NoticeStopped {
+		t.Fatalf("the asker's ⏹ answered %q, want %q", notice, conversation.NoticeStopped)
+	}
+	var kept telegramtest.Message
+	waitShows(t, s, "asker", group, msg.MessageID, "the text written so far, without ⏹", func(m telegramtest.Message) bool {
+		kept = m
+		// The final edit is formatted; the streamed ones are plain.
+		return m.Buttons == nil && m.ParseMode == "HTML" && strings.HasPrefix(m.Text, "Paragraph 1.")
+	})
+	if len(kept.Text) >= claudetest.LongReplyLength {
+		t.Errorf("the stopped answer shows %d characters: the whole answer, not what was written before the stop", len(kept.Text))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := s.Logs().WaitFrom(ctx, 0, func(lines []stack.Line) bool {
+		for _, l := range lines {
+			if l.Msg == "request" && l.Int("chat") == group && l.Str("outcome") == "stopped" {
+				return true
+			}
+		}
+		return false
+	}, nil); err != nil {
+		t.Fatalf("no stopped request line: %v", err)
+	}
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", asker, group, msg.MessageID, data)); notice != conversation.NoticeFinished {
+		t.Errorf("⏹ after the stop answered %q, want %q", notice, conversation.NoticeFinished)
+	}
+	if n := len(waitChat(t, s, token, group, 1)); n != 1 {
+		t.Errorf("%d messages in the group, want the one answer", n)
+	}
+}
