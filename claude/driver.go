@@ -418,9 +418,11 @@ func (d *Driver) keep(cli *live, req Request, abort error) bool {
 	return true
 }
 
-// Interrupt stops the turn the conversation's CLI is running (/stop); the
-// request ends with ErrInterrupted and the conversation goes on. false
-// means nothing was running.
+// Interrupt stops the turn the conversation's CLI is running (/stop, a
+// stop button); the request ends with ErrInterrupted, its Result holding
+// the text written so far and what the turn cost, and the conversation
+// goes on: the session keeps the partial answer. false means nothing was
+// running.
 func (d *Driver) Interrupt(conversation string) bool {
 	return d.pool.interrupt(conversation)
 }
@@ -608,8 +610,13 @@ func (c *conversation) endTurn(ev event) {
 		// Separate text blocks (around tool calls) are separate
 		// paragraphs.
 		c.res.Text = strings.Join(c.turn1Text, "\n\n")
-		if c.res.Text == "" && !r.IsError {
+		switch {
+		case c.res.Text == "" && !r.IsError:
 			c.res.Text = r.Text
+		case c.res.Text == "" && c.cli.interrupted.Load():
+			// What was streamed before the stop, if the CLI kept no
+			// assistant line of it.
+			c.res.Text = c.streamed
 		}
 		c.res.Structured = r.Structured
 	} else {
