@@ -310,9 +310,12 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	cli.requests++
 	cli.sessionID = c.res.SessionID
 	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrInterrupted):
+		c.log.Info("claude request stopped", zap.Duration("total", c.res.Total), zap.Float64("cost_usd", c.res.CostUSD))
+	case err != nil:
 		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total", c.res.Total))
-	} else {
+	default:
 		c.log.Info("claude request done",
 			zap.Duration("startup", c.res.Startup), zap.Duration("turn1", c.res.Turn1),
 			zap.Duration("turn2", c.res.Turn2), zap.Duration("total", c.res.Total),
