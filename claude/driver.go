@@ -317,9 +317,12 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	cli.requests++
 	cli.sessionID = c.res.SessionID
 	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrInterrupted):
+		c.log.Info("claude request stopped", zap.Duration("total", c.res.Total), zap.Float64("cost_usd", c.res.CostUSD))
+	case err != nil:
 		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total", c.res.Total))
-	} else {
+	default:
 		c.log.Info("claude request done",
 			zap.Duration("startup", c.res.Startup), zap.Duration("turn1", c.res.Turn1),
 			zap.Duration("turn2", c.res.Turn2), zap.Duration("total", c.res.Total),
@@ -425,9 +428,11 @@ func (d *Driver) keep(cli *live, req Request, abort error) bool {
 	return true
 }
 
-// Interrupt stops the turn the conversation's CLI is running (/stop); the
-// request ends with ErrInterrupted and the conversation goes on. false
-// means nothing was running.
+// Interrupt stops the turn the conversation's CLI is running (/stop, a
+// stop button); the request ends with ErrInterrupted, its Result holding
+// the text written so far and what the turn cost, and the conversation
+// goes on: the session keeps the partial answer. false means nothing was
+// running.
 func (d *Driver) Interrupt(conversation string) bool {
 	return d.pool.interrupt(conversation)
 }
@@ -615,8 +620,13 @@ func (c *conversation) endTurn(ev event) {
 		// Separate text blocks (around tool calls) are separate
 		// paragraphs.
 		c.res.Text = strings.Join(c.turn1Text, "\n\n")
-		if c.res.Text == "" && !r.IsError {
+		switch {
+		case c.res.Text == "" && !r.IsError:
 			c.res.Text = r.Text
+		case c.res.Text == "" && c.cli.interrupted.Load():
+			// What was streamed before the stop, if the CLI kept no
+			// assistant line of it.
+			c.res.Text = c.streamed
 		}
 		c.res.Structured = r.Structured
 	} else {

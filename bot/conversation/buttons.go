@@ -111,8 +111,8 @@ func (p *Pipeline) closeQuestions(r *request) {
 // for the user who asked: groups have no drafts, so Telegram's own stop
 // button is not there. The returned func closes it once the model's turn
 // ended, so a later tap changes nothing.
-func (p *Pipeline) offerStop(r *request) (closeStop func()) {
-	if !r.in.InGroup() {
+func (p *Pipeline) offerStop(r *request, mode claude.Mode) (closeStop func()) {
+	if !r.in.InGroup() || mode != claude.Text || !r.brain.Stream {
 		return func() {}
 	}
 	b := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsStop, Conversation: r.in.Key, User: r.in.Sender, Created: p.cfg.Now()}
@@ -128,9 +128,10 @@ func (p *Pipeline) offerStop(r *request) (closeStop func()) {
 	}
 }
 
-// keepStopped keeps what a group saw of an answer stopped while it was
-// streamed: what the model wrote so far replaces the streamed message,
-// which loses its ⏹.
+// keepStopped keeps what a group saw of an answer /stop stopped while it
+// was streamed: what the model wrote so far replaces the streamed
+// message, which loses its ⏹ (a tap on ⏹ keeps it as a stop button
+// does: keepPartial).
 func (r *request) keepStopped(res *claude.Result, streamed bool) {
 	if !streamed || !r.in.InGroup() || res == nil || strings.TrimSpace(res.Text) == "" {
 		return

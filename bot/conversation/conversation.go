@@ -98,6 +98,7 @@ type Pipeline struct {
 	unset   unsetWarnings
 	media   media
 	panels  Panels
+	buttons stopButtons
 }
 
 // New makes a pipeline. Its panels come with UsePanels.
@@ -172,7 +173,7 @@ func (p *Pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
 	})
 }
 
-// Stop answers /stop beside the queue.
+// Stop answers /stop or a stop button beside the queue.
 func (p *Pipeline) Stop(ctx context.Context, in *message.Inbound) { p.serveAside(ctx, in, p.stop) }
 
 // Unreadable tells a message's sender it could not be read.
@@ -240,14 +241,14 @@ func (p *Pipeline) converse(r *request) {
 	// not while it waits, so a crowd waiting for Claude does not flood
 	// Telegram with chat actions.
 	defer r.out.KeepAction(r.ctx, chatAction(mode))()
-	var onText func(string)
-	var st Stream
-	closeStop := func() {}
-	if mode == claude.Text && r.brain.Stream {
-		closeStop = p.offerStop(r)
-		st = r.out.Stream(r.ctx)
+	// ⏹ under a group's streamed answer: attached before the stream takes it.
+	closeStop := p.offerStop(r, mode)
+	st, onText := p.showProgress(r, mode)
+	var button *stopButton
+	if st != nil {
 		defer st.Cancel() // if a panic skips its Finish
-		onText = st.Update
+		button = p.buttons.open(r.in.Key.String(), st)
+		defer p.buttons.closeButton(r.in.Key.String(), button)
 	}
 	res, expired, err := p.ask(r, onText)
 	closeStop()
@@ -270,6 +271,10 @@ func (p *Pipeline) converse(r *request) {
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
+	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
+		p.dropStopped(r, res)
+	case errors.Is(err, claude.ErrInterrupted) && button.Pressed() && res != nil:
+		r.keepPartial(res.Text)
 	case errors.Is(err, claude.ErrInterrupted):
 		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
 		r.keepStopped(res, st != nil)
@@ -288,15 +293,19 @@ func (p *Pipeline) converse(r *request) {
 	}
 }
 
-// stop interrupts the turn the conversation's CLI is running (/stop); the
-// interrupted request ends without a reply of its own.
+// stop interrupts the turn the conversation's CLI is running (/stop, or a
+// stop button: pressStop); after /stop the interrupted request ends
+// without a reply of its own.
 func (p *Pipeline) stop(r *request) {
 	switch {
+	case r.in.Kind == message.StopPressed:
+		p.pressStop(r)
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
 		r.say("denied", r.brain.Messages.Denied)
 	case p.claude.Interrupt(r.in.Key.String()):
 		r.log.Info("turn stopped by /stop")
+		p.cfg.Metrics.Stops.WithLabelValues(r.in.Key.Bot, "command").Inc()
 		r.say("command", "Stopped. What next?")
 	default:
 		r.say("command", "There is nothing to stop.")

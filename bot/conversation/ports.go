@@ -107,6 +107,9 @@ type Stream interface {
 	Finish() time.Time
 	// Cancel stops it without waiting (for a panic that skips Finish).
 	Cancel()
+	// DraftID names the drafts it shows, whose stop button reports it (0:
+	// no drafts, no button).
+	DraftID() int64
 }
 
 // Transcripts moves the CLI's session transcripts between instances.

@@ -212,12 +212,14 @@ func (p *Pipeline) stopTap(t *tap) {
 	switch {
 	case t.buttons.User != 0 && t.buttons.User != t.in.Sender:
 		t.outcome, t.notice = "not_asker", NoticeNotYours
-	case t.buttons.UsedBy != 0:
+	case t.buttons.UsedBy != 0 || !p.buttons.press(t.in.Key.String(), 0):
 		t.outcome, t.notice = "finished", NoticeFinished
 	case p.claude.Interrupt(t.in.Key.String()):
+		// converse keeps what was written, as for a draft's stop button.
 		t.outcome, t.notice = "stopped", NoticeStopped
 		t.log.Info("turn stopped by the stop button")
-	default:
+		p.cfg.Metrics.Stops.WithLabelValues(t.in.Key.Bot, "button").Inc()
+	default: // pressed as the turn ended: its whole answer follows
 		t.outcome, t.notice = "finished", NoticeFinished
 	}
 }

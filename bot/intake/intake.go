@@ -32,8 +32,9 @@ type Handler interface {
 	Serve(ctx context.Context, m *message.Inbound)
 	// The rest answer a message outside its queue. Busy: the queue is
 	// full; tell says whether to tell the sender (the first of a burst)
-	// or only to record it, in which case it must not block. Stop: /stop,
-	// for the turn the queue is busy with. Unreadable: the update could
+	// or only to record it, in which case it must not block. Stop: /stop
+	// or a draft's stop button (message.StopPressed), for the turn the
+	// queue is busy with. Unreadable: the update could
 	// not be read. Resend: work on it started twice already.
 	Busy(ctx context.Context, m *message.Inbound, tell bool)
 	Stop(ctx context.Context, m *message.Inbound)

@@ -38,6 +38,9 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		in.finish(d)
 		in.tell(u)
 		return
+	case message.StopPressed:
+		in.stopAside(d, u)
+		return
 	case message.Tapped:
 		in.tap(d, u)
 		return
@@ -46,14 +49,11 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		in.finish(d)
 		return
 	}
-	m := inbound(u, d)
 	if u.Command == "stop" && !u.ForOtherBot {
-		// Not queued: it is for the message the queue is busy with.
-		in.finish(d)
-		m.Progress = newProgress()
-		in.aside(func(ctx context.Context) { in.cfg.Handler.Stop(ctx, m) })
+		in.stopAside(d, u)
 		return
 	}
+	m := inbound(u, d)
 	album := albumKey(u.Key, u.Album)
 	// A later message of an album joins the one already admitted; a
 	// message an earlier release accepted was admitted then.
@@ -72,6 +72,15 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 	}
 	log.Debug("message received", zap.String("text", u.Text), zap.String("file", kind))
 	in.queue(m, album)
+}
+
+// stopAside hands on /stop or a stop button pressed, not queued: it is for
+// the message the queue is busy with.
+func (in *Intake) stopAside(d message.Delivery, u message.Update) {
+	in.finish(d)
+	m := inbound(u, d)
+	m.Progress = newProgress()
+	in.aside(func(ctx context.Context) { in.cfg.Handler.Stop(ctx, m) })
 }
 
 // inbound is the message an update carries, its progress told to d.

@@ -71,6 +71,9 @@ const (
 	// newer than the transport's library): what could be read of its
 	// sender is kept, to tell them.
 	Unreadable
+	// StopPressed is the stop button of a streamed answer's draft pressed
+	// (stopped_message_generation, private chats): DraftID names the draft.
+	StopPressed
 	// Tapped is a tap on one of the bot's buttons (Update.Tap).
 	Tapped
 )
@@ -114,6 +117,8 @@ type Update struct {
 	Tap Tap
 	// Problem is why an Unreadable update could not be read.
 	Problem error
+	// DraftID is the draft whose stop button a StopPressed update reports.
+	DraftID int64
 }
 
 // MemberChange is the bot's new standing in a chat.

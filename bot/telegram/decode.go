@@ -47,6 +47,7 @@ type updateHead struct {
 	BusinessMessage       *chatHead `json:"business_message"`
 	EditedBusinessMessage *chatHead `json:"edited_business_message"`
 	GuestMessage          *chatHead `json:"guest_message"`
+	StoppedGeneration     *chatHead `json:"stopped_message_generation"`
 	CallbackQuery         *struct {
 		Message *chatHead `json:"message"`
 	} `json:"callback_query"`
@@ -74,7 +75,7 @@ func (h *updateHead) chat() *chatHead {
 		query = h.CallbackQuery.Message
 	}
 	for _, c := range []*chatHead{h.Message, h.EditedMessage, h.ChannelPost, h.EditedChannelPost, h.BusinessMessage,
-		h.EditedBusinessMessage, h.GuestMessage, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
+		h.EditedBusinessMessage, h.GuestMessage, h.StoppedGeneration, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
 		h.MessageReaction, h.MessageReactionCount, h.ChatBoost, h.RemovedChatBoost} {
 		if c != nil {
 			return c
@@ -110,10 +111,24 @@ func Decode(env message.Envelope) message.Update {
 		status := c.NewChatMember.Type
 		u.Member = message.MemberChange{Status: string(status), By: c.From.ID,
 			Left: status == models.ChatMemberTypeLeft || status == models.ChatMemberTypeBanned}
+	case up.StoppedMessageGeneration != nil:
+		u.What = "stopped_message_generation"
+		readStop(&u, up.StoppedMessageGeneration)
 	default:
 		u.What = kindName(env.Raw)
 	}
 	return u
+}
+
+// readStop reads a draft's stop button pressed. Drafts are shown in
+// private chats only, where the chat is the user who pressed it; a stop
+// from anywhere else, or without a draft, is not one.
+func readStop(u *message.Update, s *models.MessageGenerationStopped) {
+	u.ChatType = string(s.Chat.Type)
+	if s.Chat.Type != models.ChatTypePrivate || s.DraftID == 0 {
+		return
+	}
+	u.Kind, u.Sender, u.DraftID = message.StopPressed, s.Chat.ID, int64(s.DraftID)
 }
 
 // kindName is the field that names a raw update's kind ("edited_message",

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -20,11 +21,13 @@ import (
 // private chats where drafts fail). The first text shows at once, then at
 // most once every streamEvery. The streamed text is plain: formatting
 // comes with the final reply, which replaces the draft (sendMessage) or is
-// edited into the message (see finish).
+// edited into the message (see finish). A draft carries a stop button
+// (can_stop): Telegram reports it pressed with the draft's id (DraftID),
+// keeping the draft shown until the real message comes (keep_on_stop).
 type Stream struct {
 	out     *Outbox
 	every   time.Duration
-	draftID string
+	draftID int64 // 0 when the stream never shows drafts
 	// buttons go under the streamed message (Attach before Stream), until
 	// the final reply replaces them.
 	buttons message.Keyboard
@@ -54,7 +57,6 @@ func (o *Outbox) Stream(ctx context.Context) *Stream {
 	s := &Stream{
 		out:      o,
 		every:    o.t.StreamEvery,
-		draftID:  strconv.FormatInt(time.Now().UnixNano()|1, 10), // non-zero
 		changed:  make(chan struct{}, 1),
 		useEdits: o.chat.Group || o.t.noDrafts.has(o.chat.ID),
 		buttons:  o.keyboard,
@@ -62,6 +64,10 @@ func (o *Outbox) Stream(ctx context.Context) *Stream {
 		done:     make(chan struct{}),
 	}
 	o.keyboard = nil
+	if !s.useEdits {
+		// Non-zero, and small enough for any JSON number reader.
+		s.draftID = 1 + rand.Int64N(1<<31-1)
+	}
 	go s.run(ctx)
 	return s
 }
@@ -133,7 +139,7 @@ func (s *Stream) show(ctx context.Context, text string) bool {
 	case err != nil:
 	case !s.useEdits:
 		_, err = client.SendMessageDraft(ctx, &tgbot.SendMessageDraftParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
-			DraftID: s.draftID, Text: text})
+			DraftID: strconv.FormatInt(s.draftID, 10), Text: text, CanStop: true, KeepOnStop: true})
 		if err != nil && !isTooMany(err) && ctx.Err() == nil {
 			s.out.log.Info("drafts unavailable in this chat: streaming by edits", zap.Error(err))
 			s.out.t.noDrafts.add(s.out.chat.ID)
@@ -173,6 +179,10 @@ func (s *Stream) Finish() (firstShown time.Time) {
 	s.out.edit = s.messageID
 	return s.firstShown
 }
+
+// DraftID is the id of the drafts the stream shows (0: it edits a
+// message instead, and has no stop button).
+func (s *Stream) DraftID() int64 { return s.draftID }
 
 // Cancel stops streaming without waiting for the call under way; Finish
 // calls it, and a caller defers it for a panic that skips Finish.

@@ -252,6 +252,15 @@ func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	return s.queueLocked(s.botLocked(token), upd)
 }
 
+// PressStop queues the update Telegram sends when the user of private
+// chat chatID presses the stop button of draft draftID
+// (stopped_message_generation), and returns its update id.
+func (s *Server) PressStop(token string, chatID, draftID int64) int64 {
+	raw := fmt.Sprintf(`{"update_id":1,"stopped_message_generation":{"chat":{"id":%d,"first_name":"User%d","type":"private"},"draft_id":%d}}`,
+		chatID, chatID, draftID)
+	return s.SendUpdate(token, []byte(raw))
+}
+
 // queueLocked queues fields (everything but update_id) as the bot's next
 // update.
 func (s *Server) queueLocked(b *botState, fields map[string]any) int64 {
