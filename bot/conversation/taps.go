@@ -169,6 +169,7 @@ func (p *Pipeline) readAloud(ctx context.Context, t *tap) {
 		usd, _ := pricing.Speech(b.TTS.Model, utf8.RuneCountInString(t.buttons.Text))
 		p.recordUsage(ctx, store.Usage{Bot: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
 			Mode: claude.Speech.String(), Outcome: "read aloud", OpenAIUSD: usd}, claude.Tokens{}, t.log)
+		p.describeReading(t, path, usd)
 		out.Quote(t.in.MessageID)
 		err = out.File(ctx, message.VoiceNote, path)
 	}
@@ -204,6 +205,23 @@ func (p *Pipeline) speak(ctx context.Context, t *tap) (string, error) {
 		return "", err
 	}
 	return output.Organize(p.cfg.DataDir, path, output.Audio, t.in.Key.Bot, t.in.Sender)
+}
+
+// describeReading writes the sidecar of the voice note at path that
+// read the tapped answer aloud, as a voice answer's (sidecar.go).
+func (p *Pipeline) describeReading(t *tap, path string, usd float64) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.log.Warn("could not describe the generated file", zap.String("path", path), zap.Error(err))
+		return
+	}
+	s := t.brain.TTS
+	m := output.Metadata{Brain: t.brain.Name, BotID: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
+		Created: p.cfg.Now().UTC(), Mode: claude.Speech.String(), Text: t.buttons.Text, Model: s.Model, Voice: s.Voice, Speed: s.Speed,
+		Format: s.Format, DurationSeconds: audioSeconds(data, filepath.Ext(path)), Bytes: int64(len(data)), CostUSD: &usd}
+	if err := output.WriteSidecar(path, m); err != nil {
+		t.log.Warn("could not write the generated file's sidecar", zap.Error(err))
+	}
 }
 
 // stopTap takes a tap on ⏹ under a streamed answer in a group: the user

@@ -47,25 +47,28 @@ func (o *Outbox) Amend(ctx context.Context, id int, text, addition string) error
 	if len(utf16.Encode([]rune(amended))) > MaxMessageLen {
 		return o.DropButtons(ctx, id)
 	}
-	edit := func(text string, mode models.ParseMode) error {
-		return o.call(ctx, "editMessageText", func(ctx context.Context, api *tgbot.Bot) error {
-			_, err := api.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: o.chat.ID, MessageID: id,
-				Text: text, ParseMode: mode, ReplyMarkup: inlineKeyboard(nil)})
-			if isNotModified(err) {
-				return nil
-			}
-			return err
-		})
-	}
-	err := edit(markdownToHTML(amended), models.ParseModeHTML)
+	err := o.editText(ctx, id, markdownToHTML(amended), models.ParseModeHTML, nil)
 	if isEntityError(err) {
-		err = edit(amended, "")
+		err = o.editText(ctx, id, amended, "", nil)
 	}
 	if err != nil && IsPermanent(err) {
 		o.log.Info("the message could not be amended; taking its buttons away", zap.Int("message_id", id), zap.Error(err))
 		return o.DropButtons(ctx, id)
 	}
 	return o.blockedOr(err)
+}
+
+// editText makes message id show text, with kb under it (none: the
+// buttons it had go). An edit that changes nothing is no error.
+func (o *Outbox) editText(ctx context.Context, id int, text string, mode models.ParseMode, kb message.Keyboard) error {
+	return o.call(ctx, "editMessageText", func(ctx context.Context, api *tgbot.Bot) error {
+		_, err := api.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: o.chat.ID, MessageID: id,
+			Text: text, ParseMode: mode, ReplyMarkup: inlineKeyboard(kb)})
+		if isNotModified(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 // DropButtons takes the buttons away from message id.

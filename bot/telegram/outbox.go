@@ -202,15 +202,8 @@ func (o *Outbox) Text(ctx context.Context, text string, formatted bool) error {
 		}
 		send := func(text string, mode models.ParseMode) error {
 			if editID != 0 {
-				return o.call(ctx, "editMessageText", func(ctx context.Context, api *tgbot.Bot) error {
-					// The buttons the streamed message had go; the reply's come.
-					_, err := api.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: o.chat.ID, MessageID: editID,
-						Text: text, ParseMode: mode, ReplyMarkup: inlineKeyboard(buttons)})
-					if isNotModified(err) {
-						return nil
-					}
-					return err
-				})
+				// The buttons the streamed message had go; the reply's come.
+				return o.editText(ctx, editID, text, mode, buttons)
 			}
 			return o.call(ctx, "sendMessage", func(ctx context.Context, api *tgbot.Bot) error {
 				m, err := api.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread,

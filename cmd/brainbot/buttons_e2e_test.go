@@ -273,6 +273,11 @@ func TestEndToEndReadAloud(t *testing.T) {
 		t.Errorf("spoken %q, want exactly the answer %q", got, stack.Rendered(answer))
 	}
 	waitShows(t, s, "asker", user, answer.MessageID, "no 🔊", func(m telegramtest.Message) bool { return m.Buttons == nil })
+	// Kept and described like a voice answer's note.
+	if _, m := readSidecar(t, filepath.Join(s.DataDir, "audio-output", "bot-asker", "user-9")); m.Text != stack.Rendered(answer) ||
+		m.Voice != "onyx" || m.Mode != "speech" || m.CostUSD == nil {
+		t.Errorf("the read-aloud note's sidecar says %+v", m)
+	}
 	if notice := waitAnswer(t, s, "asker", s.Tap("asker", user, user, answer.MessageID, data[0])); notice != conversation.NoticeRead {
 		t.Errorf("a second tap answered %q, want %q", notice, conversation.NoticeRead)
 	}
