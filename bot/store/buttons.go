@@ -115,6 +115,16 @@ func (s *Store) UseButtons(ctx context.Context, id string, update int64) (bool, 
 // asked user (who answered in words) and returns them, so their buttons
 // can go.
 func (s *Store) CloseQuestions(ctx context.Context, c Conversation, user int64) (closed []Buttons, err error) {
+	// Most messages find none: a read, not a write, for them.
+	var open int
+	err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM buttons WHERE bot = ? AND chat_id = ? AND thread_id = ? AND kind = ? AND used_by = 0`,
+		c.Bot, c.Chat, c.Thread, ButtonsQuestion).Scan(&open)
+	if err != nil {
+		return nil, fmt.Errorf("close questions: %w", err)
+	}
+	if open == 0 {
+		return nil, nil
+	}
 	err = s.withTx(ctx, func(tx *sql.Tx) error {
 		closed, err = closeQuestions(ctx, tx, c, user)
 		return err
