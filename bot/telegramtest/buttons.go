@@ -180,6 +180,15 @@ func (s *Server) WaitMessage(ctx context.Context, token string, chat int64, id i
 // message as it shows now. It returns the update id and the query's id,
 // which the bot must answer (answerCallbackQuery).
 func (s *Server) Tap(token string, user, chat int64, id int, data string) (updateID int64, query string) {
+	return s.tap(token, user, false, chat, id, data)
+}
+
+// TapByBot is Tap by a bot (from.is_bot), as another bot's client could.
+func (s *Server) TapByBot(token string, bot, chat int64, id int, data string) (updateID int64, query string) {
+	return s.tap(token, bot, true, chat, id, data)
+}
+
+func (s *Server) tap(token string, user int64, isBot bool, chat int64, id int, data string) (updateID int64, query string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.botLocked(token)
@@ -187,7 +196,7 @@ func (s *Server) Tap(token string, user, chat int64, id int, data string) (updat
 	if m := b.messages[chat][id]; m != nil {
 		msg = m.json(BotID(token))
 	}
-	return s.tapLocked(b, user, msg, data)
+	return s.tapLocked(b, user, isBot, msg, data)
 }
 
 // TapOld queues a tap on a message Telegram no longer gives the bot: its
@@ -196,10 +205,10 @@ func (s *Server) TapOld(token string, user, chat int64, id int, data string) (up
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	msg := map[string]any{"message_id": id, "date": 0, "chat": map[string]any{"id": chat, "type": chatTypeOf(chat)}}
-	return s.tapLocked(s.botLocked(token), user, msg, data)
+	return s.tapLocked(s.botLocked(token), user, false, msg, data)
 }
 
-func (s *Server) tapLocked(b *botState, user int64, msg map[string]any, data string) (int64, string) {
+func (s *Server) tapLocked(b *botState, user int64, isBot bool, msg map[string]any, data string) (int64, string) {
 	if b.queries == nil {
 		b.queries = map[string]bool{}
 	}
@@ -207,7 +216,7 @@ func (s *Server) tapLocked(b *botState, user int64, msg map[string]any, data str
 	b.queries[query] = false
 	id := s.queueLocked(b, map[string]any{"callback_query": map[string]any{
 		"id":            query,
-		"from":          map[string]any{"id": user, "is_bot": false, "first_name": fmt.Sprintf("User%d", user), "language_code": UserLanguage},
+		"from":          map[string]any{"id": user, "is_bot": isBot, "first_name": fmt.Sprintf("User%d", user), "language_code": UserLanguage},
 		"message":       msg,
 		"chat_instance": strconv.FormatInt(msg["chat"].(map[string]any)["id"].(int64)*31, 10),
 		"data":          data,

@@ -29,6 +29,8 @@ telegram:
   token_env: ASKER_TOKEN
 system_prompt: You help people decide.
 groups: all
+access:
+  allowed_users: [7, 9, 601, 602]
 tts:
   user_toggle: true
   voice: onyx
@@ -322,6 +324,13 @@ func TestEndToEndGroupQuestion(t *testing.T) {
 	})
 	if notice := waitAnswer(t, s, "asker", s.Tap("asker", other, group, msg.MessageID, data[0])); notice != conversation.NoticeNotAsked {
 		t.Errorf("someone else's tap answered %q, want %q", notice, conversation.NoticeNotAsked)
+	}
+	_, byBot := s.Telegram.TapByBot(token, 7000000099, group, msg.MessageID, data[0])
+	if notice := waitAnswer(t, s, "asker", byBot); notice != conversation.NoticeGone {
+		t.Errorf("a bot's tap answered %q, want %q", notice, conversation.NoticeGone)
+	}
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", 603, group, msg.MessageID, data[0])); notice != "Sorry, this bot is private." {
+		t.Errorf("a tap by a user the brain does not allow answered %q", notice)
 	}
 	query := s.Tap("asker", asker, group, msg.MessageID, data[2])
 	if notice := waitAnswer(t, s, "asker", query); notice != "" {
