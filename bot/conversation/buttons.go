@@ -1,8 +1,9 @@
 package conversation
 
-// Buttons under answers: a question with options, and 🔊 to read a text
-// answer aloud. What they mean is kept in the state (Buttons); a button's
-// callback data is only "<id>.<place>".
+// Buttons under answers: a question with options, 🔊 to read a text
+// answer aloud, and ⏹ to stop a group's answer while it is written. What
+// they mean is kept in the state (Buttons); a button's callback data is
+// only "<id>.<place>". Taps on them: taps.go.
 
 import (
 	"context"
