@@ -116,6 +116,19 @@ func TestDecodeReadsWhatTheIntakeNeeds(t *testing.T) {
 	}
 }
 
+// A tap in a private chat, as Telegram sends it.
+func TestDecodeTapFixture(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "updates", "callback_query.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: raw})
+	if u.Kind != message.Tapped || u.What != "callback_query" || u.ID != 731000004 || u.Key != (message.Key{Bot: "b", Chat: 7}) ||
+		u.MessageID != 413 || u.Sender != 7 || u.Tap != (message.Tap{QueryID: "3148915127338413297", Data: "k3Jx9vQwZ2bT8mLp.1"}) {
+		t.Errorf("tap read as %+v", u)
+	}
+}
+
 // Taps read as Telegram sends them (callback_query): on a message in a
 // forum topic (its thread in the key), on an old message Telegram no
 // longer gives (date 0), on an inline message (in no chat), by a bot.
