@@ -32,6 +32,14 @@ func (c chats) Fetch(ctx context.Context, bot, fileID string, limit int64) ([]by
 	return client.Fetch(ctx, fileID, limit)
 }
 
+func (c chats) AnswerTap(ctx context.Context, bot, query, notice string) error {
+	client := c.m.client(bot)
+	if client == nil {
+		return fmt.Errorf("bot %s has not connected to Telegram", bot)
+	}
+	return client.AnswerTap(ctx, query, notice)
+}
+
 func (m *Manager) outbox(to message.Key, group bool, replyTo int, log *zap.Logger) outbox {
 	client := func() *telegram.Client { return m.client(to.Bot) }
 	return outbox{m.transport.Outbox(client, telegram.Chat{ID: to.Chat, Thread: to.Thread, Group: group}, replyTo, log)}

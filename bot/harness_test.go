@@ -31,7 +31,8 @@ import (
 // #wait (blocks until release or cancellation), #notool (turn 2 fails
 // after turn 1 produced text), #nofile (reports a file that is not there),
 // #crash (the CLI dies before it starts the session), #tools (the
-// result reports fakeToolCalls), #panic (a bug: Run panics).
+// result reports fakeToolCalls), #panic (a bug: Run panics), #stopme
+// (streams, then writes on until Interrupt: writeUntilStopped).
 type fakeClaude struct {
 	dataDir string
 	// sessions are the ids the fake knows (resume of others fails).
@@ -166,6 +167,9 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 			return nil, ctx.Err()
 		}
 	}
+	if strings.Contains(req.Prompt, "#stopme") {
+		return f.writeUntilStopped(ctx, req)
+	}
 	if strings.Contains(req.Prompt, "#fail") {
 		return nil, errors.New("model exploded")
 	}
@@ -211,6 +215,30 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}
 	res.FilePath = path
 	return res, nil
+}
+
+// writeUntilStopped streams "You said: ..." (a voice or image request
+// has its tool write the file meanwhile) and then waits, as a model still
+// at work, until Interrupt: the result is then the text so far and what
+// the partial turn cost, as the driver reports an interrupted turn.
+func (f *fakeClaude) writeUntilStopped(ctx context.Context, req claude.Request) (*claude.Result, error) {
+	text := "You said: " + req.Prompt
+	if req.OnText != nil {
+		req.OnText(text)
+	}
+	res := &claude.Result{Text: text, SessionID: req.SessionID, CostUSD: 0.005, Tokens: claude.Tokens{Input: 800, Output: 5}}
+	if req.Mode == claude.Speech {
+		res.FilePrefix = req.FilePrefix
+		if _, err := output.Save(filepath.Join(f.dataDir, output.Audio.Dir()), req.FilePrefix, ".ogg", []byte("OggS-voice"), time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	select {
+	case <-f.stop:
+		return res, fmt.Errorf("turn: %w", claude.ErrInterrupted)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // waitStreamed makes the fake, as it streams a reply to token's chats, wait

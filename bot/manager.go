@@ -93,9 +93,10 @@ type Config struct {
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
 	// answers them with the brain's messages.text_only.
 	Transcriber conversation.Transcriber
-	// Speaker speaks the members of panels that speak; nil (no OpenAI
-	// key): they write.
-	Speaker host.Speaker
+	// Speaker speaks the members of panels that speak, and answers read
+	// aloud (buttons.read_aloud); nil (no OpenAI key): they write, and
+	// answers get no 🔊.
+	Speaker Speaker
 	// Store keeps the bots' state (sessions, toggles, counters, usage,
 	// panel runs): *store.Store, or with a Cluster the cluster's shared
 	// state. Without a Cluster it keeps the journal of updates too
@@ -227,7 +228,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.pipeline = conversation.New(conversation.Config{
 		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
-		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts,
+		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts, Speaker: cfg.Speaker,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
 		Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
@@ -341,9 +342,9 @@ func (m *Manager) pruneStore(ctx context.Context, pruner Pruner) {
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("could not prune the store", zap.Error(err))
-		case p.Daily+p.History+p.Usage > 0:
+		case p.Daily+p.History+p.Usage+p.Buttons > 0:
 			m.log.Info("pruned the store", zap.Int64("daily_counters", p.Daily), zap.Int64("ended_sessions", p.History),
-				zap.Int64("usage_records", p.Usage))
+				zap.Int64("usage_records", p.Usage), zap.Int64("buttons", p.Buttons))
 		}
 		select {
 		case <-ctx.Done():

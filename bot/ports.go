@@ -27,6 +27,13 @@ type TelegramBots interface {
 	TelegramBotHolders(ctx context.Context) (map[string]string, error)
 }
 
+// Speaker speaks text with a brain's voice settings (*mcp.Speaker): for
+// the panels and for the conversations alike.
+type Speaker interface {
+	host.Speaker
+	conversation.Speaker
+}
+
 // Pruner is a Store that drops what its retention no longer keeps
 // (*store.Store; the cluster's buckets expire by themselves).
 type Pruner interface {

@@ -172,7 +172,11 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	if d.cfg.Bare {
 		args = append(args, "--bare")
 	}
-	allowed := append([]string{toolspec.SpeechTool, toolspec.ImageTool}, req.AllowedTools...)
+	allowed := []string{toolspec.SpeechTool, toolspec.ImageTool}
+	if req.Questions {
+		allowed = append(allowed, toolspec.QuestionTool)
+	}
+	allowed = append(allowed, req.AllowedTools...)
 	args = append(args, "--allowedTools", strings.Join(allowed, ","))
 	if req.JSONSchema != "" {
 		args = append(args, "--json-schema", req.JSONSchema)
@@ -271,6 +275,9 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	// The CLI's tool calls carry its token; none is served until turn two
 	// opens the ticket, and a warm process's last ticket is withdrawn.
 	cli.tools.Serve(log)
+	if req.Questions {
+		cli.tools.AllowQuestion()
+	}
 	cli.costBase = cli.lastCost
 	cli.interrupted.Store(false)
 
@@ -314,9 +321,12 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	cli.requests++
 	cli.sessionID = c.res.SessionID
 	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrInterrupted):
+		c.log.Info("claude request stopped", zap.Duration("total_ms", c.res.Total), zap.Float64("cost_usd", c.res.CostUSD))
+	case err != nil:
 		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total_ms", c.res.Total))
-	} else {
+	default:
 		c.log.Info("claude request done",
 			zap.Duration("startup_ms", c.res.Startup), zap.Duration("turn1_ms", c.res.Turn1),
 			zap.Duration("turn2_ms", c.res.Turn2), zap.Duration("total_ms", c.res.Total),
@@ -424,9 +434,11 @@ func (d *Driver) keep(cli *live, req Request, abort error) bool {
 	return true
 }
 
-// Interrupt stops the turn the conversation's CLI is running (/stop); the
-// request ends with ErrInterrupted and the conversation goes on. false
-// means nothing was running.
+// Interrupt stops the turn the conversation's CLI is running (/stop, a
+// stop button); the request ends with ErrInterrupted, its Result holding
+// the text written so far and what the turn cost, and the conversation
+// goes on: the session keeps the partial answer. false means nothing was
+// running.
 func (d *Driver) Interrupt(conversation string) bool {
 	return d.pool.interrupt(conversation)
 }
@@ -556,7 +568,7 @@ func (c *conversation) handle(ev event) {
 	case kindAssistant:
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_use" {
-				c.toolLog.called(b)
+				c.toolLog.called(b, c.turnText())
 			}
 			switch {
 			case b.Type == "text" && c.turn == 1 && b.Text != "":
@@ -620,8 +632,13 @@ func (c *conversation) endTurn(ev event) {
 		// Separate text blocks (around tool calls) are separate
 		// paragraphs.
 		c.res.Text = strings.Join(c.turn1Text, "\n\n")
-		if c.res.Text == "" && !r.IsError {
+		switch {
+		case c.res.Text == "" && !r.IsError:
 			c.res.Text = r.Text
+		case c.res.Text == "" && c.cli.interrupted.Load():
+			// What was streamed before the stop, if the CLI kept no
+			// assistant line of it.
+			c.res.Text = c.streamed
 		}
 		c.res.Structured = r.Structured
 	} else {
@@ -641,6 +658,11 @@ func (c *conversation) endTurn(ev event) {
 		c.failure = errNoStructuredOutput
 		c.finished = true
 	case c.turn == 2 || c.tool == "":
+		c.finished = true
+	case c.askedQuestion():
+		// The question goes out as text under its buttons: no voice note
+		// or picture follows it.
+		c.tool, c.res.FilePrefix, c.res.FileExt = "", "", ""
 		c.finished = true
 	case c.req.Mode == Speech && strings.TrimSpace(c.res.Text) == "":
 		c.failure = errNothingToSpeak
@@ -662,6 +684,26 @@ func (c *conversation) endTurn(ev event) {
 		c.failure = err
 		c.finished = true
 	}
+}
+
+// turnText is turn one's text so far (none in turn two).
+func (c *conversation) turnText() string {
+	if c.turn != 1 {
+		return ""
+	}
+	return strings.Join(c.turn1Text, "\n\n")
+}
+
+// askedQuestion reports whether the model asked the user a question in
+// turn one and the tool server accepted it.
+func (c *conversation) askedQuestion() bool {
+	server, tool, _ := toolspec.SplitToolName(toolspec.QuestionTool)
+	for _, call := range c.toolLog.done {
+		if call.Server == server && call.Tool == tool && call.Outcome == ToolOK {
+			return true
+		}
+	}
+	return false
 }
 
 // outcome decides the request's error once the process is gone and its

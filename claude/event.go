@@ -243,6 +243,11 @@ func (o object) turnResult(subtype string) *turnResult {
 		u.value("cache_read_input_tokens", &r.Tokens.CacheRead)
 		u.value("cache_creation_input_tokens", &r.Tokens.CacheWrite)
 	}
+	if r.Tokens == (Tokens{}) {
+		// An interrupted turn's result has zeros in usage (checked on
+		// 2.1.328); what the model did spend is per model here.
+		r.Tokens = modelUsage(asObject(o["model_usage_since_last_result"]))
+	}
 	for _, raw := range elements(o["errors"]) {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
@@ -255,6 +260,25 @@ func (o object) turnResult(subtype string) *turnResult {
 		}
 	}
 	return r
+}
+
+// modelUsage adds up the tokens of a result's per-model usage
+// ({"<model>":{"inputTokens":...}}).
+func modelUsage(models object) Tokens {
+	var t Tokens
+	for _, raw := range models {
+		var one struct {
+			Input      int64 `json:"inputTokens"`
+			Output     int64 `json:"outputTokens"`
+			CacheRead  int64 `json:"cacheReadInputTokens"`
+			CacheWrite int64 `json:"cacheCreationInputTokens"`
+		}
+		if json.Unmarshal(raw, &one) == nil {
+			t.Input, t.Output = t.Input+one.Input, t.Output+one.Output
+			t.CacheRead, t.CacheWrite = t.CacheRead+one.CacheRead, t.CacheWrite+one.CacheWrite
+		}
+	}
+	return t
 }
 
 // elements is the elements of raw when it is a list.

@@ -220,6 +220,42 @@ func TestIntegration(t *testing.T) {
 		}
 	})
 
+	t.Run("a question with options", func(t *testing.T) {
+		for _, mode := range []Mode{Text, Speech} {
+			h := newHarness(t, cli)
+			req := h.request(mode, `where to? #ask {"question":"Which city?","options":["Paris","Rome"]}`)
+			req.Speech = toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3"}
+			req.Questions = true
+			res, err := h.run(req)
+			if err != nil {
+				t.Fatalf("%v: %v", mode, err)
+			}
+			var asked []ToolCall
+			for _, c := range res.ToolCalls {
+				if c.Server == toolspec.QuestionServer && c.Tool == toolspec.QuestionToolName {
+					asked = append(asked, c)
+				}
+			}
+			if len(asked) != 1 || asked[0].Outcome != ToolOK || asked[0].TextBefore != claudetest.AskPreamble ||
+				string(asked[0].Input) != `{"options":["Paris","Rome"],"question":"Which city?"}` {
+				t.Fatalf("%v: question calls %+v, want one accepted, after %q", mode, asked, claudetest.AskPreamble)
+			}
+			// A question ends the request after turn one: no voice note.
+			if res.FilePath != "" || len(h.openai.Requests()) != 0 || res.Turn2 != 0 {
+				t.Errorf("%v: a question was followed by turn two (file %q, %d OpenAI calls)", mode, res.FilePath, len(h.openai.Requests()))
+			}
+		}
+		// Without leave, the model is not offered the tool at all.
+		h := newHarness(t, cli)
+		if _, err := h.run(h.request(Text, "#ask")); err != nil {
+			t.Fatal(err)
+		}
+		reqs := h.model.Requests()
+		if slices.Contains(reqs[0].Tools, toolspec.QuestionTool) {
+			t.Errorf("a request without Questions offered the model %v", reqs[0].Tools)
+		}
+	})
+
 	t.Run("bounds", func(t *testing.T) {
 		h := newHarness(t, cli)
 		req := h.request(Speech, "say hello")

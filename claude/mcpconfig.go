@@ -32,8 +32,9 @@ type mcpEntry struct {
 	TimeoutMS int64 `json:"timeout,omitempty"`
 }
 
-// writeMCPConfig writes the --mcp-config of one CLI process: our two
-// servers with the process's bearer token, and the request's own servers
+// writeMCPConfig writes the --mcp-config of one CLI process: our servers
+// (the question tool's only when the request allows questions) with the
+// process's bearer token, and the request's own servers
 // with its tool timeout, each stdio one started through the launcher. The
 // token and the servers' secrets make the file private (mode 0600,
 // removed when the process ends) rather than a command-line argument,
@@ -49,7 +50,11 @@ func (d *Driver) writeMCPConfig(token string, req Request) (path string, err err
 		}
 		servers[name] = mcpEntry{MCPServer: s, TimeoutMS: req.ToolTimeout.Milliseconds()}
 	}
-	for _, name := range []string{toolspec.SpeechServer, toolspec.ImageServer} {
+	ours := []string{toolspec.SpeechServer, toolspec.ImageServer}
+	if req.Questions {
+		ours = append(ours, toolspec.QuestionServer)
+	}
+	for _, name := range ours {
 		servers[name] = mcpEntry{MCPServer: MCPServer{Type: "http", URL: d.cfg.ToolsURL + toolspec.ServerPath(name),
 			Headers: map[string]string{"Authorization": "Bearer " + token}}}
 	}

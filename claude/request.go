@@ -110,6 +110,13 @@ type Request struct {
 	MaxTurns     int
 	MaxBudgetUSD float64
 
+	// Questions lets the model ask the user one question with options in
+	// turn one (toolspec.QuestionTool, served by brainbot's tool server).
+	// A request whose model asked one ends after turn one, whatever its
+	// Mode: the question goes out as text, under its buttons (the call is
+	// in Result.ToolCalls).
+	Questions bool
+
 	// JSONSchema, when set, is a JSON Schema the turn's answer must
 	// follow (--json-schema): the CLI offers the model a StructuredOutput
 	// tool with it as input schema and the answer is Result.Structured.
@@ -215,6 +222,9 @@ type ToolCall struct {
 	// error result (for logs: it is the tool's or the CLI's).
 	Outcome string
 	Error   string
+	// TextBefore is the text the model wrote in turn one before the call,
+	// its paragraphs as in Result.Text.
+	TextBefore string
 }
 
 // The outcomes of a ToolCall.

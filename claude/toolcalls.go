@@ -47,14 +47,14 @@ func (t *toolLog) servers(statuses []serverStatus) {
 	}
 }
 
-// called notes a tool_use block of the model.
-func (t *toolLog) called(b block) {
+// called notes a tool_use block of the model, written after text.
+func (t *toolLog) called(b block, text string) {
 	server, tool, ok := toolspec.SplitToolName(b.Name)
 	if !ok {
 		server, tool = "", b.Name
 	}
 	t.seq++
-	t.pending[b.ID] = pendingCall{call: ToolCall{Server: server, Tool: tool, Input: b.Input}, since: time.Now(), order: t.seq}
+	t.pending[b.ID] = pendingCall{call: ToolCall{Server: server, Tool: tool, Input: b.Input, TextBefore: text}, since: time.Now(), order: t.seq}
 }
 
 // refused notes a call the CLI denied.

@@ -23,11 +23,11 @@ func observed(level zapcore.Level) (*zap.Logger, *observer.ObservedLogs) {
 func TestToolLog(t *testing.T) {
 	log, logs := observed(zap.InfoLevel)
 	tl := newToolLog(log)
-	tl.called(block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)})
-	tl.called(block{Type: "tool_use", ID: "b", Name: "mcp__clock__fail"})
-	tl.called(block{Type: "tool_use", ID: "c", Name: "mcp__clock__secret"})
-	tl.called(block{Type: "tool_use", ID: "d", Name: "Bash"})
-	tl.called(block{Type: "tool_use", ID: "e", Name: "mcp__clock__slow"})
+	tl.called(block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)}, "")
+	tl.called(block{Type: "tool_use", ID: "b", Name: "mcp__clock__fail"}, "")
+	tl.called(block{Type: "tool_use", ID: "c", Name: "mcp__clock__secret"}, "")
+	tl.called(block{Type: "tool_use", ID: "d", Name: "Bash"}, "")
+	tl.called(block{Type: "tool_use", ID: "e", Name: "mcp__clock__slow"}, "")
 	tl.answered(block{Type: "tool_result", ToolUseID: "b", Text: "it broke", IsError: true})
 	tl.refused(denial{ToolName: "mcp__clock__secret", ToolUseID: "c"})
 	tl.answered(block{Type: "tool_result", ToolUseID: "c", Text: "Permission denied", IsError: true})
@@ -75,7 +75,7 @@ func TestToolLog(t *testing.T) {
 func TestToolLogArgumentsAtDebug(t *testing.T) {
 	log, logs := observed(zap.DebugLevel)
 	tl := newToolLog(log)
-	tl.called(block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)})
+	tl.called(block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)}, "")
 	tl.answered(block{Type: "tool_result", ToolUseID: "a", Text: "12:00"})
 	if info := logs.FilterMessage("tool call").All(); len(info) != 1 || info[0].ContextMap()["arguments"] != nil {
 		t.Errorf("info lines %v: want one, without the arguments", info)

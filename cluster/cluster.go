@@ -35,6 +35,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"brainbot/bot/store"
 )
 
 // Names of what brainbot keeps in JetStream.
@@ -49,6 +51,7 @@ const (
 	dailyBucket  = "brainbot_daily"
 	objectBucket = "brainbot_transcripts"
 	panelBucket  = "brainbot_panels"
+	buttonBucket = "brainbot_buttons"
 	// panelTTL frees a chat whose panel run's instance died.
 	panelTTL      = 15 * time.Minute
 	subjectPrefix = "brainbot.in"
@@ -119,6 +122,8 @@ type Cluster struct {
 	leases, members, answered, progress, state, daily, panels jetstream.KeyValue
 	objects                                                   jetstream.ObjectStore
 	stream                                                    jetstream.Stream
+	// buttons: what the buttons under the bots' messages mean (buttons.go).
+	buttons jetstream.KeyValue
 
 	mu      sync.Mutex
 	polled  map[string]bool // bots whose lease this instance holds
@@ -282,6 +287,9 @@ func (c *Cluster) ensure(ctx context.Context) error {
 		return err
 	}
 	if c.panels, err = kv(panelBucket, "brainbot: panel runs and the chats they run in", panelTTL); err != nil {
+		return err
+	}
+	if c.buttons, err = kv(buttonBucket, "brainbot: what the buttons under the bots' messages mean", store.MaxButtonsAge); err != nil {
 		return err
 	}
 	c.objects, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{

@@ -22,14 +22,16 @@ import (
 // NotAskedFor is the error result of a tool call the bot did not ask for.
 const NotAskedFor = "this tool is only used when the bot asks for it"
 
-// HTTPServer serves both tools from the brainbot process to the Claude CLI
+// HTTPServer serves the tools from the brainbot process to the Claude CLI
 // processes it starts, over MCP streamable HTTP: the "tts" server at
-// URL+toolspec.ServerPath("tts"), "image-gen" likewise. A request must
-// carry the bearer token of a running CLI process (ticket.Registry); a
-// tool call is served only against that process's ticket, with the
-// ticket's settings and file name, the model supplying only the text to
-// speak or the image prompt. Any other call gets NotAskedFor, is logged at
-// warn to the request the process works for, and never reaches OpenAI.
+// URL+toolspec.ServerPath("tts"), "image-gen" and "brainbot" (the
+// question tool) likewise. A request must carry the bearer token of a
+// running CLI process (ticket.Registry); a file tool's call is served only
+// against that process's ticket, with the ticket's settings and file
+// name, the model supplying only the text to speak or the image prompt.
+// Any other call gets NotAskedFor, is logged at warn to the request the
+// process works for, and never reaches OpenAI. A question is accepted
+// once per request that allows it (see question.go).
 type HTTPServer struct {
 	// URL is the base URL, http://127.0.0.1:<port>.
 	URL string
@@ -57,8 +59,9 @@ func ListenHTTP(cfg Config, tickets *ticket.Registry, addr string) (*HTTPServer,
 	g := &gate{tickets: tickets, log: cfg.Log, tts: newTTS(cfg), img: newImageGen(cfg)}
 	mux := http.NewServeMux()
 	for name, tool := range map[string]server.ServerTool{
-		toolspec.SpeechServer: {Tool: speechToolSchema(), Handler: g.speech},
-		toolspec.ImageServer:  {Tool: imageToolSchema(), Handler: g.image},
+		toolspec.SpeechServer:   {Tool: speechToolSchema(), Handler: g.speech},
+		toolspec.ImageServer:    {Tool: imageToolSchema(), Handler: g.image},
+		toolspec.QuestionServer: {Tool: questionToolSchema(), Handler: g.question},
 	} {
 		h := server.NewStreamableHTTPServer(newServer(name, tool),
 			// Each POST stands alone: the token, not an MCP session,

@@ -168,7 +168,8 @@ func TestHTTPImageWithTheBrainsSettings(t *testing.T) {
 func TestHTTPListsTheTools(t *testing.T) {
 	f := newHTTPFixture(t)
 	p := f.process(t)
-	for server, tool := range map[string]string{toolspec.SpeechServer: toolspec.SpeechToolName, toolspec.ImageServer: toolspec.ImageToolName} {
+	for server, tool := range map[string]string{toolspec.SpeechServer: toolspec.SpeechToolName, toolspec.ImageServer: toolspec.ImageToolName,
+		toolspec.QuestionServer: toolspec.QuestionToolName} {
 		c, err := f.connect(t, server, p.Token())
 		if err != nil {
 			t.Fatal(err)
@@ -177,5 +178,35 @@ func TestHTTPListsTheTools(t *testing.T) {
 		if err != nil || len(res.Tools) != 1 || res.Tools[0].Name != tool {
 			t.Errorf("%s tools/list = %+v, %v; want %s", server, res, err, tool)
 		}
+	}
+}
+
+// A question is accepted once, and only where the request allows one; a
+// question the model can fix does not use up its leave; nothing reaches
+// OpenAI.
+func TestHTTPQuestion(t *testing.T) {
+	f := newHTTPFixture(t)
+	p := f.process(t)
+	c, err := f.connect(t, toolspec.QuestionServer, p.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := map[string]any{"question": "Which city?", "options": []string{"Paris", "Rome"}}
+	if msg := failure(t, call(t, c, toolspec.QuestionToolName, ask)); msg != NotAskedFor || f.refusals() != 1 {
+		t.Errorf("a question the request does not allow: %q (%d refusals logged), want %q", msg, f.refusals(), NotAskedFor)
+	}
+	p.AllowQuestion()
+	oneOption := map[string]any{"question": "Which city?", "options": []string{"Paris"}}
+	if msg := failure(t, call(t, c, toolspec.QuestionToolName, oneOption)); !strings.Contains(msg, "1 options; give 2 to 8") {
+		t.Errorf("one option: %q", msg)
+	}
+	if got := resultText(t, call(t, c, toolspec.QuestionToolName, ask)); got != toolspec.QuestionAsked {
+		t.Errorf("the question: %q, want %q", got, toolspec.QuestionAsked)
+	}
+	if msg := failure(t, call(t, c, toolspec.QuestionToolName, ask)); msg != AskedAlready {
+		t.Errorf("a second question: %q, want %q", msg, AskedAlready)
+	}
+	if n := len(f.oa.Requests()); n != 0 {
+		t.Errorf("OpenAI was called %d times", n)
 	}
 }

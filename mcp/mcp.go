@@ -3,7 +3,9 @@
 // generate_image (mcp__image-gen__generate_image). Both call OpenAI, write
 // their file atomically into BRAINBOT_DATA/<kind>-output/ through package
 // output (which sanitises the model-chosen file name), and answer JSON text
-// with the file's path.
+// with the file's path. A third tool, the "brainbot" server's ask_question
+// (a question with options the bot shows as buttons), is served only to
+// the bots' own CLIs, over HTTP (http.go, question.go).
 //
 // A failing OpenAI call is a tool error result with a short reason ("openai:
 // 429 rate limited: ..."), never a Go error: the server keeps serving. Each

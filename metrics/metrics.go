@@ -59,6 +59,12 @@ type Metrics struct {
 	ToolCalls *prometheus.HistogramVec
 	// Panels counts finished panel runs by outcome (ok, partial, failed).
 	Panels *prometheus.CounterVec
+	// Stops counts turns stopped while the model wrote, by bot and how
+	// (button: a draft's stop button or a group's ⏹; command: /stop).
+	Stops *prometheus.CounterVec
+	// ButtonTaps counts taps on the bots' buttons, by bot, kind (question,
+	// read, stop, unknown) and outcome.
+	ButtonTaps *prometheus.CounterVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -111,8 +117,15 @@ func New() *Metrics {
 		Panels: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_panels_total", Help: "Finished panel runs, by outcome (ok, partial: someone sat out, failed: no answer).",
 		}, []string{"outcome"}),
+		Stops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_stops_total", Help: "Turns stopped while the model wrote, by bot and how (button: a draft's stop button or a group's ⏹; command: /stop).",
+		}, []string{"bot", "via"}),
+		ButtonTaps: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_button_taps_total", Help: "Taps on the bots' buttons, by bot, kind (question, read, stop, unknown) and outcome.",
+		}, []string{"bot", "kind", "outcome"}),
 	}
-	m.registry.MustRegister(m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
+	m.registry.MustRegister(m.ButtonTaps)
+	m.registry.MustRegister(m.Stops, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -14,6 +14,12 @@
 // Tickets are keyed by process, one open ticket per process, so the rule
 // holds when one process serves many requests in turn: each request
 // starts with Process.Serve, which withdraws whatever the last one left.
+//
+// One tool spends nothing and is the model's to call when it likes: the
+// question with options (toolspec.QuestionTool). A request may allow it
+// (Process.AllowQuestion): then the process may ask one question in the
+// request's turn one (Registry.ClaimQuestion); a second, or one in turn
+// two, is refused.
 package ticket
 
 import (
@@ -33,6 +39,8 @@ var (
 	ErrUsed           = errors.New("ticket: the call the bot asked for was made already")
 	ErrWrongTool      = errors.New("ticket: the bot asked for another tool")
 	ErrWrongFile      = errors.New("ticket: the bot asked for another file name")
+	ErrNoQuestions    = errors.New("ticket: this request may not ask the user a question")
+	ErrAskedAlready   = errors.New("ticket: the request asked its one question already")
 )
 
 // Ticket is the one tool call a request's turn two may make.
@@ -60,6 +68,8 @@ type standing struct {
 	log    *zap.Logger // of the request the process works for; nil before Serve
 	ticket *Ticket     // nil: no call is allowed
 	used   bool
+	// question: the request may ask the user one question; asked: it did.
+	question, asked bool
 	// reached is closed at the process's first request (Known).
 	reached     chan struct{}
 	seenRequest bool
@@ -104,17 +114,28 @@ func (p *Process) Serve(log *zap.Logger) {
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
 	if s, ok := p.r.procs[p.token]; ok {
-		s.log, s.ticket, s.used = log, nil, false
+		s.log, s.ticket, s.used, s.question, s.asked = log, nil, false, false, false
+	}
+}
+
+// AllowQuestion lets the request the process serves now ask the user one
+// question (until the next Serve, or Open).
+func (p *Process) AllowQuestion() {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if s, ok := p.r.procs[p.token]; ok {
+		s.question = true
 	}
 }
 
 // Open allows the process exactly one call: t. It replaces a ticket opened
-// earlier.
+// earlier, and ends the request's leave to ask a question: turn two is
+// the bot's.
 func (p *Process) Open(t Ticket) {
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
 	if s, ok := p.r.procs[p.token]; ok {
-		s.ticket, s.used = &t, false
+		s.ticket, s.used, s.question = &t, false, false
 	}
 }
 
@@ -163,4 +184,22 @@ func (r *Registry) Claim(token, tool, filename string) (t Ticket, log *zap.Logge
 	}
 	s.used = true
 	return *s.ticket, s.log, nil
+}
+
+// ClaimQuestion takes the request's leave to ask the user one question,
+// for the process with token. log is as Claim's.
+func (r *Registry) ClaimQuestion(token string) (log *zap.Logger, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.procs[token]
+	switch {
+	case !ok:
+		return nil, ErrUnknownProcess
+	case s.asked:
+		return s.log, ErrAskedAlready
+	case !s.question:
+		return s.log, ErrNoQuestions
+	}
+	s.asked = true
+	return s.log, nil
 }

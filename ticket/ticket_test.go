@@ -157,3 +157,40 @@ func TestReached(t *testing.T) {
 		t.Fatal("not reached after its request")
 	}
 }
+
+// A request that allows questions may ask one, in turn one only; the next
+// request of the same process must allow it again.
+func TestQuestions(t *testing.T) {
+	r := NewRegistry()
+	p := r.Connect()
+	defer p.Close()
+	log := zap.NewExample()
+	p.Serve(log)
+	if got, err := r.ClaimQuestion(p.Token()); !errors.Is(err, ErrNoQuestions) || got != log {
+		t.Fatalf("question not allowed: %v (log %v), want ErrNoQuestions with the request's log", err, got)
+	}
+	if _, err := r.ClaimQuestion("forged"); !errors.Is(err, ErrUnknownProcess) {
+		t.Errorf("unknown token: %v", err)
+	}
+	p.AllowQuestion()
+	if _, err := r.ClaimQuestion(p.Token()); err != nil {
+		t.Fatalf("first question: %v", err)
+	}
+	if _, err := r.ClaimQuestion(p.Token()); !errors.Is(err, ErrAskedAlready) {
+		t.Errorf("second question: %v, want ErrAskedAlready", err)
+	}
+	// The next request, and turn two, must not inherit the leave.
+	p.Serve(log)
+	if _, err := r.ClaimQuestion(p.Token()); !errors.Is(err, ErrNoQuestions) {
+		t.Errorf("next request: %v, want ErrNoQuestions", err)
+	}
+	p.AllowQuestion()
+	p.Open(speechTicket())
+	if _, err := r.ClaimQuestion(p.Token()); !errors.Is(err, ErrNoQuestions) {
+		t.Errorf("turn two: %v, want ErrNoQuestions", err)
+	}
+	// The file tools' ticket is not a question's.
+	if _, _, err := r.Claim(p.Token(), toolspec.SpeechTool, prefix); err != nil {
+		t.Errorf("the ticket of turn two after a question's leave: %v", err)
+	}
+}

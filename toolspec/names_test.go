@@ -21,7 +21,7 @@ func TestSplitToolName(t *testing.T) {
 			t.Errorf("SplitToolName(%q) = %q, %q, %v; want %q, %q, %v", tt.name, server, tool, ok, tt.server, tt.tool, tt.ok)
 		}
 	}
-	if !OurServer(SpeechServer) || !OurServer(ImageServer) || OurServer("clock") {
+	if !OurServer(SpeechServer) || !OurServer(ImageServer) || !OurServer(QuestionServer) || OurServer("clock") {
 		t.Error("OurServer is wrong")
 	}
 }

@@ -1,7 +1,8 @@
-// Package toolspec is the contract of brainbot's two MCP tools, in one
-// place: the server and tool names (and the names Claude sees), the
-// arguments and the JSON result of each tool, the speech formats and file
-// extensions, and the catalogues of voices, models, sizes, qualities and
+// Package toolspec is the contract of brainbot's MCP tools, in one place:
+// the server and tool names (and the names Claude sees), the arguments
+// and the JSON result of each tool (and the question tool's bounds and
+// words, question.go), the speech formats and file extensions, and the
+// catalogues of voices, models, sizes, qualities and
 // styles with their defaults. The transcription models (voice messages
 // in) are not a tool's, but they are one more OpenAI catalogue a brain
 // chooses from, so they are kept here with the others.

@@ -46,6 +46,7 @@ type Brain struct {
 	TTS        TTS                  `yaml:"tts"`
 	STT        STT                  `yaml:"stt"`
 	Image      Image                `yaml:"image"`
+	Buttons    Buttons              `yaml:"buttons"`
 	Messages   Messages             `yaml:"messages"`
 
 	// lines locates the fields the file sets, for problems found after
@@ -227,6 +228,20 @@ type Image struct {
 	Style       string   `yaml:"style"`
 	Keywords    []string `yaml:"keywords"` // default: image, picture, photo, draw, generate, "create a"
 	SendTextToo bool     `yaml:"send_text_too"`
+}
+
+// Buttons configures the buttons under the bot's messages.
+type Buttons struct {
+	// Questions lets the model ask the user a question with options, shown
+	// as buttons (default true).
+	Questions bool `yaml:"questions"`
+	// ReadAloud puts a 🔊 button under text answers: a tap sends the answer
+	// as a voice message (default true when the brain can speak:
+	// tts.enabled or tts.user_toggle). It needs brainbot's OpenAI key.
+	ReadAloud bool `yaml:"read_aloud"`
+	// MaxAge is how long a button works; a tap on an older one is told it
+	// expired (default 48h, at most 720h).
+	MaxAge Duration `yaml:"max_age"`
 }
 
 // Messages are what users are told in the bot's own words. Parse fills in

@@ -65,7 +65,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, stt, image, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, messages"}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle, reply_to_voice"}},
 		// A field of a section written at the wrong level: where it goes.
@@ -142,6 +142,10 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 0s"}},
 		{name: "timeout too long", yaml: minimal + "claude:\n  timeout: 2h\n", want: []string{
 			"t.yaml:6: claude.timeout: must be between 1s and 1h, got 2h0m0s"}},
+		{name: "buttons expire too soon", yaml: minimal + "buttons:\n  max_age: 30s\n", want: []string{
+			"t.yaml:6: buttons.max_age: must be between 1m and 720h, got 30s"}},
+		{name: "buttons kept too long", yaml: minimal + "buttons:\n  max_age: 721h\n", want: []string{
+			"t.yaml:6: buttons.max_age: must be between 1m and 720h, got 721h0m0s"}},
 		{name: "max turns zero", yaml: minimal + "claude:\n  max_turns: 0\n", want: []string{
 			"t.yaml:6: claude.max_turns: must be between 1 and 100, got 0"}},
 		{name: "max turns too few for voice", yaml: minimal + "claude:\n  max_turns: 1\ntts:\n  enabled: true\n", want: []string{
@@ -291,6 +295,7 @@ func TestParseDefaults(t *testing.T) {
 		STT:          STT{Enabled: true, Model: "gpt-4o-mini-transcribe"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
+		Buttons: Buttons{Questions: true, MaxAge: Duration(48 * time.Hour)},
 		Messages: Messages{
 			Error:       "Sorry, something went wrong. Please try again.",
 			Busy:        "I'm still working on your earlier messages. Please wait a moment and send this one again.",
@@ -355,6 +360,10 @@ image:
   style: natural
   keywords: [sketch]
   send_text_too: true
+buttons:
+  questions: false
+  read_aloud: false
+  max_age: 90m
 messages:
   error: Oops.
   busy: Busy.
@@ -390,6 +399,7 @@ messages:
 		STT:   STT{Model: "whisper-1"},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
+		Buttons: Buttons{MaxAge: Duration(90 * time.Minute)},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.", SpendingCap: "Budget spent; back {reset}.",
 			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable,
 			Unsupported: "Can't open that.", TextOnly: "Write, please.", TooBig: "Over {max}!"},
@@ -526,5 +536,32 @@ func TestSpendingCapText(t *testing.T) {
 	}
 	if got := b.Messages.SpendingCapText(90 * time.Second); got != "Budget gone, back in 2m." {
 		t.Errorf("SpendingCapText = %q", got)
+	}
+}
+
+// A brain that can speak reads its text answers aloud unless it says not
+// to; one that cannot, only when it says so.
+func TestReadAloudFollowsVoice(t *testing.T) {
+	for _, c := range []struct {
+		extra string
+		want  bool
+	}{
+		{"", false},
+		{"tts:\n  user_toggle: true\n", true},
+		{"tts:\n  enabled: true\n", true},
+		{"tts:\n  enabled: true\nbuttons:\n  read_aloud: false\n", false},
+		{"buttons:\n  read_aloud: true\n", true},
+	} {
+		path := filepath.Join(t.TempDir(), "narrator.yaml")
+		if err := os.WriteFile(path, []byte(minimal+c.extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := Parse(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Buttons.ReadAloud != c.want {
+			t.Errorf("%q: read_aloud %v, want %v", c.extra, b.Buttons.ReadAloud, c.want)
+		}
 	}
 }

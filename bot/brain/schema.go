@@ -18,6 +18,12 @@ const (
 	defaultTimeout = 120 * time.Second
 	minTimeout     = time.Second
 	maxTimeout     = time.Hour
+	// A button works this long by default, at least minButtonsAge and at
+	// most maxButtonsAge (store.MaxButtonsAge: the store keeps buttons as
+	// long).
+	defaultButtonsAge = 48 * time.Hour
+	minButtonsAge     = time.Minute
+	maxButtonsAge     = 30 * 24 * time.Hour
 	// A turn of our two-turn flow takes the model one round trip, or two
 	// with a tool call (the call, then the answer to its result); one more
 	// leaves room for a model that tries a tool on its own.
@@ -100,6 +106,15 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.reply_to_voice") {
 		b.TTS.ReplyToVoice = true
 	}
+	if !isSet("buttons.questions") {
+		b.Buttons.Questions = true
+	}
+	if !isSet("buttons.read_aloud") {
+		b.Buttons.ReadAloud = b.TTS.Enabled || b.TTS.UserToggle
+	}
+	if !isSet("buttons.max_age") {
+		b.Buttons.MaxAge = Duration(defaultButtonsAge)
+	}
 	if !isSet("stt.enabled") {
 		b.STT.Enabled = true
 	}
@@ -180,6 +195,9 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.max_turns", "must be at least %d when tools.allow lets the model call tools (a call and the answer to its result), got %d", toolMinTurns, n)
 	}
 	d.validateTools(b)
+	if a := b.Buttons.MaxAge.D(); a < minButtonsAge || a > maxButtonsAge {
+		d.reject("buttons.max_age", "must be between 1m and 720h, got %v", a)
+	}
 	if usd := b.Claude.MaxBudgetUSD; !(usd >= 0) { // NaN fails too
 		d.reject("claude.max_budget_usd", "must be 0 (no limit) or more, got %g", usd)
 	}

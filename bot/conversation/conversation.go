@@ -45,7 +45,7 @@ import (
 )
 
 // Config is what a pipeline needs. Every field but Transcriber,
-// Transcripts and OnSecret is required.
+// Transcripts, Speaker and OnSecret is required.
 type Config struct {
 	// DataDir is BRAINBOT_DATA: the generated files are organised below it.
 	DataDir string
@@ -62,6 +62,9 @@ type Config struct {
 	// Transcripts, in a cluster, brings a session's transcript to this
 	// instance before it is resumed and stores it after each turn.
 	Transcripts Transcripts
+	// Speaker reads answers aloud (buttons.read_aloud); nil (no OpenAI
+	// key): no 🔊 buttons.
+	Speaker Speaker
 	// MaxClaude caps concurrent Claude requests over all bots;
 	// MaxWaitingPerBot and MaxWait bound one bot's requests waiting for
 	// one (see bot.Config).
@@ -98,6 +101,7 @@ type Pipeline struct {
 	unset   unsetWarnings
 	media   media
 	panels  Panels
+	buttons stopButtons
 }
 
 // New makes a pipeline. Its panels come with UsePanels.
@@ -172,7 +176,7 @@ func (p *Pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
 	})
 }
 
-// Stop answers /stop beside the queue.
+// Stop answers /stop or a stop button beside the queue.
 func (p *Pipeline) Stop(ctx context.Context, in *message.Inbound) { p.serveAside(ctx, in, p.stop) }
 
 // Unreadable tells a message's sender it could not be read.
@@ -214,6 +218,7 @@ func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *Pipeline) converse(r *request) {
+	p.closeQuestions(r)
 	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
 		return
 	}
@@ -239,14 +244,17 @@ func (p *Pipeline) converse(r *request) {
 	// not while it waits, so a crowd waiting for Claude does not flood
 	// Telegram with chat actions.
 	defer r.out.KeepAction(r.ctx, chatAction(mode))()
-	var onText func(string)
-	var st Stream
-	if mode == claude.Text && r.brain.Stream {
-		st = r.out.Stream(r.ctx)
+	// ⏹ under a group's streamed answer: attached before the stream takes it.
+	closeStop := p.offerStop(r, mode)
+	st, onText := p.showProgress(r, mode)
+	var button *stopButton
+	if st != nil {
 		defer st.Cancel() // if a panic skips its Finish
-		onText = st.Update
+		button = p.buttons.open(r.in.Key.String(), st)
+		defer p.buttons.closeButton(r.in.Key.String(), button)
 	}
 	res, expired, err := p.ask(r, onText)
+	closeStop()
 	if st != nil {
 		// Stopped before the final reply, which replaces what it showed.
 		if firstShown := st.Finish(); !firstShown.IsZero() {
@@ -266,31 +274,40 @@ func (p *Pipeline) converse(r *request) {
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
+	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
+		p.dropStopped(r, res)
+	case errors.Is(err, claude.ErrInterrupted) && button.Pressed() && res != nil:
+		r.keepPartial(res.Text)
 	case errors.Is(err, claude.ErrInterrupted):
-		r.sum.outcome = "stopped" // the /stop reply told the user
+		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
+		r.keepStopped(res, st != nil)
 	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
 		// The words are there, only the voice failed. Not for a request
 		// stopped at a bound: the brain's owner said "no further".
 		r.speechFailed("speech failed; sending the text reply instead", "claude", err, res.Text)
 	case err != nil:
 		r.fail("claude", err)
-	case mode == claude.Text:
-		r.replyText(res.Text)
+	case mode == claude.Text || askedQuestion(res):
+		r.replyAnswer(res)
 	default:
 		path, err := p.organize(r, res)
 		r.replyFile(res, path, err)
 	}
 }
 
-// stop interrupts the turn the conversation's CLI is running (/stop); the
-// interrupted request ends without a reply of its own.
+// stop interrupts the turn the conversation's CLI is running (/stop, or a
+// stop button: pressStop); after /stop the interrupted request ends
+// without a reply of its own.
 func (p *Pipeline) stop(r *request) {
 	switch {
+	case r.in.Kind == message.StopPressed:
+		p.pressStop(r)
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
 		r.say("denied", r.brain.Messages.Denied)
 	case p.claude.Interrupt(r.in.Key.String()):
 		r.log.Info("turn stopped by /stop")
+		p.cfg.Metrics.Stops.WithLabelValues(r.in.Key.Bot, "command").Inc()
 		r.say("command", "Stopped. What next?")
 	default:
 		r.say("command", "There is nothing to stop.")
@@ -447,6 +464,7 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		ChatType: r.in.ChatType}, r.log)
 	req.Prompt, req.Mode, req.Attachments = prompt(r.in), mode, r.attach
 	req.Conversation = r.in.Key.String()
+	req.Questions = b.Buttons.Questions
 	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
 	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
 	req.Image = toolspec.ImageSettings{Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style}

@@ -39,6 +39,7 @@ func (noChats) Outbox(message.Key, bool, int, *zap.Logger) Outbox { return nil }
 func (noChats) Fetch(context.Context, string, string, int64) ([]byte, error) {
 	panic("nothing to fetch")
 }
+func (noChats) AnswerTap(context.Context, string, string, string) error { panic("no tap to answer") }
 
 // doneProgress records that a message was finished.
 type doneProgress struct{ finished bool }

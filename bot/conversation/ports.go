@@ -11,6 +11,7 @@ import (
 	"brainbot/bot/message"
 	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/toolspec"
 )
 
 // The pipeline's ports: each what it needs of a room it does not know.
@@ -39,6 +40,18 @@ type State interface {
 	DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error)
 	SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error)
 	RecordUsage(ctx context.Context, u store.Usage) error
+	Buttons
+}
+
+// Buttons keeps what the buttons under the bots' messages mean (see
+// *store.Store's methods of the same names).
+type Buttons interface {
+	SaveButtons(ctx context.Context, b store.Buttons) error
+	PlaceButtons(ctx context.Context, id string, messageID int) error
+	LookupButtons(ctx context.Context, id string) (store.Buttons, bool, error)
+	UseButtons(ctx context.Context, id string, update int64) (bool, error)
+	CloseQuestions(ctx context.Context, c store.Conversation, user int64) ([]store.Buttons, error)
+	KeepButtonsFile(ctx context.Context, id, path string) error
 }
 
 // Chats is the pipeline's way to Telegram, as a given bot (the
@@ -50,6 +63,9 @@ type Chats interface {
 	// Fetch downloads a file bot received, of at most limit bytes
 	// (message.ErrTooBig beyond).
 	Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error)
+	// AnswerTap answers a tap's query as bot, with a notice ("" for none)
+	// shown only to the user who tapped.
+	AnswerTap(ctx context.Context, bot, query, notice string) error
 }
 
 // Outbox sends to one chat; one goroutine uses it. Errors of a user who
@@ -66,6 +82,20 @@ type Outbox interface {
 	Stream(ctx context.Context) Stream
 	// Sent are the ids of the messages sent, in order.
 	Sent() []int
+	// Attach puts buttons under the next Text's last message; Quote makes
+	// the next message a reply to message id.
+	Attach(kb message.Keyboard)
+	Quote(id int)
+	// Amend adds a paragraph to message id, which was sent as text's last
+	// part, and takes its buttons away; DropButtons only takes them away.
+	Amend(ctx context.Context, id int, text, addition string) error
+	DropButtons(ctx context.Context, id int) error
+}
+
+// Speaker speaks text with a brain's speech settings (*mcp.Speaker): an
+// answer read aloud.
+type Speaker interface {
+	Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error)
 }
 
 // Stream is a reply shown while the model writes it.
@@ -77,6 +107,9 @@ type Stream interface {
 	Finish() time.Time
 	// Cancel stops it without waiting (for a panic that skips Finish).
 	Cancel()
+	// DraftID names the drafts it shows, whose stop button reports it (0:
+	// no drafts, no button).
+	DraftID() int64
 }
 
 // Transcripts moves the CLI's session transcripts between instances.

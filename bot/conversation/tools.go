@@ -93,11 +93,17 @@ func known(b *brain.Brain, server string) bool {
 // tool that made its file (the model's text to speak, or its picture's
 // prompt), nil when there is none.
 func fileCallArgs(res *claude.Result, tool string) []byte {
+	c, _ := lastCall(res, tool)
+	return c.Input
+}
+
+// lastCall is the last call of our tool that succeeded in res.
+func lastCall(res *claude.Result, tool string) (claude.ToolCall, bool) {
 	server, name, _ := toolspec.SplitToolName(tool)
 	for _, c := range slices.Backward(res.ToolCalls) {
 		if c.Outcome == claude.ToolOK && c.Server == server && c.Tool == name {
-			return c.Input
+			return c, true
 		}
 	}
-	return nil
+	return claude.ToolCall{}, false
 }

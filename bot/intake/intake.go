@@ -2,8 +2,9 @@
 // (the embedded journal or the cluster's stream: both hand it
 // message.Delivery values), and hands each message to the conversation.
 // For every delivery it reads the update, drops what is not for the bot,
-// answers a /stop beside the queue rather than behind it, admits a message
-// into its conversation's queue (a handful per burst), gathers an album
+// answers a /stop and taps on buttons beside the queue rather than behind
+// it, admits a message into its conversation's queue (a handful per
+// burst), gathers an album
 // into one message, and keeps one queue per conversation, drained by one
 // goroutine in order. A message whose work already started twice gets
 // "please send it again" instead of a third try, in both modes.
@@ -31,13 +32,18 @@ type Handler interface {
 	Serve(ctx context.Context, m *message.Inbound)
 	// The rest answer a message outside its queue. Busy: the queue is
 	// full; tell says whether to tell the sender (the first of a burst)
-	// or only to record it, in which case it must not block. Stop: /stop,
-	// for the turn the queue is busy with. Unreadable: the update could
+	// or only to record it, in which case it must not block. Stop: /stop
+	// or a draft's stop button (message.StopPressed), for the turn the
+	// queue is busy with. Unreadable: the update could
 	// not be read. Resend: work on it started twice already.
 	Busy(ctx context.Context, m *message.Inbound, tell bool)
 	Stop(ctx context.Context, m *message.Inbound)
 	Unreadable(ctx context.Context, m *message.Inbound)
 	Resend(ctx context.Context, m *message.Inbound)
+	// Tap answers a tap on one of the bot's buttons. A tap that chose an
+	// option of a question returns it: the intake queues m with it as the
+	// user's words.
+	Tap(ctx context.Context, m *message.Inbound) (choice string, chosen bool)
 }
 
 // Config is what an intake needs.

@@ -39,19 +39,22 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		in.finish(d)
 		in.tell(u)
 		return
+	case message.StopPressed:
+		in.stopAside(d, u)
+		return
+	case message.Tapped:
+		in.tap(d, u)
+		return
 	}
 	if !env.Accepted && !in.wants(u) {
 		in.finish(d)
 		return
 	}
-	m := inbound(u, env, d)
 	if u.Command == "stop" && !u.ForOtherBot {
-		// Not queued: it is for the message the queue is busy with.
-		in.finish(d)
-		m.Progress = newProgress()
-		in.aside(func(ctx context.Context) { in.cfg.Handler.Stop(ctx, m) })
+		in.stopAside(d, u)
 		return
 	}
+	m := inbound(u, d)
 	album := albumKey(u.Key, u.Album)
 	// A later message of an album joins the one already admitted; a
 	// message an earlier release accepted was admitted then.
@@ -72,10 +75,19 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 	in.queue(m, album)
 }
 
-// inbound is the message an update (env) carries, its progress told to
-// d; its request id is the update's, the same at every delivery.
-func inbound(u message.Update, env message.Envelope, d message.Delivery) *message.Inbound {
-	return &message.Inbound{Update: u, RequestID: requestID(env), Arrived: time.Now(), Progress: newProgress(d)}
+// stopAside hands on /stop or a stop button pressed, not queued: it is for
+// the message the queue is busy with.
+func (in *Intake) stopAside(d message.Delivery, u message.Update) {
+	in.finish(d)
+	m := inbound(u, d)
+	m.Progress = newProgress()
+	in.aside(func(ctx context.Context) { in.cfg.Handler.Stop(ctx, m) })
+}
+
+// inbound is the message an update carries, its progress told to d; its
+// request id is the update's, the same at every delivery.
+func inbound(u message.Update, d message.Delivery) *message.Inbound {
+	return &message.Inbound{Update: u, RequestID: requestID(d.Envelope()), Arrived: time.Now(), Progress: newProgress(d)}
 }
 
 // requestID names an update's trip through brainbot in the logs: a UUID

@@ -71,6 +71,11 @@ const (
 	// newer than the transport's library): what could be read of its
 	// sender is kept, to tell them.
 	Unreadable
+	// StopPressed is the stop button of a streamed answer's draft pressed
+	// (stopped_message_generation, private chats): DraftID names the draft.
+	StopPressed
+	// Tapped is a tap on one of the bot's buttons (Update.Tap).
+	Tapped
 )
 
 // Update is an update as brainbot reads it.
@@ -108,8 +113,12 @@ type Update struct {
 	Album string
 	// Member is the change a Membership update reports.
 	Member MemberChange
+	// Tap is what a Tapped update says of the tap.
+	Tap Tap
 	// Problem is why an Unreadable update could not be read.
 	Problem error
+	// DraftID is the draft whose stop button a StopPressed update reports.
+	DraftID int64
 }
 
 // MemberChange is the bot's new standing in a chat.

@@ -144,6 +144,25 @@ var migrations = []migration{
 		brain      TEXT    NOT NULL,
 		since      INTEGER NOT NULL
 	) WITHOUT ROWID;`},
+	// 6: what the buttons under the bots' messages mean (issue 28): a tap
+	// carries only their id; the open questions of a conversation found
+	// fast (a message typed closes them), old rows pruned by age.
+	{6, `CREATE TABLE buttons (
+		id         TEXT    PRIMARY KEY,
+		kind       TEXT    NOT NULL,
+		bot        TEXT    NOT NULL,
+		chat_id    INTEGER NOT NULL,
+		thread_id  INTEGER NOT NULL,
+		message_id INTEGER NOT NULL,
+		user_id    INTEGER NOT NULL,
+		options    TEXT    NOT NULL,
+		text       TEXT    NOT NULL,
+		created    INTEGER NOT NULL,
+		used_by    INTEGER NOT NULL DEFAULT 0,
+		file       TEXT    NOT NULL DEFAULT ''
+	) WITHOUT ROWID;
+	CREATE INDEX buttons_open ON buttons (bot, chat_id, thread_id, kind) WHERE used_by = 0;
+	CREATE INDEX buttons_by_created ON buttons (created);`},
 }
 
 // migrate brings db from its recorded version to target, all steps in one

@@ -47,6 +47,7 @@ type updateHead struct {
 	BusinessMessage       *chatHead `json:"business_message"`
 	EditedBusinessMessage *chatHead `json:"edited_business_message"`
 	GuestMessage          *chatHead `json:"guest_message"`
+	StoppedGeneration     *chatHead `json:"stopped_message_generation"`
 	CallbackQuery         *struct {
 		Message *chatHead `json:"message"`
 	} `json:"callback_query"`
@@ -74,7 +75,7 @@ func (h *updateHead) chat() *chatHead {
 		query = h.CallbackQuery.Message
 	}
 	for _, c := range []*chatHead{h.Message, h.EditedMessage, h.ChannelPost, h.EditedChannelPost, h.BusinessMessage,
-		h.EditedBusinessMessage, h.GuestMessage, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
+		h.EditedBusinessMessage, h.GuestMessage, h.StoppedGeneration, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
 		h.MessageReaction, h.MessageReactionCount, h.ChatBoost, h.RemovedChatBoost} {
 		if c != nil {
 			return c
@@ -85,9 +86,9 @@ func (h *updateHead) chat() *chatHead {
 
 // Decode reads an envelope's update as brainbot does. An update the
 // library cannot decode is message.Unreadable, with what could be read of
-// who wrote it; a message someone sent is message.Written; the bot's own
-// membership changing is message.Membership; everything else is
-// message.Unhandled.
+// who wrote it; a message someone sent is message.Written; a tap on one of
+// the bot's buttons is message.Tapped; the bot's own membership changing
+// is message.Membership; everything else is message.Unhandled.
 func Decode(env message.Envelope) message.Update {
 	var head updateHead
 	_ = json.Unmarshal(env.Raw, &head) // what could not be read is zero
@@ -101,6 +102,8 @@ func Decode(env message.Envelope) message.Update {
 	case up.Message != nil:
 		u.What = "message"
 		readMessage(&u, up.Message, env.Me)
+	case up.CallbackQuery != nil:
+		readTap(&u, up.CallbackQuery)
 	case up.MyChatMember != nil:
 		u.What, u.Kind = "my_chat_member", message.Membership
 		c := up.MyChatMember
@@ -108,10 +111,24 @@ func Decode(env message.Envelope) message.Update {
 		status := c.NewChatMember.Type
 		u.Member = message.MemberChange{Status: string(status), By: c.From.ID,
 			Left: status == models.ChatMemberTypeLeft || status == models.ChatMemberTypeBanned}
+	case up.StoppedMessageGeneration != nil:
+		u.What = "stopped_message_generation"
+		readStop(&u, up.StoppedMessageGeneration)
 	default:
 		u.What = kindName(env.Raw)
 	}
 	return u
+}
+
+// readStop reads a draft's stop button pressed. Drafts are shown in
+// private chats only, where the chat is the user who pressed it; a stop
+// from anywhere else, or without a draft, is not one.
+func readStop(u *message.Update, s *models.MessageGenerationStopped) {
+	u.ChatType = string(s.Chat.Type)
+	if s.Chat.Type != models.ChatTypePrivate || s.DraftID == 0 {
+		return
+	}
+	u.Kind, u.Sender, u.DraftID = message.StopPressed, s.Chat.ID, int64(s.DraftID)
 }
 
 // kindName is the field that names a raw update's kind ("edited_message",

@@ -115,3 +115,48 @@ func TestDecodeReadsWhatTheIntakeNeeds(t *testing.T) {
 		t.Errorf("edit read as %+v", e)
 	}
 }
+
+// A tap in a private chat, as Telegram sends it.
+func TestDecodeTapFixture(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "updates", "callback_query.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: raw})
+	if u.Kind != message.Tapped || u.What != "callback_query" || u.ID != 731000004 || u.Key != (message.Key{Bot: "b", Chat: 7}) ||
+		u.MessageID != 413 || u.Sender != 7 || u.Tap != (message.Tap{QueryID: "3148915127338413297", Data: "k3Jx9vQwZ2bT8mLp.1"}) {
+		t.Errorf("tap read as %+v", u)
+	}
+}
+
+// Taps read as Telegram sends them (callback_query): on a message in a
+// forum topic (its thread in the key), on an old message Telegram no
+// longer gives (date 0), on an inline message (in no chat), by a bot.
+func TestDecodeTaps(t *testing.T) {
+	from := `"from":{"id":7,"is_bot":false,"first_name":"Ann","last_name":"Lee","language_code":"de"}`
+	topic := Decode(message.Envelope{Bot: "b", Me: bot, Raw: []byte(`{"update_id":12,"callback_query":{"id":"4382bfdwdsb323b2d9",` + from + `,` +
+		`"message":{"message_id":100004,"date":1764000000,"chat":{"id":-100,"type":"supergroup","title":"Friends","is_forum":true},` +
+		`"message_thread_id":5,"is_topic_message":true,"from":` + me + `,"text":"Which city?",` +
+		`"reply_markup":{"inline_keyboard":[[{"text":"Paris","callback_data":"k3Jx9vQwZ2bT8mLp.0"}]]}},` +
+		`"chat_instance":"-6000000000000000000","data":"k3Jx9vQwZ2bT8mLp.0"}}`)})
+	want := message.Tap{QueryID: "4382bfdwdsb323b2d9", Data: "k3Jx9vQwZ2bT8mLp.0"}
+	if topic.Kind != message.Tapped || topic.What != "callback_query" || topic.Tap != want || topic.Key != (message.Key{Bot: "b", Chat: -100, Thread: 5}) ||
+		topic.MessageID != 100004 || topic.Sender != 7 || topic.SenderName != "Ann Lee" || topic.FirstName != "Ann" || topic.Language != "de" || !topic.InGroup() {
+		t.Errorf("tap in a forum topic read as %+v", topic)
+	}
+	old := Decode(message.Envelope{Bot: "b", Me: bot, Raw: []byte(`{"update_id":13,"callback_query":{"id":"77",` + from + `,` +
+		`"message":{"message_id":4,"date":0,"chat":{"id":7,"type":"private","first_name":"Ann"}},"chat_instance":"1","data":"x.0"}}`)})
+	if old.Kind != message.Tapped || !old.Tap.Inaccessible || old.MessageID != 4 || old.Key != (message.Key{Bot: "b", Chat: 7}) || !old.Private() {
+		t.Errorf("tap on an inaccessible message read as %+v", old)
+	}
+	inline := Decode(message.Envelope{Bot: "b", Me: bot, Raw: []byte(`{"update_id":14,"callback_query":{"id":"78",` + from + `,` +
+		`"inline_message_id":"AAAAAA","chat_instance":"1","data":"x.0"}}`)})
+	if inline.Kind != message.Tapped || !inline.Tap.Inaccessible || inline.Key.Chat != 0 {
+		t.Errorf("tap on an inline message read as %+v", inline)
+	}
+	byBot := Decode(message.Envelope{Bot: "b", Me: bot, Raw: []byte(`{"update_id":15,"callback_query":{"id":"79","from":{"id":9,"is_bot":true,"first_name":"Other"},` +
+		`"message":{"message_id":4,"date":1764000000,"chat":{"id":7,"type":"private"},"text":"hi"},"chat_instance":"1","data":"x.0"}}`)})
+	if !byBot.Tap.FromBot || byBot.Tap.Inaccessible {
+		t.Errorf("tap by a bot read as %+v", byBot)
+	}
+}

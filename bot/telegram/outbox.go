@@ -46,6 +46,8 @@ type Outbox struct {
 	// edit is a message of ours the next text replaces (a streamed
 	// reply's message), instead of a new one.
 	edit int
+	// keyboard goes under the next text's last part (Attach).
+	keyboard message.Keyboard
 	// sent are the ids of the messages sent, in order.
 	sent []int
 	log  *zap.Logger
@@ -164,28 +166,30 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &migrate)
 }
 
-// Text sends text in parts of at most 4096 characters. Formatted, it goes
-// as HTML converted from Claude's Markdown, falling back to plain text
-// for a part Telegram cannot parse. A blocked user is logged at info and
-// reported as message.ErrBlocked.
+// Text sends text in parts of at most 4096 characters, the buttons
+// attached (Attach) under the last. Formatted, it goes as HTML converted
+// from Claude's Markdown, falling back to plain text for a part Telegram
+// cannot parse. A blocked user is logged at info and reported as
+// message.ErrBlocked.
 func (o *Outbox) Text(ctx context.Context, text string, formatted bool) error {
-	for _, part := range splitMessage(text, MaxMessageLen) {
+	parts := splitMessage(text, MaxMessageLen)
+	keyboard := o.keyboard
+	o.keyboard = nil
+	for i, part := range parts {
 		replyTo, editID := o.reply(), o.edit
 		o.edit = 0
+		var buttons message.Keyboard
+		if i == len(parts)-1 {
+			buttons = keyboard
+		}
 		send := func(text string, mode models.ParseMode) error {
 			if editID != 0 {
-				return o.call(ctx, "editMessageText", func(ctx context.Context, api *tgbot.Bot) error {
-					_, err := api.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: o.chat.ID, MessageID: editID,
-						Text: text, ParseMode: mode})
-					if isNotModified(err) {
-						return nil
-					}
-					return err
-				})
+				// The buttons the streamed message had go; the reply's come.
+				return o.editText(ctx, editID, text, mode, buttons)
 			}
 			return o.call(ctx, "sendMessage", func(ctx context.Context, api *tgbot.Bot) error {
 				m, err := api.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread,
-					ReplyParameters: replyTo, Text: text, ParseMode: mode})
+					ReplyParameters: replyTo, Text: text, ParseMode: mode, ReplyMarkup: buttonsOrNone(buttons)})
 				if err == nil {
 					o.note(m)
 				}

@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
+
+	"brainbot/bot/message"
 )
 
 // Stream shows a text reply while the model writes it: as a draft in a
@@ -18,11 +21,16 @@ import (
 // private chats where drafts fail). The first text shows at once, then at
 // most once every streamEvery. The streamed text is plain: formatting
 // comes with the final reply, which replaces the draft (sendMessage) or is
-// edited into the message (see finish).
+// edited into the message (see finish). A draft carries a stop button
+// (can_stop): Telegram reports it pressed with the draft's id (DraftID),
+// keeping the draft shown until the real message comes (keep_on_stop).
 type Stream struct {
 	out     *Outbox
 	every   time.Duration
-	draftID string
+	draftID int64 // 0 when the stream never shows drafts
+	// buttons go under the streamed message (Attach before Stream), until
+	// the final reply replaces them.
+	buttons message.Keyboard
 
 	mu      sync.Mutex
 	latest  string
@@ -43,16 +51,22 @@ type Stream struct {
 
 // Stream starts streaming a reply to the outbox's chat, until Finish.
 // Its first message answers the message the outbox replies to, and the
-// outbox's next text (the final reply) replaces what it showed.
+// outbox's next text (the final reply) replaces what it showed. Buttons
+// attached before go under the streamed message (not under a draft).
 func (o *Outbox) Stream(ctx context.Context) *Stream {
 	s := &Stream{
 		out:      o,
 		every:    o.t.StreamEvery,
-		draftID:  strconv.FormatInt(time.Now().UnixNano()|1, 10), // non-zero
 		changed:  make(chan struct{}, 1),
 		useEdits: o.chat.Group || o.t.noDrafts.has(o.chat.ID),
+		buttons:  o.keyboard,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	o.keyboard = nil
+	if !s.useEdits {
+		// Non-zero, and small enough for any JSON number reader.
+		s.draftID = 1 + rand.Int64N(1<<31-1)
 	}
 	go s.run(ctx)
 	return s
@@ -125,7 +139,7 @@ func (s *Stream) show(ctx context.Context, text string) bool {
 	case err != nil:
 	case !s.useEdits:
 		_, err = client.SendMessageDraft(ctx, &tgbot.SendMessageDraftParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
-			DraftID: s.draftID, Text: text})
+			DraftID: strconv.FormatInt(s.draftID, 10), Text: text, CanStop: true, KeepOnStop: true})
 		if err != nil && !isTooMany(err) && ctx.Err() == nil {
 			s.out.log.Info("drafts unavailable in this chat: streaming by edits", zap.Error(err))
 			s.out.t.noDrafts.add(s.out.chat.ID)
@@ -135,12 +149,13 @@ func (s *Stream) show(ctx context.Context, text string) bool {
 	case s.messageID == 0:
 		var m *models.Message
 		m, err = client.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
-			ReplyParameters: s.out.reply(), Text: text})
+			ReplyParameters: s.out.reply(), Text: text, ReplyMarkup: buttonsOrNone(s.buttons)})
 		if err == nil {
 			s.messageID = m.ID
 		}
 	default:
-		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat.ID, MessageID: s.messageID, Text: text})
+		_, err = client.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: s.out.chat.ID, MessageID: s.messageID, Text: text,
+			ReplyMarkup: buttonsOrNone(s.buttons)})
 	}
 	var tooMany *tgbot.TooManyRequestsError
 	if errors.As(err, &tooMany) {
@@ -163,6 +178,10 @@ func (s *Stream) Finish() (firstShown time.Time) {
 	s.out.edit = s.messageID
 	return s.firstShown
 }
+
+// DraftID is the id of the drafts the stream shows (0: it edits a
+// message instead, and has no stop button).
+func (s *Stream) DraftID() int64 { return s.draftID }
 
 // Cancel stops streaming without waiting for the call under way; Finish
 // calls it, and a caller defers it for a panic that skips Finish.

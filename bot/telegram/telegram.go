@@ -64,7 +64,7 @@ func New(s Settings) *Transport {
 
 // AllowedUpdates are the kinds of update every bot asks for, by polling
 // and by webhook alike.
-var AllowedUpdates = []string{"message", "my_chat_member"}
+var AllowedUpdates = []string{"message", "my_chat_member", "stopped_message_generation", "callback_query"}
 
 // Client is one bot's connection to the Bot API.
 type Client struct {

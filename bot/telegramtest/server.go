@@ -123,6 +123,10 @@ type botState struct {
 	poll       chan struct{}  // closed to end the running getUpdates with 409
 	left       map[int64]bool // groups the bot is not in (getChatMember)
 	holds      []*hold        // calls to hold (Hold), in order
+	// messages are what the bot's messages show now, by chat and id;
+	// queries the taps sent to it, answered or not (buttons.go).
+	messages map[int64]map[int]*Message
+	queries  map[string]bool
 }
 
 // hold is one call Hold holds: the next call of method.
@@ -246,6 +250,15 @@ func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.queueLocked(s.botLocked(token), upd)
+}
+
+// PressStop queues the update Telegram sends when the user of private
+// chat chatID presses the stop button of draft draftID
+// (stopped_message_generation), and returns its update id.
+func (s *Server) PressStop(token string, chatID, draftID int64) int64 {
+	raw := fmt.Sprintf(`{"update_id":1,"stopped_message_generation":{"chat":{"id":%d,"first_name":"User%d","type":"private"},"draft_id":%d}}`,
+		chatID, chatID, draftID)
+	return s.SendUpdate(token, []byte(raw))
 }
 
 // queueLocked queues fields (everything but update_id) as the bot's next
@@ -514,9 +527,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
 	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft":
 		writeResult(w, true)
-	case "editMessageText":
+	case "editMessageText", "editMessageReplyMarkup":
 		id, _ := strconv.Atoi(call.Param("message_id"))
-		writeResult(w, sentMessage(token, id, call))
+		msg, apiErr := s.edit(b, call, id)
+		if apiErr != nil {
+			s.refuse(w, b, index, *apiErr)
+			return
+		}
+		writeResult(w, msg)
+	case "answerCallbackQuery":
+		if !s.answer(b, call.Param("callback_query_id")) {
+			s.refuse(w, b, index, ErrQueryTooOld)
+			return
+		}
+		writeResult(w, true)
 	case "getChatMember":
 		s.mu.Lock()
 		left := b.left[call.ChatID()]
@@ -535,8 +559,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			id = groupMessageBase + s.groupMsg[chat]
 		}
 		b.calls[index].MessageID = id
+		msg := sentMessage(token, id, call)
+		b.rememberLocked(call, id, msg)
 		s.mu.Unlock()
-		writeResult(w, sentMessage(token, id, call))
+		writeResult(w, msg)
 	default:
 		writeError(w, APIError{Code: 404, Description: "Not Found: method not found"})
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -327,4 +328,73 @@ func TestFiles(t *testing.T) {
 			t.Errorf("getFile %s = %d, want 400", bad, resp.StatusCode)
 		}
 	}
+}
+
+// A message sent with buttons keeps them; a tap on one comes as Telegram
+// sends it, with the message as it shows; its query is answered once; an
+// edit changes what the message shows, and one without reply_markup
+// takes the buttons away.
+func TestButtons(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	ctx := testCtx(t)
+	b := newClient(t, srv)
+	sent, err := b.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: -100, Text: "Which city?", MessageThreadID: 3,
+		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{{{Text: "Paris", CallbackData: "q.0"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [][]Button{{{Text: "Paris", Data: "q.0"}}}
+	if got := srv.Sent(token)[0].Buttons(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("sent buttons %+v, want %+v", got, want)
+	}
+	tapID, query := srv.Tap(token, 7, -100, sent.ID, "q.0")
+	updates := pollUpdates(t, srv, tapID)
+	q := updates[0].CallbackQuery
+	if q == nil || q.ID != query || q.Data != "q.0" || q.From.ID != 7 || q.Message.Message == nil || q.Message.Message.ID != sent.ID ||
+		q.Message.Message.Text != "Which city?" || q.Message.Message.MessageThreadID != 3 || q.Message.Message.ReplyMarkup == nil {
+		t.Fatalf("tap delivered as %+v", updates[0])
+	}
+	if ok, err := b.AnswerCallbackQuery(ctx, &tgbot.AnswerCallbackQueryParams{CallbackQueryID: query, Text: "Noted"}); !ok || err != nil {
+		t.Fatalf("answer: %v, %v", ok, err)
+	}
+	if _, err := b.AnswerCallbackQuery(ctx, &tgbot.AnswerCallbackQueryParams{CallbackQueryID: query}); !errors.Is(err, tgbot.ErrorBadRequest) {
+		t.Errorf("a second answer: %v, want 400", err)
+	}
+	if c, err := srv.WaitAnswer(ctx, token, query); err != nil || c.Param("text") != "Noted" {
+		t.Errorf("the answer recorded: %+v, %v", c, err)
+	}
+	if _, err := b.EditMessageText(ctx, &tgbot.EditMessageTextParams{ChatID: -100, MessageID: sent.ID, Text: "Which city?\n\nParis"}); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := srv.Message(token, -100, sent.ID); !ok || m.Text != "Which city?\n\nParis" || m.Buttons != nil || m.Edits != 1 {
+		t.Errorf("after the edit the message shows %+v", m)
+	}
+	if _, err := b.EditMessageReplyMarkup(ctx, &tgbot.EditMessageReplyMarkupParams{ChatID: -100, MessageID: sent.ID,
+		ReplyMarkup: &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}}); !errors.Is(err, tgbot.ErrorBadRequest) {
+		t.Errorf("an edit that changes nothing: %v, want 400 not modified", err)
+	}
+	tapID, query = srv.TapOld(token, 7, -100, sent.ID, "q.0")
+	updates = pollUpdates(t, srv, tapID)
+	if updates[0].CallbackQuery.Message.InaccessibleMessage == nil || updates[0].CallbackQuery.ID != query {
+		t.Fatalf("a tap on an old message: %+v", updates[0])
+	}
+}
+
+// pollUpdates gets the updates from offset on, as the library decodes
+// them, and wants one.
+func pollUpdates(t *testing.T, srv *Server, offset int64) []models.Update {
+	t.Helper()
+	resp, err := http.PostForm(srv.URL+"/bot"+token+"/getUpdates", url.Values{"offset": {itoa(offset)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Result []models.Update
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Result) != 1 {
+		t.Fatalf("getUpdates: %+v, %v", body, err)
+	}
+	return body.Result
 }

@@ -87,6 +87,9 @@ const (
 //     tool_result gets the text "Done.", unless the user's message called
 //     tools with "#call" or "#loop" (see modelcalls.go: the model then
 //     answers the tools' results, or calls again).
+//   - "#ask [JSON object]" writes AskPreamble and, in the same message,
+//     asks the user a question with options (toolspec.QuestionTool):
+//     the object, or DefaultQuestion (modelcalls.go).
 //   - Directives anywhere in the current text: "#fail" answers HTTP 400
 //     invalid_request_error (the CLI reports a result with is_error);
 //     "#hang" sends the stream's headers and then nothing until the client
@@ -501,6 +504,8 @@ func (m *Model) hold(r *http.Request) {
 type answer struct {
 	text  string
 	tools []toolUse // in one message, like parallel tool calls
+	// preamble is text written before the tools, in the same message.
+	preamble string
 
 	fail, hang, slow bool
 }
@@ -541,6 +546,8 @@ func script(req Request) answer {
 	case strings.Contains(current, "#bash"):
 		input, _ := json.Marshal(map[string]string{"command": "touch " + bashPath(current)})
 		a.tools = []toolUse{{name: "Bash", input: input}}
+	case strings.Contains(current, "#ask"):
+		a.preamble, a.tools = AskPreamble, []toolUse{askCall(current)}
 	case strings.Contains(current, "#call ") || strings.Contains(current, "#loop "):
 		a.tools = directiveCalls(current)
 	case strings.Contains(current, "#long"):
@@ -841,6 +848,11 @@ func newMessage(n int, model string, a answer, inputTokens int) message {
 	stop := "end_turn"
 	if len(a.tools) > 0 {
 		stop = "tool_use"
+		if a.preamble != "" {
+			text := a.preamble
+			msg.Content = append(msg.Content, contentBlock{Type: "text", Text: &text})
+			msg.Usage.OutputTokens += len(text)/4 + 1
+		}
 		for i, tool := range a.tools {
 			msg.Content = append(msg.Content, contentBlock{
 				Type:  "tool_use",

@@ -24,6 +24,24 @@ import (
 // ToolsReplyPrefix starts the answer to the results of "#call"s.
 const ToolsReplyPrefix = "Tool results: "
 
+// The question with options ("#ask"): the model writes AskPreamble, then
+// calls toolspec.QuestionTool with the JSON object after "#ask", or with
+// DefaultQuestion when none follows; the tool's result is answered
+// DoneReply, as any other call of ours.
+const AskPreamble = "Let me ask you something first."
+
+// DefaultQuestion is what "#ask" alone asks.
+var DefaultQuestion = toolspec.QuestionArgs{Question: "Which city?", Options: []string{"Paris", "Rome", "Lisbon"}}
+
+// askCall is the question "#ask" asks, with the object after it, if any.
+func askCall(text string) toolUse {
+	call := directiveCall(toolspec.QuestionTool + " " + text[strings.Index(text, "#ask")+len("#ask"):])
+	if string(call.input) == "{}" {
+		call.input, _ = json.Marshal(DefaultQuestion) // strings only: cannot fail
+	}
+	return call
+}
+
 // directiveCalls are the calls of every "#call" and "#loop" in text, in
 // order.
 func directiveCalls(text string) []toolUse {

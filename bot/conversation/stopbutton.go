@@ -1,0 +1,151 @@
+package conversation
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"brainbot/claude"
+	"brainbot/output"
+)
+
+// stopButtons are the streamed answers being written now whose drafts
+// carry a stop button, by conversation: a press names its draft, and only
+// the answer still showing that draft is stopped.
+type stopButtons struct {
+	mu      sync.Mutex
+	running map[string]*stopButton
+}
+
+// stopButton is the button of one streamed answer.
+type stopButton struct {
+	draft   int64
+	stream  Stream
+	pressed atomic.Bool
+}
+
+// open registers the stream of conversation key's answer; close with
+// closeButton once the answer is done. A stream that shows no drafts (a
+// group's) has draft 0: only its ⏹ (buttons.go) presses it.
+func (b *stopButtons) open(key string, st Stream) *stopButton {
+	button := &stopButton{draft: st.DraftID(), stream: st}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running == nil {
+		b.running = map[string]*stopButton{}
+	}
+	b.running[key] = button
+	return button
+}
+
+func (b *stopButtons) closeButton(key string, button *stopButton) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.running[key] == button {
+		delete(b.running, key)
+	}
+}
+
+// press marks the answer showing draft in conversation key as stopped and
+// stops its stream; false when no answer shows that draft (it ended).
+func (b *stopButtons) press(key string, draft int64) bool {
+	b.mu.Lock()
+	button := b.running[key]
+	b.mu.Unlock()
+	if button == nil || button.draft != draft {
+		return false
+	}
+	button.pressed.Store(true)
+	button.stream.Cancel() // nothing more shows: the real message follows
+	return true
+}
+
+// Pressed reports whether the button was pressed (false for none).
+func (button *stopButton) Pressed() bool { return button != nil && button.pressed.Load() }
+
+// pressStop stops the answer whose draft's stop button r's sender
+// pressed: its turn ends at once, and converse sends what was written so
+// far as a real message. A press for a draft that already ended is only
+// logged.
+func (p *Pipeline) pressStop(r *request) {
+	key := r.in.Key.String()
+	if !allowed(r.brain, r.in.Sender) || !p.buttons.press(key, r.in.DraftID) {
+		r.log.Debug("stop button for no answer being written: ignored", zap.Int64("draft_id", r.in.DraftID))
+		r.drop("ignored")
+		return
+	}
+	if !p.claude.Interrupt(key) {
+		r.log.Debug("stop button pressed as the turn ended", zap.Int64("draft_id", r.in.DraftID))
+	} else {
+		r.log.Info("turn stopped by the stop button")
+		p.cfg.Metrics.Stops.WithLabelValues(r.in.Key.Bot, "button").Inc()
+	}
+	r.drop("stop")
+}
+
+// keepPartial answers a turn its stop button ended with what the model
+// wrote before it, as a real message (the draft goes).
+func (r *request) keepPartial(text string) {
+	r.sum.outcome = "stopped"
+	if text == "" {
+		return
+	}
+	r.replyText(text) // sets the outcome only if it fails
+}
+
+// showProgress starts showing the reply while it is made, when the brain
+// streams: a text reply as it is written (onText), a voice or image reply
+// in a private chat as a note of what is being made, whose draft's stop
+// button can end the request. The note shows once the model writes (the
+// first text), so a press always finds the turn running. nil when nothing
+// shows.
+func (p *Pipeline) showProgress(r *request, mode claude.Mode) (st Stream, onText func(string)) {
+	if !r.brain.Stream || mode != claude.Text && !r.in.Private() {
+		return nil, nil
+	}
+	st = r.out.Stream(r.ctx)
+	if mode == claude.Text {
+		return st, st.Update
+	}
+	if st.DraftID() == 0 {
+		// No drafts in this chat: a note would be a message of its own.
+		st.Cancel()
+		return nil, nil
+	}
+	note := sync.OnceFunc(func() { st.Update(progressNotes[mode]) })
+	return st, func(string) { note() }
+}
+
+// progressNotes are what a voice or image reply's draft shows while it
+// is made.
+var progressNotes = map[claude.Mode]string{
+	claude.Speech: "🎙 Recording a voice message…",
+	claude.Image:  "🎨 Drawing…",
+}
+
+// dropStopped ends a voice or image request its stop button stopped:
+// nothing is sent, and a file the tool may have written before the stop
+// is removed (the user asked for none).
+func (p *Pipeline) dropStopped(r *request, res *claude.Result) {
+	r.sum.outcome = "stopped"
+	if res == nil || res.FilePrefix == "" {
+		return
+	}
+	kind := output.Audio
+	if r.sum.mode == claude.Image {
+		kind = output.Image
+	}
+	dir := filepath.Join(p.cfg.DataDir, kind.Dir())
+	entries, _ := os.ReadDir(dir) // no folder: no file
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), res.FilePrefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				r.log.Warn("could not remove the file of a stopped request", zap.Error(err))
+			}
+		}
+	}
+}

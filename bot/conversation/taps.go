@@ -1,0 +1,243 @@
+package conversation
+
+// Taps on the bots' buttons, answered beside the conversation's queue:
+// every tap gets its answer at once (Telegram's spinner stops), and only
+// a tap that chose an option of a question goes on, as the user's words,
+// into the queue.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot/brain"
+	"brainbot/bot/message"
+	"brainbot/bot/store"
+	"brainbot/claude"
+	"brainbot/output"
+	"brainbot/pricing"
+	"brainbot/toolspec"
+)
+
+// The notices a tap is answered with, shown only to the user who tapped.
+const (
+	NoticeGone     = "This button no longer works."
+	NoticeExpired  = "This button has expired."
+	NoticeAnswered = "This question was answered already."
+	NoticeNotAsked = "Only the person I asked can answer this."
+	NoticeRead     = "I read this one aloud already."
+	NoticeReading  = "Reading it aloud…"
+	NoticeNotYours = "Only the person who asked can stop this answer."
+	NoticeStopped  = "Stopped."
+	NoticeFinished = "This answer is finished already."
+	NoticeTrouble  = "Sorry, something went wrong. Please try again."
+)
+
+// tap is one tap's trip: what it resolved to, and what follows its
+// answer.
+type tap struct {
+	in      *message.Inbound
+	brain   *brain.Brain
+	log     *zap.Logger
+	buttons store.Buttons
+	// kind and outcome label the tap in the log and the metrics; notice
+	// answers it.
+	kind, outcome, notice string
+	// then runs after the answer (the question amended, the answer read).
+	then func(ctx context.Context)
+}
+
+// Tap answers a tap on one of the bots' buttons. It returns the option a
+// tap chose, which the intake queues as the user's next message; chosen
+// is false for every other tap, which is answered here and done.
+func (p *Pipeline) Tap(ctx context.Context, in *message.Inbound) (choice string, chosen bool) {
+	t := &tap{in: in, brain: p.cfg.Brain(in.Key.Bot), kind: "unknown", outcome: "refused", notice: NoticeGone,
+		log: p.log.With(zap.String("request_id", in.RequestID), zap.String("bot", in.Key.Bot), zap.Int64("user", in.Sender),
+			zap.Int64("chat", in.Key.Chat))}
+	choice, chosen = p.resolveTap(ctx, t)
+	p.cfg.Metrics.ButtonTaps.WithLabelValues(in.Key.Bot, t.kind, t.outcome).Inc()
+	t.log.Info("button tapped", zap.String("kind", t.kind), zap.String("outcome", t.outcome), zap.Int("message_id", in.MessageID))
+	if err := p.cfg.Chats.AnswerTap(ctx, in.Key.Bot, in.Tap.QueryID, t.notice); err != nil {
+		t.log.Warn("could not answer a tap", zap.Error(err))
+	}
+	if t.then != nil {
+		t.then(ctx)
+	}
+	return choice, chosen
+}
+
+// resolveTap decides what t means and sets its answer.
+func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chosen bool) {
+	in := t.in
+	id, place, ok := parseCallbackData(in.Tap.Data)
+	switch {
+	case t.brain == nil, in.Tap.FromBot, in.Tap.Inaccessible, !ok:
+		t.log.Debug("tap refused", zap.Bool("brain", t.brain != nil), zap.Bool("by_bot", in.Tap.FromBot),
+			zap.Bool("inaccessible", in.Tap.Inaccessible), zap.Bool("our_data", ok))
+		return "", false
+	}
+	b, found, err := p.store.LookupButtons(ctx, id)
+	switch {
+	case err != nil:
+		t.outcome, t.notice = "error", NoticeTrouble
+		t.log.Warn("could not look up a tapped button", zap.Error(err))
+		return "", false
+	case !found || b.Conversation != in.Key || b.MessageID != 0 && b.MessageID != in.MessageID || place >= max(len(b.Options), 1):
+		t.log.Debug("tap refused: unknown buttons, or not under their message", zap.Bool("found", found))
+		return "", false
+	}
+	t.buttons, t.kind = b, b.Kind
+	switch {
+	case p.cfg.Now().Sub(b.Created) > t.brain.Buttons.MaxAge.D():
+		t.outcome, t.notice = "expired", NoticeExpired
+	case !allowed(t.brain, in.Sender):
+		t.outcome, t.notice = "denied", t.brain.Messages.Denied
+	case b.Kind == store.ButtonsQuestion:
+		return p.choose(ctx, t, b.Options[place])
+	case b.Kind == store.ButtonsRead:
+		p.readTap(ctx, t)
+	case b.Kind == store.ButtonsStop:
+		p.stopTap(t)
+	}
+	return "", false
+}
+
+// choose takes a tap on option of a question: the first tap of the user
+// asked answers it.
+func (p *Pipeline) choose(ctx context.Context, t *tap, option string) (string, bool) {
+	if t.buttons.User != 0 && t.buttons.User != t.in.Sender {
+		t.outcome, t.notice = "not_asker", NoticeNotAsked
+		return "", false
+	}
+	used, err := p.store.UseButtons(ctx, t.buttons.ID, t.in.ID)
+	switch {
+	case err != nil:
+		t.outcome, t.notice = "error", NoticeTrouble
+		t.log.Warn("could not record a question's answer", zap.Error(err))
+		return "", false
+	case !used:
+		t.outcome, t.notice = "used", NoticeAnswered
+		return "", false
+	}
+	t.outcome, t.notice = "chosen", ""
+	t.then = func(ctx context.Context) {
+		out := p.cfg.Chats.Outbox(t.in.Key, t.in.InGroup(), 0, t.log)
+		if err := out.Amend(ctx, t.in.MessageID, t.buttons.Text, "→ "+option); err != nil {
+			t.log.Warn("could not show the choice under the question", zap.Error(err))
+		}
+	}
+	return option, true
+}
+
+// readTap takes a tap on 🔊: the first reads the answer aloud.
+func (p *Pipeline) readTap(ctx context.Context, t *tap) {
+	over, err := p.overBudget(ctx, t.brain, t.in.Key.Bot, t.in.Sender, t.log)
+	var used bool
+	if err == nil && !over {
+		used, err = p.store.UseButtons(ctx, t.buttons.ID, t.in.ID)
+	}
+	switch {
+	case err != nil:
+		t.outcome, t.notice = "error", NoticeTrouble
+		t.log.Warn("could not read an answer aloud", zap.Error(err))
+	case over:
+		now := p.cfg.Now()
+		t.outcome, t.notice = "limited", t.brain.Messages.LimitText(store.NextReset(now).Sub(now))
+	case p.cfg.Speaker == nil:
+		t.outcome = "refused"
+	case !used:
+		t.outcome, t.notice = "used", NoticeRead
+	default:
+		t.outcome, t.notice = "read", NoticeReading
+		t.then = func(ctx context.Context) { p.readAloud(ctx, t) }
+	}
+}
+
+// readAloud sends the tapped answer as a voice note, in reply to it, and
+// takes the 🔊 away.
+func (p *Pipeline) readAloud(ctx context.Context, t *tap) {
+	out := p.cfg.Chats.Outbox(t.in.Key, t.in.InGroup(), 0, t.log)
+	defer out.KeepAction(ctx, message.RecordVoice)()
+	b := t.brain
+	path, err := p.speak(ctx, t)
+	if err == nil {
+		usd, _ := pricing.Speech(b.TTS.Model, utf8.RuneCountInString(t.buttons.Text))
+		p.recordUsage(ctx, store.Usage{Bot: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
+			Mode: claude.Speech.String(), Outcome: "read aloud", OpenAIUSD: usd}, claude.Tokens{}, t.log)
+		p.describeReading(t, path, usd)
+		out.Quote(t.in.MessageID)
+		err = out.File(ctx, message.VoiceNote, path)
+	}
+	if err == nil {
+		if kerr := p.store.KeepButtonsFile(context.WithoutCancel(ctx), t.buttons.ID, path); kerr != nil {
+			t.log.Warn("could not keep the voice note's name", zap.Error(kerr))
+		}
+		err = out.DropButtons(ctx, t.in.MessageID)
+	}
+	if err != nil && !errors.Is(err, message.ErrBlocked) {
+		t.log.Error("could not read an answer aloud", zap.Error(err))
+		out.Quote(t.in.MessageID)
+		if serr := out.Text(ctx, b.Messages.Error, false); serr != nil {
+			t.log.Warn("could not tell the user", zap.Error(serr))
+		}
+	}
+}
+
+// speak speaks the tapped answer with the brain's voice and keeps the
+// note where the voice answers are kept (audio-output/bot-<id>/user-<id>/).
+func (p *Pipeline) speak(ctx context.Context, t *tap) (string, error) {
+	s := t.brain.TTS
+	data, ext, err := p.cfg.Speaker.Speak(ctx, t.buttons.Text, toolspec.SpeechSettings{Voice: s.Voice, Speed: s.Speed, Model: s.Model, Format: s.Format})
+	if err != nil {
+		return "", fmt.Errorf("speak: %w", err)
+	}
+	dir := filepath.Join(p.cfg.DataDir, output.Audio.Dir())
+	if err := os.MkdirAll(dir, output.DirMode); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, output.Prefix(t.in.Key.Bot, t.in.Sender, p.cfg.Now())+"-read"+ext)
+	if err := os.WriteFile(path, data, output.FileMode); err != nil {
+		return "", err
+	}
+	return output.Organize(p.cfg.DataDir, path, output.Audio, t.in.Key.Bot, t.in.Sender)
+}
+
+// describeReading writes the sidecar of the voice note at path that
+// read the tapped answer aloud, as a voice answer's (sidecar.go).
+func (p *Pipeline) describeReading(t *tap, path string, usd float64) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.log.Warn("could not describe the generated file", zap.String("path", path), zap.Error(err))
+		return
+	}
+	s := t.brain.TTS
+	m := output.Metadata{Brain: t.brain.Name, BotID: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
+		Created: p.cfg.Now().UTC(), Mode: claude.Speech.String(), Text: t.buttons.Text, Model: s.Model, Voice: s.Voice, Speed: s.Speed,
+		Format: s.Format, DurationSeconds: audioSeconds(data, filepath.Ext(path)), Bytes: int64(len(data)), CostUSD: &usd}
+	if err := output.WriteSidecar(path, m); err != nil {
+		t.log.Warn("could not write the generated file's sidecar", zap.Error(err))
+	}
+}
+
+// stopTap takes a tap on ⏹ under a streamed answer in a group: the user
+// who asked ends the model's turn.
+func (p *Pipeline) stopTap(t *tap) {
+	switch {
+	case t.buttons.User != 0 && t.buttons.User != t.in.Sender:
+		t.outcome, t.notice = "not_asker", NoticeNotYours
+	case t.buttons.UsedBy != 0 || !p.buttons.press(t.in.Key.String(), 0):
+		t.outcome, t.notice = "finished", NoticeFinished
+	case p.claude.Interrupt(t.in.Key.String()):
+		// converse keeps what was written, as for a draft's stop button.
+		t.outcome, t.notice = "stopped", NoticeStopped
+		t.log.Info("turn stopped by the stop button")
+		p.cfg.Metrics.Stops.WithLabelValues(t.in.Key.Bot, "button").Inc()
+	default: // pressed as the turn ended: its whole answer follows
+		t.outcome, t.notice = "finished", NoticeFinished
+	}
+}

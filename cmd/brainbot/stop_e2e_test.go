@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"brainbot/bot/telegramtest"
+	"brainbot/cmd/internal/stack"
+)
+
+// The stop button of a streamed answer, with the real CLI: pressed while
+// the model writes, the turn ends at once, what was written is sent as a
+// real message, the partial turn's cost is in the request's line, and the
+// next message is answered in the same process with the partial answer in
+// the session's history.
+func TestEndToEndStopButton(t *testing.T) {
+	s := newStack(t, nil)
+	s.Model.SetPace(100 * time.Millisecond) // #long takes ~10 s to write
+	token := stack.Token("narrator")
+	const user = 931
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+
+	s.Send("narrator", user, "tell me a story #long")
+	draft, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessageDraft" && c.ChatID() == user && len(c.Param("text")) > 300
+	})
+	if err != nil {
+		t.Fatalf("no draft of the answer: %v", err)
+	}
+	if draft.Param("can_stop") != "true" {
+		t.Fatalf("draft without a stop button: %v", draft.Params)
+	}
+	id, err := strconv.ParseInt(draft.Param("draft_id"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pressed := time.Now()
+	s.Telegram.PressStop(token, user, id)
+	summary := waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("user") == user && l.Str("outcome") == "stopped"
+	})
+	t.Logf("stopped %v after the press", time.Since(pressed))
+	calls := s.ChatCalls("narrator", user)
+	if len(calls) != 1 || calls[0].Method != "sendMessage" {
+		t.Fatalf("after the stop: %d calls, want the one message with what was written", len(calls))
+	}
+	kept := stack.Rendered(calls[0])
+	if !strings.HasPrefix(kept, "Paragraph 1.") || strings.Contains(kept, "Paragraph 40.") || len(kept) < 300 {
+		t.Errorf("kept %d characters %.80q...: want the start of the answer, not all of it", len(kept), kept)
+	}
+	if summary.Float("cost_usd") <= 0 || summary.Int("input_tokens") == 0 {
+		t.Errorf("the stopped request's line has cost %g, input tokens %d: want the partial turn's usage",
+			summary.Float("cost_usd"), summary.Int("input_tokens"))
+	}
+	waitLogFrom(t, s, 0, func(l stack.Line) bool { return l.Msg == "turn stopped by the stop button" })
+
+	s.Model.SetPace(0)
+	s.Send("narrator", user, "what did you say?")
+	next := waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("user") == user && l.Str("outcome") == "ok"
+	})
+	if warm, _ := next.Fields["warm"].(bool); !warm {
+		t.Error("the next message did not run in the same CLI process")
+	}
+	reqs := s.Model.Requests()
+	var history string
+	for _, m := range reqs[len(reqs)-1].Messages {
+		for _, b := range m.Content {
+			if m.Role == "assistant" {
+				history += b.Text
+			}
+		}
+	}
+	if !strings.Contains(history, "Paragraph 1.") {
+		t.Errorf("the next turn's history lacks the partial answer: %.200q", history)
+	}
+}
+
+// A voice reply's draft says what is being made and carries the stop
+// button: pressed, the request ends, and no voice note is made or sent.
+func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) {
+	s := newStack(t, nil)
+	s.Model.SetPace(100 * time.Millisecond)
+	token := stack.Token("speaker")
+	const user = 932
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+
+	s.Send("speaker", user, "read me a story #long")
+	draft, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessageDraft" && c.ChatID() == user
+	})
+	if err != nil {
+		t.Fatalf("no draft while the voice reply is made: %v", err)
+	}
+	if draft.Param("can_stop") != "true" || !strings.Contains(draft.Param("text"), "voice message") {
+		t.Fatalf("draft %v: want a note of the voice message with a stop button", draft.Params)
+	}
+	id, err := strconv.ParseInt(draft.Param("draft_id"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Telegram.PressStop(token, user, id)
+	summary := waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("user") == user && l.Str("mode") == "speech"
+	})
+	if summary.Str("outcome") != "stopped" {
+		t.Errorf("voice request's outcome %q, want stopped", summary.Str("outcome"))
+	}
+	if calls := s.ChatCalls("speaker", user); len(calls) != 0 {
+		t.Errorf("%d messages sent after the stop, want none", len(calls))
+	}
+	var files []string
+	_ = filepath.WalkDir(filepath.Join(s.DataDir, "audio-output"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if len(files) != 0 {
+		t.Errorf("files made for a stopped request: %v", files)
+	}
+	for _, r := range s.OpenAI.Requests() {
+		if strings.Contains(r.Path, "speech") {
+			t.Errorf("speech asked of OpenAI (%s) for a stopped request", r.Path)
+		}
+	}
+}
