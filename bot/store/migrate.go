@@ -138,16 +138,16 @@ var migrations = []migration{
 	ALTER TABLE journal ADD COLUMN me_username TEXT NOT NULL DEFAULT '';`},
 	// 5: which brain each Telegram bot (the number its token starts with)
 	// belongs to, so that a copied brain file with the same token never
-	// takes the bot over, after a restart neither.
+	// takes the bot over, after a restart neither; and what the buttons
+	// under the bots' messages mean (issue 28): a tap carries only their
+	// id; the open questions of a conversation found fast (a message typed
+	// closes them), old rows pruned by age.
 	{5, `CREATE TABLE telegram_bots (
 		bot_number TEXT    PRIMARY KEY,
 		brain      TEXT    NOT NULL,
 		since      INTEGER NOT NULL
-	) WITHOUT ROWID;`},
-	// 6: what the buttons under the bots' messages mean (issue 28): a tap
-	// carries only their id; the open questions of a conversation found
-	// fast (a message typed closes them), old rows pruned by age.
-	{6, `CREATE TABLE buttons (
+	) WITHOUT ROWID;
+	CREATE TABLE buttons (
 		id         TEXT    PRIMARY KEY,
 		kind       TEXT    NOT NULL,
 		bot        TEXT    NOT NULL,
