@@ -3,8 +3,6 @@ package cluster
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -233,31 +231,6 @@ func (c *Cluster) assigned(ctx context.Context) []int {
 		return c.ownedList()
 	}
 	return Assign(members, keyPart(c.cfg.Instance), c.cfg.Partitions)
-}
-
-// Assign is the rendezvous hash of partitions over members: each
-// partition goes to the member with the highest hash of (member,
-// partition), so a member leaving moves only its own partitions. It
-// returns me's partitions (me counts as a member).
-func Assign(members []string, me string, partitions int) []int {
-	if !slices.Contains(members, me) {
-		members = append(slices.Clone(members), me)
-	}
-	var mine []int
-	for p := range partitions {
-		var best string
-		var bestH uint64
-		for _, m := range members {
-			sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d", m, p))
-			if v := binary.BigEndian.Uint64(sum[:8]); best == "" || v > bestH || v == bestH && m < best {
-				best, bestH = m, v
-			}
-		}
-		if best == me {
-			mine = append(mine, p)
-		}
-	}
-	return mine
 }
 
 func (c *Cluster) ownedList() []int {
