@@ -25,6 +25,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
+
+	"brainbot/bot/store"
 )
 
 // Names of what brainbot keeps in JetStream.
@@ -92,6 +95,9 @@ type Config struct {
 	// while NATS is unavailable before the message waiting on it is
 	// handed back to its log (default 20s).
 	Patience time.Duration
+	// SpoolDir keeps the usage records NATS could not take until it is
+	// back ("": they are lost with an outage that outlasts Patience).
+	SpoolDir string
 	Log      *zap.Logger
 }
 
@@ -129,6 +135,9 @@ type Cluster struct {
 	objects                                                   jetstream.ObjectStore
 	stream                                                    jetstream.Stream
 	health                                                    *health
+	locks                                                     convLocks
+	spool                                                     *spool
+	stopBackground                                            context.CancelFunc
 
 	mu      sync.Mutex
 	polled  map[string]bool // bots whose lease this instance holds
@@ -155,8 +164,10 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Instance == "" {
 		return nil, errors.New("cluster: Config.Instance is empty")
 	}
+	h := &health{log: cfg.Log}
 	nc, err := nats.Connect(cfg.URL, nats.Name("brainbot "+cfg.Instance), nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second))
+		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { h.failed("connection", cmp.Or(err, nats.ErrDisconnected)) }))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", Redact(cfg.URL), err)
 	}
@@ -166,16 +177,37 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	c := &Cluster{cfg: cfg, nc: nc, js: js, log: cfg.Log, polled: map[string]bool{}, owned: map[int]bool{},
-		held: map[uint64]jetstream.Msg{}, released: make(chan struct{}), health: &health{log: cfg.Log}}
+		held: map[uint64]jetstream.Msg{}, released: make(chan struct{}), health: h,
+		locks: convLocks{held: map[string]*convLock{}}}
 	if err := c.ensure(ctx); err != nil {
 		nc.Close()
 		return nil, err
 	}
+	bg, stop := context.WithCancel(context.Background())
+	c.stopBackground = stop
+	if cfg.SpoolDir != "" {
+		if c.spool, err = newSpool(cfg.SpoolDir, cfg.Log); err != nil {
+			stop()
+			nc.Close()
+			return nil, err
+		}
+		go c.spool.run(bg, spoolInterval, func(ctx context.Context, u store.Usage) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*attemptTimeout)
+			defer cancel()
+			return c.writeUsage(ctx, u)
+		})
+	}
 	return c, nil
 }
 
-// Close closes the connection.
-func (c *Cluster) Close() { c.nc.Close() }
+// spoolInterval is how often kept usage records are tried again.
+const spoolInterval = 2 * time.Second
+
+// Close stops writing kept records and closes the connection.
+func (c *Cluster) Close() {
+	c.stopBackground()
+	c.nc.Close()
+}
 
 // Instance is this instance's name.
 func (c *Cluster) Instance() string { return c.cfg.Instance }
@@ -187,11 +219,16 @@ func (c *Cluster) Partitions() int { return c.cfg.Partitions }
 // readiness and doctor).
 func (c *Cluster) Check(ctx context.Context) error {
 	if !c.nc.IsConnected() {
-		return fmt.Errorf("not connected to NATS (%s)", c.nc.Status())
+		c.health.failed("check NATS", nats.ErrDisconnected)
+		return fmt.Errorf("not connected to NATS (%s): messages wait for it", c.nc.Status())
 	}
 	if _, err := c.js.AccountInfo(ctx); err != nil {
-		return fmt.Errorf("JetStream: %w", err)
+		c.health.failed("check JetStream", err)
+		return fmt.Errorf("NATS JetStream does not answer (messages wait for it): %w", err)
 	}
+	// An outage ends with the first call answered; on an idle instance
+	// that may be this one.
+	c.health.answered()
 	return nil
 }
 
@@ -395,6 +432,14 @@ type Status struct {
 	// Reconnects how often it has had to connect again since it started.
 	Connected  bool
 	Reconnects uint64
+	// UnavailableSince is when JetStream stopped answering this
+	// instance's calls (zero: it answers), UnavailableOp the call and
+	// UnavailableErr the error of the last one; Outages counts the
+	// outages since the start.
+	UnavailableSince time.Time
+	UnavailableOp    string
+	UnavailableErr   error
+	Outages          uint64
 }
 
 // Status reports the bots polled, the partitions owned and the NATS
@@ -403,6 +448,7 @@ func (c *Cluster) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Status{Instance: c.cfg.Instance, Connected: c.nc.IsConnected(), Reconnects: c.nc.Stats().Reconnects}
+	s.UnavailableSince, s.UnavailableOp, s.UnavailableErr, s.Outages = c.health.outage()
 	for b := range c.polled {
 		s.Polled = append(s.Polled, b)
 	}

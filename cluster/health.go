@@ -74,6 +74,8 @@ func unavailable(err error) bool {
 	switch {
 	case err == nil:
 		return false
+	case errors.Is(err, message.ErrUnavailable):
+		return true
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
 		errors.Is(err, nats.ErrConnectionDraining), errors.Is(err, nats.ErrNoServers),

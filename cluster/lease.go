@@ -23,7 +23,11 @@ func (c *Cluster) Lease(ctx context.Context, bot string, poll func(ctx context.C
 	for ctx.Err() == nil {
 		rev, err := c.leases.Create(ctx, key, []byte(c.cfg.Instance))
 		if err != nil {
-			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+			switch {
+			case errors.Is(err, jetstream.ErrKeyExists), ctx.Err() != nil:
+			case unavailable(err):
+				c.health.failed("take the poller lease", err) // logged once an outage
+			default:
 				log.Warn("could not take the poller lease", zap.Error(err))
 			}
 			sleep(ctx, retry)

@@ -111,21 +111,27 @@ func TestTranscriptFollowsTheConversation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if changed, err := b.Restore(ctx, "bot", "s1"); err != nil || changed {
-		t.Fatalf("restore of nothing: %v %v", changed, err)
+	read := func(dir string) string {
+		got, _ := os.ReadFile(at(dir)("bot", "s1"))
+		return string(got)
+	}
+	released := 0
+	release := func() { released++ }
+	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 0 {
+		t.Fatalf("restore of nothing: released %d, %v", released, err)
 	}
 	write(dirA, "turn 1\n")
 	if err := a.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := b.Restore(ctx, "bot", "s1"); err != nil || !changed {
-		t.Fatalf("restore: %v %v", changed, err)
+	write(dirB, "a warm CLI's old copy\n")
+	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 1 {
+		t.Fatalf("restore: released %d, %v", released, err)
 	}
-	if changed, _ := b.Restore(ctx, "bot", "s1"); changed {
-		t.Fatal("second restore wrote again")
+	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 1 {
+		t.Fatalf("second restore wrote again: released %d, %v", released, err)
 	}
-	got, _ := os.ReadFile(at(dirB)("bot", "s1"))
-	if string(got) != "turn 1\n" {
+	if got := read(dirB); got != "turn 1\n" {
 		t.Fatalf("b has %q", got)
 	}
 	// b goes on; back on a, the old local copy is replaced.
@@ -133,12 +139,56 @@ func TestTranscriptFollowsTheConversation(t *testing.T) {
 	if err := b.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := a.Restore(ctx, "bot", "s1"); err != nil || !changed {
-		t.Fatalf("restore on a: %v %v", changed, err)
+	if err := a.Restore(ctx, "bot", "s1", release); err != nil || released != 2 {
+		t.Fatalf("restore on a: released %d, %v", released, err)
 	}
-	got, _ = os.ReadFile(at(dirA)("bot", "s1"))
-	if string(got) != "turn 1\nturn 2\n" {
+	if got := read(dirA); got != "turn 1\nturn 2\n" {
 		t.Fatalf("a has %q", got)
+	}
+}
+
+// An instance the conversation has left cannot store its older copy over
+// the newer one: the version it was restored from is checked.
+func TestAnOlderTranscriptNeverReplacesANewerOne(t *testing.T) {
+	url := natstest.Start(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	at := func(dir string) func(bot, session string) string {
+		return func(bot, session string) string { return filepath.Join(dir, bot, session+".jsonl") }
+	}
+	a, b := join(t, url, "a").Transcripts(at(dirA)), join(t, url, "b").Transcripts(at(dirB))
+	ctx := context.Background()
+	write := func(dir, text string) {
+		p := at(dir)("bot", "s1")
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(dirA, "turn 1\n")
+	if err := a.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Restore(ctx, "bot", "s1", func() {}); err != nil {
+		t.Fatal(err)
+	}
+	write(dirB, "turn 1\nturn 2 (b)\n")
+	if err := b.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	// a, stalled, still answers on its copy of turn 1.
+	write(dirA, "turn 1\nturn 2 (a, late)\n")
+	if err := a.Save(ctx, "bot", "s1"); !errors.Is(err, ErrStaleTranscript) {
+		t.Fatalf("late save on an old copy: %v, want ErrStaleTranscript", err)
+	}
+	dirC := t.TempDir()
+	c := join(t, url, "c").Transcripts(at(dirC))
+	if err := c.Restore(ctx, "bot", "s1", func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(at(dirC)("bot", "s1")); string(got) != "turn 1\nturn 2 (b)\n" {
+		t.Fatalf("restored %q, want b's newer copy", got)
 	}
 }
 

@@ -67,6 +67,9 @@ type Delivery struct {
 	w   *worker
 	seq uint64
 	msg jetstream.Msg
+	// superseded: MarkAttempt found a newer delivery answering it;
+	// locked: MarkAttempt took the conversation's lock.
+	superseded, locked bool
 }
 
 // Envelope is the update as the poller stored it.
@@ -88,20 +91,64 @@ func (d *Delivery) MarkCharged(ctx context.Context, mode string) error {
 	return d.w.c.recordProgress(ctx, d.env, func(p *progress) { p.Mode = mode })
 }
 
-// MarkAttempt records that work on the update starts now.
+// MarkAttempt records that work on the update starts now, unless it was
+// answered already or a newer delivery's work started
+// (message.ErrSuperseded): after an outage longer than the ack wait the
+// server hands the updates an instance still holds to the partition's
+// owner again, and only one of the two may answer.
 func (d *Delivery) MarkAttempt(ctx context.Context, mode string) error {
-	return d.w.c.recordProgress(ctx, d.env, func(p *progress) { p.Mode, p.Attempts = mode, p.Attempts+1 })
+	c := d.w.c
+	if !d.locked {
+		if err := c.lockConversation(ctx, d.env.Key); err != nil {
+			return err
+		}
+		d.locked = true
+	}
+	_, answered, err := c.get(ctx, c.answered, answeredKey(d.env.Bot, d.env.UpdateID))
+	if err != nil {
+		return err
+	}
+	superseded := answered
+	if !answered {
+		err = c.recordProgress(ctx, d.env, func(p *progress) {
+			if superseded = p.Delivery > d.delivered; !superseded {
+				p.Mode, p.Attempts, p.Delivery = mode, p.Attempts+1, d.delivered
+			}
+		})
+	}
+	if err != nil || !superseded {
+		return err
+	}
+	d.superseded = true
+	d.w.forget(d.seq)
+	d.unlock()
+	return message.ErrSuperseded
+}
+
+// unlock releases the conversation's lock if this delivery took it.
+func (d *Delivery) unlock() {
+	if d.locked {
+		d.locked = false
+		d.w.c.unlockConversation(d.env.Key)
+	}
 }
 
 // Done acknowledges the update: answered marks it so that a redelivery
 // (if the acknowledgement is lost) is not answered again.
 func (d *Delivery) Done(answered bool) {
+	if d.superseded {
+		return // the newer delivery's
+	}
+	defer d.unlock() // once the update is marked answered
 	c := d.w.c
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	ctx := context.Background() // within Config.Patience: an outage pauses the conversation here
 	bot, id := d.env.Bot, d.env.UpdateID
 	if answered {
-		if _, err := c.answered.Put(ctx, answeredKey(bot, id), []byte(c.cfg.Instance)); err != nil {
+		err := c.patiently(ctx, "mark answered", func(ctx context.Context) error {
+			_, err := c.answered.Put(ctx, answeredKey(bot, id), []byte(c.cfg.Instance))
+			return err
+		})
+		if err != nil {
 			c.log.Warn("could not mark the update answered", zap.String("bot", bot), zap.Int64("update_id", id), zap.Error(err))
 		}
 	}
@@ -115,7 +162,7 @@ func (d *Delivery) Done(answered bool) {
 	// worker holds against the consumer's ack-pending count may count an
 	// update short (it waits a round), never one the server no longer has.
 	d.w.forget(d.seq)
-	if err := msg.DoubleAck(ctx); err != nil {
+	if err := c.patiently(ctx, "acknowledge", msg.DoubleAck); err != nil {
 		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", bot),
 			zap.Int64("update_id", id), zap.Error(err))
 	}
@@ -126,6 +173,10 @@ func (d *Delivery) Done(answered bool) {
 // pending count until it is redelivered, so a new owner's handover still
 // waits for it and order holds.
 func (d *Delivery) Abandon() {
+	if d.superseded {
+		return
+	}
+	defer d.unlock()
 	d.w.forget(d.seq)
 	_ = d.msg.Nak() // if lost, the ack wait redelivers it
 }

@@ -33,6 +33,7 @@ type testCluster struct {
 	t        testing.TB
 	bin, dir string
 	nats     string
+	server   *natstest.Server
 	tg       *telegramtest.Server
 	cli      string
 	bots     []string
@@ -99,7 +100,8 @@ exec env %s %q "$@"
 }
 
 func newCluster(t testing.TB, bots []string, delay time.Duration) *testCluster {
-	c := &testCluster{t: t, bin: brainbotBinary(t), dir: t.TempDir(), nats: natstest.Start(t), tg: telegramtest.NewServer(),
+	server := natstest.StartServer(t)
+	c := &testCluster{t: t, bin: brainbotBinary(t), dir: t.TempDir(), nats: server.URL, server: server, tg: telegramtest.NewServer(),
 		bots: bots, procs: map[string]*instance{}}
 	t.Cleanup(c.close)
 	c.cli = fakeCLIScript(t, c.dir, delay)
@@ -255,10 +257,12 @@ func (c *testCluster) answers(bot string) map[int64][]string {
 var youSaid = regexp.MustCompile(`^You said: (u\d+-m(\d+))(?: \(message (\d+)\))?$`)
 
 // Three instances share two bots; 50 users send 300 messages; one instance
-// is killed with SIGKILL half-way. Every message is answered exactly once,
-// in order, and the conversations that were on the killed instance go on
-// with their history (the fake CLI counts the messages of its session
-// file, which moved through the object store).
+// is killed with SIGKILL a third of the way, and the nats-server is
+// stopped for 10 s two thirds of the way. Every message is answered
+// exactly once, in order, with no error reply, and the conversations that
+// were on the killed instance go on with their history (the fake CLI
+// counts the messages of its session file, which moved through the object
+// store); the outage is logged as NATS's.
 func TestClusterSurvivesAKilledInstance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three brainbot processes")
@@ -317,6 +321,10 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 	killed := time.Now()
 	c.kill("i0", syscall.SIGKILL)
 	t.Logf("i0 killed holding %d conversations", len(onI0))
+	for c.total() < 2*users*per/3 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.outage(10 * time.Second)
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Errorf("not every message answered within the time: %v", ctx.Err())
@@ -403,6 +411,37 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 		if n := in.logs.count(func(l map[string]any) bool { return l["level"] == "error" }); n > 0 {
 			t.Errorf("%s logged %d errors:%s", name, n, c.tail(name))
 		}
+	}
+}
+
+// outage stops the nats-server for d (as an operator restarting it, or a
+// network cut) and starts it again with what it stored; the live
+// instances must have noticed it and, after, say it is over.
+func (c *testCluster) outage(d time.Duration) {
+	c.t.Helper()
+	c.server.Stop()
+	stopped := time.Now()
+	c.mu.Lock()
+	live := make([]*instance, 0, len(c.procs))
+	for _, in := range c.procs {
+		select {
+		case <-in.done:
+		default:
+			live = append(live, in)
+		}
+	}
+	c.mu.Unlock()
+	isMsg := func(msg string) func(map[string]any) bool {
+		return func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), msg) }
+	}
+	for _, in := range live {
+		c.waitLog(in, d, "the outage noticed", isMsg("NATS unavailable"), 1)
+	}
+	time.Sleep(d - time.Since(stopped)) // the outage's length, not a wait for an event
+	c.server.Restart()
+	c.t.Logf("nats-server stopped for %v", time.Since(stopped).Round(time.Millisecond))
+	for _, in := range live {
+		c.waitLog(in, time.Minute, "the end of the outage", isMsg("NATS available again"), 1)
 	}
 }
 
