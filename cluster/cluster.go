@@ -447,8 +447,8 @@ type Status struct {
 func (c *Cluster) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Instance: c.cfg.Instance, Connected: c.nc.IsConnected(), Reconnects: c.nc.Stats().Reconnects}
-	s.UnavailableSince, s.UnavailableOp, s.UnavailableErr, s.Outages = c.health.outage()
+	s := c.health.outage()
+	s.Instance, s.Connected, s.Reconnects = c.cfg.Instance, c.nc.IsConnected(), c.nc.Stats().Reconnects
 	for b := range c.polled {
 		s.Polled = append(s.Polled, b)
 	}

@@ -58,12 +58,12 @@ func (h *health) answered() {
 	h.down, h.cause, h.op = time.Time{}, nil, ""
 }
 
-// outage says since when JetStream has not answered, and why (zero
-// since: it answers).
-func (h *health) outage() (since time.Time, op string, cause error, count uint64) {
+// outage is what Status reports of the current outage (a zero
+// UnavailableSince: JetStream answers) and how many there were.
+func (h *health) outage() Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.down, h.op, h.cause, h.outages
+	return Status{UnavailableSince: h.down, UnavailableOp: h.op, UnavailableErr: h.cause, Outages: h.outages}
 }
 
 // unavailable reports whether err means NATS or JetStream cannot serve a
