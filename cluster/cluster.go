@@ -74,16 +74,17 @@ type Config struct {
 	// soon another instance takes over polling (default 3s).
 	LeaseTTL time.Duration
 	// MemberTTL is how long an instance stays a member without a
-	// heartbeat (default 3s).
+	// heartbeat (default 2s; it beats five times as often).
 	MemberTTL time.Duration
 	// PinnedTTL is how long a partition stays pinned to an instance that
-	// stopped pulling (default 3s).
+	// stopped pulling (default 2s; it pulls every second).
 	PinnedTTL time.Duration
 	// AckWait is how long a message may go without a sign of work before
-	// it is redelivered (default 10s; the holder signals five times as
-	// often, so only a process stalled for 8s loses its claim). A dead
-	// instance's messages wait this long before they are answered
-	// elsewhere.
+	// it is redelivered (default 3s; the holder signals five times as
+	// often, so only a process stalled for 2.4s loses its claim, and then
+	// its conversation's lock keeps a second instance from answering it
+	// too). A dead instance's messages wait this long before they are
+	// answered elsewhere.
 	AckWait time.Duration
 	// Replicas is the replication of the streams and buckets (default 1;
 	// 3 on a three-node cluster).
@@ -114,9 +115,9 @@ func (c *Config) defaults() {
 		c.Replicas = 1
 	}
 	def(&c.LeaseTTL, 3*time.Second)
-	def(&c.MemberTTL, 3*time.Second)
-	def(&c.PinnedTTL, 3*time.Second)
-	def(&c.AckWait, 10*time.Second)
+	def(&c.MemberTTL, 2*time.Second)
+	def(&c.PinnedTTL, 2*time.Second)
+	def(&c.AckWait, 3*time.Second)
 	def(&c.StartWait, time.Minute)
 	def(&c.Patience, 20*time.Second)
 	if c.Log == nil {

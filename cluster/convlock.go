@@ -18,10 +18,12 @@ import (
 // ack wait the server hands the updates an instance still holds (and may
 // be answering) to the partition's owner again. So the work on an update
 // starts under the conversation's lock, a key in brainbot_progress naming
-// the instance. It is released when the update is done or handed back; a
-// lock whose instance is gone from brainbot_members (killed) is taken
-// over once the instance stayed away for a member TTL and a little more,
-// which a live instance coming back from the same outage does not.
+// the instance. It is released when the update is done or handed back. A
+// lock whose instance is gone from brainbot_members (killed; a stopping
+// instance is there as draining.<name> until it released everything) is
+// taken over at once, unless NATS was away lately: then the instance must
+// stay away for a member TTL, as a live one coming back from the same
+// outage beats again within a second of reconnecting.
 
 // convLocks are the conversation locks this instance holds, counted (an
 // album's deliveries each take it).
@@ -100,17 +102,17 @@ func (c *Cluster) tryLock(ctx context.Context, key string, absentSince *time.Tim
 		}
 		holder = string(e.Value())
 		if holder != c.cfg.Instance {
-			_, err = c.members.Get(ctx, keyPart(holder))
+			alive, err := c.isMember(ctx, holder)
 			switch {
-			case err == nil:
+			case err != nil:
+				return err
+			case alive:
 				*absentSince = time.Time{}
 				return nil
-			case !errors.Is(err, jetstream.ErrKeyNotFound):
-				return err
 			case absentSince.IsZero():
 				*absentSince = time.Now()
-				return nil
-			case time.Since(*absentSince) < c.cfg.MemberTTL+time.Second:
+			}
+			if !c.health.quiet(c.cfg.MemberTTL) && time.Since(*absentSince) < c.cfg.MemberTTL {
 				return nil
 			}
 			c.log.Info("conversation lock of a gone instance taken over", zap.String("conversation", key), zap.String("holder", holder))
@@ -122,6 +124,21 @@ func (c *Cluster) tryLock(ctx context.Context, key string, absentSince *time.Tim
 		return err
 	})
 	return rev, holder, err
+}
+
+// isMember reports whether instance is live: a member, or draining (a
+// stopping instance finishing its work).
+func (c *Cluster) isMember(ctx context.Context, instance string) (bool, error) {
+	for _, key := range []string{keyPart(instance), drainingPrefix + keyPart(instance)} {
+		_, err := c.members.Get(ctx, key)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // unlockConversation releases k's lock once its last holder here is done.

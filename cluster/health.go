@@ -30,6 +30,8 @@ type health struct {
 	cause   error
 	op      string
 	outages uint64
+	// up is when the last outage ended.
+	up time.Time
 }
 
 // failed records that op met err, an outage.
@@ -55,7 +57,15 @@ func (h *health) answered() {
 	}
 	h.log.Info("NATS available again: the cluster goes on", zap.Duration("outage", time.Since(h.down).Round(time.Millisecond)),
 		zap.String("last_op", h.op), zap.NamedError("last_error", h.cause))
-	h.down, h.cause, h.op = time.Time{}, nil, ""
+	h.down, h.cause, h.op, h.up = time.Time{}, nil, "", time.Now()
+}
+
+// quiet reports whether JetStream has answered for at least d: no outage
+// now, nor one that ended less than d ago.
+func (h *health) quiet(d time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down.IsZero() && time.Since(h.up) >= d
 }
 
 // outage is what Status reports of the current outage (a zero

@@ -213,6 +213,7 @@ func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
 		for {
 			if ctx.Err() != nil {
 				c.rebalance(nil, true)
+				c.drain()
 				return
 			}
 			c.heartbeat(ctx)
@@ -256,16 +257,55 @@ func (c *Cluster) Release() {
 	for _, m := range held {
 		_ = m.Nak()
 	}
+	c.closeOnce.Do(func() { close(c.released) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = c.members.Delete(ctx, keyPart(c.cfg.Instance))
-	c.closeOnce.Do(func() { close(c.released) })
+	_ = c.members.Delete(ctx, drainingPrefix+keyPart(c.cfg.Instance))
+}
+
+// drainingPrefix marks, in brainbot_members, an instance that stopped
+// pulling and finishes its work: the others take its partitions at once,
+// and leave its conversations' locks to it until Release.
+const drainingPrefix = "draining."
+
+// drain leaves the membership for the draining mark, kept until Release,
+// so that the partitions go to the others at once (a SIGTERM stalls no
+// conversation for more than the rebalance tick) while the work still
+// running here keeps its conversations.
+func (c *Cluster) drain() {
+	beat := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.MemberTTL/3)
+		defer cancel()
+		_, _ = c.members.Put(ctx, drainingPrefix+keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+	}
+	beat()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.MemberTTL/3)
+	_ = c.members.Delete(ctx, keyPart(c.cfg.Instance))
+	cancel()
+	go func() {
+		tick := time.NewTicker(c.cfg.MemberTTL / 5)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.released:
+				return
+			case <-tick.C:
+				beat()
+			}
+		}
+	}()
 }
 
 func (c *Cluster) heartbeat(ctx context.Context) {
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.MemberTTL/3)
 	defer cancel()
-	if _, err := c.members.Put(hctx, keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+	_, err := c.members.Put(hctx, keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+	switch {
+	case err == nil, ctx.Err() != nil:
+	case unavailable(err):
+		c.health.failed("membership heartbeat", err)
+	default:
 		c.log.Warn("membership heartbeat failed", zap.Error(err))
 	}
 }
@@ -274,13 +314,14 @@ func (c *Cluster) heartbeat(ctx context.Context) {
 func (c *Cluster) assigned(ctx context.Context) []int {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.MemberTTL/2)
 	defer cancel()
-	members, err := c.members.Keys(lctx)
+	keys, err := c.members.Keys(lctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !unavailable(err) {
 			c.log.Warn("could not list the members; keeping the partitions", zap.Error(err))
 		}
 		return c.ownedList()
 	}
+	members := slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, drainingPrefix) })
 	return Assign(members, keyPart(c.cfg.Instance), c.cfg.Partitions)
 }
 
