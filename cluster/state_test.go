@@ -94,25 +94,30 @@ func TestStateIsSharedAndCountsExactly(t *testing.T) {
 	}
 }
 
+// sessionAt keeps sessions under dir, a folder per bot, as the CLI does.
+func sessionAt(dir string) func(bot, session string) string {
+	return func(bot, session string) string { return filepath.Join(dir, bot, session+".jsonl") }
+}
+
+// writeSession writes text as session s1 of "bot" under dir.
+func writeSession(t *testing.T, dir, text string) {
+	t.Helper()
+	p := sessionAt(dir)("bot", "s1")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTranscriptFollowsTheConversation(t *testing.T) {
 	url := natstest.Start(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	at := func(dir string) func(bot, session string) string {
-		return func(bot, session string) string { return filepath.Join(dir, "projects", bot, session+".jsonl") }
-	}
-	a, b := join(t, url, "a").Transcripts(at(dirA)), join(t, url, "b").Transcripts(at(dirB))
+	a, b := join(t, url, "a").Transcripts(sessionAt(dirA)), join(t, url, "b").Transcripts(sessionAt(dirB))
 	ctx := context.Background()
-	write := func(dir, text string) {
-		p := at(dir)("bot", "s1")
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	read := func(dir string) string {
-		got, _ := os.ReadFile(at(dir)("bot", "s1"))
+		got, _ := os.ReadFile(sessionAt(dir)("bot", "s1"))
 		return string(got)
 	}
 	released := 0
@@ -120,11 +125,11 @@ func TestTranscriptFollowsTheConversation(t *testing.T) {
 	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 0 {
 		t.Fatalf("restore of nothing: released %d, %v", released, err)
 	}
-	write(dirA, "turn 1\n")
+	writeSession(t, dirA, "turn 1\n")
 	if err := a.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
-	write(dirB, "a warm CLI's old copy\n")
+	writeSession(t, dirB, "a warm CLI's old copy\n")
 	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 1 {
 		t.Fatalf("restore: released %d, %v", released, err)
 	}
@@ -135,7 +140,7 @@ func TestTranscriptFollowsTheConversation(t *testing.T) {
 		t.Fatalf("b has %q", got)
 	}
 	// b goes on; back on a, the old local copy is replaced.
-	write(dirB, "turn 1\nturn 2\n")
+	writeSession(t, dirB, "turn 1\nturn 2\n")
 	if err := b.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
@@ -152,42 +157,30 @@ func TestTranscriptFollowsTheConversation(t *testing.T) {
 func TestAnOlderTranscriptNeverReplacesANewerOne(t *testing.T) {
 	url := natstest.Start(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	at := func(dir string) func(bot, session string) string {
-		return func(bot, session string) string { return filepath.Join(dir, bot, session+".jsonl") }
-	}
-	a, b := join(t, url, "a").Transcripts(at(dirA)), join(t, url, "b").Transcripts(at(dirB))
+	a, b := join(t, url, "a").Transcripts(sessionAt(dirA)), join(t, url, "b").Transcripts(sessionAt(dirB))
 	ctx := context.Background()
-	write := func(dir, text string) {
-		p := at(dir)("bot", "s1")
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(dirA, "turn 1\n")
+	writeSession(t, dirA, "turn 1\n")
 	if err := a.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Restore(ctx, "bot", "s1", func() {}); err != nil {
 		t.Fatal(err)
 	}
-	write(dirB, "turn 1\nturn 2 (b)\n")
+	writeSession(t, dirB, "turn 1\nturn 2 (b)\n")
 	if err := b.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
 	// a, stalled, still answers on its copy of turn 1.
-	write(dirA, "turn 1\nturn 2 (a, late)\n")
+	writeSession(t, dirA, "turn 1\nturn 2 (a, late)\n")
 	if err := a.Save(ctx, "bot", "s1"); !errors.Is(err, ErrStaleTranscript) {
 		t.Fatalf("late save on an old copy: %v, want ErrStaleTranscript", err)
 	}
 	dirC := t.TempDir()
-	c := join(t, url, "c").Transcripts(at(dirC))
+	c := join(t, url, "c").Transcripts(sessionAt(dirC))
 	if err := c.Restore(ctx, "bot", "s1", func() {}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := os.ReadFile(at(dirC)("bot", "s1")); string(got) != "turn 1\nturn 2 (b)\n" {
+	if got, _ := os.ReadFile(sessionAt(dirC)("bot", "s1")); string(got) != "turn 1\nturn 2 (b)\n" {
 		t.Fatalf("restored %q, want b's newer copy", got)
 	}
 }

@@ -81,21 +81,15 @@ func BenchmarkClusterScaling(b *testing.B) {
 // kill to the next answer in each conversation of the killed instance:
 // those with a message in flight, and those whose message came after.
 func failover(b *testing.B) map[string]float64 {
-	c := newCluster(b, []string{"alpha", "beta"}, scaleTurn)
-	for i := range 3 {
-		c.start(fmt.Sprintf("f%d", i), scaleEnv...)
-	}
-	c.settle(3)
-	const talking, idle = int64(4001), int64(5001)
+	c := threeInstances(b, "f")
+	const idle = int64(5001)
 	w := c.watch()
 	defer w.stop()
 	for u := idle; u < idle+30; u++ {
 		c.tg.SendText(c.token(u), u, u, fmt.Sprintf("u%d-m1", u))
 	}
 	c.waitAnswers(w, idle, 30, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.keepTalking(ctx, talking, 30) }()
+	stopTalking := c.talk()
 	time.Sleep(3 * time.Second) // talk under way
 	c.mu.Lock()
 	on := conversationsOn(c.procs["f0"])
@@ -107,8 +101,7 @@ func failover(b *testing.B) map[string]float64 {
 	}
 	c.waitAnswers(w, idle, 30, 2)
 	time.Sleep(15 * time.Second) // the talking ones go on
-	cancel()
-	<-done
+	stopTalking()
 	next := c.nextAnswers(killed)
 	var inFlight, after []time.Duration
 	for chat := range on {
@@ -138,14 +131,8 @@ func failover(b *testing.B) map[string]float64 {
 // SIGTERM. Its conversations' longest wait between two answers around the
 // stop, against the usual wait before it.
 func handover(b *testing.B) map[string]float64 {
-	c := newCluster(b, []string{"alpha", "beta"}, scaleTurn)
-	for i := range 3 {
-		c.start(fmt.Sprintf("h%d", i), scaleEnv...)
-	}
-	c.settle(3)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.keepTalking(ctx, 4001, 30) }()
+	c := threeInstances(b, "h")
+	stopTalking := c.talk()
 	time.Sleep(4 * time.Second)
 	c.mu.Lock()
 	on := conversationsOn(c.procs["h0"])
@@ -153,8 +140,7 @@ func handover(b *testing.B) map[string]float64 {
 	stopped := time.Now()
 	c.kill("h0", syscall.SIGTERM)
 	time.Sleep(8 * time.Second)
-	cancel()
-	<-done
+	stopTalking()
 	var usual, stall []time.Duration
 	for chat, times := range c.answerTimes() {
 		if !on[chat] {
@@ -187,22 +173,15 @@ func handover(b *testing.B) map[string]float64 {
 // for 10 s. The time from its restart to the first answer, and to each
 // conversation's next answer; error replies counted.
 func natsBack(b *testing.B) map[string]float64 {
-	c := newCluster(b, []string{"alpha", "beta"}, scaleTurn)
-	for i := range 3 {
-		c.start(fmt.Sprintf("n%d", i), scaleEnv...)
-	}
-	c.settle(3)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.keepTalking(ctx, 4001, 30) }()
+	c := threeInstances(b, "n")
+	stopTalking := c.talk()
 	time.Sleep(3 * time.Second)
 	c.server.Stop()
 	time.Sleep(10 * time.Second) // the outage
 	c.server.Restart()
 	back := time.Now()
 	time.Sleep(20 * time.Second)
-	cancel()
-	<-done
+	stopTalking()
 	var gaps []time.Duration
 	for _, gap := range c.nextAnswers(back) {
 		gaps = append(gaps, gap)
@@ -223,6 +202,28 @@ func natsBack(b *testing.B) map[string]float64 {
 		"first-answer-ms":    pct(gaps, 0),
 		"next-answer-p99-ms": pct(gaps, 99),
 		"error-replies":      float64(errorReplies),
+	}
+}
+
+// threeInstances starts two bots on three instances, prefix0 to prefix2,
+// with a fake CLI taking scaleTurn, and waits until they share the work.
+func threeInstances(b *testing.B, prefix string) *testCluster {
+	c := newCluster(b, []string{"alpha", "beta"}, scaleTurn)
+	for i := range 3 {
+		c.start(fmt.Sprintf("%s%d", prefix, i), scaleEnv...)
+	}
+	c.settle(3)
+	return c
+}
+
+// talk has 30 users keep talking (keepTalking) until stop is called.
+func (c *testCluster) talk() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.keepTalking(ctx, 4001, 30) }()
+	return func() {
+		cancel()
+		<-done
 	}
 }
 
