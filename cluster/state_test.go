@@ -258,3 +258,27 @@ func TestUsageReportSumsTheSharedRecords(t *testing.T) {
 		t.Fatalf("alpha by user: %+v %v", lines, err)
 	}
 }
+
+// A transcript an earlier release stored (under the session's name, with
+// no version) is restored where there is no local copy, and the next
+// save makes it the first version.
+func TestATranscriptOfAnEarlierReleaseIsRestored(t *testing.T) {
+	url := natstest.Start(t)
+	a := join(t, url, "a")
+	ctx := context.Background()
+	if _, err := a.objects.PutBytes(ctx, "bot/s1", []byte("turn 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b := join(t, url, "b").Transcripts(sessionAt(dir))
+	if err := b.Restore(ctx, "bot", "s1", func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(sessionAt(dir)("bot", "s1")); string(got) != "turn 1\n" {
+		t.Fatalf("restored %q, want the earlier release's copy", got)
+	}
+	writeSession(t, dir, "turn 1\nturn 2\n")
+	if err := b.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatalf("first versioned save: %v", err)
+	}
+}

@@ -153,6 +153,20 @@ func (t *Transcripts) dropObject(name string) {
 	_ = t.c.objects.Delete(ctx, name) // an orphan costs space, not history
 }
 
+// legacy is the copy an earlier release stored under the session's name
+// alone (no version), if there is no local one: nil when there is none
+// or the local copy is there (it is then the newest).
+func (t *Transcripts) legacy(ctx context.Context, bot, session string) ([]byte, error) {
+	if _, err := os.Stat(t.path(bot, session)); err == nil {
+		return nil, nil
+	}
+	data, err := t.c.objects.GetBytes(ctx, keyPart(bot)+"/"+session)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, nil
+	}
+	return data, err
+}
+
 // Restore writes the stored transcript the session's record names to this
 // machine, unless the local copy is that version already. release is
 // called first when it writes: whatever holds the old local copy (a warm
@@ -165,8 +179,12 @@ func (t *Transcripts) Restore(ctx context.Context, bot, session string, release 
 	var data []byte
 	err := t.c.patiently(ctx, "fetch transcript", func(ctx context.Context) error {
 		var err error
-		if rec, err = t.record(ctx, bot, session); err != nil || rec.Version == 0 {
-			return err // 0: never stored; the local copy, if any, is all there is
+		if rec, err = t.record(ctx, bot, session); err != nil {
+			return err
+		}
+		if rec.Version == 0 {
+			data, err = t.legacy(ctx, bot, session)
+			return err
 		}
 		if v, ok := t.localVersion(bot, session); ok && v == rec.Version {
 			return nil
