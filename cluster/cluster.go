@@ -142,6 +142,7 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	polled  map[string]bool // bots whose lease this instance holds
+	ownRuns map[string]bool // panel runs this process runs
 	owned   map[int]bool    // partitions this instance pulls
 	workers map[int]*worker
 	handle  func(*Delivery)
@@ -177,7 +178,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{cfg: cfg, nc: nc, js: js, log: cfg.Log, polled: map[string]bool{}, owned: map[int]bool{},
+	c := &Cluster{cfg: cfg, nc: nc, js: js, log: cfg.Log, polled: map[string]bool{}, owned: map[int]bool{}, ownRuns: map[string]bool{},
 		held: map[uint64]jetstream.Msg{}, released: make(chan struct{}), health: h,
 		locks: convLocks{held: map[string]*convLock{}}}
 	if err := c.ensure(ctx); err != nil {

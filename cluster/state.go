@@ -299,6 +299,8 @@ func isConflict(err error) bool {
 type panelValue struct {
 	store.PanelRun
 	Running bool `json:"running"`
+	// Owner is the instance running it (panels.go).
+	Owner string `json:"owner,omitempty"`
 }
 
 func panelStartKey(chat int64, message int) string { return fmt.Sprintf("start.%d.%d", chat, message) }
@@ -321,7 +323,8 @@ func (s *State) StartPanel(ctx context.Context, r store.PanelRun) error {
 		}
 		return fmt.Errorf("start panel: %w", err)
 	}
-	return s.putPanel(ctx, panelValue{PanelRun: r, Running: true})
+	s.c.ownRun(r.ID, true)
+	return s.putPanel(ctx, panelValue{PanelRun: r, Running: true, Owner: s.c.cfg.Instance})
 }
 
 func (s *State) putPanel(ctx context.Context, v panelValue) error {
@@ -346,11 +349,12 @@ func (s *State) SavePanel(ctx context.Context, id string, run []byte, finished b
 	if err := json.Unmarshal(e.Value(), &v); err != nil {
 		return err
 	}
-	v.Run, v.Running = run, !finished
+	v.Run, v.Running, v.Owner = run, !finished, s.c.cfg.Instance
 	if err := s.putPanel(ctx, v); err != nil {
 		return err
 	}
 	if finished {
+		s.c.ownRun(id, false)
 		_ = s.c.panels.Delete(ctx, panelChatKey(v.Chat)) // expires anyway
 		return nil
 	}

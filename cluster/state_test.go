@@ -282,3 +282,37 @@ func TestATranscriptOfAnEarlierReleaseIsRestored(t *testing.T) {
 		t.Fatalf("first versioned save: %v", err)
 	}
 }
+
+// A panel run whose instance is gone is taken over by one live instance,
+// once; a run whose instance lives is left to it.
+func TestAPanelRunOfAGoneInstanceIsTakenOverOnce(t *testing.T) {
+	url := natstest.Start(t)
+	a, b, c := join(t, url, "a"), join(t, url, "b"), join(t, url, "c")
+	ctx := context.Background()
+	for _, in := range []*Cluster{a, b, c} {
+		in.Work(ctx, func(d *Delivery) { d.Done(false) })
+		t.Cleanup(in.Release)
+	}
+	run := store.PanelRun{ID: "r1", Chat: -100, MessageID: 5, Run: []byte(`{"turn":2}`), Created: time.Now()}
+	if err := a.State().StartPanel(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := b.State().RunningPanels(ctx); err != nil || len(runs) != 0 {
+		t.Fatalf("while its instance lives: %+v %v, want none", runs, err)
+	}
+	a.Release() // gone from the membership
+	var taken []store.PanelRun
+	waitFor(t, hangGuard, "the run taken over", func() bool {
+		runs, err := b.State().RunningPanels(ctx)
+		taken = append(taken, runs...)
+		return err == nil && len(taken) > 0
+	})
+	if len(taken) != 1 || taken[0].ID != "r1" || string(taken[0].Run) != `{"turn":2}` {
+		t.Fatalf("taken over %+v, want r1 at the turn it saved", taken)
+	}
+	for _, in := range []*Cluster{b, c} {
+		if runs, err := in.State().RunningPanels(ctx); err != nil || len(runs) != 0 {
+			t.Errorf("%s takes %+v over again (%v)", in.Instance(), runs, err)
+		}
+	}
+}
