@@ -228,9 +228,12 @@ func (c *Cluster) Check(ctx context.Context) error {
 		c.health.failed("check JetStream", err)
 		return fmt.Errorf("NATS JetStream does not answer (messages wait for it): %w", err)
 	}
-	// An outage ends with the first call answered; on an idle instance
-	// that may be this one.
-	c.health.answered()
+	// A stream or bucket may still be without its quorum: the calls that
+	// meet that say so, and the heartbeat says when it is over.
+	if st := c.health.outage(); !st.UnavailableSince.IsZero() {
+		return fmt.Errorf("NATS JetStream unavailable for %v (%s: %v): messages wait for it",
+			time.Since(st.UnavailableSince).Round(time.Second), st.UnavailableOp, st.UnavailableErr)
+	}
 	return nil
 }
 

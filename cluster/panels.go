@@ -20,18 +20,21 @@ import (
 
 // RunningPanels claims, for this instance, the running panel runs whose
 // instance is gone (or is this one's name, from an earlier process), and
-// returns them to be resumed (panel/host.Resumable). While NATS was away
-// lately it claims none: their instances may be coming back too.
+// returns them to be resumed (panel/host.Resumable). While NATS is or
+// was lately away it claims none: their instances may be coming back too.
 func (s *State) RunningPanels(ctx context.Context) ([]store.PanelRun, error) {
 	c := s.c
 	if !c.health.quiet(c.cfg.MemberTTL) {
 		return nil, nil
 	}
 	keys, err := c.panels.Keys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrNoKeysFound):
 		return nil, nil
-	}
-	if err != nil {
+	case unavailable(err):
+		c.health.failed("list panel runs", err) // the next look, when NATS is back
+		return nil, nil
+	case err != nil:
 		return nil, err
 	}
 	var out []store.PanelRun

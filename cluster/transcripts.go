@@ -122,6 +122,11 @@ func (t *Transcripts) Save(ctx context.Context, bot, session string) error {
 			if found {
 				_ = json.Unmarshal(old, &cur)
 			}
+			if cur.Object == next.Object {
+				// Our own write, answered too late the first time.
+				stale = false
+				return nil, false
+			}
 			if stale = cur.Version != base; stale {
 				return nil, false
 			}

@@ -302,7 +302,9 @@ func (c *Cluster) heartbeat(ctx context.Context) {
 	defer cancel()
 	_, err := c.members.Put(hctx, keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
 	switch {
-	case err == nil, ctx.Err() != nil:
+	case err == nil:
+		c.health.answered() // an outage ends here on an idle instance
+	case ctx.Err() != nil:
 	case unavailable(err):
 		c.health.failed("membership heartbeat", err)
 	default:

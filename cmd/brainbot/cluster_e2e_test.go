@@ -269,12 +269,13 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 	}
 	bots := []string{"alpha", "beta"}
 	c := newCluster(t, bots, 0)
-	first := c.start("i0")
+	admin := "BRAINBOT_HTTP_ADDR=127.0.0.1:0"
+	first := c.start("i0", admin)
 	// i0 starts alone: it polls both bots, so killing it moves the
 	// pollers too.
 	c.waitLog(first, time.Minute, "polling both bots", func(l map[string]any) bool { return l["msg"] == "telegram bot polling" }, 2)
-	c.start("i1")
-	c.start("i2")
+	c.start("i1", admin)
+	c.start("i2", admin)
 
 	const users, per = 50, 6
 	botOf := func(u int64) string { return bots[u%2] }
@@ -408,9 +409,11 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 		c.mu.Lock()
 		in := c.procs[name]
 		c.mu.Unlock()
-		if n := in.logs.count(func(l map[string]any) bool { return l["level"] == "error" }); n > 0 {
-			t.Errorf("%s logged %d errors:%s", name, n, c.tail(name))
-		}
+		in.logs.each(func(l map[string]any) {
+			if l["level"] == "error" {
+				t.Errorf("%s logged an error: %v", name, l)
+			}
+		})
 	}
 }
 
@@ -436,13 +439,45 @@ func (c *testCluster) outage(d time.Duration) {
 	}
 	for _, in := range live {
 		c.waitLog(in, d, "the outage noticed", isMsg("NATS unavailable"), 1)
+		if code, body := adminGet(c.t, in, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS") {
+			c.t.Errorf("%s /readyz during the outage: %d %q, want 503 naming NATS", in.name, code, body)
+		}
+		if _, metrics := adminGet(c.t, in, "/metrics"); !strings.Contains(metrics, "\nbrainbot_cluster_nats_unavailable 1\n") {
+			c.t.Errorf("%s /metrics does not say NATS is unavailable", in.name)
+		}
 	}
 	time.Sleep(d - time.Since(stopped)) // the outage's length, not a wait for an event
 	c.server.Restart()
 	c.t.Logf("nats-server stopped for %v", time.Since(stopped).Round(time.Millisecond))
 	for _, in := range live {
 		c.waitLog(in, time.Minute, "the end of the outage", isMsg("NATS available again"), 1)
+		_, metrics := adminGet(c.t, in, "/metrics")
+		if m := regexp.MustCompile(`(?m)^brainbot_cluster_nats_outages_total (\d+)$`).FindStringSubmatch(metrics); m == nil || m[1] == "0" {
+			c.t.Errorf("%s /metrics does not count the outage: %v", in.name, m)
+		}
 	}
+}
+
+// adminGet GETs path from the instance's admin endpoint
+// (BRAINBOT_HTTP_ADDR).
+func adminGet(t testing.TB, in *instance, path string) (int, string) {
+	t.Helper()
+	var admin string
+	in.logs.each(func(l map[string]any) {
+		if l["msg"] == "admin endpoint listening" {
+			admin = "http://" + l["addr"].(string)
+		}
+	})
+	if admin == "" {
+		t.Fatalf("%s has no admin endpoint", in.name)
+	}
+	resp, err := http.Get(admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // summaries counts the summary lines of answered requests the instances
