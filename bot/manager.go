@@ -281,7 +281,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.updates.Consume(pollCtx, m.intake.Deliver)
 	m.panels.Report()
-	m.launch(func(context.Context) { m.panels.Resume(pollCtx, m.stopping) })
+	m.launch(func(context.Context) { m.resumePanels(pollCtx) })
 	m.holders.load(pollCtx, m.cfg.Store, m.log)
 	// Once the brains are known, the conversations of the last run that
 	// were active most recently have their processes started.
@@ -328,6 +328,30 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// resumePanels takes up the panel runs an earlier process left; in a
+// cluster also, every panelCheckEvery, those of instances that died
+// meanwhile, until the bots stop.
+func (m *Manager) resumePanels(ctx context.Context) {
+	m.panels.Resume(ctx, m.stopping)
+	if m.cfg.Cluster == nil {
+		return
+	}
+	tick := time.NewTicker(panelCheckEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stopping:
+			return
+		case <-tick.C:
+			m.panels.Resume(ctx, m.stopping)
+		}
+	}
+}
+
+// panelCheckEvery is how often an instance looks for panel runs of
+// instances gone.
+const panelCheckEvery = 2 * time.Second
 
 // pruneEvery is how often the store drops what its retention no longer
 // keeps (old daily counters and ended sessions).

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,12 +80,21 @@ func (r *runner) run(parent context.Context) {
 			retry.reset() // it ran fine for a while: a new problem
 		}
 		r.failed(err)
-		r.log.Error("telegram bot not running; retrying", zap.String("cause", telegram.Describe(err)),
+		r.log.Error("telegram bot not running; retrying", zap.String("cause", cause(err)),
 			zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return
 		}
 	}
+}
+
+// cause names what an admin must look at for err: NATS when the log or
+// the shared state is unavailable (the offset, say), else Telegram's side.
+func cause(err error) string {
+	if errors.Is(err, message.ErrUnavailable) {
+		return "nats unavailable"
+	}
+	return telegram.Describe(err)
 }
 
 // backoff is the wait between retries of a call to Telegram or NATS: it
@@ -150,7 +160,7 @@ func (r *runner) pollWhileLeased(ctx context.Context, client *telegram.Client) {
 			return
 		}
 		r.failed(err)
-		r.log.Error("telegram polling stopped; retrying", zap.String("cause", telegram.Describe(err)),
+		r.log.Error("telegram polling stopped; retrying", zap.String("cause", cause(err)),
 			zap.Error(err), zap.Duration("retry_in_ms", retry.next))
 		if !retry.wait(ctx) {
 			return

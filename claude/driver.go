@@ -443,7 +443,9 @@ func (d *Driver) Interrupt(conversation string) bool {
 	return d.pool.interrupt(conversation)
 }
 
-// End ends the conversation's warm process (/reset: its session is over).
+// End ends the conversation's warm process (/reset: its session is over;
+// its transcript is replaced by one answered elsewhere) and returns once
+// it exited.
 func (d *Driver) End(conversation string) {
 	d.pool.end(conversation)
 }

@@ -250,10 +250,12 @@ func (p *pool) endLater(cli *live) {
 	}()
 }
 
-// end shuts down conversation key's idle process (after /reset, say).
+// end shuts down conversation key's idle process (after /reset, say) and
+// returns once it exited: a CLI that ends appends to its session's
+// transcript, which must not land on a transcript restored after.
 func (p *pool) end(key string) {
 	if cli := p.take(key); cli != nil {
-		p.endLater(cli)
+		cli.shutdown()
 	}
 }
 

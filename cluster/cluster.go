@@ -25,6 +25,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,20 +75,31 @@ type Config struct {
 	// soon another instance takes over polling (default 3s).
 	LeaseTTL time.Duration
 	// MemberTTL is how long an instance stays a member without a
-	// heartbeat (default 3s).
+	// heartbeat (default 2s; it beats five times as often).
 	MemberTTL time.Duration
 	// PinnedTTL is how long a partition stays pinned to an instance that
-	// stopped pulling (default 3s).
+	// stopped pulling (default 2s; it pulls every second).
 	PinnedTTL time.Duration
 	// AckWait is how long a message may go without a sign of work before
-	// it is redelivered (default 10s; the holder signals five times as
-	// often, so only a process stalled for 8s loses its claim). A dead
-	// instance's messages wait this long before they are answered
-	// elsewhere.
+	// it is redelivered (default 3s; the holder signals five times as
+	// often, so only a process stalled for 2.4s loses its claim, and then
+	// its conversation's lock keeps a second instance from answering it
+	// too). A dead instance's messages wait this long before they are
+	// answered elsewhere.
 	AckWait time.Duration
 	// Replicas is the replication of the streams and buckets (default 1;
 	// 3 on a three-node cluster).
 	Replicas int
+	// StartWait bounds how long Connect waits for NATS to answer and to
+	// create what brainbot keeps there (default 1m).
+	StartWait time.Duration
+	// Patience is how long a call to the shared state is tried again
+	// while NATS is unavailable before the message waiting on it is
+	// handed back to its log (default 20s).
+	Patience time.Duration
+	// SpoolDir keeps the usage records NATS could not take until it is
+	// back ("": they are lost with an outage that outlasts Patience).
+	SpoolDir string
 	Log      *zap.Logger
 }
 
@@ -104,9 +116,11 @@ func (c *Config) defaults() {
 		c.Replicas = 1
 	}
 	def(&c.LeaseTTL, 3*time.Second)
-	def(&c.MemberTTL, 3*time.Second)
-	def(&c.PinnedTTL, 3*time.Second)
-	def(&c.AckWait, 10*time.Second)
+	def(&c.MemberTTL, 2*time.Second)
+	def(&c.PinnedTTL, 2*time.Second)
+	def(&c.AckWait, 3*time.Second)
+	def(&c.StartWait, time.Minute)
+	def(&c.Patience, 20*time.Second)
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
@@ -122,11 +136,16 @@ type Cluster struct {
 	leases, members, answered, progress, state, daily, panels jetstream.KeyValue
 	objects                                                   jetstream.ObjectStore
 	stream                                                    jetstream.Stream
+	health                                                    *health
+	locks                                                     convLocks
+	spool                                                     *spool
+	stopBackground                                            context.CancelFunc
 	// buttons: what the buttons under the bots' messages mean (buttons.go).
 	buttons jetstream.KeyValue
 
 	mu      sync.Mutex
 	polled  map[string]bool // bots whose lease this instance holds
+	ownRuns map[string]bool // panel runs this process runs
 	owned   map[int]bool    // partitions this instance pulls
 	workers map[int]*worker
 	handle  func(*Delivery)
@@ -150,8 +169,10 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Instance == "" {
 		return nil, errors.New("cluster: Config.Instance is empty")
 	}
+	h := &health{log: cfg.Log}
 	nc, err := nats.Connect(cfg.URL, nats.Name("brainbot "+cfg.Instance), nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second))
+		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { h.failed("connection", cmp.Or(err, nats.ErrDisconnected)) }))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", Redact(cfg.URL), err)
 	}
@@ -160,17 +181,38 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{cfg: cfg, nc: nc, js: js, log: cfg.Log, polled: map[string]bool{}, owned: map[int]bool{},
-		held: map[uint64]jetstream.Msg{}, released: make(chan struct{})}
+	c := &Cluster{cfg: cfg, nc: nc, js: js, log: cfg.Log, polled: map[string]bool{}, owned: map[int]bool{}, ownRuns: map[string]bool{},
+		held: map[uint64]jetstream.Msg{}, released: make(chan struct{}), health: h,
+		locks: convLocks{held: map[string]*convLock{}}}
 	if err := c.ensure(ctx); err != nil {
 		nc.Close()
 		return nil, err
 	}
+	bg, stop := context.WithCancel(context.Background())
+	c.stopBackground = stop
+	if cfg.SpoolDir != "" {
+		if c.spool, err = newSpool(cfg.SpoolDir, cfg.Log); err != nil {
+			stop()
+			nc.Close()
+			return nil, err
+		}
+		go c.spool.run(bg, spoolInterval, func(ctx context.Context, u store.Usage) error {
+			ctx, cancel := context.WithTimeout(ctx, 2*attemptTimeout)
+			defer cancel()
+			return c.writeUsage(ctx, u)
+		})
+	}
 	return c, nil
 }
 
-// Close closes the connection.
-func (c *Cluster) Close() { c.nc.Close() }
+// spoolInterval is how often kept usage records are tried again.
+const spoolInterval = 2 * time.Second
+
+// Close stops writing kept records and closes the connection.
+func (c *Cluster) Close() {
+	c.stopBackground()
+	c.nc.Close()
+}
 
 // Instance is this instance's name.
 func (c *Cluster) Instance() string { return c.cfg.Instance }
@@ -182,10 +224,18 @@ func (c *Cluster) Partitions() int { return c.cfg.Partitions }
 // readiness and doctor).
 func (c *Cluster) Check(ctx context.Context) error {
 	if !c.nc.IsConnected() {
-		return fmt.Errorf("not connected to NATS (%s)", c.nc.Status())
+		c.health.failed("check NATS", nats.ErrDisconnected)
+		return fmt.Errorf("not connected to NATS (%s): messages wait for it", c.nc.Status())
 	}
 	if _, err := c.js.AccountInfo(ctx); err != nil {
-		return fmt.Errorf("JetStream: %w", err)
+		c.health.failed("check JetStream", err)
+		return fmt.Errorf("NATS JetStream does not answer (messages wait for it): %w", err)
+	}
+	// A stream or bucket may still be without its quorum: the calls that
+	// meet that say so, and the heartbeat says when it is over.
+	if st := c.health.outage(); !st.UnavailableSince.IsZero() {
+		return fmt.Errorf("NATS JetStream unavailable for %v (%s: %v): messages wait for it",
+			time.Since(st.UnavailableSince).Round(time.Second), st.UnavailableOp, st.UnavailableErr)
 	}
 	return nil
 }
@@ -224,82 +274,143 @@ func Redact(u string) string {
 	return strings.Join(out, ",")
 }
 
+// ensure creates or updates the streams, consumers, buckets and object
+// store, each as one step: any instance may be first, or several at once.
+// A step the servers do not answer in time (a fresh cluster electing its
+// leaders, busy with the others' steps) is tried again, until
+// Config.StartWait from the start.
 func (c *Cluster) ensure(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartWait)
+	defer cancel()
 	n := c.cfg.Partitions
-	stream, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        Stream,
-		Description: "brainbot: Telegram updates, by conversation partition",
-		Subjects:    []string{subjectPrefix + ".>"},
-		SubjectTransform: &jetstream.SubjectTransformConfig{
-			Source:      subjectPrefix + ".*.*.*",
-			Destination: fmt.Sprintf("%s.{{partition(%d,1,2,3)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}", partPrefix, n),
-		},
-		Retention:  jetstream.WorkQueuePolicy,
-		Storage:    jetstream.FileStorage,
-		Replicas:   c.cfg.Replicas,
-		Duplicates: 10 * time.Minute,
-		MaxAge:     7 * 24 * time.Hour,
-	})
-	if err != nil {
-		return fmt.Errorf("cluster: stream %s: %w", Stream, err)
-	}
-	c.stream = stream
-	for p := range n {
-		if _, err := stream.CreateOrUpdateConsumer(ctx, c.consumerConfig(p)); err != nil {
-			return fmt.Errorf("cluster: consumer of partition %d: %w", p, err)
-		}
-	}
-	if _, err := c.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        UsageStream,
-		Description: "brainbot: one record per request that ran the model",
-		Subjects:    []string{"brainbot.usage.>"},
-		Storage:     jetstream.FileStorage,
-		Replicas:    c.cfg.Replicas,
-		MaxAge:      90 * 24 * time.Hour,
-	}); err != nil {
-		return fmt.Errorf("cluster: stream %s: %w", UsageStream, err)
-	}
-	kv := func(name, what string, ttl time.Duration) (jetstream.KeyValue, error) {
-		b, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: name, Description: what, TTL: ttl, Replicas: c.cfg.Replicas, Storage: jetstream.FileStorage,
+	step := func(what string, do func(ctx context.Context) error) error { return c.creating(ctx, what, do) }
+	err := step("stream "+Stream, func(ctx context.Context) error {
+		stream, err := c.createOrUpdateStream(ctx, jetstream.StreamConfig{
+			Name:        Stream,
+			Description: "brainbot: Telegram updates, by conversation partition",
+			Subjects:    []string{subjectPrefix + ".>"},
+			SubjectTransform: &jetstream.SubjectTransformConfig{
+				Source:      subjectPrefix + ".*.*.*",
+				Destination: fmt.Sprintf("%s.{{partition(%d,1,2,3)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}", partPrefix, n),
+			},
+			Retention:  jetstream.WorkQueuePolicy,
+			Storage:    jetstream.FileStorage,
+			Replicas:   c.cfg.Replicas,
+			Duplicates: 10 * time.Minute,
+			MaxAge:     7 * 24 * time.Hour,
 		})
-		if err != nil {
-			return nil, fmt.Errorf("cluster: bucket %s: %w", name, err)
-		}
-		return b, nil
-	}
-	if c.leases, err = kv(leaseBucket, "brainbot: which instance polls each bot", c.cfg.LeaseTTL); err != nil {
+		c.stream = stream
 		return err
-	}
-	if c.members, err = kv(memberBucket, "brainbot: live instances", c.cfg.MemberTTL); err != nil {
-		return err
-	}
-	if c.answered, err = kv(answerBucket, "brainbot: updates answered", 24*time.Hour); err != nil {
-		return err
-	}
-	if c.progress, err = kv(progBucket, "brainbot: the work on updates not answered yet (charged, attempts)", 24*time.Hour); err != nil {
-		return err
-	}
-	if c.state, err = kv(stateBucket, "brainbot: sessions, voice toggles, update offsets", 0); err != nil {
-		return err
-	}
-	if c.daily, err = kv(dailyBucket, "brainbot: daily message counters and spending", 48*time.Hour); err != nil {
-		return err
-	}
-	if c.panels, err = kv(panelBucket, "brainbot: panel runs and the chats they run in", panelTTL); err != nil {
-		return err
-	}
-	if c.buttons, err = kv(buttonBucket, "brainbot: what the buttons under the bots' messages mean", store.MaxButtonsAge); err != nil {
-		return err
-	}
-	c.objects, err = c.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: objectBucket, Description: "brainbot: Claude CLI session transcripts", Replicas: c.cfg.Replicas,
-		Storage: jetstream.FileStorage,
 	})
-	if err != nil {
-		return fmt.Errorf("cluster: object store %s: %w", objectBucket, err)
+	for p := range n {
+		if err == nil {
+			err = step(fmt.Sprintf("consumer of partition %d", p), func(ctx context.Context) error {
+				_, err := c.stream.CreateOrUpdateConsumer(ctx, c.consumerConfig(p))
+				return err
+			})
+		}
 	}
-	return nil
+	if err == nil {
+		err = step("stream "+UsageStream, func(ctx context.Context) error {
+			_, err := c.createOrUpdateStream(ctx, jetstream.StreamConfig{
+				Name:        UsageStream,
+				Description: "brainbot: one record per request that ran the model",
+				Subjects:    []string{"brainbot.usage.>"},
+				Storage:     jetstream.FileStorage,
+				Replicas:    c.cfg.Replicas,
+				MaxAge:      90 * 24 * time.Hour,
+				// A record kept while NATS was away and written when it
+				// came back may be written twice: the second is dropped.
+				Duplicates: time.Hour,
+			})
+			return err
+		})
+	}
+	kv := func(into *jetstream.KeyValue, name, what string, ttl time.Duration) {
+		if err != nil {
+			return
+		}
+		err = step("bucket "+name, func(ctx context.Context) error {
+			cfg := jetstream.KeyValueConfig{
+				Bucket: name, Description: what, TTL: ttl, Replicas: c.cfg.Replicas, Storage: jetstream.FileStorage,
+			}
+			b, err := c.js.CreateKeyValue(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				b, err = c.js.CreateOrUpdateKeyValue(ctx, cfg) // another replication, an older release
+			}
+			*into = b
+			return err
+		})
+	}
+	kv(&c.leases, leaseBucket, "brainbot: which instance polls each bot", c.cfg.LeaseTTL)
+	kv(&c.members, memberBucket, "brainbot: live instances", c.cfg.MemberTTL)
+	kv(&c.answered, answerBucket, "brainbot: updates answered", 24*time.Hour)
+	kv(&c.progress, progBucket, "brainbot: the work on updates not answered yet (charged, attempts)", 24*time.Hour)
+	kv(&c.state, stateBucket, "brainbot: sessions, voice toggles, update offsets", 0)
+	kv(&c.daily, dailyBucket, "brainbot: daily message counters and spending", 48*time.Hour)
+	kv(&c.panels, panelBucket, "brainbot: panel runs and the chats they run in", panelTTL)
+	kv(&c.buttons, buttonBucket, "brainbot: what the buttons under the bots' messages mean", store.MaxButtonsAge)
+	if err == nil {
+		err = step("object store "+objectBucket, func(ctx context.Context) error {
+			cfg := jetstream.ObjectStoreConfig{
+				Bucket: objectBucket, Description: "brainbot: Claude CLI session transcripts", Replicas: c.cfg.Replicas,
+				Storage: jetstream.FileStorage,
+			}
+			var err error
+			c.objects, err = c.js.CreateObjectStore(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) {
+				c.objects, err = c.js.CreateOrUpdateObjectStore(ctx, cfg)
+			}
+			return err
+		})
+	}
+	return err
+}
+
+// createOrUpdateStream creates the stream, or updates it where its
+// configuration differs (another replication, an older release). Create
+// comes first: on a fresh cluster every instance starting at once creates
+// the same streams, and creating one with the same configuration is
+// idempotent, where updating one still being created waits on its
+// leader.
+func (c *Cluster) createOrUpdateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	s, err := c.js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		return c.js.UpdateStream(ctx, cfg)
+	}
+	return s, err
+}
+
+// creatingTimeout bounds one try of a creation step: on a fresh
+// three-node cluster, with other instances creating at once, JetStream
+// may take seconds to answer one.
+const creatingTimeout = 10 * time.Second
+
+// creating runs the creation step what until it succeeds or ctx ends,
+// trying again after any error: until then the servers may be electing a
+// leader, or answering another instance that creates the same. The first
+// failure is logged, so an admin whose NATS does not answer sees why the
+// start waits.
+func (c *Cluster) creating(ctx context.Context, what string, do func(ctx context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for tries := 1; ; tries++ {
+		actx, cancel := context.WithTimeout(ctx, creatingTimeout)
+		err := do(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("cluster: NATS JetStream at %s did not create %s within %v (%d tries): %w",
+				Redact(c.cfg.URL), what, c.cfg.StartWait, tries, err)
+		}
+		if tries == 1 {
+			c.log.Warn("waiting for NATS JetStream: could not create "+what+" yet; trying again",
+				zap.Duration("for_up_to", c.cfg.StartWait), zap.Error(err))
+		}
+		sleep(ctx, wait)
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 func consumerName(p int) string { return fmt.Sprintf("partition-%d", p) }
@@ -330,6 +441,14 @@ type Status struct {
 	// Reconnects how often it has had to connect again since it started.
 	Connected  bool
 	Reconnects uint64
+	// UnavailableSince is when JetStream stopped answering this
+	// instance's calls (zero: it answers), UnavailableOp the call and
+	// UnavailableErr the error of the last one; Outages counts the
+	// outages since the start.
+	UnavailableSince time.Time
+	UnavailableOp    string
+	UnavailableErr   error
+	Outages          uint64
 }
 
 // Status reports the bots polled, the partitions owned and the NATS
@@ -337,7 +456,8 @@ type Status struct {
 func (c *Cluster) Status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Instance: c.cfg.Instance, Connected: c.nc.IsConnected(), Reconnects: c.nc.Stats().Reconnects}
+	s := c.health.outage()
+	s.Instance, s.Connected, s.Reconnects = c.cfg.Instance, c.nc.IsConnected(), c.nc.Stats().Reconnects
 	for b := range c.polled {
 		s.Polled = append(s.Polled, b)
 	}

@@ -263,30 +263,6 @@ func TestRedeliveredAnsweredUpdateIsNotHandedOn(t *testing.T) {
 	}
 }
 
-func TestAssignIsStable(t *testing.T) {
-	members := []string{"a", "b", "c"}
-	owner := map[int]string{}
-	for _, m := range members {
-		for _, p := range Assign(members, m, 64) {
-			if o, dup := owner[p]; dup {
-				t.Fatalf("partition %d to %s and %s", p, o, m)
-			}
-			owner[p] = m
-		}
-	}
-	if len(owner) != 64 {
-		t.Fatalf("%d partitions assigned", len(owner))
-	}
-	// c leaves: only c's partitions move.
-	for _, m := range []string{"a", "b"} {
-		for _, p := range Assign([]string{"a", "b"}, m, 64) {
-			if owner[p] != m && owner[p] != "c" {
-				t.Errorf("partition %d moved from %s to %s", p, owner[p], m)
-			}
-		}
-	}
-}
-
 // What the work on an update recorded (charged, attempts) comes with its
 // redelivery, as a journal replay's marks do; so does the update as its
 // poller stored it, the bot's identity included.

@@ -23,7 +23,14 @@ func (c *Cluster) Lease(ctx context.Context, bot string, poll func(ctx context.C
 	for ctx.Err() == nil {
 		rev, err := c.leases.Create(ctx, key, []byte(c.cfg.Instance))
 		if err != nil {
-			if !errors.Is(err, jetstream.ErrKeyExists) && ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case errors.Is(err, jetstream.ErrKeyExists):
+				c.awaitRelease(ctx, key, c.cfg.LeaseTTL)
+				continue
+			case unavailable(err):
+				c.health.failed("take the poller lease", err) // logged once an outage
+			default:
 				log.Warn("could not take the poller lease", zap.Error(err))
 			}
 			sleep(ctx, retry)
@@ -72,6 +79,34 @@ func (c *Cluster) holdLease(ctx context.Context, key string, rev uint64, poll fu
 	stop()
 	<-done
 	c.release(key, rev)
+}
+
+// awaitRelease waits until the lease at key is released (a holder that
+// stops deletes it: the next poller starts at once) or for at most max
+// (a dead holder's lease expires without a word).
+func (c *Cluster) awaitRelease(ctx context.Context, key string, max time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, max)
+	defer cancel()
+	w, err := c.leases.Watch(ctx, key, jetstream.UpdatesOnly())
+	if err != nil {
+		sleep(ctx, time.Second)
+		return
+	}
+	defer w.Stop()
+	// Released between the Create that failed and the watch: at once.
+	if _, err := c.leases.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok || e != nil && e.Operation() != jetstream.KeyValuePut {
+				return
+			}
+		}
+	}
 }
 
 // release deletes the lease if it is still ours at rev.

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,5 +75,31 @@ func TestSurvivesANATSNode(t *testing.T) {
 	g.mu.Unlock()
 	if n := polling.Load(); n != 1 {
 		t.Errorf("%d pollers", n)
+	}
+}
+
+// Three instances started together on a fresh three-node NATS cluster all
+// join: creating the streams, consumers and buckets is idempotent, and a
+// creation the cluster is too busy to answer in time is tried again.
+func TestInstancesStartTogetherOnAFreshCluster(t *testing.T) {
+	_, urls := natstest.StartCluster(t, 3)
+	errs := make(chan error, 3)
+	for i := range 3 {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+			defer cancel()
+			name := fmt.Sprintf("i%d", i)
+			c, err := Connect(ctx, Config{URL: strings.Join(urls, ","), Instance: name, Replicas: 3,
+				Log: zaptest.NewLogger(t).Named(name)})
+			if err == nil {
+				t.Cleanup(c.Close)
+			}
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

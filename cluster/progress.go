@@ -22,6 +22,10 @@ type progress struct {
 	Mode string `json:"mode,omitempty"`
 	// Attempts counts how often work on it started.
 	Attempts int `json:"attempts,omitempty"`
+	// Delivery is the delivery count of the latest delivery whose work
+	// started: an older one, still held by another instance since an
+	// outage, must not start too.
+	Delivery uint64 `json:"delivery,omitempty"`
 }
 
 func progressKey(env message.Envelope) string { return answeredKey(env.Bot, env.UpdateID) }
@@ -37,7 +41,7 @@ func (c *Cluster) readProgress(ctx context.Context, env message.Envelope) progre
 		c.log.Warn("could not read the progress of a redelivered update; trying it as new", zap.String("bot", env.Bot),
 			zap.Int64("update_id", env.UpdateID), zap.Error(err))
 	default:
-		_ = json.Unmarshal(e.Value(), &p) // written by change below: a struct of two fields
+		_ = json.Unmarshal(e.Value(), &p) // written by change below: a struct of plain fields
 	}
 	return p
 }
@@ -48,7 +52,7 @@ func (c *Cluster) recordProgress(ctx context.Context, env message.Envelope, step
 		var p progress
 		_ = json.Unmarshal(old, &p) // none yet: zero
 		step(&p)
-		b, _ := json.Marshal(p) // a struct of two fields: cannot fail
+		b, _ := json.Marshal(p) // a struct of plain fields: cannot fail
 		return b, true
 	})
 	if err != nil {

@@ -9,7 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"brainbot/bot/message"
 
 	"brainbot/bot/store"
 )
@@ -44,15 +48,12 @@ func sessionKey(c store.Conversation) string {
 // Session returns the conversation's current session; ok is false if
 // there is none.
 func (s *State) Session(ctx context.Context, c store.Conversation) (store.Session, bool, error) {
-	e, err := s.c.state.Get(ctx, sessionKey(c))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return store.Session{}, false, nil
-	}
-	if err != nil {
-		return store.Session{}, false, fmt.Errorf("read session: %w", err)
+	val, found, err := s.c.get(ctx, s.c.state, sessionKey(c))
+	if err != nil || !found {
+		return store.Session{}, false, wrap("read session", err)
 	}
 	var v sessionValue
-	if err := json.Unmarshal(e.Value(), &v); err != nil {
+	if err := json.Unmarshal(val, &v); err != nil {
 		return store.Session{}, false, fmt.Errorf("read session: %w", err)
 	}
 	return store.Session{ID: v.ID, Created: v.Created, LastUsed: v.LastUsed}, true, nil
@@ -78,8 +79,9 @@ func (s *State) ResetSession(ctx context.Context, c store.Conversation, now time
 	if err != nil || !ok {
 		return "", err
 	}
-	if err := s.c.state.Delete(ctx, sessionKey(c)); err != nil {
-		return "", fmt.Errorf("reset session: %w", err)
+	err = s.c.patiently(ctx, "reset session", func(ctx context.Context) error { return s.c.state.Delete(ctx, sessionKey(c)) })
+	if err != nil {
+		return "", err
 	}
 	return sess.ID, nil
 }
@@ -89,14 +91,8 @@ func voiceKey(bot string, user int64) string { return fmt.Sprintf("voice.%s.%d",
 // Voice returns the user's voice-reply toggle; set is false if they never
 // chose.
 func (s *State) Voice(ctx context.Context, bot string, user int64) (on, set bool, err error) {
-	e, err := s.c.state.Get(ctx, voiceKey(bot, user))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return false, false, nil
-	}
-	if err != nil {
-		return false, false, fmt.Errorf("read voice toggle: %w", err)
-	}
-	return string(e.Value()) == "1", true, nil
+	val, found, err := s.c.get(ctx, s.c.state, voiceKey(bot, user))
+	return string(val) == "1", found, wrap("read voice toggle", err)
 }
 
 // SetVoice records the user's voice-reply toggle.
@@ -105,10 +101,10 @@ func (s *State) SetVoice(ctx context.Context, bot string, user int64, on bool) e
 	if on {
 		v = "1"
 	}
-	if _, err := s.c.state.Put(ctx, voiceKey(bot, user), []byte(v)); err != nil {
-		return fmt.Errorf("save voice toggle: %w", err)
-	}
-	return nil
+	return s.c.patiently(ctx, "save voice toggle", func(ctx context.Context) error {
+		_, err := s.c.state.Put(ctx, voiceKey(bot, user), []byte(v))
+		return err
+	})
 }
 
 func day(t time.Time) string { return t.UTC().Format("20060102") }
@@ -135,15 +131,9 @@ func (s *State) TakeDaily(ctx context.Context, bot string, user int64, limit int
 
 // DailyCount is how many messages the user sent on now's UTC day.
 func (s *State) DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error) {
-	e, err := s.c.daily.Get(ctx, fmt.Sprintf("count.%s.%s.%d", day(now), keyPart(bot), user))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("read daily count: %w", err)
-	}
-	n, _ := strconv.Atoi(string(e.Value()))
-	return n, nil
+	val, _, err := s.c.get(ctx, s.c.daily, fmt.Sprintf("count.%s.%s.%d", day(now), keyPart(bot), user))
+	n, _ := strconv.Atoi(string(val))
+	return n, wrap("read daily count", err)
 }
 
 func spentKey(now time.Time, bot string, user int64) string {
@@ -157,33 +147,50 @@ func spentKey(now time.Time, bot string, user int64) string {
 // SpentToday is what the bot's requests cost on now's UTC day; with
 // user > 0, only that user's.
 func (s *State) SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error) {
-	e, err := s.c.daily.Get(ctx, spentKey(now, bot, user))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("spent today: %w", err)
-	}
-	usd, _ := strconv.ParseFloat(string(e.Value()), 64)
-	return usd, nil
+	val, _, err := s.c.get(ctx, s.c.daily, spentKey(now, bot, user))
+	usd, _ := strconv.ParseFloat(string(val), 64)
+	return usd, wrap("spent today", err)
 }
 
 // RecordUsage appends the request's record to the usage stream and adds
-// its cost to the day's spending of the bot and of the user.
+// its cost to the day's spending of the bot and of the user. A record
+// NATS cannot take now is kept in the spool (Config.SpoolDir) and written
+// when it is back.
 func (s *State) RecordUsage(ctx context.Context, u store.Usage) error {
+	err := s.c.writeUsage(ctx, u)
+	if !errors.Is(err, message.ErrUnavailable) || s.c.spool == nil {
+		return err
+	}
+	if kerr := s.c.spool.keep(u); kerr != nil {
+		return fmt.Errorf("%w (and could not keep it for later: %w)", err, kerr)
+	}
+	s.c.log.Info("usage record kept until NATS is back", zap.String("request_id", u.RequestID), zap.Error(err))
+	return nil
+}
+
+// writeUsage publishes u (once: its message id is the request, who and
+// what, and the time) and adds its cost to the day's spending.
+func (c *Cluster) writeUsage(ctx context.Context, u store.Usage) error {
 	rec, err := json.Marshal(u)
 	if err != nil {
 		return err
 	}
-	if _, err := s.c.js.Publish(ctx, "brainbot.usage."+keyPart(u.Bot), rec); err != nil {
-		return fmt.Errorf("record usage: %w", err)
+	msg := nats.NewMsg("brainbot.usage." + keyPart(u.Bot))
+	msg.Data = rec
+	msg.Header.Set(nats.MsgIdHdr, fmt.Sprintf("%s/%s/%d/%s/%s@%d", u.RequestID, u.Bot, u.User, u.Mode, u.Outcome, u.At.UnixNano()))
+	err = c.patiently(ctx, "record usage", func(ctx context.Context) error {
+		_, err := c.js.PublishMsg(ctx, msg)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	usd := u.ClaudeUSD + u.OpenAIUSD
 	if usd == 0 {
 		return nil
 	}
 	for _, user := range []int64{0, u.User} {
-		err := s.c.change(ctx, s.c.daily, spentKey(u.At, u.Bot, user), func(old []byte, _ bool) ([]byte, bool) {
+		err := c.change(ctx, c.daily, spentKey(u.At, u.Bot, user), func(old []byte, _ bool) ([]byte, bool) {
 			v, _ := strconv.ParseFloat(string(old), 64)
 			return []byte(strconv.FormatFloat(v+usd, 'g', -1, 64)), true
 		})
@@ -198,14 +205,11 @@ func offsetKey(poller string) string { return "offset." + keyPart(poller) }
 
 // Offset is the last update id the poller stored (0 if none).
 func (c *Cluster) Offset(ctx context.Context, poller string) (int64, error) {
-	e, err := c.state.Get(ctx, offsetKey(poller))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
+	val, found, err := c.get(ctx, c.state, offsetKey(poller))
+	if err != nil || !found {
+		return 0, wrap("read update offset", err)
 	}
-	if err != nil {
-		return 0, fmt.Errorf("read update offset: %w", err)
-	}
-	return strconv.ParseInt(string(e.Value()), 10, 64)
+	return strconv.ParseInt(string(val), 10, 64)
 }
 
 // setOffset records that the poller stored updateID (never moving back).
@@ -222,10 +226,31 @@ func (c *Cluster) setOffset(ctx context.Context, poller string, updateID int64) 
 	return nil
 }
 
+// get reads key's value (found false: none), patiently.
+func (c *Cluster) get(ctx context.Context, kv jetstream.KeyValue, key string) (value []byte, found bool, err error) {
+	err = c.patiently(ctx, "read "+key, func(ctx context.Context) error {
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			value, found = nil, false
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		value, found = e.Value(), true
+		return nil
+	})
+	return value, found, err
+}
+
 // change applies fn to key's value by revision until no other writer came
-// between (optimistic concurrency). fn returns the new value, or false to
-// leave it.
+// between (optimistic concurrency), patiently. fn returns the new value,
+// or false to leave it.
 func (c *Cluster) change(ctx context.Context, kv jetstream.KeyValue, key string, fn func(old []byte, found bool) ([]byte, bool)) error {
+	return c.patiently(ctx, "change "+key, func(ctx context.Context) error { return c.changeOnce(ctx, kv, key, fn) })
+}
+
+func (c *Cluster) changeOnce(ctx context.Context, kv jetstream.KeyValue, key string, fn func(old []byte, found bool) ([]byte, bool)) error {
 	for range 100 {
 		e, err := kv.Get(ctx, key)
 		var old []byte
@@ -256,6 +281,14 @@ func (c *Cluster) change(ctx context.Context, kv jetstream.KeyValue, key string,
 	return fmt.Errorf("%s: too many concurrent writers", key)
 }
 
+// wrap names what failed, keeping nil nil.
+func wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 func isConflict(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.Is(err, jetstream.ErrKeyExists) ||
@@ -270,6 +303,8 @@ func isConflict(err error) bool {
 type panelValue struct {
 	store.PanelRun
 	Running bool `json:"running"`
+	// Owner is the instance running it (panels.go).
+	Owner string `json:"owner,omitempty"`
 }
 
 func panelStartKey(chat int64, message int) string { return fmt.Sprintf("start.%d.%d", chat, message) }
@@ -292,7 +327,8 @@ func (s *State) StartPanel(ctx context.Context, r store.PanelRun) error {
 		}
 		return fmt.Errorf("start panel: %w", err)
 	}
-	return s.putPanel(ctx, panelValue{PanelRun: r, Running: true})
+	s.c.ownRun(r.ID, true)
+	return s.putPanel(ctx, panelValue{PanelRun: r, Running: true, Owner: s.c.cfg.Instance})
 }
 
 func (s *State) putPanel(ctx context.Context, v panelValue) error {
@@ -317,11 +353,12 @@ func (s *State) SavePanel(ctx context.Context, id string, run []byte, finished b
 	if err := json.Unmarshal(e.Value(), &v); err != nil {
 		return err
 	}
-	v.Run, v.Running = run, !finished
+	v.Run, v.Running, v.Owner = run, !finished, s.c.cfg.Instance
 	if err := s.putPanel(ctx, v); err != nil {
 		return err
 	}
 	if finished {
+		s.c.ownRun(id, false)
 		_ = s.c.panels.Delete(ctx, panelChatKey(v.Chat)) // expires anyway
 		return nil
 	}

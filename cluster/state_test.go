@@ -95,51 +95,94 @@ func TestStateIsSharedAndCountsExactly(t *testing.T) {
 	}
 }
 
+// sessionAt keeps sessions under dir, a folder per bot, as the CLI does.
+func sessionAt(dir string) func(bot, session string) string {
+	return func(bot, session string) string { return filepath.Join(dir, bot, session+".jsonl") }
+}
+
+// writeSession writes text as session s1 of "bot" under dir.
+func writeSession(t *testing.T, dir, text string) {
+	t.Helper()
+	p := sessionAt(dir)("bot", "s1")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTranscriptFollowsTheConversation(t *testing.T) {
 	url := natstest.Start(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
-	at := func(dir string) func(bot, session string) string {
-		return func(bot, session string) string { return filepath.Join(dir, "projects", bot, session+".jsonl") }
-	}
-	a, b := join(t, url, "a").Transcripts(at(dirA)), join(t, url, "b").Transcripts(at(dirB))
+	a, b := join(t, url, "a").Transcripts(sessionAt(dirA)), join(t, url, "b").Transcripts(sessionAt(dirB))
 	ctx := context.Background()
-	write := func(dir, text string) {
-		p := at(dir)("bot", "s1")
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	read := func(dir string) string {
+		got, _ := os.ReadFile(sessionAt(dir)("bot", "s1"))
+		return string(got)
 	}
-	if changed, err := b.Restore(ctx, "bot", "s1"); err != nil || changed {
-		t.Fatalf("restore of nothing: %v %v", changed, err)
+	released := 0
+	release := func() { released++ }
+	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 0 {
+		t.Fatalf("restore of nothing: released %d, %v", released, err)
 	}
-	write(dirA, "turn 1\n")
+	writeSession(t, dirA, "turn 1\n")
 	if err := a.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := b.Restore(ctx, "bot", "s1"); err != nil || !changed {
-		t.Fatalf("restore: %v %v", changed, err)
+	writeSession(t, dirB, "a warm CLI's old copy\n")
+	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 1 {
+		t.Fatalf("restore: released %d, %v", released, err)
 	}
-	if changed, _ := b.Restore(ctx, "bot", "s1"); changed {
-		t.Fatal("second restore wrote again")
+	if err := b.Restore(ctx, "bot", "s1", release); err != nil || released != 1 {
+		t.Fatalf("second restore wrote again: released %d, %v", released, err)
 	}
-	got, _ := os.ReadFile(at(dirB)("bot", "s1"))
-	if string(got) != "turn 1\n" {
+	if got := read(dirB); got != "turn 1\n" {
 		t.Fatalf("b has %q", got)
 	}
 	// b goes on; back on a, the old local copy is replaced.
-	write(dirB, "turn 1\nturn 2\n")
+	writeSession(t, dirB, "turn 1\nturn 2\n")
 	if err := b.Save(ctx, "bot", "s1"); err != nil {
 		t.Fatal(err)
 	}
-	if changed, err := a.Restore(ctx, "bot", "s1"); err != nil || !changed {
-		t.Fatalf("restore on a: %v %v", changed, err)
+	if err := a.Restore(ctx, "bot", "s1", release); err != nil || released != 2 {
+		t.Fatalf("restore on a: released %d, %v", released, err)
 	}
-	got, _ = os.ReadFile(at(dirA)("bot", "s1"))
-	if string(got) != "turn 1\nturn 2\n" {
+	if got := read(dirA); got != "turn 1\nturn 2\n" {
 		t.Fatalf("a has %q", got)
+	}
+}
+
+// An instance the conversation has left cannot store its older copy over
+// the newer one: the version it was restored from is checked.
+func TestAnOlderTranscriptNeverReplacesANewerOne(t *testing.T) {
+	url := natstest.Start(t)
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a, b := join(t, url, "a").Transcripts(sessionAt(dirA)), join(t, url, "b").Transcripts(sessionAt(dirB))
+	ctx := context.Background()
+	writeSession(t, dirA, "turn 1\n")
+	if err := a.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Restore(ctx, "bot", "s1", func() {}); err != nil {
+		t.Fatal(err)
+	}
+	writeSession(t, dirB, "turn 1\nturn 2 (b)\n")
+	if err := b.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	// a, stalled, still answers on its copy of turn 1.
+	writeSession(t, dirA, "turn 1\nturn 2 (a, late)\n")
+	if err := a.Save(ctx, "bot", "s1"); !errors.Is(err, ErrStaleTranscript) {
+		t.Fatalf("late save on an old copy: %v, want ErrStaleTranscript", err)
+	}
+	dirC := t.TempDir()
+	c := join(t, url, "c").Transcripts(sessionAt(dirC))
+	if err := c.Restore(ctx, "bot", "s1", func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(sessionAt(dirC)("bot", "s1")); string(got) != "turn 1\nturn 2 (b)\n" {
+		t.Fatalf("restored %q, want b's newer copy", got)
 	}
 }
 
@@ -233,5 +276,63 @@ func TestTelegramBotHoldersAreShared(t *testing.T) {
 	holders, err := b.TelegramBotHolders(ctx)
 	if err != nil || !maps.Equal(holders, map[string]string{"7000000001": "alpha", "7000000002": "gamma"}) {
 		t.Errorf("b sees holders %v, %v", holders, err)
+	}
+}
+
+// A transcript an earlier release stored (under the session's name, with
+// no version) is restored where there is no local copy, and the next
+// save makes it the first version.
+func TestATranscriptOfAnEarlierReleaseIsRestored(t *testing.T) {
+	url := natstest.Start(t)
+	a := join(t, url, "a")
+	ctx := context.Background()
+	if _, err := a.objects.PutBytes(ctx, "bot/s1", []byte("turn 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b := join(t, url, "b").Transcripts(sessionAt(dir))
+	if err := b.Restore(ctx, "bot", "s1", func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(sessionAt(dir)("bot", "s1")); string(got) != "turn 1\n" {
+		t.Fatalf("restored %q, want the earlier release's copy", got)
+	}
+	writeSession(t, dir, "turn 1\nturn 2\n")
+	if err := b.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatalf("first versioned save: %v", err)
+	}
+}
+
+// A panel run whose instance is gone is taken over by one live instance,
+// once; a run whose instance lives is left to it.
+func TestAPanelRunOfAGoneInstanceIsTakenOverOnce(t *testing.T) {
+	url := natstest.Start(t)
+	a, b, c := join(t, url, "a"), join(t, url, "b"), join(t, url, "c")
+	ctx := context.Background()
+	for _, in := range []*Cluster{a, b, c} {
+		in.Work(ctx, func(d *Delivery) { d.Done(false) })
+		t.Cleanup(in.Release)
+	}
+	run := store.PanelRun{ID: "r1", Chat: -100, MessageID: 5, Run: []byte(`{"turn":2}`), Created: time.Now()}
+	if err := a.State().StartPanel(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := b.State().RunningPanels(ctx); err != nil || len(runs) != 0 {
+		t.Fatalf("while its instance lives: %+v %v, want none", runs, err)
+	}
+	a.Release() // gone from the membership
+	var taken []store.PanelRun
+	waitFor(t, hangGuard, "the run taken over", func() bool {
+		runs, err := b.State().RunningPanels(ctx)
+		taken = append(taken, runs...)
+		return err == nil && len(taken) > 0
+	})
+	if len(taken) != 1 || taken[0].ID != "r1" || string(taken[0].Run) != `{"turn":2}` {
+		t.Fatalf("taken over %+v, want r1 at the turn it saved", taken)
+	}
+	for _, in := range []*Cluster{b, c} {
+		if runs, err := in.State().RunningPanels(ctx); err != nil || len(runs) != 0 {
+			t.Errorf("%s takes %+v over again (%v)", in.Instance(), runs, err)
+		}
 	}
 }

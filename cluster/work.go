@@ -3,8 +3,6 @@ package cluster
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -69,6 +67,9 @@ type Delivery struct {
 	w   *worker
 	seq uint64
 	msg jetstream.Msg
+	// superseded: MarkAttempt found a newer delivery answering it;
+	// locked: MarkAttempt took the conversation's lock.
+	superseded, locked bool
 }
 
 // Envelope is the update as the poller stored it.
@@ -90,20 +91,64 @@ func (d *Delivery) MarkCharged(ctx context.Context, mode string) error {
 	return d.w.c.recordProgress(ctx, d.env, func(p *progress) { p.Mode = mode })
 }
 
-// MarkAttempt records that work on the update starts now.
+// MarkAttempt records that work on the update starts now, unless it was
+// answered already or a newer delivery's work started
+// (message.ErrSuperseded): after an outage longer than the ack wait the
+// server hands the updates an instance still holds to the partition's
+// owner again, and only one of the two may answer.
 func (d *Delivery) MarkAttempt(ctx context.Context, mode string) error {
-	return d.w.c.recordProgress(ctx, d.env, func(p *progress) { p.Mode, p.Attempts = mode, p.Attempts+1 })
+	c := d.w.c
+	if !d.locked {
+		if err := c.lockConversation(ctx, d.env.Key); err != nil {
+			return err
+		}
+		d.locked = true
+	}
+	_, answered, err := c.get(ctx, c.answered, answeredKey(d.env.Bot, d.env.UpdateID))
+	if err != nil {
+		return err
+	}
+	superseded := answered
+	if !answered {
+		err = c.recordProgress(ctx, d.env, func(p *progress) {
+			if superseded = p.Delivery > d.delivered; !superseded {
+				p.Mode, p.Attempts, p.Delivery = mode, p.Attempts+1, d.delivered
+			}
+		})
+	}
+	if err != nil || !superseded {
+		return err
+	}
+	d.superseded = true
+	d.w.forget(d.seq)
+	d.unlock()
+	return message.ErrSuperseded
+}
+
+// unlock releases the conversation's lock if this delivery took it.
+func (d *Delivery) unlock() {
+	if d.locked {
+		d.locked = false
+		d.w.c.unlockConversation(d.env.Key)
+	}
 }
 
 // Done acknowledges the update: answered marks it so that a redelivery
 // (if the acknowledgement is lost) is not answered again.
 func (d *Delivery) Done(answered bool) {
+	if d.superseded {
+		return // the newer delivery's
+	}
+	defer d.unlock() // once the update is marked answered
 	c := d.w.c
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	ctx := context.Background() // within Config.Patience: an outage pauses the conversation here
 	bot, id := d.env.Bot, d.env.UpdateID
 	if answered {
-		if _, err := c.answered.Put(ctx, answeredKey(bot, id), []byte(c.cfg.Instance)); err != nil {
+		err := c.patiently(ctx, "mark answered", func(ctx context.Context) error {
+			_, err := c.answered.Put(ctx, answeredKey(bot, id), []byte(c.cfg.Instance))
+			return err
+		})
+		if err != nil {
 			c.log.Warn("could not mark the update answered", zap.String("bot", bot), zap.Int64("update_id", id), zap.Error(err))
 		}
 	}
@@ -117,7 +162,7 @@ func (d *Delivery) Done(answered bool) {
 	// worker holds against the consumer's ack-pending count may count an
 	// update short (it waits a round), never one the server no longer has.
 	d.w.forget(d.seq)
-	if err := msg.DoubleAck(ctx); err != nil {
+	if err := c.patiently(ctx, "acknowledge", msg.DoubleAck); err != nil {
 		c.log.Warn("could not acknowledge the update; it may be redelivered", zap.String("bot", bot),
 			zap.Int64("update_id", id), zap.Error(err))
 	}
@@ -128,6 +173,10 @@ func (d *Delivery) Done(answered bool) {
 // pending count until it is redelivered, so a new owner's handover still
 // waits for it and order holds.
 func (d *Delivery) Abandon() {
+	if d.superseded {
+		return
+	}
+	defer d.unlock()
 	d.w.forget(d.seq)
 	_ = d.msg.Nak() // if lost, the ack wait redelivers it
 }
@@ -164,6 +213,7 @@ func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
 		for {
 			if ctx.Err() != nil {
 				c.rebalance(nil, true)
+				c.drain()
 				return
 			}
 			c.heartbeat(ctx)
@@ -207,16 +257,57 @@ func (c *Cluster) Release() {
 	for _, m := range held {
 		_ = m.Nak()
 	}
+	c.closeOnce.Do(func() { close(c.released) })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = c.members.Delete(ctx, keyPart(c.cfg.Instance))
-	c.closeOnce.Do(func() { close(c.released) })
+	_ = c.members.Delete(ctx, drainingPrefix+keyPart(c.cfg.Instance))
+}
+
+// drainingPrefix marks, in brainbot_members, an instance that stopped
+// pulling and finishes its work: the others take its partitions at once,
+// and leave its conversations' locks to it until Release.
+const drainingPrefix = "draining."
+
+// drain leaves the membership for the draining mark, kept until Release,
+// so that the partitions go to the others at once (a SIGTERM stalls no
+// conversation for more than the rebalance tick) while the work still
+// running here keeps its conversations.
+func (c *Cluster) drain() {
+	beat := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.MemberTTL/3)
+		defer cancel()
+		_, _ = c.members.Put(ctx, drainingPrefix+keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+	}
+	beat()
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.MemberTTL/3)
+	_ = c.members.Delete(ctx, keyPart(c.cfg.Instance))
+	cancel()
+	go func() {
+		tick := time.NewTicker(c.cfg.MemberTTL / 5)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.released:
+				return
+			case <-tick.C:
+				beat()
+			}
+		}
+	}()
 }
 
 func (c *Cluster) heartbeat(ctx context.Context) {
 	hctx, cancel := context.WithTimeout(ctx, c.cfg.MemberTTL/3)
 	defer cancel()
-	if _, err := c.members.Put(hctx, keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil && ctx.Err() == nil {
+	_, err := c.members.Put(hctx, keyPart(c.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+	switch {
+	case err == nil:
+		c.health.answered() // an outage ends here on an idle instance
+	case ctx.Err() != nil:
+	case unavailable(err):
+		c.health.failed("membership heartbeat", err)
+	default:
 		c.log.Warn("membership heartbeat failed", zap.Error(err))
 	}
 }
@@ -225,39 +316,15 @@ func (c *Cluster) heartbeat(ctx context.Context) {
 func (c *Cluster) assigned(ctx context.Context) []int {
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.MemberTTL/2)
 	defer cancel()
-	members, err := c.members.Keys(lctx)
+	keys, err := c.members.Keys(lctx)
 	if err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !unavailable(err) {
 			c.log.Warn("could not list the members; keeping the partitions", zap.Error(err))
 		}
 		return c.ownedList()
 	}
+	members := slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, drainingPrefix) })
 	return Assign(members, keyPart(c.cfg.Instance), c.cfg.Partitions)
-}
-
-// Assign is the rendezvous hash of partitions over members: each
-// partition goes to the member with the highest hash of (member,
-// partition), so a member leaving moves only its own partitions. It
-// returns me's partitions (me counts as a member).
-func Assign(members []string, me string, partitions int) []int {
-	if !slices.Contains(members, me) {
-		members = append(slices.Clone(members), me)
-	}
-	var mine []int
-	for p := range partitions {
-		var best string
-		var bestH uint64
-		for _, m := range members {
-			sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d", m, p))
-			if v := binary.BigEndian.Uint64(sum[:8]); best == "" || v > bestH || v == bestH && m < best {
-				best, bestH = m, v
-			}
-		}
-		if best == me {
-			mine = append(mine, p)
-		}
-	}
-	return mine
 }
 
 func (c *Cluster) ownedList() []int {

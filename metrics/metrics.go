@@ -234,6 +234,10 @@ type ClusterState struct {
 	// how often it connected again since it started.
 	NATSConnected  bool
 	NATSReconnects uint64
+	// NATSUnavailable says whether JetStream fails this instance's calls
+	// now (messages wait), NATSOutages how often that began.
+	NATSUnavailable bool
+	NATSOutages     uint64
 }
 
 // TrackCluster reports state() on every scrape: the bots this instance
@@ -256,5 +260,16 @@ func (m *Metrics) TrackCluster(state func() ClusterState) {
 		}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "brainbot_cluster_nats_reconnects_total", Help: "Times this instance connected to NATS again after losing the connection.",
-		}, func() float64 { return float64(state().NATSReconnects) }))
+		}, func() float64 { return float64(state().NATSReconnects) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "brainbot_cluster_nats_unavailable", Help: "1 while NATS JetStream fails this instance's calls (messages wait for it), else 0.",
+		}, func() float64 {
+			if state().NATSUnavailable {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "brainbot_cluster_nats_outages_total", Help: "Times NATS JetStream began to fail this instance's calls.",
+		}, func() float64 { return float64(state().NATSOutages) }))
 }

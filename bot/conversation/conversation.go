@@ -23,6 +23,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -185,9 +186,15 @@ func (p *Pipeline) Unreadable(ctx context.Context, in *message.Inbound) {
 }
 
 // Resend asks the sender of a message whose work started twice already
-// (each time cut short) to send it again.
+// (each time cut short) to send it again, unless it was answered
+// meanwhile (in a cluster: an instance still at work on it when the
+// server handed it out again).
 func (p *Pipeline) Resend(ctx context.Context, in *message.Inbound) {
-	p.serveAside(ctx, in, func(r *request) { r.say("resend asked", ResendText) })
+	p.serveAside(ctx, in, func(r *request) {
+		if r.markAttempt() {
+			r.say("resend asked", ResendText)
+		}
+	})
 }
 
 // serveAside answers a message with answer, outside its queue.
@@ -238,7 +245,9 @@ func (p *Pipeline) converse(r *request) {
 	defer releaseSlot()
 	// Only now does work start: a message that never got this far is
 	// replayed after a restart as if new, never met with "please resend".
-	r.record("attempt", r.in.Progress.MarkAttempt)
+	if !r.markAttempt() {
+		return
+	}
 	r.sum.queueWait = time.Since(r.in.Arrived)
 	// The status shows while the request runs, until the reply is out;
 	// not while it waits, so a crowd waiting for Claude does not flood
@@ -274,6 +283,8 @@ func (p *Pipeline) converse(r *request) {
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
+	case errors.Is(err, message.ErrUnavailable):
+		r.fail("state", err) // handed back: answered once the store is back
 	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
 		p.dropStopped(r, res)
 	case errors.Is(err, claude.ErrInterrupted) && button.Pressed() && res != nil:
@@ -358,6 +369,24 @@ func (r *request) record(step string, mark func(context.Context, string) error) 
 	}
 }
 
+// markAttempt records that work on the message starts; false: another
+// instance answers it (message.ErrSuperseded), and this one says nothing.
+func (r *request) markAttempt() bool {
+	err := r.in.Progress.MarkAttempt(r.ctx, r.sum.mode.String())
+	switch {
+	case errors.Is(err, message.ErrSuperseded):
+		r.log.Info("message answered through a newer delivery; left to it", zap.Error(err))
+		r.drop("superseded")
+		return false
+	case errors.Is(err, message.ErrUnavailable):
+		r.fail("attempt", err) // handed back
+		return false
+	case err != nil:
+		r.log.Warn("could not journal the attempt", zap.Error(err))
+	}
+	return true
+}
+
 // takeDaily counts the message against the user's daily limit; false
 // means the request has been answered (limit reached, or an error).
 func (p *Pipeline) takeDaily(r *request) bool {
@@ -422,14 +451,11 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	// driver keeps one copy of it there.
 	creq.MessageID, creq.Retry = r.in.RequestID, r.in.Progress.Attempts() > 0
 	if ok && p.cfg.Transcripts != nil {
-		changed, terr := p.cfg.Transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID)
-		if terr != nil {
-			r.log.Warn("could not restore the session's transcript", zap.Error(terr))
-		}
-		if changed {
-			// A process still warm here from earlier has not seen the
-			// turns answered elsewhere since.
-			p.claude.End(r.in.Key.String())
+		// A process still warm here from earlier has not seen the turns
+		// answered elsewhere since: it ends before the newer copy lands.
+		release := func() { p.claude.End(r.in.Key.String()) }
+		if err := p.cfg.Transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID, release); err != nil {
+			return nil, false, fmt.Errorf("restore the session's transcript: %w", err)
 		}
 	}
 	res, err = p.claude.Run(r.ctx, creq)
@@ -444,17 +470,37 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 	// CLI that failed before reporting one never created it: storing it
 	// would make the next message's resume fail as a "lost" session.
 	if res != nil && (res.SessionID != "" || err == nil && creq.SessionID != "") {
-		id := cmp.Or(res.SessionID, creq.SessionID)
-		if serr := p.store.UseSession(context.WithoutCancel(r.ctx), r.in.Key, id, p.cfg.Now()); serr != nil {
-			r.log.Warn("could not save the session", zap.Error(serr))
-		}
-		if p.cfg.Transcripts != nil {
-			if terr := p.cfg.Transcripts.Save(context.WithoutCancel(r.ctx), r.in.Key.Bot, id); terr != nil {
-				r.log.Warn("could not store the session's transcript", zap.Error(terr))
-			}
+		if serr := p.keepSession(r, cmp.Or(res.SessionID, creq.SessionID)); serr != nil {
+			return res, expired, serr
 		}
 	}
 	return res, expired, err
+}
+
+// keepSession stores the session and its transcript before the answer
+// goes out, so the conversation's next message, on any instance, goes on
+// with all of it. A store that cannot be reached for now
+// (message.ErrUnavailable) hands the message back unanswered: an answer
+// whose turn would be forgotten is not sent.
+func (p *Pipeline) keepSession(r *request, id string) error {
+	ctx := context.WithoutCancel(r.ctx)
+	if p.cfg.Transcripts != nil {
+		if err := p.cfg.Transcripts.Save(ctx, r.in.Key.Bot, id); err != nil {
+			if errors.Is(err, message.ErrUnavailable) {
+				p.cfg.Transcripts.Forget(r.in.Key.Bot, id)
+				p.claude.End(r.in.Key.String())
+				return fmt.Errorf("store the session's transcript: %w", err)
+			}
+			r.log.Warn("could not store the session's transcript", zap.Error(err))
+		}
+	}
+	if err := p.store.UseSession(ctx, r.in.Key, id, p.cfg.Now()); err != nil {
+		if errors.Is(err, message.ErrUnavailable) {
+			return fmt.Errorf("save the session: %w", err)
+		}
+		r.log.Warn("could not save the session", zap.Error(err))
+	}
+	return nil
 }
 
 // claudeRequest is what the driver needs from the brain and the message.
@@ -600,6 +646,14 @@ func (r *request) fail(phase string, cause error) {
 	if r.ctx.Err() != nil {
 		r.log.Warn("request interrupted by shutdown; it will be replayed", zap.String("phase", phase))
 		r.interrupted()
+		return
+	}
+	if errors.Is(cause, message.ErrUnavailable) {
+		// A pause, not a failure: nobody is told of an error.
+		r.log.Warn("state unavailable for now; the message is handed back and answered once it is back",
+			zap.String("phase", phase), zap.String("cause", "nats unavailable"), zap.Error(cause))
+		r.sum.outcome = "paused"
+		r.keep = true
 		return
 	}
 	r.sum.outcome = "error"

@@ -114,10 +114,16 @@ type Stream interface {
 
 // Transcripts moves the CLI's session transcripts between instances.
 type Transcripts interface {
-	// Restore brings the stored transcript here; changed: the local copy
-	// was stale or missing.
-	Restore(ctx context.Context, bot, session string) (changed bool, err error)
+	// Restore brings the latest stored transcript here unless the local
+	// copy is it; release is called before it writes (a warm CLI holding
+	// the old copy must be gone first). An error: the message must wait
+	// (message.ErrUnavailable) or fail, never resume on a partial history.
+	Restore(ctx context.Context, bot, session string, release func()) error
+	// Save stores the local transcript, before the answer is sent.
 	Save(ctx context.Context, bot, session string) error
+	// Forget: the local copy holds a turn that was not stored (the
+	// message is handed back); the next Restore replaces it.
+	Forget(bot, session string)
 }
 
 // Transcriber turns speech into text; *transcribe.Client implements it.

@@ -79,7 +79,8 @@ func (p *Pipeline) prewarm(ctx context.Context, agent Prewarmer, r store.RecentS
 		return errors.New("its bot has no brain")
 	}
 	if p.cfg.Transcripts != nil {
-		if _, err := p.cfg.Transcripts.Restore(ctx, bot, r.ID); err != nil {
+		release := func() { p.claude.End(r.Conversation.String()) }
+		if err := p.cfg.Transcripts.Restore(ctx, bot, r.ID, release); err != nil {
 			return err
 		}
 	}

@@ -49,6 +49,8 @@ type Journal struct {
 	// in the order they were stored.
 	mu     sync.Mutex
 	handle func(message.Delivery)
+	// consuming ends when the consumer stops taking deliveries.
+	consuming context.Context
 }
 
 // New makes the journal over s.
@@ -90,7 +92,7 @@ func (j *Journal) Consume(ctx context.Context, handle func(message.Delivery)) {
 	for _, e := range entries {
 		handle(j.left(e))
 	}
-	j.handle = handle
+	j.handle, j.consuming = handle, ctx
 }
 
 // left is the delivery of an entry an earlier process left.
@@ -117,6 +119,8 @@ type delivery struct {
 	redelivered bool
 	attempts    int
 	charged     bool
+	// handedBack counts the Abandons while running: each waits longer.
+	handedBack int
 }
 
 func (d *delivery) Envelope() message.Envelope { return d.env }
@@ -125,7 +129,11 @@ func (d *delivery) Attempts() int              { return d.attempts }
 func (d *delivery) Charged() bool              { return d.charged }
 
 func (d *delivery) MarkCharged(ctx context.Context, mode string) error {
-	return d.j.store.Charged(ctx, d.id, mode)
+	err := d.j.store.Charged(ctx, d.id, mode)
+	if err == nil {
+		d.charged = true // a hand-back is not counted again
+	}
+	return err
 }
 
 func (d *delivery) MarkAttempt(ctx context.Context, mode string) error {
@@ -135,6 +143,30 @@ func (d *delivery) MarkAttempt(ctx context.Context, mode string) error {
 // Done clears the entry; answered or not, it is not handed out again.
 func (d *delivery) Done(bool) { d.j.clear(d.id, d.env.Bot) }
 
-// Abandon leaves the entry where it is: the journal is its claim, and the
-// next start hands it out again.
-func (d *delivery) Abandon() {}
+// Abandon leaves the entry where it is: the journal is its claim. While
+// the consumer runs (the message met a store unavailable for now), it is
+// handed out again after a backoff, growing with each hand-back; once the
+// consumer stopped, the next start hands it out.
+func (d *delivery) Abandon() {
+	j := d.j
+	j.mu.Lock()
+	ctx, handle := j.consuming, j.handle
+	j.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return
+	}
+	wait := min(j.opts.RetryMin<<min(d.handedBack, 16), j.opts.RetryMax)
+	again := &delivery{j: j, id: d.id, env: d.env, redelivered: true, attempts: d.attempts, charged: d.charged,
+		handedBack: d.handedBack + 1}
+	go func() {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+			j.mu.Lock()
+			defer j.mu.Unlock()
+			handle(again)
+		}
+	}()
+}

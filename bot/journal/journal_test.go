@@ -117,3 +117,37 @@ func mustJSON(t *testing.T, files []message.Attachment) string {
 	}
 	return string(raw)
 }
+
+// A delivery handed back while the consumer runs (the state it needed was
+// unavailable for now) is handed out again, not left until the next
+// start, and not counted against the daily limit again; once the consumer
+// stopped, it stays for the next start.
+func TestAbandonHandsBackWhileRunning(t *testing.T) {
+	j, s := openJournal(t)
+	ctx, stop := context.WithCancel(context.Background())
+	handed := make(chan message.Delivery, 4)
+	j.Consume(ctx, func(d message.Delivery) { handed <- d })
+	if err := j.Append(ctx, "b@1001", envelope(1)); err != nil {
+		t.Fatal(err)
+	}
+	first := <-handed
+	if err := first.MarkCharged(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
+	first.Abandon()
+	again := <-handed
+	if again.Envelope().UpdateID != 1 || !again.Redelivered() || !again.Charged() {
+		t.Fatalf("handed again: update %d, redelivered %v, charged %v; want 1, true, true",
+			again.Envelope().UpdateID, again.Redelivered(), again.Charged())
+	}
+	stop()
+	again.Abandon()
+	if p, _ := s.Pending(context.Background()); len(p) != 1 {
+		t.Fatalf("%d entries pending after the stop, want the one handed back", len(p))
+	}
+	select {
+	case d := <-handed:
+		t.Fatalf("update %d handed out after the consumer stopped", d.Envelope().UpdateID)
+	default:
+	}
+}

@@ -6,37 +6,90 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// Server is one NATS server with JetStream that a test can stop and
+// start again: on the same port, with the same store, as an operator
+// restarting nats-server.
+type Server struct {
+	t    testing.TB
+	opts server.Options
+	// URL is the server's client URL, the same across restarts.
+	URL string
+
+	mu sync.Mutex
+	s  *server.Server
+}
+
 // Start runs a NATS server with JetStream on a free loopback port, its
 // store in a temporary folder, until the test ends; it returns its URL.
-func Start(t testing.TB) string {
+func Start(t testing.TB) string { return StartServer(t).URL }
+
+// StartServer is Start for a test that stops the server and starts it
+// again (Stop, Restart).
+func StartServer(t testing.TB) *Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
+	port := freePort(t)
+	s := &Server{t: t, opts: server.Options{
 		Host:      "127.0.0.1",
-		Port:      server.RANDOM_PORT,
+		Port:      port,
 		JetStream: true,
 		StoreDir:  t.TempDir(),
 		NoLog:     true,
 		NoSigs:    true,
-	})
+	}, URL: fmt.Sprintf("nats://127.0.0.1:%d", port)}
+	s.Restart()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Stop shuts the server down (a no-op when it is not running).
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.s == nil {
+		return
+	}
+	s.s.Shutdown()
+	s.s.WaitForShutdown()
+	s.s = nil
+}
+
+// Restart starts the server again after Stop, with what it stored.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.s != nil {
+		return
+	}
+	opts := s.opts // the server keeps and changes its options
+	srv, err := server.NewServer(&opts)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		s.t.Fatal("natstest: server not ready")
+	}
+	s.s = srv
+}
+
+// freePort is a loopback port nothing listens on now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		t.Fatal("natstest: server not ready")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // StartCluster runs n NATS servers routed into one cluster with JetStream
@@ -46,12 +99,7 @@ func StartCluster(t testing.TB, n int) ([]*server.Server, []string) {
 	t.Helper()
 	ports := make([]int, n)
 	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		ports[i] = freePort(t)
 	}
 	var routes []*url.URL
 	for _, p := range ports {

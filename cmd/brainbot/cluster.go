@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -21,7 +22,7 @@ func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*cluster.Clu
 		name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	c, err := cluster.Connect(ctx, cluster.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Replicas: cfg.NATSReplicas, Instance: name,
-		Log: log.Named("cluster")})
+		SpoolDir: filepath.Join(cfg.DataDir, "cluster-spool"), Log: log.Named("cluster")})
 	if err != nil {
 		return nil, fmt.Errorf("BRAINBOT_NATS_URL (-nats-url): %w", err)
 	}

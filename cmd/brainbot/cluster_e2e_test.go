@@ -33,6 +33,7 @@ type testCluster struct {
 	t        testing.TB
 	bin, dir string
 	nats     string
+	server   *natstest.Server
 	tg       *telegramtest.Server
 	cli      string
 	bots     []string
@@ -99,7 +100,8 @@ exec env %s %q "$@"
 }
 
 func newCluster(t testing.TB, bots []string, delay time.Duration) *testCluster {
-	c := &testCluster{t: t, bin: brainbotBinary(t), dir: t.TempDir(), nats: natstest.Start(t), tg: telegramtest.NewServer(),
+	server := natstest.StartServer(t)
+	c := &testCluster{t: t, bin: brainbotBinary(t), dir: t.TempDir(), nats: server.URL, server: server, tg: telegramtest.NewServer(),
 		bots: bots, procs: map[string]*instance{}}
 	t.Cleanup(c.close)
 	c.cli = fakeCLIScript(t, c.dir, delay)
@@ -255,22 +257,25 @@ func (c *testCluster) answers(bot string) map[int64][]string {
 var youSaid = regexp.MustCompile(`^You said: (u\d+-m(\d+))(?: \(message (\d+)\))?$`)
 
 // Three instances share two bots; 50 users send 300 messages; one instance
-// is killed with SIGKILL half-way. Every message is answered exactly once,
-// in order, and the conversations that were on the killed instance go on
-// with their history (the fake CLI counts the messages of its session
-// file, which moved through the object store).
+// is killed with SIGKILL a third of the way, and the nats-server is
+// stopped for 10 s two thirds of the way. Every message is answered
+// exactly once, in order, with no error reply, and the conversations that
+// were on the killed instance go on with their history (the fake CLI
+// counts the messages of its session file, which moved through the object
+// store); the outage is logged as NATS's.
 func TestClusterSurvivesAKilledInstance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three brainbot processes")
 	}
 	bots := []string{"alpha", "beta"}
 	c := newCluster(t, bots, 0)
-	first := c.start("i0")
+	admin := "BRAINBOT_HTTP_ADDR=127.0.0.1:0"
+	first := c.start("i0", admin)
 	// i0 starts alone: it polls both bots, so killing it moves the
 	// pollers too.
 	c.waitLog(first, time.Minute, "polling both bots", func(l map[string]any) bool { return l["msg"] == "telegram bot polling" }, 2)
-	c.start("i1")
-	c.start("i2")
+	c.start("i1", admin)
+	c.start("i2", admin)
 
 	const users, per = 50, 6
 	botOf := func(u int64) string { return bots[u%2] }
@@ -317,6 +322,10 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 	killed := time.Now()
 	c.kill("i0", syscall.SIGKILL)
 	t.Logf("i0 killed holding %d conversations", len(onI0))
+	for c.total() < 2*users*per/3 && ctx.Err() == nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.outage(10 * time.Second)
 	wg.Wait()
 	if ctx.Err() != nil {
 		t.Errorf("not every message answered within the time: %v", ctx.Err())
@@ -400,10 +409,75 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 		c.mu.Lock()
 		in := c.procs[name]
 		c.mu.Unlock()
-		if n := in.logs.count(func(l map[string]any) bool { return l["level"] == "error" }); n > 0 {
-			t.Errorf("%s logged %d errors:%s", name, n, c.tail(name))
+		in.logs.each(func(l map[string]any) {
+			if l["level"] == "error" {
+				t.Errorf("%s logged an error: %v", name, l)
+			}
+		})
+	}
+}
+
+// outage stops the nats-server for d (as an operator restarting it, or a
+// network cut) and starts it again with what it stored; the live
+// instances must have noticed it and, after, say it is over.
+func (c *testCluster) outage(d time.Duration) {
+	c.t.Helper()
+	c.server.Stop()
+	stopped := time.Now()
+	c.mu.Lock()
+	live := make([]*instance, 0, len(c.procs))
+	for _, in := range c.procs {
+		select {
+		case <-in.done:
+		default:
+			live = append(live, in)
 		}
 	}
+	c.mu.Unlock()
+	isMsg := func(msg string) func(map[string]any) bool {
+		return func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), msg) }
+	}
+	for _, in := range live {
+		c.waitLog(in, d, "the outage noticed", isMsg("NATS unavailable"), 1)
+		if code, body := adminGet(c.t, in, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS") {
+			c.t.Errorf("%s /readyz during the outage: %d %q, want 503 naming NATS", in.name, code, body)
+		}
+		if _, metrics := adminGet(c.t, in, "/metrics"); !strings.Contains(metrics, "\nbrainbot_cluster_nats_unavailable 1\n") {
+			c.t.Errorf("%s /metrics does not say NATS is unavailable", in.name)
+		}
+	}
+	time.Sleep(d - time.Since(stopped)) // the outage's length, not a wait for an event
+	c.server.Restart()
+	c.t.Logf("nats-server stopped for %v", time.Since(stopped).Round(time.Millisecond))
+	for _, in := range live {
+		c.waitLog(in, time.Minute, "the end of the outage", isMsg("NATS available again"), 1)
+		_, metrics := adminGet(c.t, in, "/metrics")
+		if m := regexp.MustCompile(`(?m)^brainbot_cluster_nats_outages_total (\d+)$`).FindStringSubmatch(metrics); m == nil || m[1] == "0" {
+			c.t.Errorf("%s /metrics does not count the outage: %v", in.name, m)
+		}
+	}
+}
+
+// adminGet GETs path from the instance's admin endpoint
+// (BRAINBOT_HTTP_ADDR).
+func adminGet(t testing.TB, in *instance, path string) (int, string) {
+	t.Helper()
+	var admin string
+	in.logs.each(func(l map[string]any) {
+		if l["msg"] == "admin endpoint listening" {
+			admin = "http://" + l["addr"].(string)
+		}
+	})
+	if admin == "" {
+		t.Fatalf("%s has no admin endpoint", in.name)
+	}
+	resp, err := http.Get(admin + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // summaries counts the summary lines of answered requests the instances

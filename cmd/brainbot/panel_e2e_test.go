@@ -14,6 +14,7 @@ import (
 	"brainbot/bot/panel/engine"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
+	"brainbot/cluster/natstest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -58,7 +59,7 @@ speak: true
 `
 )
 
-func newPanelStack(t *testing.T) *stack.Stack {
+func newPanelStack(t *testing.T, env ...string) *stack.Stack {
 	t.Helper()
 	return startStack(t, stack.Config{
 		Brainbot:  brainbotBinary(t),
@@ -67,7 +68,7 @@ func newPanelStack(t *testing.T) *stack.Stack {
 		Brains: map[string]string{"chat.yaml": panelChatBrain, "voice.yaml": panelVoiceBrain,
 			"painter.yaml": panelPainterBrain, "broken.yaml": brokenBrain},
 		Panels: map[string]string{"cities.yaml": citiesPanel, "failing.yaml": failingPanel},
-		Env:    []string{"BRAINBOT_GRACE=5s", "BRAINBOT_MAX_CLAUDE=3"},
+		Env:    append([]string{"BRAINBOT_GRACE=5s", "BRAINBOT_MAX_CLAUDE=3"}, env...),
 		Logs:   testLogs(t),
 	}, nil)
 }
@@ -246,8 +247,20 @@ func waitPosts(t *testing.T, s *stack.Stack, group int64, n int, bots ...string)
 	}
 }
 
+// A panel run killed between turns resumes at the turn it reached,
+// sending nothing twice: alone from the SQLite journal, and in a cluster
+// from brainbot_panels (the run's instance gone, the next to look claims
+// it; cluster.TestAPanelRunOfAGoneInstanceIsTakenOverOnce has another
+// instance take it).
 func TestEndToEndPanelResumesAfterKill(t *testing.T) {
-	s := newPanelStack(t)
+	t.Run("alone", func(t *testing.T) { panelResumesAfterKill(t) })
+	t.Run("cluster", func(t *testing.T) {
+		panelResumesAfterKill(t, "BRAINBOT_NATS_URL="+natstest.Start(t), "BRAINBOT_INSTANCE=p1")
+	})
+}
+
+func panelResumesAfterKill(t *testing.T, env ...string) {
+	s := newPanelStack(t, env...)
 	members := []string{"chat", "voice", "painter"}
 	const group = -100704
 	// Turn 3's answers wait: brainbot is killed with turns 1 and 2 out.

@@ -172,7 +172,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		reg.TrackCluster(func() metrics.ClusterState {
 			s := shared.Status()
 			return metrics.ClusterState{BotsPolled: len(s.Polled), PartitionsOwned: len(s.Partitions),
-				NATSConnected: s.Connected, NATSReconnects: s.Reconnects}
+				NATSConnected: s.Connected, NATSReconnects: s.Reconnects, NATSUnavailable: !s.UnavailableSince.IsZero(), NATSOutages: s.Outages}
 		})
 		info = append(info, clusterInfo(shared))
 		log.Info("joined the cluster", zap.String("instance", shared.Instance()), zap.Int("partitions", shared.Partitions()))

@@ -1,0 +1,47 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"brainbot/bot/message"
+	"brainbot/bot/store"
+)
+
+// pausingStore is a store whose session reads fail as unavailable for
+// now, the first fails times: NATS away, in a cluster.
+type pausingStore struct {
+	*store.Store
+	fails atomic.Int32
+}
+
+func (s *pausingStore) Session(ctx context.Context, c store.Conversation) (store.Session, bool, error) {
+	if s.fails.Add(-1) >= 0 {
+		return store.Session{}, false, fmt.Errorf("read session: %w", message.ErrUnavailable)
+	}
+	return s.Store.Session(ctx, c)
+}
+
+// A message whose state is unavailable for now is handed back to its log
+// and answered once the state is back: the user gets the answer, no error
+// reply, and the log names the pause.
+func TestAnUnavailableStatePausesTheMessage(t *testing.T) {
+	var paused *pausingStore
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, func(c *Config) {
+		paused = &pausingStore{Store: c.Store.(*store.Store)}
+		paused.fails.Store(2)
+		c.Store = paused
+	})
+	got := h.exchange(tokenA, 1, "hello")
+	if text := got.Param("text"); text != "You said: hello" {
+		t.Fatalf("reply %q, want the answer", text)
+	}
+	if n := len(h.logs.FilterMessage("state unavailable for now; the message is handed back and answered once it is back").All()); n != 2 {
+		t.Errorf("%d pauses logged, want 2", n)
+	}
+	if n := len(h.srv.Sent(tokenA, "sendMessage")); n != 1 {
+		t.Errorf("%d messages sent, want the one answer", n)
+	}
+}
