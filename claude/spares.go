@@ -689,6 +689,7 @@ func shapeOf(req Request) Request {
 		AllowedTools: req.AllowedTools,
 		ToolTimeout:  req.ToolTimeout,
 		MaxTurns:     req.MaxTurns,
+		Questions:    req.Questions,
 		JSONSchema:   req.JSONSchema,
 	}
 }

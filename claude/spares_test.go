@@ -425,3 +425,19 @@ func TestSparesStartInQuietMoments(t *testing.T) {
 		t.Errorf("%d started with three of four warm processes taken, want 1", n)
 	}
 }
+
+// A spare is started from its set's shape: every option the spawn reads
+// must be in it, or the spare's process differs from the requests it
+// serves and is never warm for their conversations' next messages.
+func TestSpareShapeKeepsWhatTheSpawnReads(t *testing.T) {
+	e := newFakeEnv(t)
+	req := Request{
+		Mode: Text, Prompt: "hello", SystemPrompt: "Be {{bot_name}}", PromptVars: map[string]string{"bot_name": "Nora"},
+		Model: "haiku", BotID: "nora", MCPServers: map[string]MCPServer{"notes": {Command: "notes"}},
+		AllowedTools: []string{"mcp__notes"}, ToolTimeout: time.Minute, MaxTurns: 3, MaxBudgetUSD: 0.5,
+		Questions: true, Conversation: "nora/1/0", MessageID: "m1",
+	}
+	if got, want := e.d.fingerprint(shapeOf(req)), e.d.fingerprint(req); got != want {
+		t.Errorf("a spare of the request's shape is started as\n%q\nthe request wants\n%q", got, want)
+	}
+}

@@ -510,7 +510,6 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		ChatType: r.in.ChatType}, r.log)
 	req.Prompt, req.Mode, req.Attachments = prompt(r.in), mode, r.attach
 	req.Conversation = r.in.Key.String()
-	req.Questions = b.Buttons.Questions
 	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
 	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
 	req.Image = toolspec.ImageSettings{Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style}
@@ -524,6 +523,7 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 func (p *Pipeline) conversationRequest(b *brain.Brain, bot string, facts sysprompt.Facts, log *zap.Logger) claude.Request {
 	req := p.baseRequest(b, bot, "", facts, log)
 	req.MaxTurns = b.Claude.MaxTurns
+	req.Questions = b.Buttons.Questions // the question tool is in the MCP config, fixed at the spawn
 	p.brainTools(b, bot, log, &req)
 	return req
 }
