@@ -62,7 +62,10 @@ func New(s Settings) *Transport {
 }
 
 // AllowedUpdates are the kinds of update every bot asks for, by polling
-// and by webhook alike.
+// and by webhook alike: exactly the kinds Decode reads as something to
+// handle (testdata/updates has one of each). Telegram keeps the last list
+// a bot gave, for both setups: a kind left out is not delivered again
+// until a list names it.
 var AllowedUpdates = []string{"message", "my_chat_member", "stopped_message_generation"}
 
 // Client is one bot's connection to the Bot API.

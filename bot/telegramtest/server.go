@@ -123,6 +123,9 @@ type botState struct {
 	poll       chan struct{}  // closed to end the running getUpdates with 409
 	left       map[int64]bool // groups the bot is not in (getChatMember)
 	holds      []*hold        // calls to hold (Hold), in order
+	// allowed is the last allowed_updates the bot gave (getUpdates or
+	// setWebhook), which Telegram keeps; nil until it gives one.
+	allowed []string
 }
 
 // hold is one call Hold holds: the next call of method.
@@ -246,6 +249,14 @@ func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.queueLocked(s.botLocked(token), upd)
+}
+
+// AllowedUpdates is the last allowed_updates list token's bot gave, by
+// polling or by setWebhook (nil: none yet). Telegram keeps it for both.
+func (s *Server) AllowedUpdates(token string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.botLocked(token).allowed)
 }
 
 // PressStop queues the update Telegram sends when the user of private
@@ -513,6 +524,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if failed {
 		writeError(w, apiErr)
 		return
+	}
+	if list, ok := call.Params["allowed_updates"]; ok && (method == "getUpdates" || method == "setWebhook") {
+		var kinds []string
+		_ = json.Unmarshal([]byte(list), &kinds) // not a list: as Telegram, none
+		s.mu.Lock()
+		b.allowed = kinds
+		s.mu.Unlock()
 	}
 	switch method {
 	case "getUpdates":
