@@ -450,6 +450,7 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	req := p.baseRequest(b, r.in.Key.Bot, prompt(r.in), sysprompt.Facts{UserFirstName: r.in.FirstName, UserLanguage: r.in.Language,
 		ChatType: r.in.ChatType}, r.log)
 	req.Mode, req.Attachments, req.MaxTurns = mode, r.attach, b.Claude.MaxTurns
+	req.Context = replyContext(r.in)
 	req.Conversation = r.in.Key.String()
 	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
 	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}

@@ -115,6 +115,22 @@ type Update struct {
 	Problem error
 	// DraftID is the draft whose stop button a StopPressed update reports.
 	DraftID int64
+	// ReplyTo is what a Written message replies to (nil: nothing, or a
+	// message without text).
+	ReplyTo *Reply
+}
+
+// Reply is the message another replies to, as the model is told of it:
+// someone's words, never instructions.
+type Reply struct {
+	// Author is who wrote it, as Telegram names them ("" when it does
+	// not); Mine: the bot itself.
+	Author string
+	Mine   bool
+	// Text is the part the user quoted (Quoted), else the message's text
+	// or caption, whole.
+	Text   string
+	Quoted bool
 }
 
 // MemberChange is the bot's new standing in a chat.

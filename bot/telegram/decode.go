@@ -156,6 +156,7 @@ func readMessage(u *message.Update, msg *models.Message, me message.Identity) {
 		file.Album = msg.MediaGroupID
 		u.Media, u.Album = []message.Attachment{file}, msg.MediaGroupID
 	}
+	u.ReplyTo = readReply(msg, me)
 	if !u.InGroup() {
 		u.Text = cmp.Or(msg.Text, msg.Caption)
 		return
