@@ -229,6 +229,9 @@ func (p *Pipeline) converse(r *request) {
 	// Given back after the answer, or by a panic on the way.
 	releaseSlot := sync.OnceFunc(p.slots.release)
 	defer releaseSlot()
+	if r.superseded(nil) {
+		return
+	}
 	// Only now does work start: a message that never got this far is
 	// replayed after a restart as if new, never met with "please resend".
 	r.record("attempt", r.in.Progress.MarkAttempt)
@@ -256,6 +259,9 @@ func (p *Pipeline) converse(r *request) {
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
 	r.sum.openAI += openAICost(r.brain, mode, res)
+	if r.superseded(res) {
+		return
+	}
 	if expired && err == nil {
 		// Told once, with an answer: the new session is stored, so this
 		// will not recur. A failure gets only the error message (never two
@@ -292,6 +298,8 @@ func (p *Pipeline) stop(r *request) {
 	switch {
 	case r.in.Kind == message.StopPressed:
 		p.pressStop(r)
+	case r.in.Kind == message.Edited:
+		p.supersede(r)
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
 		r.say("denied", r.brain.Messages.Denied)

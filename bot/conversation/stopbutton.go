@@ -135,6 +135,12 @@ var progressNotes = map[claude.Mode]string{
 // is removed (the user asked for none).
 func (p *Pipeline) dropStopped(r *request, res *claude.Result) {
 	r.sum.outcome = "stopped"
+	p.dropFile(r, res)
+}
+
+// dropFile removes the file a voice or image request's tool may have
+// written for res, which is not sent.
+func (p *Pipeline) dropFile(r *request, res *claude.Result) {
 	if res == nil || res.FilePrefix == "" {
 		return
 	}

@@ -41,8 +41,14 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 	case message.StopPressed:
 		in.stopAside(d, u)
 		return
+	case message.Edited:
+		in.edit(d, u)
+		return
 	}
 	if !env.Accepted && !in.wants(u) {
+		if u.Kind == message.Unhandled {
+			in.cfg.Log.Debug("update not handled: skipped", zap.String("bot", env.Bot), zap.Int64("update_id", u.ID), zap.String("kind", u.What))
+		}
 		in.finish(d)
 		return
 	}

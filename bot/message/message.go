@@ -74,6 +74,9 @@ const (
 	// StopPressed is the stop button of a streamed answer's draft pressed
 	// (stopped_message_generation, private chats): DraftID names the draft.
 	StopPressed
+	// Edited is a message someone sent, edited (edited_message): read as
+	// Written is, with the same MessageID.
+	Edited
 )
 
 // Update is an update as brainbot reads it.

@@ -109,6 +109,12 @@ func Decode(env message.Envelope) message.Update {
 		status := c.NewChatMember.Type
 		u.Member = message.MemberChange{Status: string(status), By: c.From.ID,
 			Left: status == models.ChatMemberTypeLeft || status == models.ChatMemberTypeBanned}
+	case up.EditedMessage != nil:
+		u.What = "edited_message"
+		readMessage(&u, up.EditedMessage, env.Me)
+		if u.Kind == message.Written {
+			u.Kind = message.Edited
+		}
 	case up.StoppedMessageGeneration != nil:
 		u.What = "stopped_message_generation"
 		readStop(&u, up.StoppedMessageGeneration)
