@@ -59,6 +59,10 @@ type Metrics struct {
 	// Stops counts turns stopped while the model wrote, by bot and how
 	// (button: a draft's stop button; command: /stop).
 	Stops *prometheus.CounterVec
+	// RichMessages counts rich messages by outcome (sent; unknown_method:
+	// the Bot API server does not know them, split HTML instead, and the
+	// bot no longer tries; refused: Telegram refused one, split HTML).
+	RichMessages *prometheus.CounterVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -114,8 +118,11 @@ func New() *Metrics {
 		Stops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_stops_total", Help: "Turns stopped while the model wrote, by bot and how (button: a draft's stop button; command: /stop).",
 		}, []string{"bot", "via"}),
+		RichMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_rich_messages_total", Help: "Rich messages (sendRichMessage) by outcome: sent, unknown_method (the Bot API server lacks them; split HTML sent instead), refused (split HTML instead).",
+		}, []string{"outcome"}),
 	}
-	m.registry.MustRegister(m.Stops, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
+	m.registry.MustRegister(m.Stops, m.RichMessages, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

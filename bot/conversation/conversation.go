@@ -523,7 +523,14 @@ func (r *request) replyText(text string) {
 		r.fail("reply", errors.New("empty reply"))
 		return
 	}
-	err := r.timeSend(func() error { return r.out.Text(r.ctx, text, true) })
+	err := r.timeSend(func() error {
+		if r.brain.Rich != brain.RichOff {
+			if sent, err := r.out.Rich(r.ctx, text, r.brain.Rich == brain.RichAlways); sent {
+				return err
+			}
+		}
+		return r.out.Text(r.ctx, text, true)
+	})
 	switch {
 	case errors.Is(err, message.ErrBlocked):
 		r.sum.outcome = "blocked"

@@ -58,6 +58,9 @@ type Outbox interface {
 	// Text sends text, split to Telegram's limit; formatted: Claude's
 	// Markdown shown as such.
 	Text(ctx context.Context, text string, formatted bool) error
+	// Rich sends Claude's Markdown as one rich message when it should
+	// (always, or when it needs one); false: not sent, send it as Text.
+	Rich(ctx context.Context, text string, always bool) (bool, error)
 	File(ctx context.Context, kind message.FileKind, path string) error
 	// KeepAction shows action in the chat until stop is called.
 	KeepAction(ctx context.Context, action message.Action) (stop func())

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
@@ -74,6 +75,8 @@ type Client struct {
 	api   *tgbot.Bot
 	token string // never logged
 	log   *zap.Logger
+	// noRich: the Bot API server does not know rich messages (Rich).
+	noRich atomic.Bool
 }
 
 // Client makes the client of the bot with token; it calls nothing yet.

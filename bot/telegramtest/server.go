@@ -52,6 +52,15 @@ type Call struct {
 // Param returns one parameter ("" if absent).
 func (c Call) Param(name string) string { return c.Params[name] }
 
+// Markdown is the Markdown of a sendRichMessage call's rich_message.
+func (c Call) Markdown() string {
+	var rich struct {
+		Markdown string `json:"markdown"`
+	}
+	_ = json.Unmarshal([]byte(c.Params["rich_message"]), &rich) // none: ""
+	return rich.Markdown
+}
+
 // ChatID returns the chat_id parameter as a number (0 if absent).
 func (c Call) ChatID() int64 {
 	id, _ := strconv.ParseInt(c.Params["chat_id"], 10, 64)
@@ -78,6 +87,7 @@ var (
 	ErrCantParseEntities      = APIError{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}
 	ErrBlocked                = APIError{Code: 403, Description: "Forbidden: bot was blocked by the user"}
 	ErrUnauthorized           = APIError{Code: 401, Description: "Unauthorized"}
+	ErrMethodNotFound         = APIError{Code: 404, Description: "Not Found: method not found"}
 	ErrConflict               = APIError{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}
 )
 
@@ -123,6 +133,8 @@ type botState struct {
 	poll       chan struct{}  // closed to end the running getUpdates with 409
 	left       map[int64]bool // groups the bot is not in (getChatMember)
 	holds      []*hold        // calls to hold (Hold), in order
+	// rich: the server knows rich messages (RichMessages).
+	rich bool
 	// allowed is the last allowed_updates the bot gave (getUpdates or
 	// setWebhook), which Telegram keeps; nil until it gives one.
 	allowed []string
@@ -311,6 +323,15 @@ func (s *Server) Flood(token, method string, n, retryAfter int) {
 	s.Fail(token, Rule{Method: method, Times: n, Err: TooManyRequests(retryAfter)})
 }
 
+// RichMessages makes the server know sendRichMessage (Bot API 10.1) for
+// token's bot. Without it the server answers it as one older than 10.1:
+// 404 "method not found".
+func (s *Server) RichMessages(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.botLocked(token).rich = true
+}
+
 // RejectPhotos answers every sendPhoto with PHOTO_INVALID_DIMENSIONS.
 func (s *Server) RejectPhotos(token string) {
 	s.Fail(token, Rule{Method: "sendPhoto", Err: ErrPhotoInvalidDimensions})
@@ -397,7 +418,7 @@ func (s *Server) Sent(token string, methods ...string) []Call {
 }
 
 // DeliveryMethods are what Sent and WaitFor select by default.
-var DeliveryMethods = []string{"sendMessage", "sendVoice", "sendPhoto", "sendDocument"}
+var DeliveryMethods = []string{"sendMessage", "sendRichMessage", "sendVoice", "sendPhoto", "sendDocument"}
 
 func (s *Server) sentLocked(token string, methods []string) []Call {
 	if len(methods) == 0 {
@@ -500,6 +521,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	b := s.botLocked(token)
 	apiErr, failed := b.ruleLocked(call)
+	if !failed && method == "sendRichMessage" && !b.rich {
+		apiErr, failed = ErrMethodNotFound, true
+	}
 	call.Code = http.StatusOK
 	if failed {
 		call.Code = apiErr.Code
@@ -553,7 +577,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeResult(w, map[string]any{"status": "member", "user": map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)}})
-	case "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
+	case "sendRichMessage", "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
 		s.mu.Lock()
 		id := b.nextMsg
 		b.nextMsg++
