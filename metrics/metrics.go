@@ -63,6 +63,8 @@ type Metrics struct {
 	// the Bot API server does not know them, split HTML instead, and the
 	// bot no longer tries; refused: Telegram refused one, split HTML).
 	RichMessages *prometheus.CounterVec
+	// GuestAnswers counts answers to guest queries by outcome (ok, error).
+	GuestAnswers *prometheus.CounterVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -121,8 +123,11 @@ func New() *Metrics {
 		RichMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_rich_messages_total", Help: "Rich messages (sendRichMessage) by outcome: sent, unknown_method (the Bot API server lacks them; split HTML sent instead), refused (split HTML instead).",
 		}, []string{"outcome"}),
+		GuestAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_guest_answers_total", Help: "Answers to guest queries (a bot summoned where it is not a member), by outcome: ok, error.",
+		}, []string{"outcome"}),
 	}
-	m.registry.MustRegister(m.Stops, m.RichMessages, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
+	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -204,7 +204,7 @@ func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 		in:    in,
 		brain: p.cfg.Brain(in.Key.Bot),
 		log:   log,
-		out:   p.cfg.Chats.Outbox(in.Key, in.InGroup(), in.MessageID, log),
+		out:   outbox(p.cfg.Chats, in, log),
 		p:     p,
 		sum:   summary{outcome: "ok"},
 	}
@@ -373,6 +373,9 @@ func (p *Pipeline) takeDaily(r *request) bool {
 // asks for a picture, else speech when voice replies are on for the user,
 // else text.
 func (p *Pipeline) mode(r *request) (claude.Mode, error) {
+	if r.in.Guest != nil {
+		return claude.Text, nil // a guest answer is text
+	}
 	if r.brain.Image.Enabled && asksForImage(r.in.Text, r.brain.Image.Keywords) {
 		return claude.Image, nil
 	}

@@ -47,6 +47,8 @@ type Chats interface {
 	// Outbox sends to conversation to as its bot; in a group its first
 	// message replies to message replyTo.
 	Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) Outbox
+	// GuestOutbox answers guest query queryID of bot: once, in text.
+	GuestOutbox(bot, queryID string, log *zap.Logger) Outbox
 	// Fetch downloads a file bot received, of at most limit bytes
 	// (message.ErrTooBig beyond).
 	Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error)

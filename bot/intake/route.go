@@ -106,7 +106,7 @@ func (in *Intake) wants(u message.Update) bool {
 	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 {
 		return false
 	}
-	if !u.InGroup() {
+	if !u.InGroup() || u.Guest != nil { // a guest message summoned the bot
 		return true
 	}
 	switch in.cfg.Groups(u.Key.Bot) {

@@ -121,7 +121,21 @@ type Update struct {
 	// ReplyTo is what a Written message replies to (nil: nothing, or a
 	// message without text).
 	ReplyTo *Reply
+	// Guest is set for a message that summoned the bot in a chat it is
+	// not a member of (guest_message): it is answered once, through the
+	// query. Sender is the user who summoned it.
+	Guest *Guest
 }
+
+// Guest is the query a guest message is answered through.
+type Guest struct {
+	QueryID string
+}
+
+// GuestThread is the Thread of a guest conversation in a chat that is not
+// a group (a private chat between others): keyed apart from the bot's own
+// private chat with anyone.
+const GuestThread = -1
 
 // Reply is the message another replies to, as the model is told of it:
 // someone's words, never instructions.

@@ -30,8 +30,12 @@ func (h *updateHead) key(bot string) message.Key {
 	key := message.Key{Bot: bot}
 	if c := h.chat(); c != nil {
 		key.Chat = c.Chat.ID
-		if (c.Chat.Type == "group" || c.Chat.Type == "supergroup") && c.Topic {
+		group := c.Chat.Type == "group" || c.Chat.Type == "supergroup"
+		switch {
+		case group && c.Topic:
 			key.Thread = c.Thread
+		case !group && h.GuestMessage != nil:
+			key.Thread = message.GuestThread
 		}
 	}
 	return key
@@ -115,6 +119,9 @@ func Decode(env message.Envelope) message.Update {
 		if u.Kind == message.Written {
 			u.Kind = message.Edited
 		}
+	case up.GuestMessage != nil:
+		u.What = "guest_message"
+		readGuest(&u, up.GuestMessage, env.Me)
 	case up.StoppedMessageGeneration != nil:
 		u.What = "stopped_message_generation"
 		readStop(&u, up.StoppedMessageGeneration)

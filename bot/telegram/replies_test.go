@@ -1,6 +1,8 @@
 package telegram
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"brainbot/bot/message"
@@ -42,5 +44,29 @@ func TestReadReply(t *testing.T) {
 		case tc.want != nil && (u.ReplyTo == nil || *u.ReplyTo != *tc.want):
 			t.Errorf("%s: reply %+v, want %+v", name, u.ReplyTo, *tc.want)
 		}
+	}
+}
+
+// A guest message reads as a message from the user who summoned the bot,
+// without the bot's mention, with the message it replies to.
+func TestDecodeGuestMessage(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "updates", "guest_message.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: raw})
+	if u.Kind != message.Written || u.Guest == nil || u.Guest.QueryID != "AAHvE2kZAAAAAOQQ" || u.Sender != 7 || u.Text != "who wrote this?" ||
+		u.Key != (message.Key{Bot: "b", Chat: -1009876543210}) || u.ReplyTo == nil || u.ReplyTo.Author != "Bob" {
+		t.Errorf("guest message read as %+v (reply %+v)", u, u.ReplyTo)
+	}
+	private := `{"update_id":2,"guest_message":{"message_id":1,"date":1,"chat":{"id":8,"type":"private","first_name":"Bo"},` +
+		`"from":{"id":7,"is_bot":false,"first_name":"Ann"},"guest_query_id":"q","text":"@test_bot hi"}}`
+	if _, key, _ := KeyOf("b", []byte(private)); key != (message.Key{Bot: "b", Chat: 8, Thread: message.GuestThread}) {
+		t.Errorf("a guest message in a private chat has key %+v, want one apart from any private conversation", key)
+	}
+	noQuery := `{"update_id":3,"guest_message":{"message_id":1,"date":1,"chat":{"id":-100,"type":"group","title":"G"},` +
+		`"from":{"id":7,"is_bot":false,"first_name":"Ann"},"text":"@test_bot hi"}}`
+	if u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: []byte(noQuery)}); u.Kind != message.Unhandled {
+		t.Errorf("a guest message without a query read as %+v", u)
 	}
 }

@@ -67,7 +67,7 @@ func New(s Settings) *Transport {
 // handle (testdata/updates has one of each). Telegram keeps the last list
 // a bot gave, for both setups: a kind left out is not delivered again
 // until a list names it.
-var AllowedUpdates = []string{"message", "edited_message", "my_chat_member", "stopped_message_generation"}
+var AllowedUpdates = []string{"message", "edited_message", "my_chat_member", "stopped_message_generation", "guest_message"}
 
 // Client is one bot's connection to the Bot API.
 type Client struct {

@@ -271,6 +271,29 @@ func (s *Server) AllowedUpdates(token string) []string {
 	return slices.Clone(s.botLocked(token).allowed)
 }
 
+// SummonAsGuest queues a guest_message, as Telegram sends it when user
+// summons the bot by @mention in a chat it is not a member of (chat: a
+// group's negative id, else a private chat with another user), and
+// returns the guest query's id.
+func (s *Server) SummonAsGuest(token string, user, chatID int64, text string) string {
+	chatType := "supergroup"
+	if chatID > 0 {
+		chatType = "private"
+	}
+	query := fmt.Sprintf("gq-%d-%d", user, time.Now().UnixNano())
+	mention := "@" + Username(token)
+	raw, _ := json.Marshal(map[string]any{"guest_message": map[string]any{
+		"message_id": 1, "date": time.Now().Unix(), "guest_query_id": query,
+		"chat":                  map[string]any{"id": chatID, "type": chatType, "title": "Elsewhere"},
+		"from":                  map[string]any{"id": user, "is_bot": false, "first_name": fmt.Sprintf("User%d", user)},
+		"guest_bot_caller_user": map[string]any{"id": user, "is_bot": false, "first_name": fmt.Sprintf("User%d", user)},
+		"text":                  mention + " " + text,
+		"entities":              []map[string]any{{"type": "mention", "offset": 0, "length": len(utf16.Encode([]rune(mention)))}},
+	}})
+	s.SendUpdate(token, raw)
+	return query
+}
+
 // PressStop queues the update Telegram sends when the user of private
 // chat chatID presses the stop button of draft draftID
 // (stopped_message_generation), and returns its update id.
@@ -563,6 +586,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.getFile(w, b, call.Param("file_id"))
 	case "getMe":
 		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
+	case "answerGuestQuery":
+		writeResult(w, map[string]any{"inline_message_id": "guest-" + call.Param("guest_query_id")})
 	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft":
 		writeResult(w, true)
 	case "editMessageText":
