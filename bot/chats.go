@@ -36,6 +36,9 @@ func (c chats) GuestOutbox(bot, queryID string, log *zap.Logger) conversation.Ou
 type guestOutbox struct{ *telegram.GuestAnswer }
 
 func (guestOutbox) Rich(context.Context, string, bool) (bool, error) { return false, nil }
+func (g guestOutbox) Notice(ctx context.Context, text string, _ int64) error {
+	return g.Text(ctx, text, false) // only the summoner sees a guest answer
+}
 func (guestOutbox) File(context.Context, message.FileKind, string) error {
 	return errors.New("a guest query is answered in text only")
 }

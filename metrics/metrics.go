@@ -65,6 +65,9 @@ type Metrics struct {
 	RichMessages *prometheus.CounterVec
 	// GuestAnswers counts answers to guest queries by outcome (ok, error).
 	GuestAnswers *prometheus.CounterVec
+	// EphemeralNotices counts notices shown to one user of a group, by
+	// outcome (sent; fallback: Telegram refused, an ordinary reply sent).
+	EphemeralNotices *prometheus.CounterVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -126,8 +129,11 @@ func New() *Metrics {
 		GuestAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_guest_answers_total", Help: "Answers to guest queries (a bot summoned where it is not a member), by outcome: ok, error.",
 		}, []string{"outcome"}),
+		EphemeralNotices: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_ephemeral_notices_total", Help: "Notices shown to one user of a group (limits, access, busy...), by outcome: sent, fallback (refused: sent as an ordinary reply).",
+		}, []string{"outcome"}),
 	}
-	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
+	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.EphemeralNotices, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

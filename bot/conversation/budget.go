@@ -46,7 +46,7 @@ func (p *Pipeline) withinBudget(r *request) bool {
 		r.fail("budget", err)
 	case over:
 		now := p.cfg.Now()
-		r.say("limited", r.brain.Messages.LimitText(store.NextReset(now).Sub(now)))
+		r.notice("limited", r.brain.Messages.LimitText(store.NextReset(now).Sub(now)))
 	}
 	return err == nil && !over
 }

@@ -145,7 +145,7 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 		r.drop("ignored")
 	case !allowed(b, in.Sender):
 		r.log.Info("user not allowed")
-		r.say("denied", b.Messages.Denied)
+		r.notice("denied", b.Messages.Denied)
 	case p.media.refused(r):
 	case in.Command == "panel":
 		p.startPanel(r)
@@ -166,7 +166,7 @@ func (p *Pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
 			return
 		}
 		r.log.Info("conversation queue full: message dropped, sender told to wait", zap.Int("queue_size", p.cfg.QueueSize))
-		r.say("busy", r.brain.Messages.Busy)
+		r.notice("busy", r.brain.Messages.Busy)
 	})
 }
 
@@ -181,7 +181,7 @@ func (p *Pipeline) Unreadable(ctx context.Context, in *message.Inbound) {
 // Resend asks the sender of a message whose work started twice already
 // (each time cut short) to send it again.
 func (p *Pipeline) Resend(ctx context.Context, in *message.Inbound) {
-	p.serveAside(ctx, in, func(r *request) { r.say("resend asked", ResendText) })
+	p.serveAside(ctx, in, func(r *request) { r.notice("resend asked", ResendText) })
 }
 
 // serveAside answers a message with answer, outside its queue.
@@ -302,7 +302,7 @@ func (p *Pipeline) stop(r *request) {
 		p.supersede(r)
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
-		r.say("denied", r.brain.Messages.Denied)
+		r.notice("denied", r.brain.Messages.Denied)
 	case p.claude.Interrupt(r.in.Key.String()):
 		r.log.Info("turn stopped by /stop")
 		p.cfg.Metrics.Stops.WithLabelValues(r.in.Key.Bot, "command").Inc()
@@ -342,7 +342,7 @@ func (p *Pipeline) waitForSlot(r *request) bool {
 		return true
 	case errors.Is(err, errNoSlot):
 		r.log.Info("too many requests waiting for Claude: told the user to try again", zap.Error(err))
-		r.say("busy", r.brain.Messages.Busy)
+		r.notice("busy", r.brain.Messages.Busy)
 	default:
 		r.interrupted()
 	}
@@ -364,7 +364,7 @@ func (p *Pipeline) takeDaily(r *request) bool {
 	case err != nil:
 		r.fail("limit", err)
 	case !ok:
-		r.say("limited", r.brain.Messages.LimitText(resetAt.Sub(p.cfg.Now())))
+		r.notice("limited", r.brain.Messages.LimitText(resetAt.Sub(p.cfg.Now())))
 	}
 	return err == nil && ok
 }
@@ -514,10 +514,21 @@ func (p *Pipeline) organize(r *request, res *claude.Result) (string, error) {
 
 // say answers with one plain message that needs no model.
 func (r *request) say(outcome, text string) {
+	r.answer(outcome, func() error { return r.out.Text(r.ctx, text, false) })
+}
+
+// answer sends a reply that needs no model with send.
+func (r *request) answer(outcome string, send func() error) {
 	r.sum.outcome = outcome
-	if err := r.timeSend(func() error { return r.out.Text(r.ctx, text, false) }); err != nil && !errors.Is(err, message.ErrBlocked) {
+	if err := r.timeSend(send); err != nil && !errors.Is(err, message.ErrBlocked) {
 		r.sum.outcome = "failed"
 	}
+}
+
+// notice answers with one plain message meant for the sender only: in a
+// group only they see it (limits, access, busy...).
+func (r *request) notice(outcome, text string) {
+	r.answer(outcome, func() error { return r.out.Notice(r.ctx, text, r.in.Sender) })
 }
 
 // replyText sends Claude's text, split and formatted.

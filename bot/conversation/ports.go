@@ -60,6 +60,9 @@ type Outbox interface {
 	// Text sends text, split to Telegram's limit; formatted: Claude's
 	// Markdown shown as such.
 	Text(ctx context.Context, text string, formatted bool) error
+	// Notice sends text meant for user only: in a group only they see it
+	// (where Telegram allows; else an ordinary reply).
+	Notice(ctx context.Context, text string, user int64) error
 	// Rich sends Claude's Markdown as one rich message when it should
 	// (always, or when it needs one); false: not sent, send it as Text.
 	Rich(ctx context.Context, text string, always bool) (bool, error)
