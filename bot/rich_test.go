@@ -60,17 +60,22 @@ func TestRichMessagesUnknownToTheServer(t *testing.T) {
 			t.Fatalf("reply %d: %s %q, want the whole text as a message", i, got.Method, got.Param("text"))
 		}
 	}
-	tried := 0
-	for _, c := range h.srv.Calls(tokenA) {
-		if c.Method == "sendRichMessage" {
-			tried++
-		}
-	}
-	if tried != 1 {
+	if tried := callsOf(h, tokenA, "sendRichMessage"); tried != 1 {
 		t.Errorf("sendRichMessage tried %d times, want once: the bot remembers", tried)
 	}
 	if n := testutil.ToFloat64(reg.RichMessages.WithLabelValues("unknown_method")); n != 1 {
 		t.Errorf("unknown_method counted %g, want 1", n)
 	}
 	h.waitLog("the Bot API server does not know rich messages: this bot sends split HTML from now on")
+}
+
+// callsOf counts token's calls of method, failed ones too.
+func callsOf(h *harness, token, method string) int {
+	n := 0
+	for _, c := range h.srv.Calls(token) {
+		if c.Method == method {
+			n++
+		}
+	}
+	return n
 }

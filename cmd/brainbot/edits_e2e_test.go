@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"brainbot/bot/telegramtest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -16,12 +14,9 @@ import (
 // version is answered once, in the same session; an edit after that
 // answer is not answered again.
 func TestEndToEndEditWhileAnswered(t *testing.T) {
-	s := newStack(t, nil)
-	s.Model.SetPace(100 * time.Millisecond)
+	s, ctx := pacedStack(t)
 	token := stack.Token("narrator")
 	const user = 951
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
 	edit := func(text string) {
 		s.Telegram.SendUpdate(token, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":5001,"date":%d,"edit_date":%d,`+
 			`"chat":{"id":%d,"type":"private","first_name":"Ann"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":%q}}`,
@@ -29,11 +24,7 @@ func TestEndToEndEditWhileAnswered(t *testing.T) {
 	}
 
 	s.SendMessage("narrator", user, map[string]any{"message_id": 5001, "text": "tell me a stroy #long"})
-	if _, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
-		return c.Method == "sendMessageDraft" && c.ChatID() == user
-	}); err != nil {
-		t.Fatalf("the answer never streamed: %v", err)
-	}
+	waitDraft(ctx, t, s, token, user, 0)
 	s.Model.SetPace(0)
 	edit("tell me a story, short")
 	answered := waitLogFrom(t, s, 0, func(l stack.Line) bool {
