@@ -60,3 +60,20 @@ func TestGuestQueries(t *testing.T) {
 		t.Errorf("a caller not allowed got %q", guestText(t, denied))
 	}
 }
+
+// A guest message for a bot whose guest mode is off (as getMe says) is
+// not answered: a debug line, and it is confirmed.
+func TestGuestMessageWithoutGuestMode(t *testing.T) {
+	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil, func(h *harness) { h.srv.NoGuestMode(tokenA) })
+	h.srv.SummonAsGuest(tokenA, 7, -100, "hello?")
+	h.waitLog("guest message for a bot without guest mode: skipped")
+	if err := h.srv.WaitConfirmed(h.ctx(), tokenA); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.exchange(tokenA, 7, "probe"); got.Param("text") != "You said: probe" {
+		t.Fatalf("after the guest message: %q", got.Param("text"))
+	}
+	if n := callsOf(h, tokenA, "answerGuestQuery"); n != 0 {
+		t.Errorf("answered %d guest queries, want none", n)
+	}
+}

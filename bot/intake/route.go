@@ -17,7 +17,7 @@ import (
 // done when it needs no answer. A panic on the way is contained to it.
 func (in *Intake) route(d message.Delivery, me message.Identity) {
 	env := d.Envelope()
-	if env.Me == (message.Identity{}) {
+	if env.Me.ID == 0 {
 		env.Me = me // read as the bot is now (a log of an earlier release kept no identity)
 	}
 	defer func() {
@@ -43,6 +43,11 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		return
 	case message.Edited:
 		in.edit(d, u)
+		return
+	}
+	if u.Guest != nil && !me.GuestQueries {
+		in.cfg.Log.Debug("guest message for a bot without guest mode: skipped", zap.String("bot", env.Bot), zap.Int64("update_id", u.ID))
+		in.finish(d)
 		return
 	}
 	if !env.Accepted && !in.wants(u) {

@@ -32,6 +32,9 @@ func (k Key) String() string {
 type Identity struct {
 	ID       int64
 	Username string
+	// GuestQueries: guest mode is on for the bot (@BotFather); known
+	// from getMe only, never kept with an update.
+	GuestQueries bool
 }
 
 // Envelope is one update as the transport received it, before anyone

@@ -102,7 +102,7 @@ func (c *Client) Connect(ctx context.Context) (message.Identity, error) {
 	if err != nil {
 		return message.Identity{}, err
 	}
-	return message.Identity{ID: me.ID, Username: me.Username}, nil
+	return message.Identity{ID: me.ID, Username: me.Username, GuestQueries: me.SupportsGuestQueries}, nil
 }
 
 // Register sets the bot's command list and description.

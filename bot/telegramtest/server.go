@@ -135,6 +135,8 @@ type botState struct {
 	holds      []*hold        // calls to hold (Hold), in order
 	// rich: the server knows rich messages (RichMessages).
 	rich bool
+	// noGuests: the bot's guest mode is off (NoGuestMode).
+	noGuests bool
 	// allowed is the last allowed_updates the bot gave (getUpdates or
 	// setWebhook), which Telegram keeps; nil until it gives one.
 	allowed []string
@@ -353,6 +355,14 @@ func (s *Server) RichMessages(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.botLocked(token).rich = true
+}
+
+// NoGuestMode turns guest mode off for token's bot, as in @BotFather
+// (getMe's supports_guest_queries); it is on by default.
+func (s *Server) NoGuestMode(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.botLocked(token).noGuests = true
 }
 
 // RejectPhotos answers every sendPhoto with PHOTO_INVALID_DIMENSIONS.
@@ -585,7 +595,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case "getFile":
 		s.getFile(w, b, call.Param("file_id"))
 	case "getMe":
-		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
+		s.mu.Lock()
+		guests := !b.noGuests
+		s.mu.Unlock()
+		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token),
+			"supports_guest_queries": guests})
 	case "answerGuestQuery":
 		writeResult(w, map[string]any{"inline_message_id": "guest-" + call.Param("guest_query_id")})
 	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft":
