@@ -53,6 +53,7 @@ func (noStream) Update(string)     {}
 func (noStream) Finish() time.Time { return time.Time{} }
 func (noStream) Cancel()           {}
 func (noStream) DraftID() int64    { return 0 }
+func (noStream) UseRich(bool)      {}
 
 func (c chats) Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error) {
 	client := c.m.client(bot)

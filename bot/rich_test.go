@@ -79,3 +79,28 @@ func callsOf(h *harness, token, method string) int {
 	}
 	return n
 }
+
+// A reply that goes rich streams as rich drafts in a private chat (with
+// the stop button); a server that does not know them gets plain drafts
+// and split HTML, each tried once.
+func TestRichDrafts(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "rich: always\n")}, fastStream)
+		if known {
+			h.srv.RichMessages(tokenA)
+		}
+		h.waitStreamed(tokenA, nil)
+		h.srv.SendText(tokenA, 7, 7, "tell me #stream")
+		final := h.waitSent(tokenA, 1)[0]
+		rich, plain := h.srv.Sent(tokenA, "sendRichMessageDraft"), h.srv.Sent(tokenA, "sendMessageDraft")
+		switch {
+		case known && (final.Method != "sendRichMessage" || len(rich) == 0 || len(plain) != 0 || !strings.Contains(rich[0].Param("rich_message"), "You")):
+			t.Errorf("rich known: final %s, %d rich drafts, %d plain; want rich throughout", final.Method, len(rich), len(plain))
+		case known && rich[0].Param("can_stop") != "true":
+			t.Errorf("rich draft without a stop button: %v", rich[0].Params)
+		case !known && (final.Method != "sendMessage" || len(plain) == 0 || callsOf(h, tokenA, "sendRichMessageDraft") != 1 || callsOf(h, tokenA, "sendRichMessage") != 0):
+			t.Errorf("rich unknown: final %s, %d plain drafts, rich tried %d+%d times; want plain, rich tried once",
+				final.Method, len(plain), callsOf(h, tokenA, "sendRichMessageDraft"), callsOf(h, tokenA, "sendRichMessage"))
+		}
+	}
+}

@@ -88,6 +88,9 @@ type Stream interface {
 	// DraftID names the drafts it shows, whose stop button reports it (0:
 	// no drafts, no button).
 	DraftID() int64
+	// UseRich lets its drafts be rich, as Outbox.Rich would send the
+	// text; before the first Update.
+	UseRich(always bool)
 }
 
 // Transcripts moves the CLI's session transcripts between instances.

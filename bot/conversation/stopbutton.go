@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"brainbot/bot/brain"
 	"brainbot/claude"
 	"brainbot/output"
 )
@@ -112,6 +113,9 @@ func (p *Pipeline) showProgress(r *request, mode claude.Mode) (st Stream, onText
 	}
 	st = r.out.Stream(r.ctx)
 	if mode == claude.Text {
+		if r.brain.Rich != brain.RichOff {
+			st.UseRich(r.brain.Rich == brain.RichAlways)
+		}
 		return st, st.Update
 	}
 	if st.DraftID() == 0 {

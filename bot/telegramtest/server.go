@@ -52,7 +52,7 @@ type Call struct {
 // Param returns one parameter ("" if absent).
 func (c Call) Param(name string) string { return c.Params[name] }
 
-// Markdown is the Markdown of a sendRichMessage call's rich_message.
+// Markdown is the Markdown of a rich message call's rich_message.
 func (c Call) Markdown() string {
 	var rich struct {
 		Markdown string `json:"markdown"`
@@ -348,7 +348,8 @@ func (s *Server) Flood(token, method string, n, retryAfter int) {
 	s.Fail(token, Rule{Method: method, Times: n, Err: TooManyRequests(retryAfter)})
 }
 
-// RichMessages makes the server know sendRichMessage (Bot API 10.1) for
+// RichMessages makes the server know sendRichMessage and
+// sendRichMessageDraft (Bot API 10.1) for
 // token's bot. Without it the server answers it as one older than 10.1:
 // 404 "method not found".
 func (s *Server) RichMessages(token string) {
@@ -554,7 +555,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	b := s.botLocked(token)
 	apiErr, failed := b.ruleLocked(call)
-	if !failed && method == "sendRichMessage" && !b.rich {
+	if !failed && (method == "sendRichMessage" || method == "sendRichMessageDraft") && !b.rich {
 		apiErr, failed = ErrMethodNotFound, true
 	}
 	call.Code = http.StatusOK
@@ -602,7 +603,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			"supports_guest_queries": guests})
 	case "answerGuestQuery":
 		writeResult(w, map[string]any{"inline_message_id": "guest-" + call.Param("guest_query_id")})
-	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft":
+	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft", "sendRichMessageDraft":
 		writeResult(w, true)
 	case "editMessageText":
 		id, _ := strconv.Atoi(call.Param("message_id"))
