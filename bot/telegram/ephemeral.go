@@ -20,13 +20,9 @@ func (o *Outbox) Notice(ctx context.Context, text string, user int64) error {
 	if !o.chat.Group || user <= 0 {
 		return o.Text(ctx, text, false)
 	}
-	err := o.call(ctx, "sendMessage", func(ctx context.Context, api *tgbot.Bot) error {
-		m, err := api.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, Text: text,
+	err := o.deliver(ctx, "sendMessage", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
+		return api.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, Text: text,
 			ReplyParameters: o.replyTo, EphemeralMessageParameters: &models.EphemeralMessageParameters{ReceiverUserID: user}})
-		if err == nil {
-			o.note(m)
-		}
-		return err
 	})
 	switch {
 	case err == nil:

@@ -30,13 +30,9 @@ func (o *Outbox) Rich(ctx context.Context, text string, always bool) (bool, erro
 	if c == nil || c.noRich.Load() || o.edit != 0 || utf16Len(text) > MaxRichLen || !always && !needsRich(text) {
 		return false, nil
 	}
-	err := o.call(ctx, "sendRichMessage", func(ctx context.Context, api *tgbot.Bot) error {
-		m, err := api.SendRichMessage(ctx, &tgbot.SendRichMessageParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread,
+	err := o.deliver(ctx, "sendRichMessage", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
+		return api.SendRichMessage(ctx, &tgbot.SendRichMessageParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread,
 			ReplyParameters: o.replyTo, RichMessage: models.InputRichMessage{Markdown: text}})
-		if err == nil {
-			o.note(m)
-		}
-		return err
 	})
 	switch {
 	case err == nil:
