@@ -5,8 +5,10 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -23,6 +25,42 @@ type chats struct{ m *Manager }
 func (c chats) Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) conversation.Outbox {
 	return c.m.outbox(to, group, replyTo, log)
 }
+
+func (c chats) GuestOutbox(bot, queryID string, log *zap.Logger) conversation.Outbox {
+	client := func() *telegram.Client { return c.m.client(bot) }
+	return guestOutbox{c.m.transport.GuestAnswer(client, queryID, log)}
+}
+
+// guestOutbox is a guest query's answer as the pipeline's outbox: its
+// first text, and nothing else.
+type guestOutbox struct{ *telegram.GuestAnswer }
+
+func (guestOutbox) Rich(context.Context, string, bool) (bool, error) { return false, nil }
+func (g guestOutbox) Notice(ctx context.Context, text string, _ int64) error {
+	return g.Text(ctx, text, false) // only the summoner sees a guest answer
+}
+func (guestOutbox) File(context.Context, message.FileKind, string) error {
+	return errors.New("a guest query is answered in text only")
+}
+func (guestOutbox) KeepAction(context.Context, message.Action) func() { return func() {} }
+func (guestOutbox) Stream(context.Context) conversation.Stream        { return noStream{} }
+func (guestOutbox) Sent() []int                                       { return nil }
+
+// A guest answer is an article: no buttons under it, nothing to reply to
+// or amend.
+func (guestOutbox) Attach(message.Keyboard)                          {}
+func (guestOutbox) Quote(int)                                        {}
+func (guestOutbox) Amend(context.Context, int, string, string) error { return nil }
+func (guestOutbox) DropButtons(context.Context, int) error           { return nil }
+
+// noStream shows nothing: a guest answer comes whole.
+type noStream struct{}
+
+func (noStream) Update(string)     {}
+func (noStream) Finish() time.Time { return time.Time{} }
+func (noStream) Cancel()           {}
+func (noStream) DraftID() int64    { return 0 }
+func (noStream) UseRich(bool)      {}
 
 func (c chats) Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error) {
 	client := c.m.client(bot)

@@ -253,13 +253,13 @@ func (h *harness) waitStreamed(token string, wanted func(text string) bool) {
 			return
 		}
 		_, _ = h.srv.WaitCall(ctx, token, func(c telegramtest.Call) bool {
-			return slices.Contains(streamMethods, c.Method) && c.Param("text") == text && c.Time.After(since)
+			return slices.Contains(streamMethods, c.Method) && (c.Param("text") == text || c.Markdown() == text) && c.Time.After(since)
 		})
 	}
 }
 
 // streamMethods are the calls that show a streamed text.
-var streamMethods = []string{"sendMessageDraft", "sendMessage", "editMessageText"}
+var streamMethods = []string{"sendMessageDraft", "sendRichMessageDraft", "sendMessage", "editMessageText"}
 
 // waitCalls waits until the fake has been asked n times (the n-th request
 // is running).

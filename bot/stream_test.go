@@ -70,13 +70,7 @@ func TestStreamByEdits(t *testing.T) {
 	if n := len(h.srv.Calls(tokenA)); n == 0 {
 		t.Fatal("no calls")
 	}
-	drafts := 0
-	for _, c := range h.srv.Calls(tokenA) {
-		if c.Method == "sendMessageDraft" {
-			drafts++
-		}
-	}
-	if drafts != 1 {
+	if drafts := callsOf(h, tokenA, "sendMessageDraft"); drafts != 1 {
 		t.Errorf("%d draft attempts, want 1: the chat streams by edits after the first failure", drafts)
 	}
 

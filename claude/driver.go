@@ -245,7 +245,8 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	}
 	// What varies per message goes with it: the process may have been
 	// started before it (a spare) or for an earlier one (a warm process).
-	first, err := encodeUserLine(req.MessageID, sysprompt.Note(req.SystemPrompt, req.PromptVars), req.Prompt, req.Attachments...)
+	note := strings.TrimSpace(sysprompt.Note(req.SystemPrompt, req.PromptVars) + "\n" + req.Context)
+	first, err := encodeUserLine(req.MessageID, note, req.Prompt, req.Attachments...)
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,11 @@ type Request struct {
 	// no note.
 	SystemPrompt string
 	PromptVars   sysprompt.Vars
-	Model        string // passed as --model when set
+	// Context is brainbot's own words about the message (what it replies
+	// to), sent with the note, ahead of and apart from the user's words.
+	// The caller escapes what of it came from users.
+	Context string
+	Model   string // passed as --model when set
 	// BotID names the bot. The CLI runs in the bot's own working
 	// directory, DataDir/claude/bot-<BotID>: the CLI finds the sessions it
 	// resumes by working directory.

@@ -65,6 +65,15 @@ type Metrics struct {
 	// ButtonTaps counts taps on the bots' buttons, by bot, kind (question,
 	// read, stop, unknown) and outcome.
 	ButtonTaps *prometheus.CounterVec
+	// RichMessages counts rich messages by outcome (sent; unknown_method:
+	// the Bot API server does not know them, split HTML instead, and the
+	// bot no longer tries; refused: Telegram refused one, split HTML).
+	RichMessages *prometheus.CounterVec
+	// GuestAnswers counts answers to guest queries by outcome (ok, error).
+	GuestAnswers *prometheus.CounterVec
+	// EphemeralNotices counts notices shown to one user of a group, by
+	// outcome (sent; fallback: Telegram refused, an ordinary reply sent).
+	EphemeralNotices *prometheus.CounterVec
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -123,9 +132,18 @@ func New() *Metrics {
 		ButtonTaps: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_button_taps_total", Help: "Taps on the bots' buttons, by bot, kind (question, read, stop, unknown) and outcome.",
 		}, []string{"bot", "kind", "outcome"}),
+		RichMessages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_rich_messages_total", Help: "Rich messages (sendRichMessage) by outcome: sent, unknown_method (the Bot API server lacks them; split HTML sent instead), refused (split HTML instead).",
+		}, []string{"outcome"}),
+		GuestAnswers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_guest_answers_total", Help: "Answers to guest queries (a bot summoned where it is not a member), by outcome: ok, error.",
+		}, []string{"outcome"}),
+		EphemeralNotices: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brainbot_ephemeral_notices_total", Help: "Notices shown to one user of a group (limits, access, busy...), by outcome: sent, fallback (refused: sent as an ordinary reply).",
+		}, []string{"outcome"}),
 	}
 	m.registry.MustRegister(m.ButtonTaps)
-	m.registry.MustRegister(m.Stops, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
+	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.EphemeralNotices, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

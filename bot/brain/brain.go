@@ -33,6 +33,9 @@ type Brain struct {
 	// Stream shows text replies while the model writes them (default
 	// true).
 	Stream bool `yaml:"stream"`
+	// Rich says when a text reply goes as one rich message Telegram
+	// formats itself: RichAuto (default), RichOff or RichAlways.
+	Rich string `yaml:"rich"`
 	// Groups says which group messages the bot answers: GroupsOff,
 	// GroupsMention (default) or GroupsAll.
 	Groups string `yaml:"groups"`
@@ -66,6 +69,13 @@ func (b *Brain) Location() *time.Location {
 
 // The values of Brain.Groups.
 const (
+	// RichAuto: a reply goes as a rich message when it needs one: longer
+	// than one Telegram message, or with a table. RichOff: never (some
+	// clients showed rich messages as blank bubbles in 2026); RichAlways:
+	// every text reply up to 32,768 characters.
+	RichAuto   = "auto"
+	RichOff    = "off"
+	RichAlways = "always"
 	// GroupsOff: the bot answers nothing in groups.
 	GroupsOff = "off"
 	// GroupsMention: only commands for the bot, messages that mention it

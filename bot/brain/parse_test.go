@@ -65,7 +65,9 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, rich, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, messages"}},
+		{name: "rich setting", yaml: minimal + "rich: sometimes\n", want: []string{
+			`t.yaml:5: rich: must be one of auto, off, always; got "sometimes"`}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
 			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle, reply_to_voice"}},
 		// A field of a section written at the wrong level: where it goes.
@@ -288,6 +290,7 @@ func TestParseDefaults(t *testing.T) {
 		SystemPrompt: "You tell stories.",
 		Timezone:     "UTC",
 		Stream:       true,
+		Rich:         "auto",
 		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second), MaxTurns: 3},
 		Tools:        Tools{Timeout: Duration(30 * time.Second)},
@@ -388,6 +391,7 @@ messages:
 		Timezone:     "Europe/Berlin",
 		Access:       Access{AllowedUsers: []int64{11111, 22222, -1001234567890}},
 		Stream:       true,
+		Rich:         "auto",
 		Groups:       GroupsMention,
 		Claude:       Claude{Model: "sonnet", Timeout: Duration(90 * time.Second), MaxTurns: 5, MaxBudgetUSD: 0.25},
 		MCPServers: map[string]MCPServer{

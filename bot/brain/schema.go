@@ -119,6 +119,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 		b.STT.Enabled = true
 	}
 	orDefault(&b.Groups, GroupsMention)
+	orDefault(&b.Rich, RichAuto)
 	// The tools' own defaults (package toolspec), so that what a brain
 	// leaves out is what the tool would choose.
 	orDefault(&b.TTS.Voice, toolspec.DefaultVoice)
@@ -203,6 +204,7 @@ func (d *decoder) validate(b *Brain) {
 	}
 
 	d.oneOf("groups", b.Groups, []string{GroupsOff, GroupsMention, GroupsAll}, "")
+	d.oneOf("rich", b.Rich, []string{RichAuto, RichOff, RichAlways}, "")
 	// The values the tools accept (package toolspec).
 	d.oneOf("tts.voice", b.TTS.Voice, toolspec.Voices(), "")
 	if s := b.TTS.Speed; !(s >= toolspec.MinSpeed && s <= toolspec.MaxSpeed) { // NaN (`.nan`) fails too

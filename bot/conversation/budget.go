@@ -50,7 +50,7 @@ func (p *Pipeline) withinBudget(r *request) bool {
 		r.fail("budget", err)
 	case over:
 		now := p.cfg.Now()
-		r.say(outcomeSpendingCap, r.brain.Messages.SpendingCapText(store.NextReset(now).Sub(now)))
+		r.notice(outcomeSpendingCap, r.brain.Messages.SpendingCapText(store.NextReset(now).Sub(now)))
 	}
 	return err == nil && !over
 }

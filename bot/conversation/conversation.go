@@ -152,7 +152,7 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 		r.drop("ignored")
 	case !allowed(b, in.Sender):
 		r.log.Info("user not allowed")
-		r.say("denied", b.Messages.Denied)
+		r.notice("denied", b.Messages.Denied)
 	case p.media.refused(r):
 	case in.Command == "panel":
 		p.startPanel(r)
@@ -173,7 +173,7 @@ func (p *Pipeline) Busy(ctx context.Context, in *message.Inbound, tell bool) {
 			return
 		}
 		r.log.Info("conversation queue full: message dropped, sender told to wait", zap.Int("queue_size", p.cfg.QueueSize))
-		r.say("busy", r.brain.Messages.Busy)
+		r.notice("busy", r.brain.Messages.Busy)
 	})
 }
 
@@ -192,7 +192,7 @@ func (p *Pipeline) Unreadable(ctx context.Context, in *message.Inbound) {
 func (p *Pipeline) Resend(ctx context.Context, in *message.Inbound) {
 	p.serveAside(ctx, in, func(r *request) {
 		if r.markAttempt() {
-			r.say("resend asked", ResendText)
+			r.notice("resend asked", ResendText)
 		}
 	})
 }
@@ -217,7 +217,7 @@ func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 		in:    in,
 		brain: p.cfg.Brain(in.Key.Bot),
 		log:   log,
-		out:   p.cfg.Chats.Outbox(in.Key, in.InGroup(), in.MessageID, log),
+		out:   outbox(p.cfg.Chats, in, log),
 		p:     p,
 		sum:   summary{outcome: "ok"},
 	}
@@ -243,6 +243,9 @@ func (p *Pipeline) converse(r *request) {
 	// Given back after the answer, or by a panic on the way.
 	releaseSlot := sync.OnceFunc(p.slots.release)
 	defer releaseSlot()
+	if r.superseded(nil) {
+		return
+	}
 	// Only now does work start: a message that never got this far is
 	// replayed after a restart as if new, never met with "please resend".
 	if !r.markAttempt() {
@@ -275,6 +278,9 @@ func (p *Pipeline) converse(r *request) {
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
 	r.sum.openAI += openAICost(r.brain, mode, res)
+	if r.superseded(res) {
+		return
+	}
 	if expired && err == nil {
 		// Told once, with an answer: the new session is stored, so this
 		// will not recur. A failure gets only the error message (never two
@@ -313,9 +319,11 @@ func (p *Pipeline) stop(r *request) {
 	switch {
 	case r.in.Kind == message.StopPressed:
 		p.pressStop(r)
+	case r.in.Kind == message.Edited:
+		p.supersede(r)
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
-		r.say("denied", r.brain.Messages.Denied)
+		r.notice("denied", r.brain.Messages.Denied)
 	case p.claude.Interrupt(r.in.Key.String()):
 		r.log.Info("turn stopped by /stop")
 		p.cfg.Metrics.Stops.WithLabelValues(r.in.Key.Bot, "command").Inc()
@@ -355,7 +363,7 @@ func (p *Pipeline) waitForSlot(r *request) bool {
 		return true
 	case errors.Is(err, errNoSlot):
 		r.log.Info("too many requests waiting for Claude: told the user to try again", zap.Error(err))
-		r.say("busy", r.brain.Messages.Busy)
+		r.notice("busy", r.brain.Messages.Busy)
 	default:
 		r.interrupted()
 	}
@@ -395,7 +403,7 @@ func (p *Pipeline) takeDaily(r *request) bool {
 	case err != nil:
 		r.fail("limit", err)
 	case !ok:
-		r.say("limited", r.brain.Messages.LimitText(resetAt.Sub(p.cfg.Now())))
+		r.notice("limited", r.brain.Messages.LimitText(resetAt.Sub(p.cfg.Now())))
 	}
 	return err == nil && ok
 }
@@ -404,6 +412,9 @@ func (p *Pipeline) takeDaily(r *request) bool {
 // asks for a picture, else speech when voice replies are on for the user,
 // else text.
 func (p *Pipeline) mode(r *request) (claude.Mode, error) {
+	if r.in.Guest != nil {
+		return claude.Text, nil // a guest answer is text
+	}
 	if r.brain.Image.Enabled && asksForImage(r.in.Text, r.brain.Image.Keywords) {
 		return claude.Image, nil
 	}
@@ -509,6 +520,10 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	req := p.conversationRequest(b, r.in.Key.Bot, sysprompt.Facts{UserFirstName: r.in.FirstName, UserLanguage: r.in.Language,
 		ChatType: r.in.ChatType}, r.log)
 	req.Prompt, req.Mode, req.Attachments = prompt(r.in), mode, r.attach
+	req.Context = replyContext(r.in)
+	if r.in.Guest != nil {
+		req.Questions = false // a guest answer is one article: no buttons to tap under it
+	}
 	req.Conversation = r.in.Key.String()
 	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
 	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
@@ -572,10 +587,21 @@ func (p *Pipeline) organize(r *request, res *claude.Result) (string, error) {
 
 // say answers with one plain message that needs no model.
 func (r *request) say(outcome, text string) {
+	r.answer(outcome, func() error { return r.out.Text(r.ctx, text, false) })
+}
+
+// answer sends a reply that needs no model with send.
+func (r *request) answer(outcome string, send func() error) {
 	r.sum.outcome = outcome
-	if err := r.timeSend(func() error { return r.out.Text(r.ctx, text, false) }); err != nil && !errors.Is(err, message.ErrBlocked) {
+	if err := r.timeSend(send); err != nil && !errors.Is(err, message.ErrBlocked) {
 		r.sum.outcome = "failed"
 	}
+}
+
+// notice answers with one plain message meant for the sender only: in a
+// group only they see it (limits, access, busy...).
+func (r *request) notice(outcome, text string) {
+	r.answer(outcome, func() error { return r.out.Notice(r.ctx, text, r.in.Sender) })
 }
 
 // replyText sends Claude's text, split and formatted.
@@ -584,7 +610,14 @@ func (r *request) replyText(text string) {
 		r.fail("reply", errors.New("empty reply"))
 		return
 	}
-	err := r.timeSend(func() error { return r.out.Text(r.ctx, text, true) })
+	err := r.timeSend(func() error {
+		if r.brain.Rich != brain.RichOff {
+			if sent, err := r.out.Rich(r.ctx, text, r.brain.Rich == brain.RichAlways); sent {
+				return err
+			}
+		}
+		return r.out.Text(r.ctx, text, true)
+	})
 	switch {
 	case errors.Is(err, message.ErrBlocked):
 		r.sum.outcome = "blocked"

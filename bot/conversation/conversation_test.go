@@ -36,6 +36,7 @@ func TestBusyWithoutABrainDropsTheMessage(t *testing.T) {
 type noChats struct{}
 
 func (noChats) Outbox(message.Key, bool, int, *zap.Logger) Outbox { return nil }
+func (noChats) GuestOutbox(string, string, *zap.Logger) Outbox    { return nil }
 func (noChats) Fetch(context.Context, string, string, int64) ([]byte, error) {
 	panic("nothing to fetch")
 }

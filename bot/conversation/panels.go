@@ -26,7 +26,7 @@ func (p *Pipeline) startPanel(r *request) {
 	case err != nil:
 		r.fail(outcome, err)
 	case reply != "":
-		r.say(outcome, reply)
+		r.notice(outcome, reply) // for the one who asked
 	default:
 		r.drop(outcome) // started ("panel"), or left to another member
 	}

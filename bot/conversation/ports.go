@@ -60,6 +60,8 @@ type Chats interface {
 	// Outbox sends to conversation to as its bot; in a group its first
 	// message replies to message replyTo.
 	Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) Outbox
+	// GuestOutbox answers guest query queryID of bot: once, in text.
+	GuestOutbox(bot, queryID string, log *zap.Logger) Outbox
 	// Fetch downloads a file bot received, of at most limit bytes
 	// (message.ErrTooBig beyond).
 	Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error)
@@ -74,6 +76,12 @@ type Outbox interface {
 	// Text sends text, split to Telegram's limit; formatted: Claude's
 	// Markdown shown as such.
 	Text(ctx context.Context, text string, formatted bool) error
+	// Notice sends text meant for user only: in a group only they see it
+	// (where Telegram allows; else an ordinary reply).
+	Notice(ctx context.Context, text string, user int64) error
+	// Rich sends Claude's Markdown as one rich message when it should
+	// (always, or when it needs one); false: not sent, send it as Text.
+	Rich(ctx context.Context, text string, always bool) (bool, error)
 	File(ctx context.Context, kind message.FileKind, path string) error
 	// KeepAction shows action in the chat until stop is called.
 	KeepAction(ctx context.Context, action message.Action) (stop func())
@@ -110,6 +118,9 @@ type Stream interface {
 	// DraftID names the drafts it shows, whose stop button reports it (0:
 	// no drafts, no button).
 	DraftID() int64
+	// UseRich lets its drafts be rich, as Outbox.Rich would send the
+	// text; before the first Update.
+	UseRich(always bool)
 }
 
 // Transcripts moves the CLI's session transcripts between instances.

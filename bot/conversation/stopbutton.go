@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"brainbot/bot/brain"
 	"brainbot/claude"
 	"brainbot/output"
 )
@@ -109,6 +110,9 @@ func (p *Pipeline) showProgress(r *request, mode claude.Mode) (st Stream, onText
 	}
 	st = r.out.Stream(r.ctx)
 	if mode == claude.Text {
+		if r.brain.Rich != brain.RichOff {
+			st.UseRich(r.brain.Rich == brain.RichAlways)
+		}
 		return st, st.Update
 	}
 	if st.DraftID() == 0 {
@@ -132,6 +136,12 @@ var progressNotes = map[claude.Mode]string{
 // is removed (the user asked for none).
 func (p *Pipeline) dropStopped(r *request, res *claude.Result) {
 	r.sum.outcome = "stopped"
+	p.dropFile(r, res)
+}
+
+// dropFile removes the file a voice or image request's tool may have
+// written for res, which is not sent.
+func (p *Pipeline) dropFile(r *request, res *claude.Result) {
 	if res == nil || res.FilePrefix == "" {
 		return
 	}

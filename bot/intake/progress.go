@@ -3,6 +3,7 @@ package intake
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"brainbot/bot/message"
 )
@@ -11,6 +12,9 @@ import (
 // album's, all of them. The conversation's worker uses it alone.
 type progress struct {
 	deliveries []message.Delivery
+	// done: the conversation is through with it (answered or not); read
+	// by the intake beside the worker (an edit coming too late).
+	done atomic.Bool
 }
 
 func newProgress(ds ...message.Delivery) *progress { return &progress{deliveries: ds} }
@@ -64,6 +68,7 @@ func (p *progress) Answered() { p.Finish(false) }
 // Finish gives every delivery not finished yet back to its log: done, or
 // with keep handed back for a later attempt.
 func (p *progress) Finish(keep bool) {
+	p.done.Store(true)
 	for _, d := range p.deliveries {
 		if keep {
 			d.Abandon()

@@ -11,6 +11,8 @@ import (
 // time, in order.
 type queue struct {
 	waiting []*message.Inbound
+	// running is the message being answered (nil between messages).
+	running *message.Inbound
 	// accepted counts the messages waiting and the one being answered.
 	accepted int
 	// told: a message of the current burst was dropped and its sender told
@@ -81,6 +83,7 @@ func (in *Intake) drain(key message.Key, q *queue) {
 		}
 		m := q.waiting[0]
 		q.waiting = q.waiting[1:]
+		q.running = m
 		in.mu.Unlock()
 		if m.Progress.Attempts() >= 2 {
 			logger(in.cfg.Log, m).Warn("journaled message failed after a restart already: asking the user to resend")
@@ -90,6 +93,7 @@ func (in *Intake) drain(key message.Key, q *queue) {
 		}
 		in.mu.Lock()
 		q.accepted--
+		q.running = nil
 		in.mu.Unlock()
 	}
 }

@@ -18,7 +18,7 @@ import (
 // done when it needs no answer. A panic on the way is contained to it.
 func (in *Intake) route(d message.Delivery, me message.Identity) {
 	env := d.Envelope()
-	if env.Me == (message.Identity{}) {
+	if env.Me.ID == 0 {
 		env.Me = me // read as the bot is now (a log of an earlier release kept no identity)
 	}
 	defer func() {
@@ -45,8 +45,19 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 	case message.Tapped:
 		in.tap(d, u)
 		return
+	case message.Edited:
+		in.edit(d, u)
+		return
+	}
+	if u.Guest != nil && !me.GuestQueries {
+		in.cfg.Log.Debug("guest message for a bot without guest mode: skipped", zap.String("bot", env.Bot), zap.Int64("update_id", u.ID))
+		in.finish(d)
+		return
 	}
 	if !env.Accepted && !in.wants(u) {
+		if u.Kind == message.Unhandled {
+			in.cfg.Log.Debug("update not handled: skipped", zap.String("bot", env.Bot), zap.Int64("update_id", u.ID), zap.String("kind", u.What))
+		}
 		in.finish(d)
 		return
 	}
@@ -116,7 +127,7 @@ func (in *Intake) wants(u message.Update) bool {
 	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 {
 		return false
 	}
-	if !u.InGroup() {
+	if !u.InGroup() || u.Guest != nil { // a guest message summoned the bot
 		return true
 	}
 	switch in.cfg.Groups(u.Key.Bot) {

@@ -3,6 +3,7 @@ package message
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,6 +53,10 @@ type Inbound struct {
 	RequestID string
 	Arrived   time.Time
 	Progress  Progress
+	// Superseded: the sender edited the message while it was answered;
+	// the edited version is answered instead, and nothing of this answer
+	// is sent.
+	Superseded atomic.Bool
 }
 
 // Progress is what the conversation tells the log of a message as it

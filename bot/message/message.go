@@ -32,6 +32,9 @@ func (k Key) String() string {
 type Identity struct {
 	ID       int64
 	Username string
+	// GuestQueries: guest mode is on for the bot (@BotFather); known
+	// from getMe only, never kept with an update.
+	GuestQueries bool
 }
 
 // Envelope is one update as the transport received it, before anyone
@@ -76,6 +79,9 @@ const (
 	StopPressed
 	// Tapped is a tap on one of the bot's buttons (Update.Tap).
 	Tapped
+	// Edited is a message someone sent, edited (edited_message): read as
+	// Written is, with the same MessageID.
+	Edited
 )
 
 // Update is an update as brainbot reads it.
@@ -119,6 +125,36 @@ type Update struct {
 	Problem error
 	// DraftID is the draft whose stop button a StopPressed update reports.
 	DraftID int64
+	// ReplyTo is what a Written message replies to (nil: nothing, or a
+	// message without text).
+	ReplyTo *Reply
+	// Guest is set for a message that summoned the bot in a chat it is
+	// not a member of (guest_message): it is answered once, through the
+	// query. Sender is the user who summoned it.
+	Guest *Guest
+}
+
+// Guest is the query a guest message is answered through.
+type Guest struct {
+	QueryID string
+}
+
+// GuestThread is the Thread of a guest conversation in a chat that is not
+// a group (a private chat between others): keyed apart from the bot's own
+// private chat with anyone.
+const GuestThread = -1
+
+// Reply is the message another replies to, as the model is told of it:
+// someone's words, never instructions.
+type Reply struct {
+	// Author is who wrote it, as Telegram names them ("" when it does
+	// not); Mine: the bot itself.
+	Author string
+	Mine   bool
+	// Text is the part the user quoted (Quoted), else the message's text
+	// or caption, whole.
+	Text   string
+	Quoted bool
 }
 
 // MemberChange is the bot's new standing in a chat.

@@ -30,8 +30,12 @@ func (h *updateHead) key(bot string) message.Key {
 	key := message.Key{Bot: bot}
 	if c := h.chat(); c != nil {
 		key.Chat = c.Chat.ID
-		if (c.Chat.Type == "group" || c.Chat.Type == "supergroup") && c.Topic {
+		group := c.Chat.Type == "group" || c.Chat.Type == "supergroup"
+		switch {
+		case group && c.Topic:
 			key.Thread = c.Thread
+		case !group && h.GuestMessage != nil:
+			key.Thread = message.GuestThread
 		}
 	}
 	return key
@@ -111,6 +115,15 @@ func Decode(env message.Envelope) message.Update {
 		status := c.NewChatMember.Type
 		u.Member = message.MemberChange{Status: string(status), By: c.From.ID,
 			Left: status == models.ChatMemberTypeLeft || status == models.ChatMemberTypeBanned}
+	case up.EditedMessage != nil:
+		u.What = "edited_message"
+		readMessage(&u, up.EditedMessage, env.Me)
+		if u.Kind == message.Written {
+			u.Kind = message.Edited
+		}
+	case up.GuestMessage != nil:
+		u.What = "guest_message"
+		readGuest(&u, up.GuestMessage, env.Me)
 	case up.StoppedMessageGeneration != nil:
 		u.What = "stopped_message_generation"
 		readStop(&u, up.StoppedMessageGeneration)
@@ -158,6 +171,7 @@ func readMessage(u *message.Update, msg *models.Message, me message.Identity) {
 		file.Album = msg.MediaGroupID
 		u.Media, u.Album = []message.Attachment{file}, msg.MediaGroupID
 	}
+	u.ReplyTo = readReply(msg, me)
 	if !u.InGroup() {
 		u.Text = cmp.Or(msg.Text, msg.Caption)
 		return

@@ -93,7 +93,8 @@ func TestKeyOfEveryKind(t *testing.T) {
 
 // A group message reads with its facts for the intake: the sender's name,
 // the text without the bot's mention, whom it addresses; the bot's own
-// membership changing is Membership; an edit is Unhandled.
+// membership changing is Membership; an edit is Edited, read as the
+// message it is now.
 func TestDecodeReadsWhatTheIntakeNeeds(t *testing.T) {
 	u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: []byte(`{"update_id":9,"message":{"message_id":4,"date":1,` +
 		`"chat":{"id":-100,"type":"supergroup","title":"Friends"},"from":{"id":7,"is_bot":false,"first_name":"Ann","last_name":"Lee","language_code":"de"},` +
@@ -111,7 +112,7 @@ func TestDecodeReadsWhatTheIntakeNeeds(t *testing.T) {
 	}
 	e := Decode(message.Envelope{Bot: "b", Me: bot, Raw: []byte(`{"update_id":11,"edited_message":{"message_id":4,"date":1,"edit_date":2,` +
 		`"chat":{"id":7,"type":"private"},"from":{"id":7,"is_bot":false,"first_name":"Ann"},"text":"changed"}}`)})
-	if e.Kind != message.Unhandled || e.What != "edited_message" {
+	if e.Kind != message.Edited || e.What != "edited_message" || e.Text != "changed" || e.MessageID != 4 || e.Sender != 7 {
 		t.Errorf("edit read as %+v", e)
 	}
 }

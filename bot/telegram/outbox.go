@@ -86,6 +86,18 @@ func (o *Outbox) note(m *models.Message) {
 	}
 }
 
+// deliver runs call (Bot API method), which sends one message, as call
+// does, and notes the message sent.
+func (o *Outbox) deliver(ctx context.Context, method string, call func(context.Context, *tgbot.Bot) (*models.Message, error)) error {
+	return o.call(ctx, method, func(ctx context.Context, api *tgbot.Bot) error {
+		m, err := call(ctx, api)
+		if err == nil {
+			o.note(m)
+		}
+		return err
+	})
+}
+
 // reply returns the reply parameters for the next message: the first
 // replies to the user's message, the rest follow it.
 func (o *Outbox) reply() *models.ReplyParameters {
@@ -242,26 +254,17 @@ func (o *Outbox) File(ctx context.Context, kind message.FileKind, path string) e
 	upload := func() *models.InputFileUpload {
 		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	}
-	send := func(method string, call func(ctx context.Context, api *tgbot.Bot) (*models.Message, error)) error {
-		return o.call(ctx, method, func(ctx context.Context, api *tgbot.Bot) error {
-			m, err := call(ctx, api)
-			if err == nil {
-				o.note(m)
-			}
-			return err
-		})
-	}
 	if kind == message.VoiceNote {
-		return o.blockedOr(send("sendVoice", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
+		return o.blockedOr(o.deliver(ctx, "sendVoice", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
 			return api.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Voice: upload()})
 		}))
 	}
-	err = send("sendPhoto", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
+	err = o.deliver(ctx, "sendPhoto", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
 		return api.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Photo: upload()})
 	})
 	if isPhotoRejected(err) {
 		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
-		err = send("sendDocument", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
+		err = o.deliver(ctx, "sendDocument", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
 			return api.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Document: upload()})
 		})
 	}

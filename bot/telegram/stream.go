@@ -32,9 +32,11 @@ type Stream struct {
 	// the final reply replaces them.
 	buttons message.Keyboard
 
-	mu      sync.Mutex
-	latest  string
-	changed chan struct{} // has a value when latest is newer than what shows
+	mu sync.Mutex
+	// rich: drafts may be rich (UseRich); always: whatever the text.
+	rich, always bool
+	latest       string
+	changed      chan struct{} // has a value when latest is newer than what shows
 	// firstShown is when the first streamed text reached the chat.
 	firstShown time.Time
 
@@ -114,8 +116,11 @@ func (s *Stream) run(ctx context.Context) {
 		default:
 		}
 		s.mu.Lock()
-		text := clip(s.latest, MaxMessageLen)
+		text := s.latest
 		s.mu.Unlock()
+		if !s.richDraft(text) {
+			text = clip(text, MaxMessageLen)
+		}
 		if text == s.shown {
 			continue
 		}
@@ -137,6 +142,14 @@ func (s *Stream) show(ctx context.Context, text string) bool {
 	client, err := s.out.api()
 	switch {
 	case err != nil:
+	case !s.useEdits && s.richDraft(text):
+		_, err = client.SendRichMessageDraft(ctx, &tgbot.SendRichMessageDraftParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
+			DraftID: int(s.draftID), RichMessage: models.InputRichMessage{Markdown: clip(text, MaxRichLen)}, CanStop: true, KeepOnStop: true})
+		if c := s.out.client(); c != nil && errors.Is(err, tgbot.ErrorNotFound) {
+			c.noRich.Store(true) // Rich will not try either
+			s.out.log.Info("the Bot API server does not know rich drafts: streaming plain drafts", zap.Error(err))
+			return s.show(ctx, clip(text, MaxMessageLen))
+		}
 	case !s.useEdits:
 		_, err = client.SendMessageDraft(ctx, &tgbot.SendMessageDraftParams{ChatID: s.out.chat.ID, MessageThreadID: s.out.chat.Thread,
 			DraftID: strconv.FormatInt(s.draftID, 10), Text: text, CanStop: true, KeepOnStop: true})
@@ -177,6 +190,25 @@ func (s *Stream) Finish() (firstShown time.Time) {
 	defer s.mu.Unlock()
 	s.out.edit = s.messageID
 	return s.firstShown
+}
+
+// UseRich lets the stream show rich drafts (sendRichMessageDraft, the
+// same draft id) in a private chat, before its first Update: for text
+// that Rich would send as a rich message (always: any text; else text
+// that needs one), so the draft looks like the reply that replaces it.
+func (s *Stream) UseRich(always bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rich, s.always = true, always
+}
+
+// richDraft: text streams as a rich draft, by the rule Rich sends by.
+func (s *Stream) richDraft(text string) bool {
+	s.mu.Lock()
+	rich, always := s.rich, s.always
+	s.mu.Unlock()
+	c := s.out.client()
+	return rich && !s.useEdits && c != nil && !c.noRich.Load() && utf16Len(text) <= MaxRichLen && (always || needsRich(text))
 }
 
 // DraftID is the id of the drafts the stream shows (0: it edits a

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tgbot "github.com/go-telegram/bot"
@@ -63,8 +64,11 @@ func New(s Settings) *Transport {
 }
 
 // AllowedUpdates are the kinds of update every bot asks for, by polling
-// and by webhook alike.
-var AllowedUpdates = []string{"message", "my_chat_member", "stopped_message_generation", "callback_query"}
+// and by webhook alike: exactly the kinds Decode reads as something to
+// handle (testdata/updates has one of each). Telegram keeps the last list
+// a bot gave, for both setups: a kind left out is not delivered again
+// until a list names it.
+var AllowedUpdates = []string{"message", "edited_message", "my_chat_member", "stopped_message_generation", "guest_message", "callback_query"}
 
 // Client is one bot's connection to the Bot API.
 type Client struct {
@@ -72,6 +76,8 @@ type Client struct {
 	api   *tgbot.Bot
 	token string // never logged
 	log   *zap.Logger
+	// noRich: the Bot API server does not know rich messages (Rich).
+	noRich atomic.Bool
 }
 
 // Client makes the client of the bot with token; it calls nothing yet.
@@ -97,7 +103,7 @@ func (c *Client) Connect(ctx context.Context) (message.Identity, error) {
 	if err != nil {
 		return message.Identity{}, err
 	}
-	return message.Identity{ID: me.ID, Username: me.Username}, nil
+	return message.Identity{ID: me.ID, Username: me.Username, GuestQueries: me.SupportsGuestQueries}, nil
 }
 
 // Register sets the bot's command list and description.

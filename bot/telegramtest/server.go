@@ -52,6 +52,15 @@ type Call struct {
 // Param returns one parameter ("" if absent).
 func (c Call) Param(name string) string { return c.Params[name] }
 
+// Markdown is the Markdown of a rich message call's rich_message.
+func (c Call) Markdown() string {
+	var rich struct {
+		Markdown string `json:"markdown"`
+	}
+	_ = json.Unmarshal([]byte(c.Params["rich_message"]), &rich) // none: ""
+	return rich.Markdown
+}
+
 // ChatID returns the chat_id parameter as a number (0 if absent).
 func (c Call) ChatID() int64 {
 	id, _ := strconv.ParseInt(c.Params["chat_id"], 10, 64)
@@ -78,6 +87,7 @@ var (
 	ErrCantParseEntities      = APIError{Code: 400, Description: "Bad Request: can't parse entities: Unsupported start tag \"x\" at byte offset 0"}
 	ErrBlocked                = APIError{Code: 403, Description: "Forbidden: bot was blocked by the user"}
 	ErrUnauthorized           = APIError{Code: 401, Description: "Unauthorized"}
+	ErrMethodNotFound         = APIError{Code: 404, Description: "Not Found: method not found"}
 	ErrConflict               = APIError{Code: 409, Description: "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}
 )
 
@@ -127,6 +137,13 @@ type botState struct {
 	// queries the taps sent to it, answered or not (buttons.go).
 	messages map[int64]map[int]*Message
 	queries  map[string]bool
+	// rich: the server knows rich messages (RichMessages).
+	rich bool
+	// noGuests: the bot's guest mode is off (NoGuestMode).
+	noGuests bool
+	// allowed is the last allowed_updates the bot gave (getUpdates or
+	// setWebhook), which Telegram keeps; nil until it gives one.
+	allowed []string
 }
 
 // hold is one call Hold holds: the next call of method.
@@ -252,6 +269,37 @@ func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	return s.queueLocked(s.botLocked(token), upd)
 }
 
+// AllowedUpdates is the last allowed_updates list token's bot gave, by
+// polling or by setWebhook (nil: none yet). Telegram keeps it for both.
+func (s *Server) AllowedUpdates(token string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.botLocked(token).allowed)
+}
+
+// SummonAsGuest queues a guest_message, as Telegram sends it when user
+// summons the bot by @mention in a chat it is not a member of (chat: a
+// group's negative id, else a private chat with another user), and
+// returns the guest query's id.
+func (s *Server) SummonAsGuest(token string, user, chatID int64, text string) string {
+	chatType := "supergroup"
+	if chatID > 0 {
+		chatType = "private"
+	}
+	query := fmt.Sprintf("gq-%d-%d", user, time.Now().UnixNano())
+	mention := "@" + Username(token)
+	raw, _ := json.Marshal(map[string]any{"guest_message": map[string]any{
+		"message_id": 1, "date": time.Now().Unix(), "guest_query_id": query,
+		"chat":                  map[string]any{"id": chatID, "type": chatType, "title": "Elsewhere"},
+		"from":                  map[string]any{"id": user, "is_bot": false, "first_name": fmt.Sprintf("User%d", user)},
+		"guest_bot_caller_user": map[string]any{"id": user, "is_bot": false, "first_name": fmt.Sprintf("User%d", user)},
+		"text":                  mention + " " + text,
+		"entities":              []map[string]any{{"type": "mention", "offset": 0, "length": len(utf16.Encode([]rune(mention)))}},
+	}})
+	s.SendUpdate(token, raw)
+	return query
+}
+
 // PressStop queues the update Telegram sends when the user of private
 // chat chatID presses the stop button of draft draftID
 // (stopped_message_generation), and returns its update id.
@@ -302,6 +350,24 @@ func (s *Server) ClearFailures(token string) {
 // Flood answers the next n calls of method with 429 retry_after.
 func (s *Server) Flood(token, method string, n, retryAfter int) {
 	s.Fail(token, Rule{Method: method, Times: n, Err: TooManyRequests(retryAfter)})
+}
+
+// RichMessages makes the server know sendRichMessage and
+// sendRichMessageDraft (Bot API 10.1) for
+// token's bot. Without it the server answers it as one older than 10.1:
+// 404 "method not found".
+func (s *Server) RichMessages(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.botLocked(token).rich = true
+}
+
+// NoGuestMode turns guest mode off for token's bot, as in @BotFather
+// (getMe's supports_guest_queries); it is on by default.
+func (s *Server) NoGuestMode(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.botLocked(token).noGuests = true
 }
 
 // RejectPhotos answers every sendPhoto with PHOTO_INVALID_DIMENSIONS.
@@ -390,7 +456,7 @@ func (s *Server) Sent(token string, methods ...string) []Call {
 }
 
 // DeliveryMethods are what Sent and WaitFor select by default.
-var DeliveryMethods = []string{"sendMessage", "sendVoice", "sendPhoto", "sendDocument"}
+var DeliveryMethods = []string{"sendMessage", "sendRichMessage", "sendVoice", "sendPhoto", "sendDocument"}
 
 func (s *Server) sentLocked(token string, methods []string) []Call {
 	if len(methods) == 0 {
@@ -493,6 +559,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	b := s.botLocked(token)
 	apiErr, failed := b.ruleLocked(call)
+	if !failed && (method == "sendRichMessage" || method == "sendRichMessageDraft") && !b.rich {
+		apiErr, failed = ErrMethodNotFound, true
+	}
 	call.Code = http.StatusOK
 	if failed {
 		call.Code = apiErr.Code
@@ -518,14 +587,27 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr)
 		return
 	}
+	if list, ok := call.Params["allowed_updates"]; ok && (method == "getUpdates" || method == "setWebhook") {
+		var kinds []string
+		_ = json.Unmarshal([]byte(list), &kinds) // not a list: as Telegram, none
+		s.mu.Lock()
+		b.allowed = kinds
+		s.mu.Unlock()
+	}
 	switch method {
 	case "getUpdates":
 		s.getUpdates(w, r, token, call)
 	case "getFile":
 		s.getFile(w, b, call.Param("file_id"))
 	case "getMe":
-		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)})
-	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft":
+		s.mu.Lock()
+		guests := !b.noGuests
+		s.mu.Unlock()
+		writeResult(w, map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token),
+			"supports_guest_queries": guests})
+	case "answerGuestQuery":
+		writeResult(w, map[string]any{"inline_message_id": "guest-" + call.Param("guest_query_id")})
+	case "setMyCommands", "setMyDescription", "sendChatAction", "deleteWebhook", "setWebhook", "deleteMyCommands", "sendMessageDraft", "sendRichMessageDraft":
 		writeResult(w, true)
 	case "editMessageText", "editMessageReplyMarkup":
 		id, _ := strconv.Atoi(call.Param("message_id"))
@@ -550,7 +632,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeResult(w, map[string]any{"status": "member", "user": map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)}})
-	case "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
+	case "sendRichMessage", "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
 		s.mu.Lock()
 		id := b.nextMsg
 		b.nextMsg++

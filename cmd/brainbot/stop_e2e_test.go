@@ -19,26 +19,13 @@ import (
 // next message is answered in the same process with the partial answer in
 // the session's history.
 func TestEndToEndStopButton(t *testing.T) {
-	s := newStack(t, nil)
-	s.Model.SetPace(100 * time.Millisecond) // #long takes ~10 s to write
+	s, ctx := pacedStack(t)
 	token := stack.Token("narrator")
 	const user = 931
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-
 	s.Send("narrator", user, "tell me a story #long")
-	draft, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
-		return c.Method == "sendMessageDraft" && c.ChatID() == user && len(c.Param("text")) > 300
-	})
-	if err != nil {
-		t.Fatalf("no draft of the answer: %v", err)
-	}
+	draft, id := waitDraft(ctx, t, s, token, user, 300)
 	if draft.Param("can_stop") != "true" {
 		t.Fatalf("draft without a stop button: %v", draft.Params)
-	}
-	id, err := strconv.ParseInt(draft.Param("draft_id"), 10, 64)
-	if err != nil {
-		t.Fatal(err)
 	}
 	pressed := time.Now()
 	s.Telegram.PressStop(token, user, id)
@@ -85,26 +72,13 @@ func TestEndToEndStopButton(t *testing.T) {
 // A voice reply's draft says what is being made and carries the stop
 // button: pressed, the request ends, and no voice note is made or sent.
 func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) {
-	s := newStack(t, nil)
-	s.Model.SetPace(100 * time.Millisecond)
+	s, ctx := pacedStack(t)
 	token := stack.Token("speaker")
 	const user = 932
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-
 	s.Send("speaker", user, "read me a story #long")
-	draft, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
-		return c.Method == "sendMessageDraft" && c.ChatID() == user
-	})
-	if err != nil {
-		t.Fatalf("no draft while the voice reply is made: %v", err)
-	}
+	draft, id := waitDraft(ctx, t, s, token, user, 0)
 	if draft.Param("can_stop") != "true" || !strings.Contains(draft.Param("text"), "voice message") {
 		t.Fatalf("draft %v: want a note of the voice message with a stop button", draft.Params)
-	}
-	id, err := strconv.ParseInt(draft.Param("draft_id"), 10, 64)
-	if err != nil {
-		t.Fatal(err)
 	}
 	s.Telegram.PressStop(token, user, id)
 	summary := waitLogFrom(t, s, 0, func(l stack.Line) bool {
@@ -131,4 +105,31 @@ func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) {
 			t.Errorf("speech asked of OpenAI (%s) for a stopped request", r.Path)
 		}
 	}
+}
+
+// pacedStack starts a stack whose model writes slowly (#long takes ~10 s),
+// and a context to wait in.
+func pacedStack(t *testing.T) (*stack.Stack, context.Context) {
+	s := newStack(t, nil)
+	s.Model.SetPace(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	t.Cleanup(cancel)
+	return s, ctx
+}
+
+// waitDraft waits for a draft in user's chat with more than minLen bytes
+// of text, and returns it with its draft id.
+func waitDraft(ctx context.Context, t *testing.T, s *stack.Stack, token string, user int64, minLen int) (telegramtest.Call, int64) {
+	t.Helper()
+	draft, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessageDraft" && c.ChatID() == user && len(c.Param("text")) > minLen
+	})
+	if err != nil {
+		t.Fatalf("no draft in chat %d: %v", user, err)
+	}
+	id, err := strconv.ParseInt(draft.Param("draft_id"), 10, 64)
+	if err != nil {
+		t.Fatalf("draft_id %q: %v", draft.Param("draft_id"), err)
+	}
+	return draft, id
 }

@@ -348,7 +348,7 @@ func (r Reply) Methods() []string {
 }
 
 // replyMethods are the calls that answer a user (chat actions are not).
-var replyMethods = []string{"sendMessage", "sendVoice", "sendPhoto", "sendDocument"}
+var replyMethods = []string{"sendMessage", "sendRichMessage", "sendVoice", "sendPhoto", "sendDocument"}
 
 // Ask sends text from user (in their private chat) to the bot with this
 // brain id, and returns what the bot did once it logged the request.

@@ -1,0 +1,86 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sendAs queues a private message of user 7 with message id id, as
+// Telegram sends it.
+func sendAs(h *harness, id int, text string) {
+	h.srv.SendMessage(tokenA, map[string]any{"message_id": id, "date": time.Now().Unix(),
+		"chat": map[string]any{"id": 7, "type": "private", "first_name": "Ann"},
+		"from": map[string]any{"id": 7, "is_bot": false, "first_name": "Ann"}, "text": text})
+}
+
+// editAs queues the edit of message id, as Telegram sends it.
+func editAs(h *harness, id int, text string) {
+	h.srv.SendUpdate(tokenA, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":%d,"date":%d,"edit_date":%d,`+
+		`"chat":{"id":7,"type":"private","first_name":"Ann"},"from":{"id":7,"is_bot":false,"first_name":"Ann"},"text":%q}}`,
+		id, time.Now().Unix()-5, time.Now().Unix(), text))
+}
+
+// An edited message is answered as edited, once: still waiting, in its
+// place; being answered, its turn is stopped, nothing of it is sent, and
+// the edited version is answered. An edit after the answer, or of a
+// message never seen, is not answered. Alone and in a cluster.
+func TestEditsAreAnsweredAsEdited(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil, func(h *harness) { m.setup(t, h) })
+
+			// Being answered: stopped, and the edit answered instead.
+			sendAs(h, 101, "#wait slow hte")
+			h.claude.waitCalls(t, 1)
+			editAs(h, 101, "fixed the typo")
+			h.waitLog("turn stopped: its message was edited")
+			// Waiting: the edit takes its place.
+			if got := h.waitSent(tokenA, 1)[0]; got.Param("text") != "You said: fixed the typo" {
+				t.Fatalf("first reply %q, want the edited message's", got.Param("text"))
+			}
+			// After the answer (its line written): not answered again.
+			waitSummaries(t, h.logs, 3) // the stop, the old version, the edited one
+			editAs(h, 101, "fixed the typo, twice")
+			h.waitLog("edited message not answered again: answered already, or never seen")
+			// Never seen: the same.
+			editAs(h, 999, "what?")
+			if got := h.exchange(tokenA, 7, "probe"); got.Param("text") != "You said: probe" {
+				t.Fatalf("after the late edits: %q, want the probe's answer", got.Param("text"))
+			}
+			var prompts []string
+			for _, r := range h.claude.requests() {
+				prompts = append(prompts, r.Prompt)
+			}
+			if want := []string{"#wait slow hte", "fixed the typo", "probe"}; strings.Join(prompts, "|") != strings.Join(want, "|") {
+				t.Errorf("the model was asked %q, want %q", prompts, want)
+			}
+			var outcomes []string
+			for _, e := range waitSummaries(t, h.logs, 4) {
+				outcomes = append(outcomes, e.ContextMap()["outcome"].(string))
+			}
+			if !strings.Contains(strings.Join(outcomes, ","), "edited") {
+				t.Errorf("outcomes %v: want the old version's as edited", outcomes)
+			}
+			if n := len(h.srv.Sent(tokenA)); n != 2 {
+				t.Errorf("%d messages sent, want 2: %s", n, describeCalls(h.srv.Sent(tokenA)))
+			}
+		})
+	}
+}
+
+// An edit of a message still waiting behind another takes its place.
+func TestEditOfAWaitingMessage(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	sendAs(h, 201, "#wait first")
+	h.claude.waitCalls(t, 1)
+	sendAs(h, 202, "secnod")
+	editAs(h, 202, "second")
+	h.waitLog("edited message answered as edited: it was still waiting")
+	close(h.claude.release)
+	wantSent(t, h, "7:You said: #wait first", "7:You said: second")
+	if got := h.claude.requests(); len(got) != 2 || got[1].Prompt != "second" {
+		t.Errorf("the model was asked %d times, the second %q; want the edited text once", len(got), got[len(got)-1].Prompt)
+	}
+}

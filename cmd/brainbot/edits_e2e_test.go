@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"brainbot/cmd/internal/stack"
+)
+
+// A message edited while the real CLI answers it: the old version's turn
+// is stopped and nothing of it is sent (its draft goes), the edited
+// version is answered once, in the same session; an edit after that
+// answer is not answered again.
+func TestEndToEndEditWhileAnswered(t *testing.T) {
+	s, ctx := pacedStack(t)
+	token := stack.Token("narrator")
+	const user = 951
+	edit := func(text string) {
+		s.Telegram.SendUpdate(token, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":5001,"date":%d,"edit_date":%d,`+
+			`"chat":{"id":%d,"type":"private","first_name":"Ann"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":%q}}`,
+			time.Now().Unix()-1, time.Now().Unix(), user, user, text))
+	}
+
+	s.SendMessage("narrator", user, map[string]any{"message_id": 5001, "text": "tell me a stroy #long"})
+	waitDraft(ctx, t, s, token, user, 0)
+	s.Model.SetPace(0)
+	edit("tell me a story, short")
+	answered := waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("user") == user && l.Str("outcome") == "ok"
+	})
+	old := waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("user") == user && l.Str("outcome") == "edited"
+	})
+	calls := s.ChatCalls("narrator", user)
+	if len(calls) != 1 || !strings.HasPrefix(stack.Rendered(calls[0]), "You said: tell me a story, short") {
+		var texts []string
+		for _, c := range calls {
+			texts = append(texts, stack.Rendered(c)[:min(60, len(stack.Rendered(c)))])
+		}
+		t.Fatalf("sent %q, want only the edited message's answer", texts)
+	}
+	if old.Float("cost_usd") <= 0 {
+		t.Errorf("the stopped old version's line has no cost: %v", old.Fields)
+	}
+	if warm, _ := answered.Fields["warm"].(bool); !warm {
+		t.Error("the edited version did not run in the conversation's CLI")
+	}
+
+	edit("tell me a story, shorter")
+	waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "edited message not answered again: answered already, or never seen"
+	})
+	if n := len(s.ChatCalls("narrator", user)); n != 1 {
+		t.Errorf("%d messages after the late edit, want still 1", n)
+	}
+	var asked []string
+	for _, r := range s.Model.Requests() {
+		for _, m := range r.Messages {
+			for _, b := range m.Content {
+				if m.Role == "user" && strings.HasPrefix(b.Text, "tell me a") {
+					asked = append(asked, b.Text)
+				}
+			}
+		}
+	}
+	if strings.Contains(strings.Join(asked, "|"), "shorter") {
+		t.Errorf("the late edit reached the model: %q", asked)
+	}
+}
