@@ -117,9 +117,11 @@ buttons:
   questions: false
 `
 
-func TestEndToEndQuestionsWithOptions(t *testing.T) {
+func TestEndToEndQuestionsWithOptions(t *testing.T) { eachMode(t, testQuestionsWithOptions) }
+
+func testQuestionsWithOptions(t *testing.T, env []string) {
 	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
 		Brains: map[string]string{"asker.yaml": askerBrain, "speaker.yaml": speakerBrain, "quiet.yaml": quietBrain}, Logs: testLogs(t),
 	}, nil)
 	const user = 7
@@ -303,9 +305,11 @@ func TestEndToEndReadAloud(t *testing.T) {
 }
 
 // In a group only the user who was asked can answer.
-func TestEndToEndGroupQuestion(t *testing.T) {
+func TestEndToEndGroupQuestion(t *testing.T) { eachMode(t, testGroupQuestion) }
+
+func testGroupQuestion(t *testing.T, env []string) {
 	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
 		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
 	}, nil)
 	const group, asker, other = -100777, 601, 602
@@ -348,9 +352,11 @@ func TestEndToEndGroupQuestion(t *testing.T) {
 // In a group a streamed answer carries ⏹ for the user who asked: their tap
 // ends the model's turn and keeps what was written, without the button;
 // anyone else's tap changes nothing.
-func TestEndToEndGroupStop(t *testing.T) {
+func TestEndToEndGroupStop(t *testing.T) { eachMode(t, testGroupStop) }
+
+func testGroupStop(t *testing.T, env []string) {
 	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
 		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
 	}, nil)
 	s.Model.SetPace(100 * time.Millisecond) // 64 bytes a tenth of a second: about 10 s for #long

@@ -13,8 +13,10 @@ import (
 // is stopped and nothing of it is sent (its draft goes), the edited
 // version is answered once, in the same session; an edit after that
 // answer is not answered again.
-func TestEndToEndEditWhileAnswered(t *testing.T) {
-	s, ctx := pacedStack(t)
+func TestEndToEndEditWhileAnswered(t *testing.T) { eachMode(t, testEditWhileAnswered) }
+
+func testEditWhileAnswered(t *testing.T, env []string) {
+	s, ctx := pacedStack(t, env)
 	token := stack.Token("narrator")
 	const user = 951
 	edit := func(text string) {

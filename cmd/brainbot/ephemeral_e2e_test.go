@@ -11,8 +11,10 @@ import (
 // In a group, a notice meant for one user (access denied) is shown to that
 // user only, as Telegram's ephemeral message; the group's other members
 // see nothing.
-func TestEndToEndEphemeralNotice(t *testing.T) {
-	s := newStack(t, nil)
+func TestEndToEndEphemeralNotice(t *testing.T) { eachMode(t, testEphemeralNotice) }
+
+func testEphemeralNotice(t *testing.T, env []string) {
+	s := newStackWith(t, env)
 	token := stack.Token("private")
 	const group, stranger = -1009810, 981
 	s.Telegram.SendMessage(token, groupMessage(stranger, group, "let me in", "@"+telegramtest.Username(token)))

@@ -12,8 +12,10 @@ import (
 
 // A bot summoned as a guest in a group it is not in answers once through
 // answerGuestQuery, with the real CLI; a voice brain answers in text.
-func TestEndToEndGuestQuery(t *testing.T) {
-	s := newStack(t, nil)
+func TestEndToEndGuestQuery(t *testing.T) { eachMode(t, testGuestQuery) }
+
+func testGuestQuery(t *testing.T, env []string) {
+	s := newStackWith(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	for _, bot := range []string{"narrator", "speaker"} {

@@ -11,8 +11,10 @@ import (
 // rich message of the model's Markdown where the Bot API knows them, a
 // short one as an ordinary message. (Where it does not, the stand-in's
 // default, TestEndToEndStreaming sees the split messages.)
-func TestEndToEndRichMessage(t *testing.T) {
-	s := newStack(t, func(s *stack.Stack) { s.Telegram.RichMessages(stack.Token("narrator")) })
+func TestEndToEndRichMessage(t *testing.T) { eachMode(t, testRichMessage) }
+
+func testRichMessage(t *testing.T, env []string) {
+	s := newStackWithPrepare(t, nil, env, func(s *stack.Stack) { s.Telegram.RichMessages(stack.Token("narrator")) })
 	r := ask(t, s, "narrator", 961, "tell me a story #long")
 	if methods := r.Methods(); len(methods) != 1 || methods[0] != "sendRichMessage" {
 		t.Fatalf("long reply sent as %v, want one rich message", methods)

@@ -49,9 +49,16 @@ func stackOf(t testing.TB, brains, panels map[string]string, env []string) *stac
 // inBothModes runs test against brainbot with the clock brain, alone and
 // as an instance of a cluster.
 func inBothModes(t *testing.T, test func(*testing.T, *stack.Stack)) {
-	t.Run("embedded", func(t *testing.T) { test(t, spareStack(t)) })
+	eachMode(t, func(t *testing.T, env []string) { test(t, spareStack(t, env...)) })
+}
+
+// eachMode runs test for brainbot alone and as an instance of a cluster
+// (a nats-server of the test's own): env is brainbot's extra environment
+// in that mode.
+func eachMode(t *testing.T, test func(t *testing.T, env []string)) {
+	t.Run("embedded", func(t *testing.T) { test(t, nil) })
 	t.Run("cluster", func(t *testing.T) {
-		test(t, spareStack(t, "BRAINBOT_NATS_URL="+natstest.Start(t), "BRAINBOT_NATS_PARTITIONS=4"))
+		test(t, []string{"BRAINBOT_NATS_URL=" + natstest.Start(t), "BRAINBOT_NATS_PARTITIONS=4"})
 	})
 }
 

@@ -18,8 +18,10 @@ import (
 // real message, the partial turn's cost is in the request's line, and the
 // next message is answered in the same process with the partial answer in
 // the session's history.
-func TestEndToEndStopButton(t *testing.T) {
-	s, ctx := pacedStack(t)
+func TestEndToEndStopButton(t *testing.T) { eachMode(t, testStopButton) }
+
+func testStopButton(t *testing.T, env []string) {
+	s, ctx := pacedStack(t, env)
 	token := stack.Token("narrator")
 	const user = 931
 	s.Send("narrator", user, "tell me a story #long")
@@ -71,8 +73,10 @@ func TestEndToEndStopButton(t *testing.T) {
 
 // A voice reply's draft says what is being made and carries the stop
 // button: pressed, the request ends, and no voice note is made or sent.
-func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) {
-	s, ctx := pacedStack(t)
+func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) { eachMode(t, testStopButtonEndsAVoiceReply) }
+
+func testStopButtonEndsAVoiceReply(t *testing.T, env []string) {
+	s, ctx := pacedStack(t, env)
 	token := stack.Token("speaker")
 	const user = 932
 	s.Send("speaker", user, "read me a story #long")
@@ -109,8 +113,8 @@ func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) {
 
 // pacedStack starts a stack whose model writes slowly (#long takes ~10 s),
 // and a context to wait in.
-func pacedStack(t *testing.T) (*stack.Stack, context.Context) {
-	s := newStack(t, nil)
+func pacedStack(t *testing.T, env []string) (*stack.Stack, context.Context) {
+	s := newStackWith(t, env)
 	s.Model.SetPace(100 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	t.Cleanup(cancel)
