@@ -218,7 +218,12 @@ func testQuestionsWithOptions(t *testing.T, env []string) {
 		t.Errorf("the option /reset answered %q: it must reach the model as words", r.Texts())
 	}
 
-	// Buttons older than buttons.max_age have expired.
+	// Buttons older than buttons.max_age have expired. The old button is
+	// planted in the SQLite store, so alone only: the age is judged by the
+	// conversation from the state's Created, the same in both modes.
+	if len(env) > 0 {
+		return
+	}
 	db, err := store.Open(context.Background(), filepath.Join(s.DataDir, store.FileName))
 	if err != nil {
 		t.Fatal(err)
