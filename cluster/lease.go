@@ -82,10 +82,13 @@ func (c *Cluster) holdLease(ctx context.Context, key string, rev uint64, poll fu
 }
 
 // awaitRelease waits until the lease at key is released (a holder that
-// stops deletes it: the next poller starts at once) or for at most max
-// (a dead holder's lease expires without a word).
-func (c *Cluster) awaitRelease(ctx context.Context, key string, max time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, max)
+// stops deletes it: the next poller starts at once) or has expired, for
+// at most ttl. A dead holder's lease ends without a word, ttl after its
+// last refresh: that moment is waited for, not a whole ttl from now, so a
+// killed instance's bots are polled again a lease TTL after it last
+// refreshed, not up to twice that.
+func (c *Cluster) awaitRelease(ctx context.Context, key string, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, ttl)
 	defer cancel()
 	w, err := c.leases.Watch(ctx, key, jetstream.UpdatesOnly())
 	if err != nil {
@@ -94,19 +97,41 @@ func (c *Cluster) awaitRelease(ctx context.Context, key string, max time.Duratio
 	}
 	defer w.Stop()
 	// Released between the Create that failed and the watch: at once.
-	if _, err := c.leases.Get(ctx, key); errors.Is(err, jetstream.ErrKeyNotFound) {
+	e, err := c.leases.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return
+	}
+	expired := time.NewTimer(ttl)
+	defer expired.Stop()
+	if err == nil {
+		expired.Reset(untilExpiry(e, ttl))
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-expired.C:
+			return
 		case e, ok := <-w.Updates():
 			if !ok || e != nil && e.Operation() != jetstream.KeyValuePut {
 				return
 			}
+			if e != nil { // refreshed: its holder lives
+				expired.Reset(untilExpiry(e, ttl))
+			}
 		}
 	}
+}
+
+// expiryCheck is how long a poller waits at least before trying a lease
+// again that should have expired: the server removes expired keys on its
+// own timer, and the clocks of two machines differ a little.
+const expiryCheck = 250 * time.Millisecond
+
+// untilExpiry is how long until the server expires lease entry e, by its
+// time of writing.
+func untilExpiry(e jetstream.KeyValueEntry, ttl time.Duration) time.Duration {
+	return max(expiryCheck, time.Until(e.Created().Add(ttl)))
 }
 
 // release deletes the lease if it is still ours at rev.
