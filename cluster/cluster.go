@@ -153,6 +153,8 @@ type Cluster struct {
 	// its workers.
 	stopWork context.CancelFunc
 	workDone chan struct{}
+	// leaving is closed once Work's loop is told to stop.
+	leaving <-chan struct{}
 
 	heldMu sync.Mutex
 	// held are the updates handed to this instance and not yet done, by
@@ -286,18 +288,15 @@ func (c *Cluster) ensure(ctx context.Context) error {
 	step := func(what string, do func(ctx context.Context) error) error { return c.creating(ctx, what, do) }
 	err := step("stream "+Stream, func(ctx context.Context) error {
 		stream, err := c.createOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name:        Stream,
-			Description: "brainbot: Telegram updates, by conversation partition",
-			Subjects:    []string{subjectPrefix + ".>"},
-			SubjectTransform: &jetstream.SubjectTransformConfig{
-				Source:      subjectPrefix + ".*.*.*",
-				Destination: fmt.Sprintf("%s.{{partition(%d,1,2,3)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}", partPrefix, n),
-			},
-			Retention:  jetstream.WorkQueuePolicy,
-			Storage:    jetstream.FileStorage,
-			Replicas:   c.cfg.Replicas,
-			Duplicates: 10 * time.Minute,
-			MaxAge:     7 * 24 * time.Hour,
+			Name:             Stream,
+			Description:      "brainbot: Telegram updates, by conversation partition",
+			Subjects:         []string{subjectPrefix + ".>"},
+			SubjectTransform: partitioning(n),
+			Retention:        jetstream.WorkQueuePolicy,
+			Storage:          jetstream.FileStorage,
+			Replicas:         c.cfg.Replicas,
+			Duplicates:       10 * time.Minute,
+			MaxAge:           7 * 24 * time.Hour,
 		})
 		c.stream = stream
 		return err
@@ -415,11 +414,24 @@ func (c *Cluster) creating(ctx context.Context, what string, do func(ctx context
 
 func consumerName(p int) string { return fmt.Sprintf("partition-%d", p) }
 
+// partitioning is how the stream files an update published under
+// brainbot.in.<bot>.<chat>.<thread> into one of n partitions: by a hash
+// of the conversation, so a conversation's updates share a partition.
+func partitioning(n int) *jetstream.SubjectTransformConfig {
+	return &jetstream.SubjectTransformConfig{
+		Source:      subjectPrefix + ".*.*.*",
+		Destination: fmt.Sprintf("%s.{{partition(%d,1,2,3)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}", partPrefix, n),
+	}
+}
+
+// partitionSubjects are the stored subjects of partition p's updates.
+func partitionSubjects(p int) string { return fmt.Sprintf("%s.%d.>", partPrefix, p) }
+
 func (c *Cluster) consumerConfig(p int) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
 		Durable:        consumerName(p),
 		Description:    fmt.Sprintf("brainbot: conversations of partition %d", p),
-		FilterSubject:  fmt.Sprintf("%s.%d.>", partPrefix, p),
+		FilterSubject:  partitionSubjects(p),
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        c.cfg.AckWait,
 		MaxDeliver:     -1,

@@ -2,11 +2,16 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
+	"brainbot/bot/message"
 	"brainbot/cluster/natstest"
 )
 
@@ -178,4 +183,146 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 	wg.Wait()
 	d.Done(true)
 	waitFor(t, hangGuard, "b to hand on the later ones once a is done", func() bool { return handed.Load() > 0 })
+}
+
+// Order is kept per conversation, not per partition: while the last
+// owner still holds an update of one conversation, the next owner hands
+// on at once the updates of another conversation of the same partition
+// (a killed instance's idle conversations do not wait for its busy ones'
+// ack wait), and the held conversation's later updates wait for it.
+func TestOtherConversationsGoOnWhileTheLastOwnerHoldsOne(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a"), join(t, url, "b")
+	ctx := context.Background()
+	if err := publish(ctx, a, 1, 1, update(1, 1, "held")); err != nil {
+		t.Fatal(err)
+	}
+	part := partitionOf(t, a)
+	other := chatOfPartition(t, 8, part, 1)
+	got := make(chan *Delivery, 1)
+	a.mu.Lock()
+	a.handle = func(d *Delivery) { got <- d }
+	a.mu.Unlock()
+	wa, err := a.startWorker(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	stop := make(chan struct{})
+	go func() { // a keeps it in progress
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+				_ = d.msg.InProgress()
+			}
+		}
+	}()
+	wa.stop()
+	g := newGot()
+	b.mu.Lock()
+	b.handle = func(d *Delivery) { g.record("b", d); go d.Done(true) }
+	b.mu.Unlock()
+	wb, err := b.startWorker(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.stop()
+	if err := publish(ctx, a, 1, 2, update(2, 1, "after the held one")); err != nil {
+		t.Fatal(err)
+	}
+	for id := int64(3); id <= 5; id++ {
+		if err := publish(ctx, a, other, id, update(id, other, "another conversation")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a holds its update until the end of the test: only an order kept
+	// per conversation hands these on.
+	waitFor(t, hangGuard, "b to hand on the other conversation's updates", func() bool { return g.count() >= 3 })
+	g.mu.Lock()
+	early, otherIDs := len(g.chat[1]), g.chat[other]
+	g.mu.Unlock()
+	if early != 0 {
+		t.Errorf("b handed on chat 1's later update while a held its earlier one")
+	}
+	if want := []int64{3, 4, 5}; !slices.Equal(otherIDs, want) {
+		t.Errorf("the other conversation's updates went on as %v, want %v", otherIDs, want)
+	}
+	close(stop)
+	d.Done(true)
+	waitFor(t, hangGuard, "b to hand on chat 1's later update once a is done", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.chat[1]) == 1
+	})
+}
+
+// chatOfPartition is a private chat other than not whose updates the
+// stream files under partition part of n, as the server maps them.
+func chatOfPartition(t *testing.T, n, part int, not int64) int64 {
+	t.Helper()
+	cfg := partitioning(n)
+	tr, err := server.NewSubjectTransform(cfg.Source, cfg.Destination)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := partitionSubjects(part)
+	for chat := int64(2); chat < 10000; chat++ {
+		stored, err := tr.Match(conversationSubject(message.Key{Bot: "bot", Chat: chat}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chat != not && strings.HasPrefix(stored, strings.TrimSuffix(want, ">")) {
+			return chat
+		}
+	}
+	t.Fatalf("no chat maps to partition %d", part)
+	return 0
+}
+
+// What the intake hands back as this instance stops (queued, not begun)
+// goes to the next owner at once: not into a pull of the stopping worker
+// that nobody reads any more, where it would wait out the ack wait, and
+// not only when Release comes after the requests in flight finished.
+func TestAbandonedWhileLeavingGoesToTheNextOwnerAtOnce(t *testing.T) {
+	url := natstest.Start(t)
+	ctx := context.Background()
+	long := func(name string) *Cluster {
+		c, err := Connect(ctx, Config{URL: url, Instance: name, Partitions: 2, LeaseTTL: 1500 * time.Millisecond,
+			MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	a := long("a")
+	actx, stopA := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var queued []*Delivery
+	a.Work(actx, func(d *Delivery) { mu.Lock(); queued = append(queued, d); mu.Unlock() })
+	for id := int64(1); id <= 10; id++ {
+		if err := publish(ctx, a, 5, id, update(id, 5, "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, hangGuard, "a to hold all", func() bool { mu.Lock(); defer mu.Unlock(); return len(queued) == 10 })
+	b := long("b")
+	g := newGot()
+	b.Work(ctx, func(d *Delivery) { g.record("b", d); go d.Done(true) })
+	stopA() // SIGTERM: the intake hands back what was queued
+	mu.Lock()
+	for _, d := range queued {
+		d.Abandon()
+	}
+	mu.Unlock()
+	// a's Release waits for its requests in flight: here, until the end.
+	defer a.Release()
+	waitFor(t, 10*time.Second, "b to answer what a handed back", func() bool { return g.count() == 10 })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !slices.Equal(g.chat[5], []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
+		t.Fatalf("out of order: %v", g.chat[5])
+	}
 }

@@ -41,7 +41,7 @@ func (c *Cluster) Append(ctx context.Context, poller string, env message.Envelop
 // conversation's subject; it returns once JetStream has stored it (or
 // had it already: the message id is the bot and the update id).
 func (c *Cluster) Publish(ctx context.Context, env message.Envelope) error {
-	msg := nats.NewMsg(fmt.Sprintf("%s.%s.%d.%d", subjectPrefix, keyPart(env.Bot), env.Key.Chat, env.Key.Thread))
+	msg := nats.NewMsg(conversationSubject(env.Key))
 	msg.Data = env.Raw
 	msg.Header.Set(nats.MsgIdHdr, env.Bot+":"+strconv.FormatInt(env.UpdateID, 10))
 	msg.Header.Set(botHeader, env.Bot)
@@ -54,6 +54,12 @@ func (c *Cluster) Publish(ctx context.Context, env message.Envelope) error {
 		return fmt.Errorf("cluster: publish update %d of %s: %w", env.UpdateID, env.Bot, err)
 	}
 	return nil
+}
+
+// conversationSubject is where a conversation's updates are published;
+// the stream files them under their partition (partitioning).
+func conversationSubject(k message.Key) string {
+	return fmt.Sprintf("%s.%s.%d.%d", subjectPrefix, keyPart(k.Bot), k.Chat, k.Thread)
 }
 
 // Delivery is one update handed to this instance to answer. Exactly one
@@ -169,16 +175,33 @@ func (d *Delivery) Done(answered bool) {
 }
 
 // Abandon hands the update back: the server redelivers it at once to
-// whoever owns its partition then. A Nak'd update stays in the consumer's
-// pending count until it is redelivered, so a new owner's handover still
-// waits for it and order holds.
+// whoever owns its partition then. A Nak'd update stays pending on the
+// consumer until it is redelivered, so a new owner's handover still
+// waits for it and its conversation's order holds.
+//
+// A worker that is stopping (this instance leaves, or the partition
+// moves) may still be pinned, with pull requests the server fills: a Nak
+// then would redeliver the update into a pull nobody reads any more, and
+// it would wait out the ack wait there. So the update stays held (kept
+// alive) until its worker stopped pulling and unpinned the partition,
+// and goes back then.
 func (d *Delivery) Abandon() {
 	if d.superseded {
 		return
 	}
 	defer d.unlock()
-	d.w.forget(d.seq)
-	_ = d.msg.Nak() // if lost, the ack wait redelivers it
+	w := d.w
+	if !w.ending() {
+		w.forget(d.seq)
+		_ = d.msg.Nak() // if lost, the ack wait redelivers it
+		return
+	}
+	go func() {
+		<-w.ended
+		if msg, ok := w.take(d.seq); ok { // else Release handed it back
+			_ = msg.Nak()
+		}
+	}()
 }
 
 func answeredKey(bot string, update int64) string {
@@ -202,10 +225,11 @@ func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
 	if c.workers == nil {
 		c.workers = map[int]*worker{}
 	}
-	c.stopWork, c.workDone = cancel, done
+	c.stopWork, c.workDone, c.leaving = cancel, done, ctx.Done()
 	c.mu.Unlock()
 	c.heartbeat(ctx)
 	go c.keepAlive()
+	left := c.watchLeaving(ctx)
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(c.cfg.MemberTTL / 5)
@@ -221,9 +245,34 @@ func (c *Cluster) Work(ctx context.Context, handle func(*Delivery)) {
 			select {
 			case <-ctx.Done():
 			case <-tick.C:
+			case <-left:
 			}
 		}
 	}()
+}
+
+// watchLeaving signals when an instance leaves the membership on its own
+// (a graceful stop deletes its key): its partitions are taken at once,
+// not at the next tick. Ticks still find the ones that expired.
+func (c *Cluster) watchLeaving(ctx context.Context) <-chan struct{} {
+	left := make(chan struct{}, 1)
+	w, err := c.members.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+	if err != nil {
+		return left // the ticks alone
+	}
+	go func() {
+		defer w.Stop()
+		for e := range w.Updates() {
+			if e == nil || e.Operation() == jetstream.KeyValuePut {
+				continue
+			}
+			select {
+			case left <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return left
 }
 
 // Release hands back every update still held (the server redelivers them
@@ -422,8 +471,16 @@ type worker struct {
 	held      map[uint64]bool
 	pin       string
 	buffering bool
-	buffer    []*Delivery
-	stopped   bool
+	// blocked, while buffering, are the conversations (stored subjects)
+	// whose updates wait in buffer behind one the last owner holds; nil
+	// until the handover first looked: then all of them wait.
+	blocked map[string]bool
+	buffer  []*Delivery
+	stopped bool
+	// ended is closed once stop has returned: the worker pulls no more
+	// and the partition is unpinned.
+	ended   chan struct{}
+	endOnce sync.Once
 }
 
 // handoverMax bounds how long a new owner waits for the last owner's
@@ -437,7 +494,7 @@ func (c *Cluster) startWorker(p int) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{c: c, p: p, cons: cons, held: map[uint64]bool{}, pin: "\x00"}
+	w := &worker{c: c, p: p, cons: cons, held: map[uint64]bool{}, pin: "\x00", ended: make(chan struct{})}
 	w.cc, err = cons.Consume(w.receive, jetstream.PullPriorityGroup(group), jetstream.PullMaxMessages(64),
 		jetstream.PullExpiry(max(time.Second, c.cfg.PinnedTTL/2)),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -467,6 +524,28 @@ func (w *worker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = w.c.stream.UnpinConsumer(ctx, consumerName(w.p), group)
+	w.endOnce.Do(func() { close(w.ended) })
+}
+
+// ending reports whether the worker stopped or is about to: this
+// instance leaves.
+func (w *worker) ending() bool {
+	w.mu.Lock()
+	stopped := w.stopped
+	w.mu.Unlock()
+	w.c.mu.Lock()
+	leaving := w.c.leaving
+	w.c.mu.Unlock()
+	return stopped || isDone(leaving)
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // settle waits, after stop, until what the worker was handing on when it
@@ -477,6 +556,17 @@ func (w *worker) settle() {
 	w.order.Lock()
 	//lint:ignore SA2001 waiting for the holder is the point
 	w.order.Unlock()
+}
+
+// take forgets the update at seq and returns its newest delivery, if
+// this instance still held it.
+func (w *worker) take(seq uint64) (jetstream.Msg, bool) {
+	w.c.heldMu.Lock()
+	msg, ok := w.c.held[seq]
+	delete(w.c.held, seq)
+	w.c.heldMu.Unlock()
+	w.forget(seq)
+	return msg, ok
 }
 
 func (w *worker) forget(seq uint64) {
@@ -529,7 +619,7 @@ func (w *worker) receive(msg jetstream.Msg) {
 			go w.handover()
 		}
 	}
-	if w.buffering {
+	if w.buffering && (w.blocked == nil || w.blocked[msg.Subject()]) {
 		w.buffer = append(w.buffer, d)
 		w.mu.Unlock()
 		return
@@ -538,65 +628,113 @@ func (w *worker) receive(msg jetstream.Msg) {
 	w.deliver(d)
 }
 
-// handover runs when the partition became this worker's: it waits until
-// every update pending on the partition's consumer is held here (the last
-// owner's were acknowledged, or redelivered to us), then hands on the
-// buffer in stream order.
+// handover runs when the partition became this worker's. Updates keep
+// their order per conversation: one whose conversation has an earlier
+// update pending at the last owner (being answered there, or held by an
+// instance that died) waits in the buffer until that update is
+// acknowledged or redelivered here; the others' are handed on at once, so
+// a killed instance's idle conversations do not wait the ack wait of its
+// busy ones. Each round it looks again and hands on, in stream order, what
+// no longer waits.
 func (w *worker) handover() {
 	start := time.Now()
-	for {
-		time.Sleep(100 * time.Millisecond)
+	for round := 0; ; round++ {
+		if round > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		info, err := w.cons.Info(ctx)
+		blocked, err := w.pendingElsewhere(ctx)
 		cancel()
 		w.mu.Lock()
 		if w.stopped {
-			w.buffering = false
+			w.buffering, w.blocked = false, nil
 			w.mu.Unlock()
 			return
 		}
-		caughtUp := err == nil && holdsAllPending(info, w.held)
-		late := time.Since(start) > handoverMax
 		w.mu.Unlock()
-		if !caughtUp && !late {
-			continue
+		late := time.Since(start) > handoverMax
+		if err != nil && !late {
+			continue // everything waits while it cannot be told what may go
 		}
 		if late {
 			w.c.log.Warn("partition handover: updates of the last owner still pending; going on", zap.Int("partition", w.p))
+			blocked = map[string]bool{}
 		}
-		w.order.Lock()
-		w.mu.Lock()
-		buf := w.buffer
-		w.buffer, w.buffering = nil, false
-		w.mu.Unlock()
-		slices.SortFunc(buf, func(a, b *Delivery) int { return cmp.Compare(a.seq, b.seq) })
-		w.c.log.Info("partition handed over", zap.Int("partition", w.p), zap.Int("updates", len(buf)),
-			zap.Duration("waited_ms", time.Since(start)))
-		for _, d := range buf {
-			w.deliver(d)
+		if w.handOn(blocked) {
+			w.c.log.Info("partition handed over", zap.Int("partition", w.p), zap.Duration("waited_ms", time.Since(start)))
+			return
 		}
-		w.order.Unlock()
-		return
 	}
 }
 
-// holdsAllPending reports whether every update ack-pending on the
-// consumer when info was taken is one of held (the stream sequences a
-// worker holds). Only those held at or below info's last delivered stream
-// sequence count: an update delivered for the first time after info was
-// taken is past that sequence and not in its count, and counting it would
-// let a later update stand in for an earlier one the last owner still
-// holds. Those counted were all pending then (redelivered ones too; a
-// worker forgets an update before acknowledging it), so as many of them as
-// were pending are all of them.
-func holdsAllPending(info *jetstream.ConsumerInfo, held map[uint64]bool) bool {
-	n := 0
-	for seq := range held {
-		if seq <= info.Delivered.Stream {
-			n++
+// handOn hands on, in stream order, the buffered updates whose
+// conversation is not blocked, and keeps the rest buffered; it reports
+// whether the handover is over (nothing blocked any more).
+func (w *worker) handOn(blocked map[string]bool) (over bool) {
+	w.order.Lock()
+	defer w.order.Unlock()
+	w.mu.Lock()
+	var ready []*Delivery
+	w.buffer = slices.DeleteFunc(w.buffer, func(d *Delivery) bool {
+		if blocked[d.msg.Subject()] {
+			return false
+		}
+		ready = append(ready, d)
+		return true
+	})
+	over = len(blocked) == 0
+	w.blocked = blocked
+	if over {
+		w.buffering, w.blocked = false, nil
+	}
+	w.mu.Unlock()
+	slices.SortFunc(ready, func(a, b *Delivery) int { return cmp.Compare(a.seq, b.seq) })
+	for _, d := range ready {
+		w.deliver(d)
+	}
+	return over
+}
+
+// scanMax bounds how many pending updates a handover looks at in a
+// round; past it, the whole partition waits as if each of them were held
+// elsewhere.
+const scanMax = 1000
+
+// pendingElsewhere returns the conversations (stored subjects) of the
+// partition with an update that was delivered and is not held here: still
+// held by the last owner (or in flight back to the stream). The stream is
+// a work queue, so an update still in it at or below the consumer's last
+// delivered sequence is unacknowledged; above its ack floor is where they
+// are.
+func (w *worker) pendingElsewhere(ctx context.Context) (map[string]bool, error) {
+	info, err := w.cons.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for seq, n := info.AckFloor.Stream+1, 0; seq <= info.Delivered.Stream; n++ {
+		if n == scanMax {
+			return nil, fmt.Errorf("more than %d updates pending", scanMax)
+		}
+		m, err := w.c.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(partitionSubjects(w.p)))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m.Sequence > info.Delivered.Stream {
+			break
+		}
+		seq = m.Sequence + 1
+		w.mu.Lock()
+		here := w.held[m.Sequence]
+		w.mu.Unlock()
+		if !here {
+			out[m.Subject] = true
 		}
 	}
-	return info.NumAckPending <= n
+	return out, nil
 }
 
 // deliver hands d on, unless it is a redelivery of an update already
