@@ -24,33 +24,12 @@ func TestHeldMessageStaysWithItsHolderAcrossAHandover(t *testing.T) {
 	if err := publish(ctx, a, 1, 1, update(1, 1, "x")); err != nil {
 		t.Fatal(err)
 	}
-	part := partitionOf(t, a)
-	wa, err := a.startWorker(part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan *Delivery, 1)
-	a.mu.Lock()
-	a.handle = func(d *Delivery) { got <- d }
-	a.mu.Unlock()
-	d := <-got
-	stop := make(chan struct{})
-	go func() { // keep it in progress
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(500 * time.Millisecond):
-				_ = d.msg.InProgress()
-			}
-		}
-	}()
-	wa.stop()
+	d, letGo := holdInProgress(t, a, partitionOf(t, a))
 	var handed atomic.Int32
 	b.mu.Lock()
 	b.handle = func(*Delivery) { handed.Add(1) }
 	b.mu.Unlock()
-	wb, err := b.startWorker(part)
+	wb, err := b.startWorker(d.w.p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +38,7 @@ func TestHeldMessageStaysWithItsHolderAcrossAHandover(t *testing.T) {
 	if n := handed.Load(); n != 0 {
 		t.Fatalf("the message in progress at a was handed to b %d times", n)
 	}
-	close(stop)
+	letGo()
 	_ = d.msg.DoubleAck(ctx)
 }
 
@@ -74,19 +53,23 @@ func TestReleaseHandsOverAtOnce(t *testing.T) {
 	}
 }
 
+// joinLongAckWait joins an instance whose held updates the server would
+// hand on only after 30 s: a test that sees them handed on sooner sees
+// them handed back.
+func joinLongAckWait(t *testing.T, url, name string) *Cluster {
+	c, err := Connect(context.Background(), Config{URL: url, Instance: name, Partitions: 2, LeaseTTL: 1500 * time.Millisecond,
+		MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 	url := natstest.Start(t)
 	ctx := context.Background()
-	long := func(name string) *Cluster {
-		c, err := Connect(ctx, Config{URL: url, Instance: name, Partitions: 2, LeaseTTL: 1500 * time.Millisecond,
-			MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	a := long("a")
+	a := joinLongAckWait(t, url, "a")
 	actx, stopA := context.WithCancel(ctx)
 	var held atomic.Int32
 	a.Work(actx, func(*Delivery) { held.Add(1) }) // never answers
@@ -96,7 +79,7 @@ func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 		}
 	}
 	waitFor(t, hangGuard, "a to hold all", func() bool { return held.Load() == 10 })
-	b := long("b")
+	b := joinLongAckWait(t, url, "b")
 	g := newGot()
 	b.Work(ctx, func(d *Delivery) { g.record("b", d); go d.Done(true) })
 	stopA()
@@ -120,9 +103,9 @@ func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 
 // While the last owner of a partition still holds an update (queued or
 // being answered there), the next owner hands on none of the later ones
-// of the partition, even while new ones keep arriving at it: counting
-// what it holds against the consumer's ack-pending count must not include
-// updates delivered after that count was taken.
+// of that conversation, even while new ones keep arriving at it: updates
+// delivered after the next owner looked must not hide the one the last
+// owner still holds.
 func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 	url := natstest.Start(t)
 	a, b := join(t, url, "a"), join(t, url, "b")
@@ -130,40 +113,19 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 	if err := publish(ctx, a, 1, 1, update(1, 1, "x")); err != nil {
 		t.Fatal(err)
 	}
-	part := partitionOf(t, a)
-	got := make(chan *Delivery, 1)
-	a.mu.Lock()
-	a.handle = func(d *Delivery) { got <- d }
-	a.mu.Unlock()
-	wa, err := a.startWorker(part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := <-got
+	d, letGo := holdInProgress(t, a, partitionOf(t, a))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { // a keeps it in progress
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(300 * time.Millisecond):
-				_ = d.msg.InProgress()
-			}
-		}
-	}()
-	wa.stop()
 	var handed atomic.Int32
 	b.mu.Lock()
 	b.handle = func(d *Delivery) { handed.Add(1); go d.Done(true) }
 	b.mu.Unlock()
-	wb, err := b.startWorker(part)
+	wb, err := b.startWorker(d.w.p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer wb.stop()
+	wg.Add(1)
 	go func() { // later updates of the same conversation keep coming
 		defer wg.Done()
 		for id := int64(2); ; id++ {
@@ -181,6 +143,7 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+	letGo()
 	d.Done(true)
 	waitFor(t, hangGuard, "b to hand on the later ones once a is done", func() bool { return handed.Load() > 0 })
 }
@@ -199,27 +162,7 @@ func TestOtherConversationsGoOnWhileTheLastOwnerHoldsOne(t *testing.T) {
 	}
 	part := partitionOf(t, a)
 	other := chatOfPartition(t, 8, part, 1)
-	got := make(chan *Delivery, 1)
-	a.mu.Lock()
-	a.handle = func(d *Delivery) { got <- d }
-	a.mu.Unlock()
-	wa, err := a.startWorker(part)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := <-got
-	stop := make(chan struct{})
-	go func() { // a keeps it in progress
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(300 * time.Millisecond):
-				_ = d.msg.InProgress()
-			}
-		}
-	}()
-	wa.stop()
+	d, letGo := holdInProgress(t, a, part)
 	g := newGot()
 	b.mu.Lock()
 	b.handle = func(d *Delivery) { g.record("b", d); go d.Done(true) }
@@ -249,7 +192,7 @@ func TestOtherConversationsGoOnWhileTheLastOwnerHoldsOne(t *testing.T) {
 	if want := []int64{3, 4, 5}; !slices.Equal(otherIDs, want) {
 		t.Errorf("the other conversation's updates went on as %v, want %v", otherIDs, want)
 	}
-	close(stop)
+	letGo()
 	d.Done(true)
 	waitFor(t, hangGuard, "b to hand on chat 1's later update once a is done", func() bool {
 		g.mu.Lock()
@@ -288,16 +231,7 @@ func chatOfPartition(t *testing.T, n, part int, not int64) int64 {
 func TestAbandonedWhileLeavingGoesToTheNextOwnerAtOnce(t *testing.T) {
 	url := natstest.Start(t)
 	ctx := context.Background()
-	long := func(name string) *Cluster {
-		c, err := Connect(ctx, Config{URL: url, Instance: name, Partitions: 2, LeaseTTL: 1500 * time.Millisecond,
-			MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 30 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	a := long("a")
+	a := joinLongAckWait(t, url, "a")
 	actx, stopA := context.WithCancel(ctx)
 	var mu sync.Mutex
 	var queued []*Delivery
@@ -308,7 +242,7 @@ func TestAbandonedWhileLeavingGoesToTheNextOwnerAtOnce(t *testing.T) {
 		}
 	}
 	waitFor(t, hangGuard, "a to hold all", func() bool { mu.Lock(); defer mu.Unlock(); return len(queued) == 10 })
-	b := long("b")
+	b := joinLongAckWait(t, url, "b")
 	g := newGot()
 	b.Work(ctx, func(d *Delivery) { g.record("b", d); go d.Done(true) })
 	stopA() // SIGTERM: the intake hands back what was queued
@@ -325,4 +259,35 @@ func TestAbandonedWhileLeavingGoesToTheNextOwnerAtOnce(t *testing.T) {
 	if !slices.Equal(g.chat[5], []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
 		t.Fatalf("out of order: %v", g.chat[5])
 	}
+}
+
+// holdInProgress has c take partition part until it is handed its first
+// update, then stop pulling it while keeping that update in progress,
+// unanswered, until letGo: the partition is free for a next owner while
+// c still holds an update of it.
+func holdInProgress(t *testing.T, c *Cluster, part int) (d *Delivery, letGo func()) {
+	t.Helper()
+	got := make(chan *Delivery, 1)
+	c.mu.Lock()
+	c.handle = func(d *Delivery) { got <- d }
+	c.mu.Unlock()
+	w, err := c.startWorker(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = <-got
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(300 * time.Millisecond):
+				_ = d.msg.InProgress()
+			}
+		}
+	}()
+	w.stop()
+	return d, func() { close(stop); <-done }
 }

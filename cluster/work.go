@@ -536,15 +536,11 @@ func (w *worker) ending() bool {
 	w.c.mu.Lock()
 	leaving := w.c.leaving
 	w.c.mu.Unlock()
-	return stopped || isDone(leaving)
-}
-
-func isDone(ch <-chan struct{}) bool {
 	select {
-	case <-ch:
+	case <-leaving:
 		return true
 	default:
-		return false
+		return stopped
 	}
 }
 
