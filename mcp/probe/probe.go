@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -74,7 +73,8 @@ func listTools(ctx context.Context, s brain.MCPServer, environ []string) ([]stri
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	// A stdio server's stderr goes to a file, which explains a failure
-	// best; the transport writes it from its own goroutine.
+	// best. The server writes it itself: the transport's own copy of a
+	// stderr pipe loses what a server wrote just before it exited.
 	stderr, err := os.CreateTemp("", "brainbot-mcp-stderr-*")
 	if err != nil {
 		return nil, err
@@ -96,9 +96,10 @@ func listTools(ctx context.Context, s brain.MCPServer, environ []string) ([]stri
 	return tools, err
 }
 
-// newClient makes the client of one server; a stdio server's stderr goes
-// to stderr.
-func newClient(s brain.MCPServer, environ []string, stderr io.Writer) (*client.Client, error) {
+// newClient makes the client of one server; a stdio server writes its
+// stderr to the file stderr. The transport's Close waits for the server to
+// exit, so once it returns, the file holds all the server wrote.
+func newClient(s brain.MCPServer, environ []string, stderr *os.File) (*client.Client, error) {
 	if s.Type == brain.ServerHTTP {
 		t, err := transport.NewStreamableHTTP(s.URL, transport.WithHTTPHeaders(s.Headers))
 		if err != nil {
@@ -117,10 +118,9 @@ func newClient(s brain.MCPServer, environ []string, stderr io.Writer) (*client.C
 				return nil, err
 			}
 			cmd := exec.CommandContext(ctx, path, args...)
-			cmd.Env = env
+			cmd.Env, cmd.Stderr = env, stderr
 			return cmd, nil
-		}),
-		transport.WithCommandStderrWriter(stderr))
+		}))
 	return client.NewClient(t), nil
 }
 
