@@ -2,6 +2,7 @@ package claudetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -448,7 +449,7 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 	m.mu.Unlock()
 	msg := newMessage(n, req.Model, a, inputTokens)
 	if req.Stream {
-		writeStream(w, msg, pace, func() {
+		writeStream(r.Context(), w, msg, pace, func() {
 			m.mu.Lock()
 			m.streamStarts = append(m.streamStarts, time.Now())
 			m.mu.Unlock()
@@ -873,7 +874,10 @@ func newMessage(n int, model string, a answer, inputTokens int) message {
 
 // writeStream sends msg as the API's server-sent events: the content
 // arrives in deltas, the stop reason and output tokens in message_delta.
-func writeStream(w http.ResponseWriter, msg message, pace time.Duration, firstDelta func()) {
+// It stops when ctx ends: a client that went away (a CLI whose turn was
+// interrupted) would otherwise keep the server's Close waiting for the
+// rest of a paced answer.
+func writeStream(ctx context.Context, w http.ResponseWriter, msg message, pace time.Duration, firstDelta func()) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -906,7 +910,11 @@ func writeStream(w http.ResponseWriter, msg message, pace time.Duration, firstDe
 		}
 		send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": opening})
 		for _, p := range pieces {
-			time.Sleep(pace)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pace):
+			}
 			if firstDelta != nil {
 				firstDelta()
 				firstDelta = nil
