@@ -44,6 +44,7 @@ func (guestOutbox) File(context.Context, message.FileKind, string) error {
 }
 func (guestOutbox) KeepAction(context.Context, message.Action) func() { return func() {} }
 func (guestOutbox) Stream(context.Context) conversation.Stream        { return noStream{} }
+func (guestOutbox) Withdraw(context.Context) error                    { return nil }
 func (guestOutbox) Sent() []int                                       { return nil }
 
 // A guest answer is an article: no buttons under it, nothing to reply to

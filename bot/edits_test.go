@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"brainbot/bot/telegramtest"
 )
 
 // sendAs queues a private message of user 7 with message id id, as
@@ -82,5 +84,38 @@ func TestEditOfAWaitingMessage(t *testing.T) {
 	wantSent(t, h, "7:You said: #wait first", "7:You said: second")
 	if got := h.claude.requests(); len(got) != 2 || got[1].Prompt != "second" {
 		t.Errorf("the model was asked %d times, the second %q; want the edited text once", len(got), got[len(got)-1].Prompt)
+	}
+}
+
+// In a group the answer streams as a message of its own: when its
+// question is edited while it is written, that message is taken back
+// (deleteMessage), so the group sees only the edited version's answer.
+func TestAGroupAnswerOfAnEditedMessageIsTakenBack(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	asked := groupMessage(9, "#stopme tell me a stroy", true)
+	asked["message_id"] = 301
+	h.srv.SendMessage(tokenA, asked)
+	streamed, err := h.srv.WaitCall(h.ctx(), tokenA, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == groupChat
+	})
+	if err != nil {
+		t.Fatalf("the answer did not stream: %v", err)
+	}
+	name := "@" + telegramtest.Username(tokenA)
+	h.srv.SendUpdate(tokenA, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":301,"date":%d,"edit_date":%d,`+
+		`"chat":{"id":%d,"type":"supergroup","title":"Friends"},"from":{"id":9,"is_bot":false,"first_name":"Ann","last_name":"Lee"},`+
+		`"text":"%s tell me a story","entities":[{"type":"mention","offset":0,"length":%d}]}}`,
+		time.Now().Unix()-5, time.Now().Unix(), groupChat, name, len(name)))
+	h.waitLog("turn stopped: its message was edited")
+	answer := h.waitSent(tokenA, 2)[1]
+	if answer.ChatID() != groupChat || answer.Param("text") != "You said: Ann Lee: tell me a story" {
+		t.Fatalf("then sent %d %q, want the edited version's answer in the group", answer.ChatID(), answer.Param("text"))
+	}
+	if _, shown := h.srv.Message(tokenA, groupChat, streamed.MessageID); shown {
+		t.Errorf("the old version's streamed answer (message %d) is still in the group", streamed.MessageID)
+	}
+	deleted := h.srv.Sent(tokenA, "deleteMessage")
+	if len(deleted) != 1 || deleted[0].Param("message_id") != fmt.Sprint(streamed.MessageID) || deleted[0].Code != 200 {
+		t.Errorf("deleteMessage calls %s, want one of message %d", describeCalls(deleted), streamed.MessageID)
 	}
 }

@@ -86,8 +86,9 @@ type Outbox interface {
 	// KeepAction shows action in the chat until stop is called.
 	KeepAction(ctx context.Context, action message.Action) (stop func())
 	// Stream shows a reply while it is written; the next Text replaces
-	// what it showed.
+	// what it showed, or Withdraw deletes it (no reply follows).
 	Stream(ctx context.Context) Stream
+	Withdraw(ctx context.Context) error
 	// Sent are the ids of the messages sent, in order.
 	Sent() []int
 	// Attach puts buttons under the next Text's last message; Quote makes

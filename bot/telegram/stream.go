@@ -192,6 +192,22 @@ func (s *Stream) Finish() (firstShown time.Time) {
 	return s.firstShown
 }
 
+// Withdraw deletes the message a finished stream showed, which the next
+// text would have replaced: an answer dropped after it began to show (its
+// question was edited) leaves nothing of itself in the chat. A draft
+// needs no deleting, and without a streamed message it does nothing.
+func (o *Outbox) Withdraw(ctx context.Context) error {
+	id := o.edit
+	if id == 0 {
+		return nil
+	}
+	o.edit = 0
+	return o.blockedOr(o.call(ctx, "deleteMessage", func(ctx context.Context, api *tgbot.Bot) error {
+		_, err := api.DeleteMessage(ctx, &tgbot.DeleteMessageParams{ChatID: o.chat.ID, MessageID: id})
+		return err
+	}))
+}
+
 // UseRich lets the stream show rich drafts (sendRichMessageDraft, the
 // same draft id) in a private chat, before its first Update: for text
 // that Rich would send as a rich message (always: any text; else text

@@ -1,8 +1,9 @@
 package telegramtest
 
 // Inline buttons: what the bot's messages show now (their text and
-// buttons, as sent and edited), taps on them delivered as callback_query
-// updates shaped like Telegram's, and the answers to those taps.
+// buttons, as sent and edited, until deleted), taps on them delivered as
+// callback_query updates shaped like Telegram's, and the answers to those
+// taps.
 
 import (
 	"context"
@@ -95,6 +96,23 @@ func (s *Server) edit(b *botState, c Call, id int) (map[string]any, *APIError) {
 	*m = next
 	s.notifyLocked()
 	return m.json(BotID(c.Token)), nil
+}
+
+// ErrMessageToDeleteNotFound is how Telegram refuses to delete a message
+// that is not there (never sent, or deleted already).
+var ErrMessageToDeleteNotFound = APIError{Code: 400, Description: "Bad Request: message to delete not found"}
+
+// delete takes the bot's message id away from chat; false if the chat
+// does not show it.
+func (s *Server) delete(b *botState, chat int64, id int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.messages[chat][id] == nil {
+		return false
+	}
+	delete(b.messages[chat], id)
+	s.notifyLocked()
+	return true
 }
 
 // refuse answers the call recorded at index with apiErr, and records

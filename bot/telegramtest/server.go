@@ -617,6 +617,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeResult(w, msg)
+	case "deleteMessage":
+		id, _ := strconv.Atoi(call.Param("message_id"))
+		if !s.delete(b, call.ChatID(), id) {
+			s.refuse(w, b, index, ErrMessageToDeleteNotFound)
+			return
+		}
+		writeResult(w, true)
 	case "answerCallbackQuery":
 		if !s.answer(b, call.Param("callback_query_id")) {
 			s.refuse(w, b, index, ErrQueryTooOld)

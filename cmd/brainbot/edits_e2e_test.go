@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -69,5 +70,43 @@ func testEditWhileAnswered(t *testing.T, env []string) {
 	}
 	if strings.Contains(strings.Join(asked, "|"), "shorter") {
 		t.Errorf("the late edit reached the model: %q", asked)
+	}
+}
+
+// In a group the answer streams as a message of the bot's: when the
+// question is edited while the real CLI writes it, that message is
+// deleted and the edited version answered, so the group reads one answer.
+func TestEndToEndGroupEditWhileAnswered(t *testing.T) { eachMode(t, testGroupEditWhileAnswered) }
+
+func testGroupEditWhileAnswered(t *testing.T, env []string) {
+	s := startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
+		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
+	}, nil)
+	s.Model.SetPace(100 * time.Millisecond) // about 10 s for #long
+	const group, user = -100779, 601
+	token := stack.Token("asker")
+	asked := groupMessage(user, group, "tell me a stroy #long", "")
+	asked["message_id"] = 5101
+	s.Telegram.SendMessage(token, asked)
+	streamed := waitChat(t, s, token, group, 1)[0]
+	s.Model.SetPace(0)
+	s.Telegram.SendUpdate(token, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":5101,"date":%d,"edit_date":%d,`+
+		`"chat":{"id":%d,"type":"supergroup","title":"Friends"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":"tell me a story, short"}}`,
+		time.Now().Unix()-1, time.Now().Unix(), group, user))
+	waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("chat") == group && l.Str("outcome") == "ok"
+	})
+	if m, shown := s.Telegram.Message(token, group, streamed.MessageID); shown {
+		t.Errorf("the old version's streamed answer is still in the group: %.60q", m.Text)
+	}
+	var shown []string
+	for _, c := range waitChat(t, s, token, group, 2) {
+		if m, ok := s.Telegram.Message(token, group, c.MessageID); ok {
+			shown = append(shown, m.Text)
+		}
+	}
+	if len(shown) != 1 || !strings.Contains(shown[0], "tell me a story, short") {
+		t.Errorf("the group shows %.80q, want only the edited version's answer", shown)
 	}
 }
