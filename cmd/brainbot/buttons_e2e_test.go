@@ -36,6 +36,15 @@ tts:
   voice: onyx
 `
 
+// askerStack starts brainbot with the asker brain alone, in the mode
+// env gives (eachMode).
+func askerStack(t *testing.T, env []string) *stack.Stack {
+	return startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
+		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
+	}, nil)
+}
+
 // question is the one question message a reply holds: its call, and the
 // buttons' labels and data.
 func question(t *testing.T, r stack.Reply) (telegramtest.Call, []string, []string) {
@@ -313,10 +322,7 @@ func TestEndToEndReadAloud(t *testing.T) {
 func TestEndToEndGroupQuestion(t *testing.T) { eachMode(t, testGroupQuestion) }
 
 func testGroupQuestion(t *testing.T, env []string) {
-	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
-		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
-	}, nil)
+	s := askerStack(t, env)
 	const group, asker, other = -100777, 601, 602
 	token := stack.Token("asker")
 	s.Telegram.SendMessage(token, groupMessage(asker, group, "Which one? #ask", ""))
@@ -360,10 +366,7 @@ func testGroupQuestion(t *testing.T, env []string) {
 func TestEndToEndGroupStop(t *testing.T) { eachMode(t, testGroupStop) }
 
 func testGroupStop(t *testing.T, env []string) {
-	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
-		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
-	}, nil)
+	s := askerStack(t, env)
 	s.Model.SetPace(100 * time.Millisecond) // 64 bytes a tenth of a second: about 10 s for #long
 	const group, asker, other = -100778, 601, 602
 	token := stack.Token("asker")

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -79,10 +78,7 @@ func testEditWhileAnswered(t *testing.T, env []string) {
 func TestEndToEndGroupEditWhileAnswered(t *testing.T) { eachMode(t, testGroupEditWhileAnswered) }
 
 func testGroupEditWhileAnswered(t *testing.T, env []string) {
-	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
-		Brains: map[string]string{"asker.yaml": askerBrain}, Logs: testLogs(t),
-	}, nil)
+	s := askerStack(t, env)
 	s.Model.SetPace(100 * time.Millisecond) // about 10 s for #long
 	const group, user = -100779, 601
 	token := stack.Token("asker")
