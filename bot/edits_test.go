@@ -19,9 +19,9 @@ func sendAs(h *harness, id int, text string) {
 
 // editAs queues the edit of message id, as Telegram sends it.
 func editAs(h *harness, id int, text string) {
-	h.srv.SendUpdate(tokenA, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":%d,"date":%d,"edit_date":%d,`+
-		`"chat":{"id":7,"type":"private","first_name":"Ann"},"from":{"id":7,"is_bot":false,"first_name":"Ann"},"text":%q}}`,
-		id, time.Now().Unix()-5, time.Now().Unix(), text))
+	h.srv.SendEdit(tokenA, map[string]any{"message_id": id, "date": time.Now().Unix() - 5,
+		"chat": map[string]any{"id": 7, "type": "private", "first_name": "Ann"},
+		"from": map[string]any{"id": 7, "is_bot": false, "first_name": "Ann"}, "text": text})
 }
 
 // An edited message is answered as edited, once: still waiting, in its
@@ -101,11 +101,9 @@ func TestAGroupAnswerOfAnEditedMessageIsTakenBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the answer did not stream: %v", err)
 	}
-	name := "@" + telegramtest.Username(tokenA)
-	h.srv.SendUpdate(tokenA, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":301,"date":%d,"edit_date":%d,`+
-		`"chat":{"id":%d,"type":"supergroup","title":"Friends"},"from":{"id":9,"is_bot":false,"first_name":"Ann","last_name":"Lee"},`+
-		`"text":"%s tell me a story","entities":[{"type":"mention","offset":0,"length":%d}]}}`,
-		time.Now().Unix()-5, time.Now().Unix(), groupChat, name, len(name)))
+	edited := groupMessage(9, "tell me a story", true)
+	edited["message_id"] = 301
+	h.srv.SendEdit(tokenA, edited)
 	h.waitLog("turn stopped: its message was edited")
 	answer := h.waitSent(tokenA, 2)[1]
 	if answer.ChatID() != groupChat || answer.Param("text") != "You said: Ann Lee: tell me a story" {

@@ -161,8 +161,7 @@ func TestUpdatesThatNeedNoAnswer(t *testing.T) {
 		"new_chat_member": map[string]any{"status": "member", "user": bot},
 	}})
 	h.srv.SendUpdate(tokenA, added)
-	edited, _ := json.Marshal(map[string]any{"edited_message": groupMessage(7, "edited", true)})
-	h.srv.SendUpdate(tokenA, edited)
+	h.srv.SendEdit(tokenA, groupMessage(7, "edited", true))
 	post, _ := json.Marshal(map[string]any{"channel_post": map[string]any{"message_id": 3, "date": 1,
 		"chat": map[string]any{"id": -1009, "type": "channel", "title": "News"}, "text": "@" + telegramtest.Username(tokenA)}})
 	h.srv.SendUpdate(tokenA, post)

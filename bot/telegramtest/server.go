@@ -250,6 +250,19 @@ func (s *Server) SendMessage(token string, msg map[string]any) int64 {
 	return s.queueLocked(b, map[string]any{"message": msg})
 }
 
+// SendEdit queues an update carrying msg as its "edited_message", as
+// Telegram reports a user's edit of message msg["message_id"]: msg is the
+// message as edited, and edit_date is now unless msg gives one. It
+// returns the update id.
+func (s *Server) SendEdit(token string, msg map[string]any) int64 {
+	if _, ok := msg["edit_date"]; !ok {
+		msg["edit_date"] = time.Now().Unix()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.queueLocked(s.botLocked(token), map[string]any{"edited_message": msg})
+}
+
 // SendUpdate queues an update given as raw JSON, exactly as Telegram
 // would send it (its update_id is replaced by the next one in sequence),
 // and returns the update id. It is how tests send kinds of update the

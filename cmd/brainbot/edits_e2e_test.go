@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +19,9 @@ func testEditWhileAnswered(t *testing.T, env []string) {
 	token := stack.Token("narrator")
 	const user = 951
 	edit := func(text string) {
-		s.Telegram.SendUpdate(token, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":5001,"date":%d,"edit_date":%d,`+
-			`"chat":{"id":%d,"type":"private","first_name":"Ann"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":%q}}`,
-			time.Now().Unix()-1, time.Now().Unix(), user, user, text))
+		s.Telegram.SendEdit(token, map[string]any{"message_id": 5001, "date": time.Now().Unix() - 1,
+			"chat": map[string]any{"id": user, "type": "private", "first_name": "Ann"},
+			"from": map[string]any{"id": user, "is_bot": false, "first_name": "Ann"}, "text": text})
 	}
 
 	s.SendMessage("narrator", user, map[string]any{"message_id": 5001, "text": "tell me a stroy #long"})
@@ -87,9 +86,9 @@ func testGroupEditWhileAnswered(t *testing.T, env []string) {
 	s.Telegram.SendMessage(token, asked)
 	streamed := waitChat(t, s, token, group, 1)[0]
 	s.Model.SetPace(0)
-	s.Telegram.SendUpdate(token, fmt.Appendf(nil, `{"update_id":1,"edited_message":{"message_id":5101,"date":%d,"edit_date":%d,`+
-		`"chat":{"id":%d,"type":"supergroup","title":"Friends"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":"tell me a story, short"}}`,
-		time.Now().Unix()-1, time.Now().Unix(), group, user))
+	edited := groupMessage(user, group, "tell me a story, short", "")
+	edited["message_id"] = 5101
+	s.Telegram.SendEdit(token, edited)
 	waitLogFrom(t, s, 0, func(l stack.Line) bool {
 		return l.Msg == "request" && l.Int("chat") == group && l.Str("outcome") == "ok"
 	})
