@@ -216,9 +216,10 @@ func (d *decoder) validateServer(name string, s MCPServer, allowed bool) {
 	d.checkSecrets(path+".headers", s.Headers, headerName, "an HTTP header name")
 }
 
-// checkSecrets checks the names and values of env or headers: each value
-// must use a ${VAR} reference, because brainbot cannot tell a secret
-// from a setting and a brain file is often committed.
+// checkSecrets checks the names and values of env or headers: a value
+// that looks like a credential (looksSecret) must come by ${VAR}
+// reference, as a brain file is often committed; settings may be written
+// as they are.
 func (d *decoder) checkSecrets(path string, values map[string]string, names *regexp.Regexp, what string) {
 	for _, k := range slices.Sorted(maps.Keys(values)) {
 		field := path + "." + k
@@ -230,7 +231,7 @@ func (d *decoder) checkSecrets(path string, values map[string]string, names *reg
 		switch {
 		case err != nil:
 			d.reject(field, "%v", err)
-		case len(refs) == 0:
+		case looksSecret(k, reference.ReplaceAllString(values[k], ""), len(refs) > 0):
 			d.reject(field, "looks like a secret written in the file: write a ${VAR} reference to brainbot's environment instead (such as \"${%s}\", or \"Bearer ${API_TOKEN}\" for a header)", strings.ToUpper(strings.ReplaceAll(k, "-", "_")))
 		}
 	}
