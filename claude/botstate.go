@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -92,7 +93,7 @@ func (d *Driver) prepareBot(botID string) error {
 // sessions: CLAUDE_CONFIG_DIR, or ~/.claude, of the environment they got.
 func (d *Driver) sharedConfigDir() string {
 	var configDir, home string
-	for _, kv := range append(os.Environ(), d.cfg.Env...) {
+	for _, kv := range slices.Concat(d.cfg.Environ, d.cfg.Env) {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k { // the last one wins, as in exec
 		case "CLAUDE_CONFIG_DIR":

@@ -35,6 +35,10 @@ type Config struct {
 	// a ticket for the one call a request's turn two makes.
 	ToolsURL string
 	Tickets  *ticket.Registry
+	// Environ is brainbot's environment, the CLI's is built from (cliEnv's
+	// allow-list): the process's with the variables of its env file
+	// (-env-file) after them. Nil: the process's (os.Environ).
+	Environ []string
 	// Env holds extra environment entries for the CLI; they win over
 	// inherited ones (see cliEnv), the bot's HOME, CLAUDE_CONFIG_DIR and
 	// TMPDIR aside (the driver's).
@@ -100,6 +104,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
+	}
+	if cfg.Environ == nil {
+		cfg.Environ = os.Environ()
 	}
 	d := &Driver{cfg: cfg, log: cfg.Log, pool: newPool(cfg.Warm, cfg.Log),
 		mcpDir: filepath.Join(cfg.DataDir, "claude", "mcp"), tmpDir: filepath.Join(cfg.DataDir, "claude", "tmp")}
@@ -396,11 +403,11 @@ func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
 }
 
 // env is the environment of a CLI of the bot whose temporary folder is
-// tmp: the allow-list of brainbot's, Config.Env, then the bot's own
+// tmp: the allow-list of Config.Environ, Config.Env, then the bot's own
 // folders, which nothing overrides.
 func (d *Driver) env(botID, tmp string) []string {
 	extra := append(slices.Clone(d.cfg.Env), "TMPDIR="+tmp)
-	return cliEnv(os.Environ(), append(extra, d.dirs(botID).env()...))
+	return cliEnv(d.cfg.Environ, append(extra, d.dirs(botID).env()...))
 }
 
 // fingerprint is what a process is started with, but for its session and

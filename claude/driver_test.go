@@ -850,3 +850,20 @@ func TestTurn1ToolCallRefused(t *testing.T) {
 		t.Errorf("OpenAI saw %d calls, want still 1", n)
 	}
 }
+
+// The CLI's environment is built from Config.Environ, brainbot's
+// environment with its env file's variables (run -env-file), not from
+// the process's alone: credentials only in the file reach the CLI, and
+// what the file does not give is not taken from the process.
+func TestCLIEnvComesFromConfigEnviron(t *testing.T) {
+	t.Setenv("ANTHROPIC_BASE_URL", "http://process-only.example")
+	e := newFakeEnv(t)
+	e.d.cfg.Environ = []string{"PATH=" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=sk-ant-from-the-env-file"}
+	env := envOf(t, e, "test")
+	if env["ANTHROPIC_API_KEY"] != "sk-ant-from-the-env-file" {
+		t.Errorf("ANTHROPIC_API_KEY = %q, want Config.Environ's", env["ANTHROPIC_API_KEY"])
+	}
+	if v, ok := env["ANTHROPIC_BASE_URL"]; ok {
+		t.Errorf("ANTHROPIC_BASE_URL = %q, taken from the process, not Config.Environ", v)
+	}
+}

@@ -110,6 +110,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		ToolsURL: tools.URL,
 		Tickets:  tickets,
 		Launcher: m.Executable,
+		Environ:  m.Environ, // the env file's variables too, as doctor checked them
 		Reaper:   procs,
 		Bare:     bare,
 		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},

@@ -55,6 +55,11 @@ type Config struct {
 	Env []string
 	// Logs, if set, receives a copy of brainbot's stderr (its JSON logs).
 	Logs io.Writer
+	// EnvFile runs brainbot as an admin runs it with the service's file,
+	// `brainbot run -env-file FILE`: FILE (EnvFilePath) holds its whole
+	// environment but PATH, HOME and TMPDIR, the only variables left in the
+	// process's.
+	EnvFile bool
 }
 
 // Stack is one running product with its stand-ins.
@@ -169,6 +174,25 @@ func (s *Stack) Env() []string {
 	return append(env, s.cfg.Env...)
 }
 
+// EnvFilePath is the file of Config.EnvFile.
+func (s *Stack) EnvFilePath() string { return filepath.Join(s.cfg.Dir, "brainbot.env") }
+
+// writeEnvFile writes env but PATH, HOME and TMPDIR to EnvFilePath, as
+// KEY=value lines, and returns what it left out: the process's
+// environment.
+func (s *Stack) writeEnvFile(env []string) (process []string, err error) {
+	var file strings.Builder
+	for _, kv := range env {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "PATH", "HOME", "TMPDIR":
+			process = append(process, kv)
+		default:
+			file.WriteString(kv + "\n")
+		}
+	}
+	return process, os.WriteFile(s.EnvFilePath(), []byte(file.String()), 0o600)
+}
+
 // process is one run of `brainbot run`.
 type process struct {
 	cmd  *exec.Cmd
@@ -186,6 +210,14 @@ func (s *Stack) Start(ctx context.Context) error {
 	}
 	cmd := exec.Command(s.cfg.Brainbot, "run")
 	cmd.Env = s.Env()
+	if s.cfg.EnvFile {
+		var err error
+		if cmd.Env, err = s.writeEnvFile(cmd.Env); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+		cmd.Args = append(cmd.Args, "-env-file", s.EnvFilePath())
+	}
 	cmd.Dir = s.cfg.Dir
 	// Its own process group, so that Close can take the CLIs down with it
 	// if a test fails half-way.
