@@ -185,7 +185,7 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 			time.Sleep(5 * time.Millisecond) // the pace of writing, not a wait
 		}
 	}
-	res := &claude.Result{Text: "You said: " + req.Prompt, SessionID: req.SessionID, CostUSD: 0.01,
+	res := &claude.Result{Text: "You said: " + req.Prompt, Answered: true, SessionID: req.SessionID, CostUSD: 0.01,
 		Tokens: claude.Tokens{Input: 1000, Output: 20, CacheRead: 500}}
 	if strings.Contains(req.Prompt, "#tools") {
 		res.ToolCalls = fakeToolCalls

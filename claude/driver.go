@@ -651,6 +651,7 @@ func (c *conversation) endTurn(ev event) {
 			c.res.Text = c.streamed
 		}
 		c.res.Structured = r.Structured
+		c.res.Answered = !r.IsError
 	} else {
 		c.res.Turn2 = time.Since(c.turnStart)
 		c.denials = append(c.denials, r.Denials...)

@@ -491,6 +491,21 @@ func TestResultError(t *testing.T) {
 	}
 }
 
+// A speech request whose turn 1 failed has no words to fall back to: its
+// text is the CLI's error, not the persona's answer (Answered false). One
+// whose turn 2 failed has them (Answered true).
+func TestSpeechFailureSaysWhetherTurnOneAnswered(t *testing.T) {
+	e := newFakeEnv(t)
+	res, err := e.run(t, e.request(Speech, "#fail please"))
+	if err == nil || res == nil || res.Answered {
+		t.Errorf("turn 1 failed: %+v, %v; want an error and Answered false", res, err)
+	}
+	res, err = e.run(t, e.request(Speech, "say it #notool"))
+	if !errors.Is(err, ErrToolNotCalled) || res == nil || !res.Answered || res.Text != "You said: say it #notool" {
+		t.Errorf("turn 2 failed: %+v, %v; want ErrToolNotCalled with turn 1's words, Answered", res, err)
+	}
+}
+
 // trickyText must survive the trip into turn 2's JSON arguments.
 const trickyText = "He said \"hi\"\nthen left.\\ Odd: \"} {\"text\":\"x\"} \t ünïcödé </script> \u2028"
 

@@ -174,6 +174,12 @@ type Tokens struct {
 type Result struct {
 	// Text is Claude's turn-1 reply.
 	Text string
+	// Answered: turn 1 ended well, so Text is the model's whole answer.
+	// In a speech request whose turn 2 then failed, Text is the words the
+	// voice was to say, which may go out as text instead. A failed turn
+	// 1's Text may be the CLI's own error ("API Error: 400 ...", "Not
+	// logged in"), never the persona's words.
+	Answered bool
 	// Structured is the answer of a request with a JSONSchema, as the
 	// CLI reported it (result.structured_output); nil otherwise.
 	Structured json.RawMessage

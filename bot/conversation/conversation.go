@@ -298,9 +298,10 @@ func (p *Pipeline) converse(r *request) {
 	case errors.Is(err, claude.ErrInterrupted):
 		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
 		r.keepStopped(res, st != nil)
-	case err != nil && mode == claude.Speech && res != nil && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
-		// The words are there, only the voice failed. Not for a request
-		// stopped at a bound: the brain's owner said "no further".
+	case err != nil && mode == claude.Speech && res != nil && res.Answered && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
+		// The words are there, only the voice failed. Not for a failed
+		// turn 1, whose text is the CLI's error, nor for a request stopped
+		// at a bound: the brain's owner said "no further".
 		r.speechFailed("speech failed; sending the text reply instead", "claude", err, res.Text)
 	case err != nil:
 		r.fail("claude", err)

@@ -404,6 +404,26 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a voice brain whose model fails sends the error message, counted as an error", func(t *testing.T) {
+		// The scripted model answers HTTP 400: the CLI's turn 1 ends with
+		// "API Error: 400 ...", which is no answer of the persona's.
+		r := ask(t, s, "speaker", 610, "say this #fail")
+		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
+			t.Errorf("reply = %q, want the brain's messages.error", got)
+		}
+		if r.Summary.Str("outcome") != "error" || r.Summary.Str("mode") != "speech" {
+			t.Errorf("summary = %s, want outcome error in speech mode", r.Summary.Raw)
+		}
+		admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+		if len(admin) == 0 {
+			t.Fatal("no admin endpoint log line")
+		}
+		_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+		if want := `brainbot_requests_total{bot="speaker",mode="speech",outcome="error"} `; !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_requests_total"))
+		}
+	})
+
 	t.Run("image service failing", func(t *testing.T) {
 		r := ask(t, s, "painter", 604, "draw something forbidden #openai-policy")
 		if got := wantText(t, r); got != "Sorry, something went wrong. Please try again." {
