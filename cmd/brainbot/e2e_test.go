@@ -135,6 +135,17 @@ func startStack(tb testing.TB, cfg stack.Config, prepare func(*stack.Stack)) *st
 	return s
 }
 
+// metricsOf is what brainbot's /metrics serves now.
+func metricsOf(t *testing.T, s *stack.Stack) string {
+	t.Helper()
+	admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+	if len(admin) == 0 {
+		t.Fatal("no admin endpoint log line")
+	}
+	_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+	return body
+}
+
 func ask(tb testing.TB, s *stack.Stack, bot string, user int64, text string) stack.Reply {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
@@ -235,11 +246,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("summary = %s", r.Summary.Raw)
 		}
 		// What it cost, by provider: the model's and the voice's.
-		admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
-		if len(admin) == 0 {
-			t.Fatal("no admin endpoint log line")
-		}
-		_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+		body := metricsOf(t, s)
 		for _, provider := range []string{"claude", "openai"} {
 			if want := `brainbot_cost_usd_total{bot="speaker",provider="` + provider + `"} `; !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_cost"))
@@ -414,11 +421,7 @@ func TestEndToEnd(t *testing.T) {
 		if r.Summary.Str("outcome") != "error" || r.Summary.Str("mode") != "speech" {
 			t.Errorf("summary = %s, want outcome error in speech mode", r.Summary.Raw)
 		}
-		admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
-		if len(admin) == 0 {
-			t.Fatal("no admin endpoint log line")
-		}
-		_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+		body := metricsOf(t, s)
 		if want := `brainbot_requests_total{bot="speaker",mode="speech",outcome="error"} `; !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_requests_total"))
 		}
