@@ -19,7 +19,7 @@ import (
 // would not answer it again.
 func TestJournalClearIsRetriedAfterALongLock(t *testing.T) {
 	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil, shortBusyTimeout)
-	unlock := h.answerUnderLock("#wait one")
+	unlock := h.answerUnderLock("one")
 	e := h.waitLog("could not clear journal entry; retrying")
 	if e.Level.String() != "warn" || e.ContextMap()["journal_id"] == nil {
 		t.Errorf("log line = %v %v, want warn naming the entry", e.Level, e.ContextMap())
@@ -41,7 +41,7 @@ func TestJournalClearIsRetriedAfterALongLock(t *testing.T) {
 func TestJournalClearOutlastingShutdownLandsAtTheNextStart(t *testing.T) {
 	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, "")},
 		func(c *Config) { c.Grace = 300 * time.Millisecond }, shortBusyTimeout)
-	unlock := h.answerUnderLock("#wait one")
+	unlock := h.answerUnderLock("one")
 	h.waitLog("could not clear journal entry; retrying")
 	h.stop() // with the lock held
 	e := h.waitLog("journal entries not cleared before shutdown")
@@ -71,18 +71,19 @@ func (h *harness) reopenStore(opts ...store.Option) {
 	h.t.Cleanup(func() { st.Close() })
 }
 
-// answerUnderLock sends text (a #wait request) from user 7 and, once the
-// model was asked, locks the database from another connection, then lets
-// the answer go out. The lock holds until unlock.
+// answerUnderLock sends text from user 7 and, once its answer reached
+// Telegram (its session saved), locks the database from another
+// connection, then lets Telegram confirm the answer. The lock holds until
+// unlock.
 func (h *harness) answerUnderLock(text string) (unlock func()) {
 	h.t.Helper()
+	confirm := h.srv.Hold(tokenA, "sendMessage")
 	h.srv.SendText(tokenA, 7, 7, text)
-	waitFor(h.t.(*testing.T), func() bool { return len(h.claude.requests()) == 1 })
-	unlock = storetest.LockWrites(h.t, filepath.Join(h.data, store.FileName))
-	close(h.claude.release)
 	if got := h.waitSent(tokenA, 1)[0]; got.Param("text") != "You said: "+text {
 		h.t.Fatalf("answer = %q", got.Param("text"))
 	}
+	unlock = storetest.LockWrites(h.t, filepath.Join(h.data, store.FileName))
+	confirm()
 	return unlock
 }
 
@@ -101,5 +102,54 @@ func (h *harness) restartAnswersNothingTwice() {
 	}
 	if sent := h.srv.Sent(tokenA); len(sent) != before+1 {
 		h.t.Fatalf("sent %s after the restart, want only the probe's answer", describeCalls(sent[before:]))
+	}
+}
+
+// In embedded mode, a session the store cannot save (an admin's sqlite3
+// shell holds the write lock past the busy timeout) holds the answer
+// back, as a cluster does when NATS is away: the message is handed back
+// unanswered, not worked on again while the lock holds, and once it is
+// gone answered once, as a retry of the same turn (the driver cuts the
+// first attempt's copy from the session), in the conversation's session;
+// the next message goes on in it.
+func TestUnsavedSessionHandsTheMessageBack(t *testing.T) {
+	h := newHarnessWith(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil, shortBusyTimeout)
+	h.exchange(tokenA, 7, "remember the lighthouse")
+	h.srv.SendText(tokenA, 7, 7, "#wait what did I say?")
+	waitFor(t, func() bool { return len(h.claude.requests()) == 2 })
+	session := h.claude.requests()[1].SessionID // the first message's, resumed
+	if session == "" {
+		t.Fatal("the second message does not resume the first's session")
+	}
+	unlock := storetest.LockWrites(t, filepath.Join(h.data, store.FileName))
+	close(h.claude.release)
+	// Handed back, and again while the lock holds (its attempt cannot be
+	// journaled): nothing is sent, and the model is not asked again.
+	waitFor(t, func() bool {
+		return h.logs.FilterMessage("state unavailable for now; the message is handed back and answered once it is back").Len() >= 3
+	})
+	if sent := h.srv.Sent(tokenA); len(sent) != 1 {
+		t.Fatalf("sent %s while the session could not be saved, want only the first answer", describeCalls(sent))
+	}
+	if n := len(h.claude.requests()); n != 2 {
+		t.Fatalf("the model was asked %d times, want 2: no work while the attempt cannot be journaled", n)
+	}
+	unlock()
+	if got := h.waitSent(tokenA, 2)[1]; got.Param("text") != "You said: #wait what did I say?" {
+		t.Fatalf("answer after the lock = %q", got.Param("text"))
+	}
+	reqs := h.claude.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("the model was asked %d times, want 3", len(reqs))
+	}
+	if retry := reqs[2]; !retry.Retry || !retry.Resume || retry.SessionID != session {
+		t.Errorf("the retry: Retry %v, Resume %v, session %q; want a retry resuming %q", retry.Retry, retry.Resume, retry.SessionID, session)
+	}
+	h.exchange(tokenA, 7, "and now?")
+	if next := h.claude.requests()[3]; !next.Resume || next.SessionID != session {
+		t.Errorf("the next message: Resume %v, session %q; want %q resumed", next.Resume, next.SessionID, session)
+	}
+	if sent := h.srv.Sent(tokenA); len(sent) != 3 {
+		t.Errorf("sent %s, want one answer per message", describeCalls(sent))
 	}
 }

@@ -387,11 +387,11 @@ func (r *request) markAttempt() bool {
 		r.log.Info("message answered through a newer delivery; left to it", zap.Error(err))
 		r.drop("superseded")
 		return false
-	case errors.Is(err, message.ErrUnavailable):
-		r.fail("attempt", err) // handed back
-		return false
 	case err != nil:
-		r.log.Warn("could not journal the attempt", zap.Error(err))
+		// Unjournaled, a second attempt would not know it is one and send
+		// the message again to a session that has it: handed back.
+		r.fail("attempt", handBack(err))
+		return false
 	}
 	return true
 }
@@ -491,9 +491,9 @@ func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, exp
 
 // keepSession stores the session and its transcript before the answer
 // goes out, so the conversation's next message, on any instance, goes on
-// with all of it. A store that cannot be reached for now
-// (message.ErrUnavailable) hands the message back unanswered: an answer
-// whose turn would be forgotten is not sent.
+// with all of it. A session the store does not save, and a transcript a
+// cluster cannot reach for now (message.ErrUnavailable), hand the message
+// back unanswered: an answer whose turn would be forgotten is not sent.
 func (p *Pipeline) keepSession(r *request, id string) error {
 	ctx := context.WithoutCancel(r.ctx)
 	if p.cfg.Transcripts != nil {
@@ -507,12 +507,24 @@ func (p *Pipeline) keepSession(r *request, id string) error {
 		}
 	}
 	if err := p.store.UseSession(ctx, r.in.Key, id, p.cfg.Now()); err != nil {
-		if errors.Is(err, message.ErrUnavailable) {
-			return fmt.Errorf("save the session: %w", err)
-		}
-		r.log.Warn("could not save the session", zap.Error(err))
+		// Whatever the store refused for (NATS away, SQLite locked past
+		// its busy timeout, a full disk), the answer waits for its session.
+		return fmt.Errorf("save the session: %w", handBack(err))
 	}
 	return nil
+}
+
+// errNotStored is a write the store refused (SQLite locked past its busy
+// timeout, a full disk) where the message must wait for it: as when the
+// cluster's store is unavailable, the message is handed back.
+var errNotStored = fmt.Errorf("not stored, %w", message.ErrUnavailable)
+
+// handBack makes a store's error one that hands the message back.
+func handBack(err error) error {
+	if errors.Is(err, message.ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errNotStored, err)
 }
 
 // claudeRequest is what the driver needs from the brain and the message.
@@ -684,8 +696,12 @@ func (r *request) fail(phase string, cause error) {
 	}
 	if errors.Is(cause, message.ErrUnavailable) {
 		// A pause, not a failure: nobody is told of an error.
+		why := "nats unavailable"
+		if errors.Is(cause, errNotStored) {
+			why = "store refused the write"
+		}
 		r.log.Warn("state unavailable for now; the message is handed back and answered once it is back",
-			zap.String("phase", phase), zap.String("cause", "nats unavailable"), zap.Error(cause))
+			zap.String("phase", phase), zap.String("cause", why), zap.Error(cause))
 		r.sum.outcome = "paused"
 		r.keep = true
 		return

@@ -121,6 +121,9 @@ type delivery struct {
 	charged     bool
 	// handedBack counts the Abandons while running: each waits longer.
 	handedBack int
+	// attempted: MarkAttempt journaled an attempt, which a hand-back
+	// counts.
+	attempted bool
 }
 
 func (d *delivery) Envelope() message.Envelope { return d.env }
@@ -137,7 +140,9 @@ func (d *delivery) MarkCharged(ctx context.Context, mode string) error {
 }
 
 func (d *delivery) MarkAttempt(ctx context.Context, mode string) error {
-	return d.j.store.Attempt(ctx, d.id, mode)
+	err := d.j.store.Attempt(ctx, d.id, mode)
+	d.attempted = err == nil
+	return err
 }
 
 // Done clears the entry; answered or not, it is not handed out again.
@@ -156,7 +161,11 @@ func (d *delivery) Abandon() {
 		return
 	}
 	wait := min(j.opts.RetryMin<<min(d.handedBack, 16), j.opts.RetryMax)
-	again := &delivery{j: j, id: d.id, env: d.env, redelivered: true, attempts: d.attempts, charged: d.charged,
+	attempts := d.attempts
+	if d.attempted {
+		attempts++ // as the journal has it: the next attempt is a retry
+	}
+	again := &delivery{j: j, id: d.id, env: d.env, redelivered: true, attempts: attempts, charged: d.charged,
 		handedBack: d.handedBack + 1}
 	go func() {
 		t := time.NewTimer(wait)

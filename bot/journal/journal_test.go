@@ -120,8 +120,9 @@ func mustJSON(t *testing.T, files []message.Attachment) string {
 
 // A delivery handed back while the consumer runs (the state it needed was
 // unavailable for now) is handed out again, not left until the next
-// start, and not counted against the daily limit again; once the consumer
-// stopped, it stays for the next start.
+// start, and not counted against the daily limit again (its attempt is:
+// the next is a retry); once the consumer stopped, it stays for the next
+// start.
 func TestAbandonHandsBackWhileRunning(t *testing.T) {
 	j, s := openJournal(t)
 	ctx, stop := context.WithCancel(context.Background())
@@ -134,11 +135,14 @@ func TestAbandonHandsBackWhileRunning(t *testing.T) {
 	if err := first.MarkCharged(ctx, "text"); err != nil {
 		t.Fatal(err)
 	}
+	if err := first.MarkAttempt(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
 	first.Abandon()
 	again := <-handed
-	if again.Envelope().UpdateID != 1 || !again.Redelivered() || !again.Charged() {
-		t.Fatalf("handed again: update %d, redelivered %v, charged %v; want 1, true, true",
-			again.Envelope().UpdateID, again.Redelivered(), again.Charged())
+	if again.Envelope().UpdateID != 1 || !again.Redelivered() || !again.Charged() || again.Attempts() != 1 {
+		t.Fatalf("handed again: update %d, redelivered %v, charged %v, attempts %d; want 1, true, true, 1 (a retry)",
+			again.Envelope().UpdateID, again.Redelivered(), again.Charged(), again.Attempts())
 	}
 	stop()
 	again.Abandon()
