@@ -411,7 +411,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("a voice brain whose model fails sends the error message, counted as an error", func(t *testing.T) {
+	t.Run("a voice brain whose model fails sends the error message, counted as an error; a failed voice sends the words", func(t *testing.T) {
 		// The scripted model answers HTTP 400: the CLI's turn 1 ends with
 		// "API Error: 400 ...", which is no answer of the persona's.
 		r := ask(t, s, "speaker", 610, "say this #fail")
@@ -424,6 +424,15 @@ func TestEndToEnd(t *testing.T) {
 		body := metricsOf(t, s)
 		if want := `brainbot_requests_total{bot="speaker",mode="speech",outcome="error"} `; !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_requests_total"))
+		}
+		// A turn 1 that answered and a voice that failed (turn 2 calls no
+		// tool): the persona's words go as text.
+		r = ask(t, s, "speaker", 611, "say this #notool")
+		if got := wantText(t, r); got != "You said: say this #notool (message 1)" {
+			t.Errorf("reply = %q, want turn 1's words as text", got)
+		}
+		if r.Summary.Str("outcome") != "speech failed" {
+			t.Errorf("summary = %s, want outcome speech failed", r.Summary.Raw)
 		}
 	})
 
