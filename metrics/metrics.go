@@ -38,8 +38,9 @@ type Metrics struct {
 	// Tokens counts model tokens by bot and kind (input, output,
 	// cache_read, cache_write).
 	Tokens *prometheus.CounterVec
-	// TelegramErrors counts failed Bot API calls by method and code
-	// ("429", "403", ..., "network" when Telegram was not reached).
+	// TelegramErrors counts failed Bot API calls by bot, method and code
+	// ("429", "403", ..., "other" for the rest and when Telegram was not
+	// reached).
 	TelegramErrors *prometheus.CounterVec
 	// JournalReplays counts messages answered after a restart.
 	JournalReplays *prometheus.CounterVec
@@ -105,8 +106,8 @@ func New() *Metrics {
 			Name: "brainbot_tokens_total", Help: "Model tokens, by bot and kind (input, output, cache_read, cache_write).",
 		}, []string{"bot", "kind"}),
 		TelegramErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "brainbot_telegram_errors_total", Help: "Failed Bot API calls, by method and HTTP code (network: not reached).",
-		}, []string{"method", "code"}),
+			Name: "brainbot_telegram_errors_total", Help: "Failed Bot API calls, by bot, method and HTTP code (other: another code, or Telegram not reached).",
+		}, []string{"bot", "method", "code"}),
 		JournalReplays: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_journal_replays_total", Help: "Messages answered after a restart, by bot.",
 		}, []string{"bot"}),
@@ -168,6 +169,18 @@ func (m *Metrics) ObserveStage(stage string, d time.Duration) {
 	if d > 0 {
 		m.Stage.WithLabelValues(stage).Observe(d.Seconds())
 	}
+}
+
+// Build reports what this brainbot is as brainbot_build_info{version,
+// revision}, always 1: a dashboard shows which release each instance
+// runs, and a query can join on it.
+func (m *Metrics) Build(version, revision string) {
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "brainbot_build_info", Help: "Always 1: the version and revision of this brainbot as labels.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision},
+	})
+	info.Set(1)
+	m.registry.MustRegister(info)
 }
 
 // TrackWarm reports warm() as brainbot_claude_warm: the conversations

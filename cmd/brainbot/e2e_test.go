@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,6 +156,9 @@ func wantText(t *testing.T, r stack.Reply) string {
 	return r.Texts()[0]
 }
 
+// buildInfo is the series brainbot_build_info of a stamped or unstamped build.
+var buildInfo = regexp.MustCompile(`(?m)^brainbot_build_info\{revision="[^"]+",version="[^"]+"\} 1$`)
+
 func TestEndToEnd(t *testing.T) {
 	s := newStack(t, nil)
 
@@ -244,6 +248,10 @@ func TestEndToEnd(t *testing.T) {
 			if want := `brainbot_cost_usd_total{bot="speaker",provider="` + provider + `"} `; !strings.Contains(body, want) {
 				t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_cost"))
 			}
+		}
+		// Which release answered, as `brainbot version` says it.
+		if !buildInfo.MatchString(body) {
+			t.Errorf("/metrics lacks brainbot_build_info with a version and a revision:\n%s", grepLines(body, "brainbot_build_info"))
 		}
 	})
 

@@ -130,6 +130,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
 	}
 	reg := metrics.New()
+	reg.Build(buildVersion())
 	reg.TrackWarm(driver.Warm)
 	reg.TrackSpares(func() metrics.SpareCounts {
 		s := driver.SpareStats()
