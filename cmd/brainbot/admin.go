@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -65,6 +67,32 @@ func adminEndpoint(metrics http.Handler, ready func() error, info ...func() stri
 	})
 	mux.Handle("GET /metrics", metrics)
 	return endpoint{name: "admin endpoint", handler: mux, limits: endpointLimits(64)}
+}
+
+// withBearer has every call but /healthz bring token as "Authorization:
+// Bearer <token>" (BRAINBOT_ADMIN_TOKEN), else 401; "" asks nothing, for
+// an endpoint on loopback. /healthz stays open: it says only that the
+// process answers, and the health checks of load balancers and service
+// managers rarely send headers.
+func (e endpoint) withBearer(token string) endpoint {
+	if token == "" {
+		return e
+	}
+	next, want := e.handler, []byte("Bearer "+token)
+	e.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="brainbot"`)
+			msg := "this endpoint needs Authorization: Bearer <BRAINBOT_ADMIN_TOKEN>"
+			if strings.HasPrefix(string(got), "Bearer ") {
+				msg = "wrong admin token"
+			}
+			http.Error(w, msg, http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	return e
 }
 
 // webhookEndpoint serves Telegram's webhook calls. Telegram opens up to 40

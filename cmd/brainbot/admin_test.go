@@ -52,6 +52,50 @@ func TestAdminEndpoint(t *testing.T) {
 	}
 }
 
+// With BRAINBOT_ADMIN_TOKEN, every call but /healthz brings the token:
+// without it or with another one it gets 401 and nothing of the answer.
+func TestAdminEndpointAsksForTheToken(t *testing.T) {
+	const token = "0123456789abcdef0123"
+	core, logs := observer.New(zap.InfoLevel)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "brainbot_ready 1") })
+	stop, err := adminEndpoint(metrics, func() error { return nil }).withBearer(token).serve("127.0.0.1:0", zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	base := "http://" + logs.FilterMessage("admin endpoint listening").All()[0].ContextMap()["addr"].(string)
+	tests := []struct {
+		path, auth string
+		code       int
+		body       string
+	}{
+		{"/healthz", "", http.StatusOK, "ok"},
+		{"/metrics", "", http.StatusUnauthorized, "needs Authorization: Bearer"},
+		{"/readyz", "Bearer wrong-token-of-the-same-size", http.StatusUnauthorized, "wrong admin token"},
+		{"/metrics", "Basic " + token, http.StatusUnauthorized, "needs Authorization: Bearer"},
+		{"/metrics", "Bearer " + token, http.StatusOK, "brainbot_ready 1"},
+		{"/readyz", "Bearer " + token, http.StatusOK, "ready"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodGet, base+tt.path, nil)
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.code || !strings.Contains(string(body), tt.body) {
+			t.Errorf("GET %s (%q) = %d %q, want %d %q", tt.path, tt.auth, resp.StatusCode, body, tt.code, tt.body)
+		}
+		if tt.code == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("GET %s: a 401 without WWW-Authenticate", tt.path)
+		}
+	}
+}
+
 // Both endpoints bound every resource a client can hold.
 func TestEndpointsHaveLimits(t *testing.T) {
 	for _, e := range []endpoint{adminEndpoint(http.NotFoundHandler(), func() error { return nil }), webhookEndpoint(http.NotFoundHandler())} {
