@@ -1,9 +1,11 @@
 package bot
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
+	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
 )
 
@@ -51,7 +53,8 @@ func TestGuestQueries(t *testing.T) {
 	for _, r := range h.claude.requests() {
 		conversations = append(conversations, r.Conversation)
 	}
-	if want := []string{"alpha/-100/0", "alpha/8/-1", "alpha/-100/0"}; len(conversations) != 3 || conversations[0] != want[0] || conversations[1] != want[1] {
+	inGroup, inPrivate := message.GuestKey("alpha", -100, 7).String(), message.GuestKey("alpha", 8, 7).String()
+	if want := []string{inGroup, inPrivate, inGroup}; len(conversations) != 3 || conversations[0] != want[0] || conversations[1] != want[1] {
 		t.Errorf("conversations %v, want %v", conversations, want)
 	}
 
@@ -75,5 +78,25 @@ func TestGuestMessageWithoutGuestMode(t *testing.T) {
 	}
 	if n := callsOf(h, tokenA, "answerGuestQuery"); n != 0 {
 		t.Errorf("answered %d guest queries, want none", n)
+	}
+}
+
+// Two callers who summon the bot in their private chats with the same
+// person (one chat id to the bot) have a conversation each, and neither
+// is the bot's own private chat with that person.
+func TestGuestCallersInOnePrivateChat(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	h.srv.SummonAsGuest(tokenA, 7, 8, "my secret")
+	h.waitSent(tokenA, 1, "answerGuestQuery")
+	h.srv.SummonAsGuest(tokenA, 9, 8, "what did they say?")
+	h.waitSent(tokenA, 2, "answerGuestQuery")
+	reqs := h.claude.requests()
+	if len(reqs) != 2 || reqs[0].Conversation == reqs[1].Conversation || reqs[1].Conversation == "alpha/8/0" {
+		t.Fatalf("%d requests, want two in two conversations apart from the bot's chat with 8", len(reqs))
+	}
+	first, _, _ := h.store.Session(context.Background(), message.GuestKey("alpha", 8, 7))
+	second, _, _ := h.store.Session(context.Background(), message.GuestKey("alpha", 8, 9))
+	if first.ID == "" || first.ID == second.ID {
+		t.Errorf("sessions %q and %q, want one for each caller", first.ID, second.ID)
 	}
 }
