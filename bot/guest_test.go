@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
@@ -98,5 +99,33 @@ func TestGuestCallersInOnePrivateChat(t *testing.T) {
 	second, _, _ := h.store.Session(context.Background(), message.GuestKey("alpha", 8, 9))
 	if first.ID == "" || first.ID == second.ID {
 		t.Errorf("sessions %q and %q, want one for each caller", first.ID, second.ID)
+	}
+}
+
+// While the bot's requests wait for a Claude slot, a caller has one guest
+// request waiting, as a private chat has one message: summoned from
+// another chat meanwhile, the bot answers that query busy, and the line
+// stays open to everyone else.
+func TestGuestCallerWaitsWithOneRequest(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  busy: Too busy.\n")},
+		func(c *Config) { c.MaxClaude = 1; c.MaxWaitingPerBot = 5; c.MaxWait = time.Minute })
+	h.srv.SendText(tokenA, 1, 1, "#wait running")
+	h.claude.waitCalls(t, 1)
+	first := h.srv.SummonAsGuest(tokenA, 7, -100, "first")
+	waitFor(t, func() bool { return h.waitingForClaude() == 1 })
+	second := h.srv.SummonAsGuest(tokenA, 7, 8, "second")
+	if got := h.waitSent(tokenA, 1, "answerGuestQuery")[0]; got.Param("guest_query_id") != second || guestText(t, got) != "Too busy." {
+		t.Fatalf("guest answer %q to %s, want the busy text to the second query", guestText(t, got), got.Param("guest_query_id"))
+	}
+	h.srv.SendText(tokenA, 2, 2, "waits its turn")
+	waitFor(t, func() bool { return h.waitingForClaude() == 2 })
+	close(h.claude.release)
+	if got := h.waitSent(tokenA, 2, "answerGuestQuery")[1]; got.Param("guest_query_id") != first || guestText(t, got) != "You said: User7: first" {
+		t.Errorf("guest answer %q to %s, want the model's to the first query", guestText(t, got), got.Param("guest_query_id"))
+	}
+	for _, c := range h.waitSent(tokenA, 2, "sendMessage") {
+		if c.ChatID() == 2 && c.Param("text") != "You said: waits its turn" {
+			t.Errorf("user 2 got %q", c.Param("text"))
+		}
 	}
 }
