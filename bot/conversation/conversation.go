@@ -356,8 +356,13 @@ func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
 
 // waitForSlot waits for the request's turn to run a Claude request; false
 // means it was answered instead (too many waiting) or shutdown came first.
+// A guest request waits as its caller's.
 func (p *Pipeline) waitForSlot(r *request) bool {
-	err := p.slots.acquire(r.ctx, r.in.Key.Bot, p.cfg.Stopping)
+	var caller int64
+	if r.in.Guest != nil {
+		caller = r.in.Sender
+	}
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, p.cfg.Stopping)
 	switch {
 	case err == nil:
 		return true

@@ -25,17 +25,17 @@ func KeyOf(bot string, raw []byte) (updateID int64, key message.Key, ok bool) {
 	return head.ID, head.key(bot), true
 }
 
-// key is the conversation of the update the head was read from.
+// key is the conversation of the update the head was read from; a guest
+// message's is its caller's in its chat (message.GuestKey).
 func (h *updateHead) key(bot string) message.Key {
+	if g := h.GuestMessage; g != nil {
+		return message.GuestKey(bot, g.Chat.ID, g.caller())
+	}
 	key := message.Key{Bot: bot}
 	if c := h.chat(); c != nil {
 		key.Chat = c.Chat.ID
-		group := c.Chat.Type == "group" || c.Chat.Type == "supergroup"
-		switch {
-		case group && c.Topic:
+		if (c.Chat.Type == "group" || c.Chat.Type == "supergroup") && c.Topic {
 			key.Thread = c.Thread
-		case !group && h.GuestMessage != nil:
-			key.Thread = message.GuestThread
 		}
 	}
 	return key
@@ -50,7 +50,6 @@ type updateHead struct {
 	EditedChannelPost     *chatHead `json:"edited_channel_post"`
 	BusinessMessage       *chatHead `json:"business_message"`
 	EditedBusinessMessage *chatHead `json:"edited_business_message"`
-	GuestMessage          *chatHead `json:"guest_message"`
 	StoppedGeneration     *chatHead `json:"stopped_message_generation"`
 	CallbackQuery         *struct {
 		Message *chatHead `json:"message"`
@@ -62,6 +61,9 @@ type updateHead struct {
 	MessageReactionCount *chatHead `json:"message_reaction_count"`
 	ChatBoost            *chatHead `json:"chat_boost"`
 	RemovedChatBoost     *chatHead `json:"removed_chat_boost"`
+
+	// GuestMessage is read with its caller.
+	GuestMessage *guestHead `json:"guest_message"`
 }
 
 type chatHead struct {
@@ -73,13 +75,39 @@ type chatHead struct {
 	Topic  bool `json:"is_topic_message"`
 }
 
+// guestHead is what KeyOf reads of a guest message: its chat and who
+// summoned the bot there.
+type guestHead struct {
+	chatHead
+	CallerUser *idHead `json:"guest_bot_caller_user"`
+	CallerChat *idHead `json:"guest_bot_caller_chat"`
+	SenderChat *idHead `json:"sender_chat"`
+	From       *idHead `json:"from"`
+}
+
+type idHead struct {
+	ID int64 `json:"id"`
+}
+
+// caller is who summoned the bot, as readGuest names its sender: the
+// caller Telegram names, else the message's sender (senderID); 0 for
+// none.
+func (g *guestHead) caller() int64 {
+	for _, id := range []*idHead{g.CallerUser, g.CallerChat, g.SenderChat, g.From} {
+		if id != nil {
+			return id.ID
+		}
+	}
+	return 0
+}
+
 func (h *updateHead) chat() *chatHead {
 	var query *chatHead
 	if h.CallbackQuery != nil {
 		query = h.CallbackQuery.Message
 	}
 	for _, c := range []*chatHead{h.Message, h.EditedMessage, h.ChannelPost, h.EditedChannelPost, h.BusinessMessage,
-		h.EditedBusinessMessage, h.GuestMessage, h.StoppedGeneration, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
+		h.EditedBusinessMessage, h.StoppedGeneration, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
 		h.MessageReaction, h.MessageReactionCount, h.ChatBoost, h.RemovedChatBoost} {
 		if c != nil {
 			return c
