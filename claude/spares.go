@@ -57,8 +57,9 @@ type SpareStats struct {
 	// Taken counts new conversations a spare served; Missed those that
 	// started a CLI of their own while spares were on; Failed the spares
 	// that failed to start, died or hung before they were taken (each was
-	// replaced, after a pause when they keep failing).
-	Taken, Missed, Failed uint64
+	// replaced, after a pause when they keep failing); Started the spares
+	// started, a CLI each.
+	Taken, Missed, Failed, Started uint64
 }
 
 const (
@@ -434,6 +435,7 @@ func (p *pool) startSpare(set *spareSet) {
 	case p.closed || p.spares.sets[set.name] != set:
 		ended = append(ended, cli) // the set was dropped or replaced meanwhile
 	default:
+		p.spares.stats.Started++
 		sp := &spare{cli: cli, set: set, settled: make(chan struct{})}
 		set.spares = append(set.spares, sp)
 		p.ending.Add(1)
@@ -484,6 +486,7 @@ func (p *pool) spareReady(sp *spare) {
 	sp.set.lastStartup = sp.readyAt.Sub(sp.cli.started)
 	sp.set.failures = 0
 	p.announce()
+	p.log.Debug("claude: spare ready", zap.String("spares", sp.set.name), zap.Duration("startup_ms", sp.set.lastStartup))
 }
 
 func (p *pool) spareDied(sp *spare) {
