@@ -577,3 +577,26 @@ func TestPanelSparesGiveWayToTheBots(t *testing.T) {
 		}
 	}
 }
+
+// The spares of another shape live while its conversations come: once
+// they sit unused for SpareIdle, their set goes, and the bot keeps its own
+// count only.
+func TestOtherShapesSparesGoWhenUnused(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 10, Spares: 1, SpareIdle: time.Hour})
+	own, guest := botShapes(e)
+	if err := e.d.KeepSpares("test", own, 1); err != nil {
+		t.Fatal(err)
+	}
+	req := guest
+	req.Conversation, req.Prompt = "test/guest", "hello"
+	e.mustRun(t, req)
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 2 && s.Ready == 2 && s.Starting == 0 })
+	e.d.pool.mu.Lock()
+	e.d.pool.cfg.SpareIdle = 300 * time.Millisecond
+	e.d.pool.mu.Unlock()
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 1 && s.Ready == 1 && s.Starting == 0 })
+	req.Conversation = "test/guest2"
+	if res := e.mustRun(t, req); res.Spare {
+		t.Error("a guest answer after its shape's spares went was served by one")
+	}
+}
