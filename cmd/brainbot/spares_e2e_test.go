@@ -382,7 +382,7 @@ func TestEndToEndSparesServeGuestsAndPanels(t *testing.T) {
 	cliStarts := func() int {
 		return int(metric(t, s, "brainbot_claude_spares_started_total") + metric(t, s, "brainbot_claude_spares_missed_total"))
 	}
-	startsBefore := cliStarts()
+	startsBefore, from := cliStarts(), s.Logs().Len()
 	requests := 0
 	// spareReady waits for the bot's next spare to get ready after mark.
 	spareReady := func(mark int) {
@@ -432,9 +432,14 @@ func TestEndToEndSparesServeGuestsAndPanels(t *testing.T) {
 	newConversation()
 	guest(false)
 	newConversation()
-	// One CLI each, and one for the guests' spares.
-	if starts := cliStarts() - startsBefore; starts != requests+1 {
-		t.Errorf("%d CLI starts for %d new conversations and guest answers, want %d", starts, requests, requests+1)
+	// The bot's CLI starts: its spares, and its requests that started a
+	// CLI of their own. One each, and one for the guests' spares.
+	botStarts := len(s.Logs().Find(from, func(l stack.Line) bool {
+		return l.Msg == "claude: spare ready" && l.Str("spares") == bot ||
+			l.Msg == "request" && l.Str("bot") == bot && l.Fields["spare"] != true && l.Fields["warm"] != true
+	}))
+	if botStarts != requests+1 {
+		t.Errorf("%d CLI starts for %d new conversations and guest answers, want %d", botStarts, requests, requests+1)
 	}
 
 	mark := s.Logs().Len()
