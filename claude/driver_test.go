@@ -50,12 +50,17 @@ type fakeEnv struct {
 	logs *observer.ObservedLogs
 }
 
+// observedLog is a test's logger whose lines (info and up) are kept.
+func observedLog(t *testing.T) (*zap.Logger, *observer.ObservedLogs) {
+	observed, logs := observer.New(zapcore.InfoLevel)
+	return zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), observed)), logs
+}
+
 func newFakeEnv(t *testing.T) *fakeEnv {
 	t.Helper()
 	checkNoLeaks(t)
 	data := t.TempDir()
-	observed, logs := observer.New(zapcore.InfoLevel)
-	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), observed))
+	log, logs := observedLog(t)
 	tools := toolstest.Start(t, data, log)
 	d, err := New(Config{
 		Command:  os.Args[0],

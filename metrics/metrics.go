@@ -210,32 +210,35 @@ type SpareCounts struct {
 	// Ready and Starting are the spares now, Wanted what their sets want.
 	Ready, Starting, Wanted int
 	// Taken counts new conversations a spare served, Missed those that
-	// started a CLI of their own, Failed the spares that died or hung.
-	Taken, Missed, Failed uint64
+	// started a CLI of their own, Failed the spares that died or hung,
+	// Started the spares started: a CLI each.
+	Taken, Missed, Failed, Started uint64
 }
 
 // TrackSpares reports counts(), read once a scrape, as
 // brainbot_claude_spares{state="ready"|"starting"},
 // brainbot_claude_spares_wanted and the counters
-// brainbot_claude_spares_taken_total, _missed_total and _failed_total.
+// brainbot_claude_spares_taken_total, _missed_total, _failed_total and
+// _started_total.
 func (m *Metrics) TrackSpares(counts func() SpareCounts) {
 	m.registry.MustRegister(sparesCollector{counts: counts,
-		spares: prometheus.NewDesc("brainbot_claude_spares", "Claude processes started ahead of new conversations, by state (ready, starting).", []string{"state"}, nil),
-		wanted: prometheus.NewDesc("brainbot_claude_spares_wanted", "Spares the bots want now (more for busy ones); the warm-process budget may allow fewer.", nil, nil),
-		taken:  prometheus.NewDesc("brainbot_claude_spares_taken_total", "New conversations a spare served.", nil, nil),
-		missed: prometheus.NewDesc("brainbot_claude_spares_missed_total", "New conversations that found no spare and started a Claude process of their own.", nil, nil),
-		failed: prometheus.NewDesc("brainbot_claude_spares_failed_total", "Spares that failed to start, died or hung before use (each replaced).", nil, nil),
+		spares:  prometheus.NewDesc("brainbot_claude_spares", "Claude processes started ahead of new conversations, by state (ready, starting).", []string{"state"}, nil),
+		wanted:  prometheus.NewDesc("brainbot_claude_spares_wanted", "Spares the bots want now (more for busy ones); the warm-process budget may allow fewer.", nil, nil),
+		taken:   prometheus.NewDesc("brainbot_claude_spares_taken_total", "New conversations a spare served.", nil, nil),
+		missed:  prometheus.NewDesc("brainbot_claude_spares_missed_total", "New conversations that found no spare and started a Claude process of their own.", nil, nil),
+		failed:  prometheus.NewDesc("brainbot_claude_spares_failed_total", "Spares that failed to start, died or hung before use (each replaced).", nil, nil),
+		started: prometheus.NewDesc("brainbot_claude_spares_started_total", "Spares started: a Claude process each (with _missed_total, the processes new conversations cost).", nil, nil),
 	})
 }
 
 // sparesCollector reads the spares' counts once per scrape.
 type sparesCollector struct {
-	counts                                func() SpareCounts
-	spares, wanted, taken, missed, failed *prometheus.Desc
+	counts                                         func() SpareCounts
+	spares, wanted, taken, missed, failed, started *prometheus.Desc
 }
 
 func (c sparesCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.spares, c.wanted, c.taken, c.missed, c.failed} {
+	for _, d := range []*prometheus.Desc{c.spares, c.wanted, c.taken, c.missed, c.failed, c.started} {
 		ch <- d
 	}
 }
@@ -248,6 +251,7 @@ func (c sparesCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.taken, prometheus.CounterValue, float64(s.Taken))
 	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.CounterValue, float64(s.Missed))
 	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(s.Failed))
+	ch <- prometheus.MustNewConstMetric(c.started, prometheus.CounterValue, float64(s.Started))
 }
 
 // Handler serves the metrics in the Prometheus text format.

@@ -134,7 +134,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	reg.TrackWarm(driver.Warm)
 	reg.TrackSpares(func() metrics.SpareCounts {
 		s := driver.SpareStats()
-		return metrics.SpareCounts{Ready: s.Ready, Starting: s.Starting, Wanted: s.Wanted, Taken: s.Taken, Missed: s.Missed, Failed: s.Failed}
+		return metrics.SpareCounts{Ready: s.Ready, Starting: s.Starting, Wanted: s.Wanted, Taken: s.Taken, Missed: s.Missed, Failed: s.Failed, Started: s.Started}
 	})
 	botCfg := bot.Config{
 		BrainsDir:        cfg.BrainsDir,
