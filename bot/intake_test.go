@@ -24,6 +24,8 @@ func TestUndecodableUpdatesAreSkipped(t *testing.T) {
 		{"forward-origin.json", 7},
 		{"paid-media.json", 7},
 		{"reply-origin.json", -4001}, // a group message that mentions the bot
+		{"wrong-type-text.json", 7},  // its text of another JSON type
+		{"wrong-type-topic.json", -1004001},
 		{"reaction.json", 0},
 		{"background.json", 0},
 		{"boost.json", 0},

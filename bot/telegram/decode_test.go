@@ -49,6 +49,9 @@ func TestUnreadableUpdates(t *testing.T) {
 	for file, sender := range map[string]int64{
 		"forward-origin.json": 7, "paid-media.json": 7, "reply-origin.json": 7,
 		"reaction.json": 0, "background.json": 0, "boost.json": 0, "member-status.json": 0,
+		// Fields of another JSON type than the library's hide nothing
+		// else: the sender and the chat are read all the same.
+		"wrong-type-text.json": 7, "wrong-type-topic.json": 7,
 	} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "undecodable", file))
 		if err != nil {
@@ -85,6 +88,14 @@ func TestKeyOfEveryKind(t *testing.T) {
 		if u := Decode(message.Envelope{Bot: "b", Raw: []byte(raw)}); u.Key != want {
 			t.Errorf("Decode(%s).Key = %+v, want %+v", raw, u.Key, want)
 		}
+	}
+	// A field of another type is left out; the rest of the key is read.
+	wrongTypes, err := os.ReadFile(filepath.Join("testdata", "undecodable", "wrong-type-topic.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, key, ok := KeyOf("b", wrongTypes); !ok || id != 10 || key != (message.Key{Bot: "b", Chat: -1004001}) {
+		t.Errorf("KeyOf(a topic's message with wrong types) = %d %+v %v", id, key, ok)
 	}
 	if _, _, ok := KeyOf("b", []byte(`{"message":{}}`)); ok {
 		t.Error("an update without an id has a key")
