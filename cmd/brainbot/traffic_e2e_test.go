@@ -78,6 +78,15 @@ func TestEndToEndRealTraffic(t *testing.T) {
 		}
 	})
 
+	t.Run("a message with a field of another JSON type is answered that it could not be read", func(t *testing.T) {
+		const sender = 505
+		odd := fmt.Sprintf(`{"update_id":1,"message":{"message_id":6,"date":1763888000,"chat":{"id":%d,"first_name":"Ann","type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":{"markdown":"look at **this**"}}}`, sender, sender)
+		s.Telegram.SendUpdate(token, []byte(odd))
+		if got := stack.Rendered(waitChat(t, s, token, sender, 1)[0]); !strings.Contains(got, "couldn't read that message") {
+			t.Errorf("the sender of the message with a text of another type got %q", got)
+		}
+	})
+
 	t.Run("a 15-message burst gets a handful of messages back", func(t *testing.T) {
 		const user = 504
 		// The model holds the first answer until every message of the
