@@ -151,7 +151,7 @@ func TestDecodeTaps(t *testing.T) {
 		`"message_thread_id":5,"is_topic_message":true,"from":` + me + `,"text":"Which city?",` +
 		`"reply_markup":{"inline_keyboard":[[{"text":"Paris","callback_data":"k3Jx9vQwZ2bT8mLp.0"}]]}},` +
 		`"chat_instance":"-6000000000000000000","data":"k3Jx9vQwZ2bT8mLp.0"}}`)})
-	want := message.Tap{QueryID: "4382bfdwdsb323b2d9", Data: "k3Jx9vQwZ2bT8mLp.0"}
+	want := message.Tap{QueryID: "4382bfdwdsb323b2d9", Data: "k3Jx9vQwZ2bT8mLp.0", ChatTitle: "Friends"}
 	if topic.Kind != message.Tapped || topic.What != "callback_query" || topic.Tap != want || topic.Key != (message.Key{Bot: "b", Chat: -100, Thread: 5}) ||
 		topic.MessageID != 100004 || topic.Sender != 7 || topic.SenderName != "Ann Lee" || topic.FirstName != "Ann" || topic.Language != "de" || !topic.InGroup() {
 		t.Errorf("tap in a forum topic read as %+v", topic)
