@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"brainbot/bot/conversation"
 )
 
 // One update the client library cannot decode must not stop a bot: it is
@@ -78,5 +80,23 @@ func TestUndecodableUpdatesAreSkipped(t *testing.T) {
 	}
 	if err := h.srv.WaitConfirmed(h.ctx(), tokenA); err != nil {
 		t.Fatalf("updates left unconfirmed: %v", err)
+	}
+}
+
+// A tap the library cannot decode is answered all the same, as a tap on
+// a button that no longer works: the user's spinner stops, with a word.
+func TestUndecodableTapIsAnswered(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	raw, err := os.ReadFile(filepath.Join("telegram", "testdata", "undecodable", "wrong-type-tap.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.SendUpdate(tokenA, raw)
+	answer, err := h.srv.WaitAnswer(h.ctx(), tokenA, "3148915127338413297")
+	if err != nil {
+		t.Fatalf("the tap was not answered: %v", err)
+	}
+	if got := answer.Param("text"); got != conversation.NoticeGone {
+		t.Errorf("the tap was answered %q, want %q", got, conversation.NoticeGone)
 	}
 }

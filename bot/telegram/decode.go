@@ -282,11 +282,19 @@ var contentKeys = []string{"photo", "video", "audio", "voice", "document", "stic
 // decode (a type newer than it, or a field of another JSON type than it
 // expects), and where, as far as the JSON allows: only a message someone
 // wrote has a sender to tell. Its text is read only to see whether it
-// mentions the bot, and never kept.
+// mentions the bot, and never kept. A tap (callback_query) keeps its
+// query, to be answered, and who tapped; nothing else it names is read.
 func readUnreadable(u *message.Update, raw []byte, me message.Identity, err error) {
 	u.Kind, u.What, u.Problem = message.Unreadable, "message", err
 	var loose struct {
 		Message map[string]json.RawMessage `json:"message"`
+		Tap     *struct {
+			ID   string `json:"id"`
+			From struct {
+				ID    int64 `json:"id"`
+				IsBot bool  `json:"is_bot"`
+			} `json:"from"`
+		} `json:"callback_query"`
 	}
 	var head struct {
 		Chat struct {
@@ -300,6 +308,9 @@ func readUnreadable(u *message.Update, raw []byte, me message.Identity, err erro
 	}
 	if decodeLoosely(raw, &loose) != nil || loose.Message == nil {
 		u.What = kindName(raw)
+		if q := loose.Tap; q != nil && q.ID != "" && q.From.ID != 0 {
+			u.Sender, u.Tap = q.From.ID, message.Tap{QueryID: q.ID, Inaccessible: true, FromBot: q.From.IsBot}
+		}
 		return
 	}
 	msg, _ := json.Marshal(loose.Message)

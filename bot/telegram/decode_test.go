@@ -51,7 +51,7 @@ func TestUnreadableUpdates(t *testing.T) {
 		"reaction.json": 0, "background.json": 0, "boost.json": 0, "member-status.json": 0,
 		// Fields of another JSON type than the library's hide nothing
 		// else: the sender and the chat are read all the same.
-		"wrong-type-text.json": 7, "wrong-type-topic.json": 7,
+		"wrong-type-text.json": 7, "wrong-type-topic.json": 7, "wrong-type-tap.json": 7,
 	} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "undecodable", file))
 		if err != nil {
@@ -64,6 +64,10 @@ func TestUnreadableUpdates(t *testing.T) {
 		u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: raw})
 		if u.Kind != message.Unreadable || u.Problem == nil || u.Sender != sender || u.ID == 0 {
 			t.Errorf("%s read as %+v, want unreadable from %d", file, u, sender)
+		}
+		// A tap is answered, but nothing it names is trusted.
+		if tap := u.Tap; (file == "wrong-type-tap.json") != (tap.QueryID != "") || tap.QueryID != "" && (!tap.Inaccessible || tap.Data != "") {
+			t.Errorf("%s read as the tap %+v", file, tap)
 		}
 	}
 }

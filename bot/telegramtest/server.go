@@ -289,7 +289,8 @@ func (s *Server) SendEdit(token string, msg map[string]any) int64 {
 // SendUpdate queues an update given as raw JSON, exactly as Telegram
 // would send it (its update_id is replaced by the next one in sequence),
 // and returns the update id. It is how tests send kinds of update the
-// client library may not know.
+// client library may not know. A callback_query's id is a query the bot
+// may answer, as Tap's.
 func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -302,7 +303,17 @@ func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.queueLocked(s.botLocked(token), upd)
+	b := s.botLocked(token)
+	var tap struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(fields["callback_query"], &tap) == nil && tap.ID != "" {
+		if b.queries == nil {
+			b.queries = map[string]bool{}
+		}
+		b.queries[tap.ID] = false // the bot may answer it, once
+	}
+	return s.queueLocked(b, upd)
 }
 
 // AllowedUpdates is the last allowed_updates list token's bot gave, by
