@@ -102,7 +102,7 @@ type Pipeline struct {
 	unset   unsetWarnings
 	media   media
 	panels  Panels
-	buttons stopButtons
+	answers answers
 }
 
 // New makes a pipeline. Its panels come with UsePanels.
@@ -259,12 +259,11 @@ func (p *Pipeline) converse(r *request) {
 	// ⏹ under a group's streamed answer: attached before the stream takes it.
 	closeStop := p.offerStop(r, mode)
 	st, onText := p.showProgress(r, mode)
-	var button *stopButton
 	if st != nil {
 		defer st.Cancel() // if a panic skips its Finish
-		button = p.buttons.open(r.in.Key.String(), st)
-		defer p.buttons.closeButton(r.in.Key.String(), button)
 	}
+	running := p.answers.open(r.in.Key.String(), r.in.Sender, st)
+	defer p.answers.end(r.in.Key.String(), running)
 	res, expired, err := p.ask(r, onText)
 	closeStop()
 	if st != nil {
@@ -293,7 +292,7 @@ func (p *Pipeline) converse(r *request) {
 		r.fail("state", err) // handed back: answered once the store is back
 	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
 		p.dropStopped(r, res)
-	case errors.Is(err, claude.ErrInterrupted) && button.Pressed() && res != nil:
+	case errors.Is(err, claude.ErrInterrupted) && running.Pressed() && res != nil:
 		r.keepPartial(res.Text)
 	case errors.Is(err, claude.ErrInterrupted):
 		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
@@ -324,6 +323,7 @@ func (p *Pipeline) stop(r *request) {
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
 		r.notice("denied", r.brain.Messages.Denied)
+	case !p.stopsOwn(r):
 	case p.claude.Interrupt(r.in.Key.String()):
 		r.log.Info("turn stopped by /stop")
 		p.cfg.Metrics.Stops.WithLabelValues(r.in.Key.Bot, "command").Inc()

@@ -200,12 +200,18 @@ func (in *Intake) tellUnreadable(env message.Envelope) {
 }
 
 // tell tells the person who wrote u that it could not be read: in a
-// private chat, or in a group when it addresses the bot. Anything else (a
-// reaction, a boost, a service message) passes silently but for the log.
+// private chat, or in a group when it addresses the bot. A tap is
+// answered as one on a button that no longer works (its Tap is
+// inaccessible), so the user's spinner stops with a word. Anything else
+// (a reaction, a boost, a service message) passes silently but for the
+// log.
 func (in *Intake) tell(u message.Update) {
-	if u.Sender == 0 || !u.Private() && !u.Addressed() {
-		return
-	}
 	m := &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: newProgress()}
-	in.aside(func(ctx context.Context) { in.cfg.Handler.Unreadable(ctx, m) })
+	switch {
+	case u.Tap.QueryID != "":
+		in.aside(func(ctx context.Context) { in.cfg.Handler.Tap(ctx, m) })
+	case u.Sender == 0 || !u.Private() && !u.Addressed():
+	default:
+		in.aside(func(ctx context.Context) { in.cfg.Handler.Unreadable(ctx, m) })
+	}
 }

@@ -133,6 +133,19 @@ func (c *Client) IsMember(ctx context.Context, chat, user int64) (bool, error) {
 	return cm.Type != models.ChatMemberTypeLeft && cm.Type != models.ChatMemberTypeBanned, nil
 }
 
+// IsAdmin reports whether user is an administrator or the creator of
+// chat, as Telegram says now (getChatMember): whom a group lets stop any
+// answer, or act for the chat's own anonymous admins.
+func (c *Client) IsAdmin(ctx context.Context, chat, user int64) (bool, error) {
+	var admin bool
+	err := c.t.retry(ctx, "getChatMember", func(ctx context.Context) error {
+		cm, err := c.api.GetChatMember(ctx, &tgbot.GetChatMemberParams{ChatID: chat, UserID: user})
+		admin = err == nil && (cm.Type == models.ChatMemberTypeOwner || cm.Type == models.ChatMemberTypeAdministrator)
+		return err
+	})
+	return admin, err
+}
+
 // BotNumber is the bot's public id as its token starts with: the number
 // before the colon.
 func BotNumber(token string) string {

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot/conversation"
 	"brainbot/bot/telegramtest"
+	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -136,4 +138,57 @@ func waitDraft(ctx context.Context, t *testing.T, s *stack.Stack, token string, 
 		t.Fatalf("draft_id %q: %v", draft.Param("draft_id"), err)
 	}
 	return draft, id
+}
+
+// In a group /stop ends only its sender's own answer: another member's
+// /stop leaves it running and tells only them why (an ephemeral notice:
+// the group is not told of a stop that did nothing); an admin's ends it.
+func TestEndToEndGroupStopCommand(t *testing.T) { eachMode(t, testGroupStopCommand) }
+
+func testGroupStopCommand(t *testing.T, env []string) {
+	s := askerStack(t, env)
+	s.Model.SetPace(100 * time.Millisecond) // #long: about 10 s
+	const group, asker, member, admin = -100780, 601, 602, 7
+	token := stack.Token("asker")
+	s.Telegram.Promote(token, group, admin)
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
+	streamed := waitChat(t, s, token, group, 1)[0]
+
+	s.Telegram.SendMessage(token, groupCommand(member, group, "/stop"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	notice, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == group && c.Param("text") == conversation.NoticeNotYours
+	})
+	if err != nil {
+		t.Fatalf("the member who could not stop the answer was not told: %v\n%s", err, s.Logs().Tail(10))
+	}
+	if !strings.Contains(notice.Param("ephemeral_message_parameters"), `"receiver_user_id":602`) {
+		t.Errorf("the notice went to the whole group: %v", notice.Params)
+	}
+	// The answer still runs: the admin's /stop finds it and ends it.
+	s.Telegram.SendMessage(token, groupCommand(admin, group, "/stop"))
+	if _, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == group && c.Param("text") == "Stopped. What next?"
+	}); err != nil {
+		t.Fatalf("the admin's /stop did not stop the answer: %v\n%s", err, s.Logs().Tail(10))
+	}
+	waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("chat") == group && l.Int("user") == asker && l.Str("outcome") == "stopped"
+	})
+	if n := len(s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "turn stopped by /stop" })); n != 1 {
+		t.Errorf("%d turns stopped by /stop, want the admin's one", n)
+	}
+	if m, _ := s.Message("asker", group, streamed.MessageID); len(m.Text) >= claudetest.LongReplyLength {
+		t.Errorf("the stopped answer shows %d characters: the whole answer", len(m.Text))
+	}
+}
+
+// groupCommand is a bot command written by user in group, as Telegram
+// sends it (a bot_command entity over its first word).
+func groupCommand(user, group int64, text string) map[string]any {
+	msg := groupMessage(user, group, text, "")
+	cmd, _, _ := strings.Cut(text, " ")
+	msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len(cmd)}}
+	return msg
 }
