@@ -43,7 +43,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		"numbered: type the number to choose. /reset, /voice and /help work as in Telegram. Ctrl-C stops\n"+
 		"the answer being written; Ctrl-D ends. Exits 0 when every message got its answer.")
 	user := fs.Int64("user", 1, "the Telegram user id you talk as (for access.allowed_users, limits)")
-	firstName := fs.String("first-name", "Ada", "your first name, as the system prompt's {user_first_name} gets it")
+	firstName := fs.String("first-name", "Ada", "your first name, as the system prompt's {{user_first_name}} gets it")
 	chatType := fs.String("chat", "private", "private, or group: a group chat, where the brain's groups setting applies (mention the bot as @<brain id>)")
 	stateDir := fs.String("state", "", "folder for the chat's state: sessions, voice notes, pictures, brainbot.log (default: a new temporary folder)")
 	verbose := fs.Bool("v", false, "also write brainbot's logs on stderr (they always go to brainbot.log in the state folder)")
