@@ -66,6 +66,14 @@ func TestParseRules(t *testing.T) {
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
 			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, rich, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, messages"}},
+		// A misspelt field: the field it is closest to.
+		{name: "misspelt field", yaml: "name: Narrator\ntelegram:\n  token_env: NARRATOR_TOKEN\nsytem_prompt: You tell stories.\n", want: []string{
+			"t.yaml:1: system_prompt: is required (who the bot is and how it answers)",
+			"t.yaml:4: sytem_prompt: unknown field; did you mean system_prompt?"}},
+		{name: "misspelt section", yaml: minimal + "limts:\n  per_user_per_day: 5\n", want: []string{
+			"t.yaml:5: limts: unknown field; did you mean limits?"}},
+		{name: "misspelt nested field", yaml: minimal + "tts:\n  enabeld: true\n", want: []string{
+			"t.yaml:6: tts.enabeld: unknown field; did you mean enabled?"}},
 		{name: "rich setting", yaml: minimal + "rich: sometimes\n", want: []string{
 			`t.yaml:5: rich: must be one of auto, off, always; got "sometimes"`}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
