@@ -54,8 +54,16 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: YAML syntax: found unexpected end of stream (a quote opened on this line is never closed: end the value with the same quote, \" or ')"}},
 		{name: "unclosed single quote", yaml: minimal + "greeting: 'Hello there\ndescription: A bot.\n", want: []string{
 			"t.yaml:5: YAML syntax: found unexpected end of stream (a quote opened on this line is never closed: end the value with the same quote, \" or ')"}},
+		// A tab in the indentation gets the same words wherever it is,
+		// however yaml.v3 words it.
 		{name: "tab indentation", yaml: minimal + "tts:\n\tvoice: nova\n", want: []string{
-			"t.yaml:6: YAML syntax: found character that cannot start any token (indent with spaces, not tabs; a value starting with @ or ` needs quotes)"}},
+			"t.yaml:6: YAML syntax: this line is indented with a tab: indent with spaces, not tabs"}},
+		{name: "tab indentation in a block of text", yaml: "name: Narrator\ntelegram:\n  token_env: NARRATOR_TOKEN\nsystem_prompt: |\n\tYou tell stories.\n", want: []string{
+			"t.yaml:5: YAML syntax: this line is indented with a tab: indent with spaces, not tabs"}},
+		{name: "tab indentation after spaces", yaml: minimal + "tts:\n  enabled: true\n\tvoice: nova\n", want: []string{
+			"t.yaml:7: YAML syntax: this line is indented with a tab: indent with spaces, not tabs"}},
+		{name: "a value starting with @", yaml: minimal + "greeting: @everyone hello\n", want: []string{
+			"t.yaml:5: YAML syntax: found character that cannot start any token (a value starting with @ or ` needs quotes)"}},
 		{name: "two documents", yaml: minimal + "---\nname: Other\n", want: []string{
 			"t.yaml:5: more than one YAML document (---); a brain file holds one"}},
 		{name: "bad id", file: "Story Teller.yaml", yaml: minimal, want: []string{

@@ -234,15 +234,15 @@ func (s *watchState) logInvalid(path string, err error) {
 	if s.known[id] != nil {
 		msg = "brain file has problems; keeping the last good version"
 	}
-	s.log.Error(msg, zap.String("brain", id), zap.String("file", path), zap.Error(err))
+	s.log.Error(msg, zap.String("bot", id), zap.String("file", path), zap.Error(err))
 }
 
 func (s *watchState) logChange(c Change) {
 	if c.Brain == nil {
-		s.log.Info("brain removed", zap.String("brain", c.ID))
+		s.log.Info("brain removed", zap.String("bot", c.ID))
 		return
 	}
-	s.log.Info("brain loaded", zap.String("brain", c.ID), zap.String("file", c.Brain.Path))
+	s.log.Info("brain loaded", zap.String("bot", c.ID), zap.String("file", c.Brain.Path))
 }
 
 func groupByFile(errs Errors) map[string]Errors {
