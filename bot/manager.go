@@ -302,7 +302,8 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.pipeline.Prewarm(ctx, m.cfg.Now().Add(-m.cfg.PrewarmWithin), m.cfg.PrewarmMax)
 		})
 	}
-	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm}
+	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm,
+		Invalid: func(files int) { m.cfg.Metrics.BrainFilesInvalid.Set(float64(files)) }}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()
