@@ -265,15 +265,19 @@ func (c *chatSession) serve(ctx context.Context, u message.Update, interrupts <-
 		defer close(done)
 		c.p.Serve(ctx, in)
 	}()
+	stopped := false
 	for {
 		select {
 		case <-done:
 			if !progress.answered.Load() {
 				c.missed++
-				c.screen.Print("(no answer: see brainbot.log in the state folder, or run with -v)")
+				if !stopped { // else the reply to the stop said it
+					c.screen.Print("(no answer: see brainbot.log in the state folder, or run with -v)")
+				}
 			}
 			return
 		case <-interrupts:
+			stopped = true
 			stop := c.written("/stop")
 			c.p.Stop(ctx, &message.Inbound{Update: stop, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: &chatProgress{}})
 		}

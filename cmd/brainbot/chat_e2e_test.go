@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
@@ -31,9 +35,24 @@ type chatRun struct {
 	data string
 }
 
-// runChat pipes script into `brainbot chat args... brainFile` (brainFile
-// written from brainYAML) against the stand-ins.
-func runChat(t *testing.T, brainYAML, script string, args ...string) chatRun {
+// chatProcess is a `brainbot chat` running against the stand-ins.
+type chatProcess struct {
+	t     *testing.T
+	s     *stack.Stack
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	run   chatRun
+	// out is its standard output so far; grew is signalled when it grows.
+	mu     sync.Mutex
+	out    bytes.Buffer
+	grew   chan struct{}
+	stderr bytes.Buffer
+	done   chan struct{}
+}
+
+// startChat starts `brainbot chat args... brainFile` (brainFile written
+// from brainYAML) against the stand-ins, its standard input a pipe.
+func startChat(t *testing.T, brainYAML string, args ...string) *chatProcess {
 	t.Helper()
 	cli := claudetest.RequireCLI(t)
 	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
@@ -43,24 +62,83 @@ func runChat(t *testing.T, brainYAML, script string, args ...string) chatRun {
 	t.Cleanup(s.Close)
 	brainFile := filepath.Join(t.TempDir(), "persona.yaml")
 	writeFile(t, brainFile, brainYAML)
-	run := chatRun{state: filepath.Join(t.TempDir(), "chat-state"), data: s.DataDir}
+	p := &chatProcess{t: t, s: s, run: chatRun{state: filepath.Join(t.TempDir(), "chat-state"), data: s.DataDir},
+		grew: make(chan struct{}, 1), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, brainbotBinary(t), append(append([]string{"chat", "-state", run.state}, args...), brainFile)...)
-	cmd.Env = s.Env()
-	cmd.Stdin = strings.NewReader(script)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		run.code = exit.ExitCode()
-	} else if err != nil {
+	t.Cleanup(cancel)
+	p.cmd = exec.CommandContext(ctx, brainbotBinary(t), append(append([]string{"chat", "-state", p.run.state}, args...), brainFile)...)
+	p.cmd.Env = s.Env()
+	p.cmd.Stdout, p.cmd.Stderr = p, &p.stderr
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	run.stdout, run.stderr = stdout.String(), stderr.String()
-	t.Logf("brainbot chat exited %d\nstdout:\n%s\nstderr:\n%s", run.code, run.stdout, run.stderr)
-	return run
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		err := p.cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			p.run.code = exit.ExitCode()
+		} else if err != nil {
+			p.run.code = -1
+		}
+	}()
+	return p
+}
+
+// Write takes the chat's standard output.
+func (p *chatProcess) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.out.Write(b)
+	select {
+	case p.grew <- struct{}{}:
+	default:
+	}
+	return len(b), nil
+}
+
+func (p *chatProcess) stdout() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// waitOutput waits until the chat has written text.
+func (p *chatProcess) waitOutput(text string) {
+	p.t.Helper()
+	for !strings.Contains(p.stdout(), text) {
+		select {
+		case <-p.grew:
+		case <-p.done:
+			if !strings.Contains(p.stdout(), text) {
+				p.t.Fatalf("the chat ended without writing %q:\n%s\n%s", text, p.stdout(), p.stderr.String())
+			}
+		}
+	}
+}
+
+// end closes the chat's input (Ctrl-D) and waits for it to exit.
+func (p *chatProcess) end() chatRun {
+	p.t.Helper()
+	p.stdin.Close()
+	<-p.done
+	p.run.stdout, p.run.stderr = p.stdout(), p.stderr.String()
+	p.t.Logf("brainbot chat exited %d\nstdout:\n%s\nstderr:\n%s", p.run.code, p.run.stdout, p.run.stderr)
+	return p.run
+}
+
+// runChat pipes script into `brainbot chat args... brainFile` (brainFile
+// written from brainYAML) against the stand-ins.
+func runChat(t *testing.T, brainYAML, script string, args ...string) chatRun {
+	t.Helper()
+	p := startChat(t, brainYAML, args...)
+	if _, err := io.WriteString(p.stdin, script); err != nil {
+		t.Fatal(err)
+	}
+	return p.end()
 }
 
 // chatVoiceNote finds the path of the voice note the chat printed.
@@ -133,5 +211,36 @@ func TestEndToEndChatExitCodeSaysAnAnswerFailed(t *testing.T) {
 		if !strings.Contains(run.stdout, want) {
 			t.Errorf("the chat's output lacks %q", want)
 		}
+	}
+}
+
+// Ctrl-C while an answer is written stops it, as /stop does in Telegram:
+// what was written stays on the screen, the chat goes on, and the exit
+// code says that answer did not come whole.
+func TestEndToEndChatCtrlCStopsTheAnswer(t *testing.T) {
+	p := startChat(t, narratorBrain)
+	p.s.Model.SetPace(100 * time.Millisecond) // about ten seconds for the whole answer
+	if _, err := io.WriteString(p.stdin, "tell me a story #long\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput("Paragraph 2.")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput("Narrator: Stopped. What next?\n")
+	p.s.Model.SetPace(0)
+	if _, err := io.WriteString(p.stdin, "still there?\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput("Narrator: You said: still there? (message 2)\n")
+	run := p.end()
+	if strings.Contains(run.stdout, "Paragraph 40.") {
+		t.Error("the whole answer was written after Ctrl-C")
+	}
+	if strings.Contains(run.stdout, "(no answer") {
+		t.Error("a stopped answer is reported as a failure")
+	}
+	if run.code != 1 {
+		t.Errorf("exit code %d, want 1: the stopped answer did not come whole", run.code)
 	}
 }
