@@ -116,7 +116,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	p.KeepSpares(b.ID, b)
 	defer p.DropSpares(b.ID)
 
-	c := &chatSession{p: p, screen: screen, brain: b, user: *user, firstName: *firstName, log: log}
+	c := &chatSession{p: p, screen: screen, brain: b, user: *user, firstName: *firstName}
 	c.key = message.Key{Bot: b.ID, Chat: *user}
 	if *chatType == "group" {
 		c.chatType, c.key.Chat = "group", chatGroupID
@@ -175,7 +175,6 @@ type chatSession struct {
 	user      int64
 	firstName string
 	typed     bool
-	log       *zap.Logger
 	update    int64
 	// missed counts the messages that got no answer.
 	missed int
