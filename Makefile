@@ -22,7 +22,7 @@ REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS       := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
 
-.PHONY: all build test bench demo run doctor lint claude-cli dist deb clean
+.PHONY: all build test bench demo chat run doctor lint claude-cli dist deb clean
 
 all: lint build test
 
@@ -55,6 +55,14 @@ bench: claude-cli
 # demo runs the example brains offline and prints what each bot answered.
 demo: build claude-cli
 	$(GO) run ./cmd/demo -brainbot $(BIN) -claude $(CLAUDE_BIN) -brains brains
+
+# chat talks to one brain in the terminal (brainbot chat) against the
+# offline stand-ins of make demo, with the real CLI: no token, no account.
+# make chat BRAIN=brains/voice.yaml; CHAT_FLAGS="-chat group" and the like.
+BRAIN         ?= brains/narrator.yaml
+CHAT_FLAGS    ?=
+chat: build claude-cli
+	$(GO) run ./cmd/internal/offlinechat -brainbot $(BIN) -claude $(CLAUDE_BIN) -- $(CHAT_FLAGS) $(BRAIN)
 
 # staticcheck comes from the module proxy at a pinned version rather than
 # from go.mod, so that the module's requirements stay what brainbot imports.

@@ -302,7 +302,8 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.pipeline.Prewarm(ctx, m.cfg.Now().Add(-m.cfg.PrewarmWithin), m.cfg.PrewarmMax)
 		})
 	}
-	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm}
+	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm,
+		Invalid: func(files int) { m.cfg.Metrics.BrainFilesInvalid.Set(float64(files)) }}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()
@@ -410,7 +411,9 @@ func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 	m.cfg.Metrics.SpendingCap.WithLabelValues(c.ID).Set(c.Brain.Limits.DailyUSD)
 	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
 	if err != nil {
-		log.Warn("bot not started: no token", zap.Error(err))
+		var noToken *brain.NoTokenError
+		errors.As(err, &noToken) // else a token file that cannot be read: its error says which
+		log.Warn("bot not started: no token", zap.Error(err), zap.String("fix", noTokenFix(noToken)))
 		if old != nil {
 			delete(m.bots, c.ID)
 			m.stopRunner(old)
@@ -449,6 +452,15 @@ func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 		defer m.pollers.Done()
 		r.run(ctx)
 	}()
+}
+
+// noTokenFix is what makes a bot without a token start (nil: its token
+// file cannot be read).
+func noTokenFix(e *brain.NoTokenError) string {
+	if e == nil {
+		return "make the token file readable by brainbot, then save the brain file again"
+	}
+	return e.Fix
 }
 
 // keepSpares has the Claude processes started ahead of bot's new

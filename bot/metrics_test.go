@@ -79,3 +79,28 @@ func TestRevokedTokenIsCountedAndNotReady(t *testing.T) {
 	h.srv.ClearFailures(tokenA)
 	waitFor(t, func() bool { return h.m.Ready() == nil })
 }
+
+// A brain file broken in the live folder is counted (the alert on it
+// fires) while the other bots run and /readyz stays ready; an edit that
+// breaks a running bot's file counts too, its last good version running
+// on; fixed, the count is back to 0.
+func TestBrokenBrainFilesAreCountedAndReadyStays(t *testing.T) {
+	reg := metrics.New()
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, ""), "broken": "name: Broken\nsytem_prompt: Hi.\n"},
+		func(c *Config) { c.Metrics = reg })
+	h.exchange(tokenA, 7, "one")
+	if got := testutil.ToFloat64(reg.BrainFilesInvalid); got != 1 {
+		t.Errorf("brain files with problems = %v, want 1", got)
+	}
+	if err := h.m.Ready(); err != nil {
+		t.Errorf("Ready beside a broken brain file = %v", err)
+	}
+	h.writeBrain("alpha", "name: Alpha\ntelegram:\n\ttoken: x\n")
+	waitFor(t, func() bool { return testutil.ToFloat64(reg.BrainFilesInvalid) == 2 })
+	if got := h.exchange(tokenA, 7, "two"); got.Param("text") != "You said: two" {
+		t.Errorf("alpha's last good version answered %q", got.Param("text"))
+	}
+	h.writeBrain("alpha", brainFile(tokenA, ""))
+	h.writeBrain("broken", brainFile(tokenB, ""))
+	waitFor(t, func() bool { return testutil.ToFloat64(reg.BrainFilesInvalid) == 0 })
+}

@@ -75,6 +75,10 @@ type Metrics struct {
 	// EphemeralNotices counts notices shown to one user of a group, by
 	// outcome (sent; fallback: Telegram refused, an ordinary reply sent).
 	EphemeralNotices *prometheus.CounterVec
+	// BrainFilesInvalid is the number of brain files in the brains folder
+	// that have problems: their bot does not start, or keeps its last good
+	// version.
+	BrainFilesInvalid prometheus.Gauge
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -142,8 +146,11 @@ func New() *Metrics {
 		EphemeralNotices: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_ephemeral_notices_total", Help: "Notices shown to one user of a group (limits, access, busy...), by outcome: sent, fallback (refused: sent as an ordinary reply).",
 		}, []string{"outcome"}),
+		BrainFilesInvalid: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "brainbot_brain_files_invalid", Help: "Brain files in the brains folder with problems (brainbot doctor lists them): their bot does not start, or keeps its last good version.",
+		}),
 	}
-	m.registry.MustRegister(m.ButtonTaps)
+	m.registry.MustRegister(m.ButtonTaps, m.BrainFilesInvalid)
 	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.EphemeralNotices, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -174,8 +174,9 @@ type alertData struct {
 }
 
 // The alerts an admin expects: not ready, a rejected token, errors,
-// spending near the cap, a stuck queue.
-var wantAlerts = []string{"BrainbotNotReady", "BrainbotTokenRejected", "BrainbotErrorRate", "BrainbotSpendNearCap", "BrainbotWaitingQueueStuck"}
+// spending near the cap, a stuck queue, a broken brain file.
+var wantAlerts = []string{"BrainbotNotReady", "BrainbotTokenRejected", "BrainbotErrorRate", "BrainbotSpendNearCap", "BrainbotWaitingQueueStuck",
+	"BrainbotBrainFileInvalid"}
 
 func TestAlertRules(t *testing.T) {
 	data, err := os.ReadFile(alertsFile)

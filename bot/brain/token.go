@@ -157,7 +157,8 @@ func (b *Brain) tokenFilePath(lookup func(string) (string, bool)) (string, error
 		if dir == "" {
 			return "", &NoTokenError{Source: "token file " + name, Field: "telegram.token_file", File: b.Path,
 				Reason: "names $" + CredentialsDirectory + ", which is not set (systemd sets it for a unit with LoadCredential=)",
-				Short:  "$" + CredentialsDirectory + " not set"}
+				Short:  "$" + CredentialsDirectory + " not set",
+				Fix:    "give the service the token with LoadCredential=, or name the token file by its path"}
 		}
 		return filepath.Join(dir, rest), nil
 	}
@@ -176,7 +177,8 @@ func (b *Brain) readTokenFile(lookup func(string) (string, bool)) (string, error
 	}
 	missing := func(reason string) error {
 		return &NoTokenError{Source: "token file " + path, Field: "telegram.token_file", File: b.Path,
-			Reason: reason, Short: "token file " + path + " " + reason}
+			Reason: reason, Short: "token file " + path + " " + reason,
+			Fix: "write the token to " + path + ", then save the brain file again: no restart needed"}
 	}
 	f, err := os.Open(path)
 	switch {

@@ -118,19 +118,29 @@ func logger(base *zap.Logger, m *message.Inbound) *zap.Logger {
 		zap.Int64("user", m.Sender), zap.Int64("chat", m.Key.Chat))
 }
 
-// wants reports whether u is a message for its bot to answer: in a
-// private chat, any with text or a file; in a group, what the brain's
-// groups setting lets through, and a file the bot cannot read only when
-// it is addressed to the bot (a reply to every sticker posted would be
-// noise).
+// wants reports whether u is a message for its bot to answer (Wants); the
+// brain's groups setting is looked up for a group's message only.
 func (in *Intake) wants(u message.Update) bool {
+	var groups string
+	if u.InGroup() {
+		groups = in.cfg.Groups(u.Key.Bot)
+	}
+	return Wants(u, groups)
+}
+
+// Wants reports whether u is a message for its bot to answer, by the
+// brain's groups setting (brain.Groups; "" for no brain): in a private
+// chat, any with text or a file; in a group, what groups lets through,
+// and a file the bot cannot read only when it is addressed to the bot (a
+// reply to every sticker posted would be noise).
+func Wants(u message.Update, groups string) bool {
 	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 {
 		return false
 	}
 	if !u.InGroup() || u.Guest != nil { // a guest message summoned the bot
 		return true
 	}
-	switch in.cfg.Groups(u.Key.Bot) {
+	switch groups {
 	case brain.GroupsAll:
 	case brain.GroupsMention:
 		if !u.Addressed() {

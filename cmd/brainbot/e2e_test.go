@@ -325,7 +325,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := s.WriteBrain("narrator.yaml", edited); err != nil {
 			t.Fatal(err)
 		}
-		waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("brain") == "narrator" })
+		waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("bot") == "narrator" })
 		wantText(t, ask(t, s, "narrator", 501, "after the edit"))
 		reqs := s.Model.Requests()
 		if last := reqs[len(reqs)-1]; !strings.Contains(last.System, "EDITED") {
@@ -336,7 +336,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := s.WriteBrain("narrator.yaml", edited+"tts:\n  speed: 9\n"); err != nil {
 			t.Fatal(err)
 		}
-		line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Level == "error" && l.Str("brain") == "narrator" })
+		line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Level == "error" && l.Str("bot") == "narrator" })
 		if want := "narrator.yaml:7: tts.speed"; !strings.Contains(line.Raw, want) {
 			t.Errorf("broken edit logged as %s, want it to say %q", line.Raw, want)
 		}

@@ -116,7 +116,8 @@ func TestDoctorAllGood(t *testing.T) {
 		"ok    OpenAI key: OPENAI_API_KEY accepted by "+s.openAI.URL+"\n",
 		"ok    bot chat: @"+telegramtest.Username(chatToken)+" (token from $CHAT_TOKEN)\n",
 		"ok    bot voice: @"+telegramtest.Username(voiceToken)+" (token from $VOICE_TOKEN)\n",
-		"warn  bot limited: not started: LIMITED_TOKEN not set\n",
+		"warn  bot limited: not started: LIMITED_TOKEN not set: set LIMITED_TOKEN in brainbot's environment and restart it, "+
+			"or write the token to a file named by telegram.token_file instead: that needs no restart\n",
 	)
 	if want := "2 of 3 bots would run (chat, voice); skipped: limited (LIMITED_TOKEN not set)\n"; !strings.HasSuffix(stdout, want) {
 		t.Errorf("last line: want %q in\n%s", want, stdout)
@@ -319,7 +320,8 @@ func TestDoctorTokenFiles(t *testing.T) {
 	wantLines(t, stdout,
 		"ok    bot filed: @"+telegramtest.Username(chatToken)+" (token from file filed.token)\n",
 		"fail  bot folder: telegram.token_file in "+filepath.Join(s.brains, "folder.yaml")+": read /: is a directory\n",
-		"warn  bot later: not started: token file "+filepath.Join(creds, "later")+" does not exist\n",
+		"warn  bot later: not started: token file "+filepath.Join(creds, "later")+" does not exist: write the token to "+
+			filepath.Join(creds, "later")+", then save the brain file again: no restart needed\n",
 		"1 of 3 bots would run (filed); skipped: folder (token file not readable), later (token file "+filepath.Join(creds, "later")+" does not exist)\n")
 
 	// Written while brainbot runs: the next load of the brain finds it.

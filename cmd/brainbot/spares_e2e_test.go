@@ -248,7 +248,7 @@ func testSpares(t *testing.T, s *stack.Stack) {
 	if err := s.WriteBrain("clock.yaml", strings.Replace(clockBrain, "You are a clock.", "You are an EDITED clock.", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("brain") == "clock" })
+	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("bot") == "clock" })
 	waitCLIs(t, s, marker, "the old spares ended", func(now map[string]int) bool {
 		for session := range old {
 			if _, alive := now[session]; alive {
