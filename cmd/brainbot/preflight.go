@@ -265,6 +265,9 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, openAI string, onToken
 			continue
 		}
 		onToken(token)
+		if exposed := b.TokenFileWarning(m.lookupEnv); exposed != "" {
+			r.warn(botCheck(b.ID), exposed)
+		}
 		r.bots = append(r.bots, botState{name: b.ID, running: true})
 		checkOpenAIKey(b, cfg, openAI, r)
 		if cfg.OpenAIKey == "" && b.STT.Enabled {
