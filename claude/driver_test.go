@@ -562,7 +562,7 @@ func checkFile(t *testing.T, res *Result, dir, prefixPattern, ext string) {
 
 func TestTurn2PromptQuotesSafely(t *testing.T) {
 	req := Request{Mode: Speech, FilePrefix: "bot-b-user-1-2", Speech: toolspec.SpeechSettings{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "opus"}}
-	prompt, err := turn2Prompt(req, trickyText)
+	prompt, err := turn2Prompt(req, trickyText, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +580,7 @@ func TestTurn2PromptQuotesSafely(t *testing.T) {
 	}
 
 	req = Request{Mode: Image, FilePrefix: "bot-b-user-1-2", Image: toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}}
-	prompt, err = turn2Prompt(req, "")
+	prompt, err = turn2Prompt(req, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

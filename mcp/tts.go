@@ -110,14 +110,22 @@ func speechArgsOf(req mcpgo.CallToolRequest) (args toolspec.SpeechArgs, problem 
 // speak synthesises args.Text with args' settings, saves the audio under
 // args.Filename and answers the tool's result; it logs to log.
 func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechArgs) *mcpgo.CallToolResult {
+	log.Debug("speech requested", zap.String("text", args.Text))
+	speech := func(ctx context.Context) ([]byte, int, error) { return t.audio(ctx, args.Text, args.SpeechSettings) }
+	return t.deliver(ctx, log, args, speech, func() int { return utf8.RuneCountInString(args.Text) })
+}
+
+// deliver saves the audio speech makes under args.Filename, in args'
+// format, and answers the tool's result; chars says how many characters
+// were spoken.
+func (t *tts) deliver(ctx context.Context, log *zap.Logger, args toolspec.SpeechArgs,
+	speech func(context.Context) ([]byte, int, error), chars func() int) *mcpgo.CallToolResult {
 	ext, ok := toolspec.SpeechExt(args.Format)
 	if !ok {
 		return mcpgo.NewToolResultError(fmt.Sprintf("unknown format %q", args.Format))
 	}
 	log = log.With(zap.String("tool", toolspec.SpeechToolName), zap.String("voice", args.Voice), zap.String("format", args.Format))
-	log.Debug("speech requested", zap.String("text", args.Text))
-
-	data, parts, err := t.audio(ctx, args.Text, args.SpeechSettings)
+	data, parts, err := speech(ctx)
 	if err != nil {
 		var sf *speechFailure
 		if errors.As(err, &sf) {
@@ -125,8 +133,8 @@ func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechAr
 			log.Warn("speech failed", zap.Int("part", sf.part+1), zap.Int("parts", sf.parts), zap.String("reason", reason))
 			return mcpgo.NewToolResultError(reason)
 		}
-		log.Warn("joining speech parts failed", zap.Error(err))
-		return mcpgo.NewToolResultError("audio: cannot join the parts: " + err.Error())
+		log.Warn("making the speech failed", zap.Error(err))
+		return mcpgo.NewToolResultError("audio: " + err.Error())
 	}
 	path, err := output.Save(filepath.Join(t.cfg.DataDir, output.Audio.Dir()), args.Filename, ext, data, t.cfg.Now())
 	if err != nil {
@@ -134,7 +142,7 @@ func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechAr
 		return mcpgo.NewToolResultError("saving the audio failed: " + err.Error())
 	}
 	res := toolspec.SpeechResult{Success: true, AudioPath: path, Format: args.Format, Bytes: len(data),
-		Characters: utf8.RuneCountInString(args.Text), Voice: args.Voice, Parts: parts}
+		Characters: chars(), Voice: args.Voice, Parts: parts}
 	if args.IncludeBase64 {
 		res.Base64 = base64.StdEncoding.EncodeToString(data)
 	}
@@ -177,18 +185,29 @@ type Speaker struct{ t *tts }
 func NewSpeaker(cfg Config) *Speaker { return &Speaker{t: newTTS(cfg)} }
 
 // Speak returns text spoken with settings (toolspec's defaults fill in
-// what is unset) and the audio's file extension.
+// what is unset) and the audio's file extension: in parts, as an answer
+// is spoken while it is written (Begin).
 func (s *Speaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error) {
-	settings.Voice = cmp.Or(settings.Voice, toolspec.DefaultVoice)
-	settings.Speed = cmp.Or(settings.Speed, toolspec.DefaultSpeed)
-	settings.Model = cmp.Or(settings.Model, toolspec.DefaultSpeechModel)
-	settings.Format = cmp.Or(settings.Format, toolspec.DefaultFormat)
+	settings = withSpeechDefaults(settings)
 	ext, ok := toolspec.SpeechExt(settings.Format)
 	if !ok {
 		return nil, "", fmt.Errorf("unknown speech format %q", settings.Format)
 	}
-	data, _, err = s.t.audio(ctx, text, settings)
+	u := s.Begin(ctx, settings)
+	defer u.Cancel()
+	u.Finish(text)
+	data, _, err = u.Audio(ctx)
 	return data, ext, err
+}
+
+// withSpeechDefaults fills in toolspec's defaults for what settings leave
+// unset.
+func withSpeechDefaults(settings toolspec.SpeechSettings) toolspec.SpeechSettings {
+	settings.Voice = cmp.Or(settings.Voice, toolspec.DefaultVoice)
+	settings.Speed = cmp.Or(settings.Speed, toolspec.DefaultSpeed)
+	settings.Model = cmp.Or(settings.Model, toolspec.DefaultSpeechModel)
+	settings.Format = cmp.Or(settings.Format, toolspec.DefaultFormat)
+	return settings
 }
 
 // speechParallel bounds how many parts of one long text are spoken at once.

@@ -66,6 +66,10 @@ type Config struct {
 	// Speaker reads answers aloud (buttons.read_aloud); nil (no OpenAI
 	// key): no 🔊 buttons.
 	Speaker Speaker
+	// FileAfterTurn sends a voice note or picture after the model's turn
+	// two is over; by default it goes out as soon as the tool reports it
+	// (claude.Request.OnFile).
+	FileAfterTurn bool
 	// MaxClaude caps concurrent Claude requests over all bots;
 	// MaxWaitingPerBot and MaxWait bound one bot's requests waiting for
 	// one (see bot.Config).
@@ -255,7 +259,8 @@ func (p *Pipeline) converse(r *request) {
 	// The status shows while the request runs, until the reply is out;
 	// not while it waits, so a crowd waiting for Claude does not flood
 	// Telegram with chat actions.
-	defer r.out.KeepAction(r.ctx, chatAction(mode))()
+	stopAction := sync.OnceFunc(r.out.KeepAction(r.ctx, chatAction(mode)))
+	defer stopAction()
 	// ⏹ under a group's streamed answer: attached before the stream takes it.
 	closeStop := p.offerStop(r, mode)
 	st, onText := p.showProgress(r, mode)
@@ -265,23 +270,33 @@ func (p *Pipeline) converse(r *request) {
 		button = p.buttons.open(r.in.Key.String(), st)
 		defer p.buttons.closeButton(r.in.Key.String(), button)
 	}
-	res, expired, err := p.ask(r, onText)
-	closeStop()
-	if st != nil {
+	finishStream := func() {
 		// Stopped before the final reply, which replaces what it showed.
-		if firstShown := st.Finish(); !firstShown.IsZero() {
-			r.sum.firstText = firstShown.Sub(r.in.Arrived)
+		if st != nil {
+			if firstShown := st.Finish(); !firstShown.IsZero() {
+				r.sum.firstText = firstShown.Sub(r.in.Arrived)
+			}
 		}
 	}
+	var onFile func(*claude.Result)
+	sent := false
+	if mode != claude.Text && !p.cfg.FileAfterTurn {
+		onFile = func(res *claude.Result) {
+			sent = p.sendFile(r, res, func() { finishStream(); stopAction() })
+		}
+	}
+	res, expired, err := p.ask(r, onText, onFile)
+	closeStop()
+	finishStream()
 	releaseSlot()
 	r.countToolCalls(res)
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
 	r.sum.openAI += openAICost(r.brain, mode, res)
-	if r.superseded(res) {
+	if !sent && r.superseded(res) {
 		return
 	}
-	if expired && err == nil {
+	if expired && (err == nil || sent) {
 		// Told once, with an answer: the new session is stored, so this
 		// will not recur. A failure gets only the error message (never two
 		// replies); the loss is told with the next answer if its session
@@ -289,6 +304,10 @@ func (p *Pipeline) converse(r *request) {
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
+	case sent && err != nil:
+		// The answer is out; only the model's closing words are lost.
+		r.log.Warn("turn two ended badly after its file was sent", zap.Error(err))
+	case sent: // answered as soon as the tool reported the file (sendFile)
 	case errors.Is(err, message.ErrUnavailable):
 		r.fail("state", err) // handed back: answered once the store is back
 	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
@@ -339,16 +358,22 @@ func allowed(b *brain.Brain, user int64) bool {
 }
 
 // openAICost prices the speech or image a request produced (0 when it
-// produced none: a failed tool call is not billed by OpenAI).
+// produced none: a failed tool call is not billed by OpenAI), and the
+// speech spoken while the model wrote, file or not.
 func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
-	if res == nil || res.FilePath == "" {
+	if res == nil {
 		return 0
 	}
 	var usd float64
-	switch mode {
-	case claude.Speech:
+	switch {
+	case mode == claude.Speech && res.SpokenChars > 0:
+		// Spoken while the model wrote: billed whether or not a file came
+		// of it (a stop, a failure).
+		usd, _ = pricing.Speech(b.TTS.Model, res.SpokenChars)
+	case res.FilePath == "":
+	case mode == claude.Speech:
 		usd, _ = pricing.Speech(b.TTS.Model, utf8.RuneCountInString(res.Text))
-	case claude.Image:
+	case mode == claude.Image:
 		usd, _ = pricing.Image(b.Image.Model, b.Image.Size, b.Image.Quality)
 	}
 	return usd
@@ -448,13 +473,13 @@ func (p *Pipeline) voiceOn(r *request) (bool, error) {
 // ask runs the request in the conversation's session, starting a new
 // session when there is none or the stored one is gone (expired reports
 // the latter).
-func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, expired bool, err error) {
+func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Result)) (res *claude.Result, expired bool, err error) {
 	sess, ok, err := p.store.Session(r.ctx, r.in.Key)
 	if err != nil {
 		return nil, false, err
 	}
 	creq := p.claudeRequest(r, r.sum.mode)
-	creq.OnText = onText
+	creq.OnText, creq.OnFile = onText, onFile
 	// Without a session the driver names one: a new conversation (or the
 	// first message after /reset) is served by a spare when one is ready.
 	creq.SessionID, creq.Resume = sess.ID, ok
@@ -560,6 +585,27 @@ func (p *Pipeline) baseRequest(b *brain.Brain, bot, prompt string, facts sysprom
 		InactivityTimeout: b.Claude.Timeout.D(),
 		Log:               log,
 	}
+}
+
+// sendFile sends the voice note or picture of res as soon as the tool
+// reported it, while the model still writes its closing words (Run
+// returns after them, with the request's cost). done ends what showed
+// while it was made. It reports whether the request is answered; not
+// when its message was edited meanwhile (nothing is sent) or its session
+// cannot be stored, which the request's end then tells.
+func (p *Pipeline) sendFile(r *request, res *claude.Result, done func()) bool {
+	if r.in.Superseded.Load() {
+		return false // dropped with the file once the turn is over
+	}
+	// Stored before the answer goes out, as every answer's (keepSession).
+	if err := p.keepSession(r, res.SessionID); err != nil {
+		r.log.Warn("session not stored; the file waits for the end of the turn", zap.Error(err))
+		return false
+	}
+	done()
+	path, err := p.organize(r, res)
+	r.replyFile(res, path, err)
+	return true
 }
 
 // organize finds the file the tool wrote, moves it under

@@ -39,6 +39,7 @@ func TestConfigDefaults(t *testing.T) {
 		TelegramAPIURL: "https://api.telegram.org",
 		ClaudeCmd:      "claude",
 		ClaudeBare:     "auto",
+		SpeechEarly:    "on",
 		LogLevel:       "info",
 		MaxClaude:      4,
 		MaxWaiting:     50,
@@ -71,6 +72,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		"BRAINBOT_AUDIO_MAX_AGE": "720h",
 		"BRAINBOT_IMAGE_MAX_MB":  "512",
 		"BRAINBOT_SPARES":        "0",
+		"BRAINBOT_SPEECH_EARLY":  "off",
 	}
 	c, err := parseConfig(t, env, "-log-level", "warn", "-max-claude", "2")
 	if err != nil {
@@ -84,6 +86,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		ClaudeCmd:      "/opt/claude",
 		ClaudeBare:     "off",
 		OpenAIBaseURL:  "http://127.0.0.1:9000/v1",
+		SpeechEarly:    "off",
 		LogLevel:       "warn", // the flag wins over the variable
 		LogFormat:      "json",
 		LogFile:        "/var/log/brainbot.log",
@@ -127,6 +130,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{map[string]string{"BRAINBOT_IMAGE_MAX_MB": "2GB"}, nil, `BRAINBOT_IMAGE_MAX_MB (-image-max-mb) "2GB": invalid syntax`},
 		{nil, []string{"-spares", "-1"}, `BRAINBOT_SPARES (-spares) "-1": must be 0 (none) or more`},
 		{map[string]string{"BRAINBOT_SPARE_IDLE": "0s"}, nil, `BRAINBOT_SPARE_IDLE (-spare-idle) "0s": must be more than 0`},
+		{map[string]string{"BRAINBOT_SPEECH_EARLY": "yes"}, nil, `BRAINBOT_SPEECH_EARLY (-speech-early) "yes": must be on or off`},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(t, tt.env, tt.args...)
@@ -171,7 +175,7 @@ func TestClaudeBare(t *testing.T) {
 func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
 		BrainsDir: "brains", PanelsDir: "panels", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
-		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
+		ClaudeCmd: "claude", ClaudeBare: "auto", SpeechEarly: "on", LogLevel: "info", MaxClaude: 1,
 		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute, SpareIdle: time.Minute,
 	}
 	before := c

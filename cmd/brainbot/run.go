@@ -12,7 +12,6 @@ import (
 
 	"brainbot/bot"
 	"brainbot/bot/conversation"
-	"brainbot/bot/panel/host"
 	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/cluster"
@@ -21,6 +20,7 @@ import (
 	"brainbot/output"
 	"brainbot/reaper"
 	"brainbot/ticket"
+	"brainbot/toolspec"
 	"brainbot/transcribe"
 )
 
@@ -103,6 +103,14 @@ func (m *Main) run(ctx context.Context, args []string) error {
 			log.Info("ended the processes the Claude CLIs left behind", zap.Int("processes", n))
 		}
 	}()
+	// Voice messages in need the key; without it they get the brain's
+	// messages.text_only.
+	var transcriber conversation.Transcriber
+	var speaker *mcpserver.Speaker
+	if cfg.OpenAIKey != "" {
+		transcriber = transcribe.New(openAIConfig(cfg))
+		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
+	}
 	bare := claudeBare(cfg.ClaudeBare, m.getenv)
 	driver, err := claude.New(claude.Config{
 		Command:  cfg.ClaudeCmd,
@@ -113,6 +121,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Reaper:   procs,
 		Bare:     bare,
 		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},
+		Speak:    speakEarly(cfg, speaker),
 		Log:      log.Named("claude"),
 	})
 	if err != nil {
@@ -121,14 +130,6 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	// After the bots stop: their requests are over, their warm CLIs end.
 	defer driver.Close()
 
-	// Voice messages in need the key; without it they get the brain's
-	// messages.text_only.
-	var transcriber conversation.Transcriber
-	var speaker host.Speaker
-	if cfg.OpenAIKey != "" {
-		transcriber = transcribe.New(openAIConfig(cfg))
-		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
-	}
 	reg := metrics.New()
 	reg.TrackWarm(driver.Warm)
 	reg.TrackSpares(func() metrics.SpareCounts {
@@ -152,7 +153,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		PrewarmWithin: cfg.WarmIdle,
 		PrewarmMax:    cfg.MaxWarm / 2,
 		Transcriber:   transcriber,
-		Speaker:       speaker,
+		Speaker:       optional(speaker),
+		FileAfterTurn: cfg.SpeechEarly == "off",
 		Store:         db,
 		Log:           log,
 		Metrics:       reg,
@@ -250,4 +252,24 @@ func pruneOutputs(ctx context.Context, dataDir string, limits map[output.Kind]ou
 		case <-tick.C:
 		}
 	}
+}
+
+// speakEarly is the driver's Config.Speak: answers are spoken while they
+// are written, unless there is no speaker (no OpenAI key) or
+// BRAINBOT_SPEECH_EARLY is off.
+func speakEarly(cfg Config, s *mcpserver.Speaker) func(context.Context, toolspec.SpeechSettings) claude.Utterance {
+	if s == nil || cfg.SpeechEarly == "off" {
+		return nil
+	}
+	return func(ctx context.Context, settings toolspec.SpeechSettings) claude.Utterance {
+		return s.Begin(ctx, settings)
+	}
+}
+
+// optional is s as the bots' Speaker: none without a key.
+func optional(s *mcpserver.Speaker) bot.Speaker {
+	if s == nil {
+		return nil
+	}
+	return s
 }

@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"brainbot/mcp/audio"
@@ -60,6 +61,8 @@ type Request struct {
 	Style          string
 	ResponseFormat string // images
 	Authorized     bool   // a bearer token was sent
+	// At is when the request arrived (its body read).
+	At time.Time
 }
 
 type failure struct {
@@ -81,6 +84,8 @@ type Server struct {
 	images   map[string][]byte // served for URL answers
 	barrier  *barrier
 	key      string // "": any bearer token is accepted
+	// speechBase and speechPerChar slow every speech answer (SetPace).
+	speechBase, speechPerChar time.Duration
 }
 
 // barrier holds requests until n of them are in flight at once.
@@ -125,6 +130,15 @@ func (s *Server) RequireKey(key string) {
 	s.key = key
 }
 
+// SetPace makes every later speech answer take base plus perChar for
+// each character of its input before its first byte, as OpenAI's does
+// (about 0.3 s + 2.5 ms a character).
+func (s *Server) SetPace(base, perChar time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.speechBase, s.speechPerChar = base, perChar
+}
+
 // Barrier makes the next n API requests each wait until all n are in
 // flight at once (or their client gives up): a test can prove requests are
 // made concurrently, because sequential ones never get past it.
@@ -151,7 +165,7 @@ var directives = map[string]failure{
 // admit records the request and answers a queued or requested failure; it
 // reports whether the handler should go on.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, rec Request, text string) bool {
-	rec.Path = r.URL.Path
+	rec.Path, rec.At = r.URL.Path, time.Now()
 	rec.Authorized = strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") && len(r.Header.Get("Authorization")) > len("Bearer ")
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
@@ -251,6 +265,9 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_value", "voice is required")
 		return
 	}
+	if !s.pace(r, utf8.RuneCountInString(req.Input)) {
+		return
+	}
 	millis := float64(utf8.RuneCountInString(req.Input) * SpeechPerCharacterMillis)
 	if req.Speed > 0 {
 		millis /= req.Speed
@@ -270,6 +287,26 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusBadRequest, "invalid_value", "unsupported response_format "+req.ResponseFormat)
 	}
+}
+
+// pace waits as SetPace says for an input of chars characters; false when
+// the client gave up or the server is closing first.
+func (s *Server) pace(r *http.Request, chars int) bool {
+	s.mu.Lock()
+	d := s.speechBase + time.Duration(chars)*s.speechPerChar
+	s.mu.Unlock()
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+	case <-s.done:
+	}
+	return false
 }
 
 // SilentMP3 returns n silent MPEG-1 Layer III frames (32 kbit/s, 48 kHz,

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A voice answer is spoken while the model writes it: OpenAI gets the
+// first part of it before the model's last word, the parts are whole
+// sentences that together are the whole answer, in order, and the user
+// gets one voice note of all of it.
+func TestEndToEndVoiceWhileWriting(t *testing.T) {
+	s := newStack(t, nil)
+	// About 640 characters a second: a second and a half for this answer,
+	// most of it after its first part is complete.
+	s.Model.SetPace(100 * time.Millisecond)
+	const user = 941
+	var sentences []string
+	for i := 1; i <= 12; i++ {
+		sentences = append(sentences, fmt.Sprintf("This is sentence number %d of a story told slowly, one word at a time.", i))
+	}
+	question := strings.Join(sentences, " ")
+	answer := "You said: " + question + " (message 1)"
+
+	r := ask(t, s, "speaker", user, question)
+	if got := r.Methods(); len(got) != 1 || got[0] != "sendVoice" {
+		t.Fatalf("want exactly one sendVoice and no text, got %v\n%s", got, r.Summary.Raw)
+	}
+	var inputs []string
+	var firstSpeech time.Time
+	for _, req := range s.OpenAI.Requests() {
+		if strings.HasSuffix(req.Path, "/audio/speech") {
+			if firstSpeech.IsZero() {
+				firstSpeech = req.At
+			}
+			inputs = append(inputs, req.Input)
+		}
+	}
+	if got := strings.Join(inputs, " "); got != answer {
+		t.Fatalf("spoken in %d parts:\n%q\nwant the whole answer, in order:\n%q", len(inputs), got, answer)
+	}
+	if len(inputs) < 3 {
+		t.Errorf("spoken in %d parts, want it cut into groups of sentences", len(inputs))
+	}
+	for _, in := range inputs[:len(inputs)-1] {
+		if !strings.HasSuffix(in, ".") {
+			t.Errorf("part %q does not end a sentence", in)
+		}
+	}
+	var lastWord time.Time
+	for _, d := range s.Model.TextDeltas() {
+		if strings.Contains(answer, d.Text) && !d.At.Before(lastWord) {
+			lastWord = d.At
+		}
+	}
+	if lastWord.IsZero() || !firstSpeech.Before(lastWord) {
+		t.Errorf("first speech request at %v, the model's last word at %v: want speech to start while the model writes",
+			firstSpeech.Format(time.StampMicro), lastWord.Format(time.StampMicro))
+	}
+	if r.Summary.Str("outcome") != "ok" || r.Summary.Float("openai_usd") <= 0 {
+		t.Errorf("summary = %s", r.Summary.Raw)
+	}
+	t.Logf("speech began %v before the model's last word", lastWord.Sub(firstSpeech))
+}
