@@ -209,11 +209,29 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 		res.FilePath = filepath.Join(f.dataDir, kind.Dir(), "missing"+ext)
 		return res, nil
 	}
-	path, err := output.Save(filepath.Join(f.dataDir, kind.Dir()), res.FilePrefix, ext, data, time.Now())
-	if err != nil {
-		return nil, err
+	notes := 1
+	if strings.Contains(req.Prompt, "#notes") {
+		notes = 3 // an answer longer than one voice note holds
 	}
-	res.FilePath = path
+	now := time.Now()
+	for n := range notes {
+		path, err := output.Save(filepath.Join(f.dataDir, kind.Dir()), res.FilePrefix, ext, append(data, byte('1'+n)), now)
+		if err != nil {
+			return nil, err
+		}
+		res.FilePaths = append(res.FilePaths, path)
+	}
+	res.FilePath = res.FilePaths[0]
+	if notes == 1 {
+		res.FilePaths = nil
+	}
+	if strings.Contains(req.Prompt, "#early") && req.OnFile != nil {
+		// As the driver does once the tool reported the file: before the
+		// model's closing words, which cost a little more.
+		early := *res
+		req.OnFile(&early)
+		res.CostUSD += 0.001
+	}
 	return res, nil
 }
 

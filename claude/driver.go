@@ -743,13 +743,13 @@ func (c *conversation) reportFile(result block) {
 	if _, denied := c.findDenial(result.ToolUseID); denied {
 		return
 	}
-	path, err := reportedFile(c.req.Mode, result.Text)
+	path, all, err := reportedFile(c.req.Mode, result.Text)
 	if err != nil {
 		return // the request's outcome says why (collectFile)
 	}
 	c.reported = true
 	res := *c.res
-	res.FilePath = path
+	res.FilePath, res.FilePaths = path, all
 	res.Turn2 = time.Since(c.turnStart)
 	c.req.OnFile(&res)
 }
@@ -839,11 +839,11 @@ func (c *conversation) collectFile() error {
 		if r.IsError {
 			return &toolError{Tool: c.tool, Message: r.Text}
 		}
-		path, err := reportedFile(c.req.Mode, r.Text)
+		path, all, err := reportedFile(c.req.Mode, r.Text)
 		if err != nil {
 			return &toolError{Tool: c.tool, Message: err.Error()}
 		}
-		c.res.FilePath = path
+		c.res.FilePath, c.res.FilePaths = path, all
 		return nil
 	}
 	if d, denied := c.findDenial(""); denied {
@@ -856,15 +856,13 @@ func (c *conversation) collectFile() error {
 }
 
 // reportedFile takes the file's path from our tool's JSON answer.
-func reportedFile(mode Mode, answer string) (string, error) {
+func reportedFile(mode Mode, answer string) (path string, all []string, err error) {
 	var ok bool
-	var path string
-	var err error
 	switch mode {
 	case Speech:
 		var out toolspec.SpeechResult
 		err = json.Unmarshal([]byte(answer), &out)
-		ok, path = out.Success, out.AudioPath
+		ok, path, all = out.Success, out.AudioPath, out.AudioPaths
 	case Image:
 		var out toolspec.ImageResult
 		err = json.Unmarshal([]byte(answer), &out)
@@ -872,11 +870,11 @@ func reportedFile(mode Mode, answer string) (string, error) {
 	}
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("result is not our JSON: %w", err)
-	case !ok || path == "":
-		return "", errors.New("no file reported")
+		return "", nil, fmt.Errorf("result is not our JSON: %w", err)
+	case !ok || path == "" || len(all) > 0 && all[0] != path:
+		return "", nil, errors.New("no file reported")
 	}
-	return path, nil
+	return path, all, nil
 }
 
 // findDenial finds a refusal of the call toolUseID, or with "" of any call of

@@ -197,6 +197,10 @@ type Result struct {
 	FilePath   string
 	FilePrefix string
 	FileExt    string
+	// FilePaths are every file the tool reported, in order, when a voice
+	// answer is longer than one voice note holds (FilePath is the first);
+	// nil for one file.
+	FilePaths []string
 	// SpokenChars counts the characters OpenAI spoke for a speech request
 	// whose speech was made while turn one streamed (Config.Speak): what
 	// it bills, also when the request was stopped or failed on the way.

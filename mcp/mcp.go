@@ -49,6 +49,9 @@ type Config struct {
 	Log *zap.Logger
 	// Now gives the time stamped into file names; time.Now when nil.
 	Now func() time.Time
+	// MaxVoiceNote is the most one speech file may hold; longer speech is
+	// saved as several (toolspec.MaxVoiceNoteBytes when 0; tests lower it).
+	MaxVoiceNote int
 }
 
 func (c Config) withDefaults() Config {

@@ -152,9 +152,10 @@ func (u *Utterance) start(piece string) {
 }
 
 // Audio waits for the text to be complete and every part made, and
-// returns them joined into one file, with how many parts there were. The
+// returns them joined into one file, or into several in order when one
+// would pass limit bytes (joinNotes), with how many parts there were. The
 // first part that failed fails it all: never a file with a hole.
-func (u *Utterance) Audio(ctx context.Context) (data []byte, parts int, err error) {
+func (u *Utterance) Audio(ctx context.Context, limit int) (notes [][]byte, parts int, err error) {
 	select {
 	case <-u.finished:
 	case <-u.ctx.Done(): // cancelled before the text was complete
@@ -180,8 +181,8 @@ func (u *Utterance) Audio(ctx context.Context) (data []byte, parts int, err erro
 	if len(clips) == 0 {
 		return nil, 0, errors.New("mcp: nothing to speak")
 	}
-	data, err = joinClips(string(u.base.ResponseFormat), clips)
-	return data, len(list), err
+	notes, err = joinNotes(string(u.base.ResponseFormat), clips, limit)
+	return notes, len(list), err
 }
 
 // Cancel stops the parts still in flight and waits for them; what was

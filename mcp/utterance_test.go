@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"brainbot/mcp/audio"
@@ -37,11 +38,11 @@ func TestUtteranceSpeaksCompletePartsAsTheyAreWritten(t *testing.T) {
 	started := len(u.parts) // parts begun before the text was complete
 	u.mu.Unlock()
 	u.Finish(text)
-	data, parts, err := u.Audio(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	notes, parts, err := u.Audio(context.Background(), 0)
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("%d notes, %v: want one", len(notes), err)
 	}
-	if d, err := audio.OggOpusDuration(data); err != nil || d <= 0 {
+	if d, err := audio.OggOpusDuration(notes[0]); err != nil || d <= 0 {
 		t.Errorf("not playable Ogg Opus: %v %v", d, err)
 	}
 	reqs := f.oa.Requests()
@@ -86,7 +87,7 @@ func TestUtteranceFinishedWithOtherTextStartsOver(t *testing.T) {
 	defer u.Cancel()
 	u.Write(story(4) + " ")
 	u.Finish("Something else entirely.")
-	if _, parts, err := u.Audio(context.Background()); err != nil || parts != 1 {
+	if _, parts, err := u.Audio(context.Background(), 0); err != nil || parts != 1 {
 		t.Fatalf("parts %d, err %v: want the new text in one part", parts, err)
 	}
 	if !slices.ContainsFunc(f.oa.Requests(), func(r openaitest.Request) bool { return r.Input == "Something else entirely." }) {
@@ -103,9 +104,9 @@ func TestUtteranceWithAFailedPartFails(t *testing.T) {
 	cut := strings.Index(text, "Sentence 5")
 	u.Write(text[:cut])
 	u.Finish(text[:cut] + "Sentence 5 #openai-500 fails. " + text[cut:])
-	data, _, err := u.Audio(context.Background())
-	if err == nil || data != nil {
-		t.Fatalf("a failed part gave %d bytes, err %v", len(data), err)
+	notes, _, err := u.Audio(context.Background(), 0)
+	if err == nil || notes != nil {
+		t.Fatalf("a failed part gave %d notes, err %v", len(notes), err)
 	}
 	if !strings.Contains(err.Error(), "speech part") {
 		t.Errorf("error %v does not say which part failed", err)
@@ -120,14 +121,14 @@ func TestUtteranceCancelledKeepsWhatWasSpoken(t *testing.T) {
 	u := sp.Begin(context.Background(), toolspec.SpeechSettings{})
 	u.Write(story(6) + " ")
 	u.Cancel()
-	if _, _, err := u.Audio(context.Background()); err == nil {
+	if _, _, err := u.Audio(context.Background(), 0); err == nil {
 		t.Error("a cancelled utterance gave audio")
 	}
 
 	u = sp.Begin(context.Background(), toolspec.SpeechSettings{})
 	text := story(6)
 	u.Finish(text)
-	if _, _, err := u.Audio(context.Background()); err != nil {
+	if _, _, err := u.Audio(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
 	u.Cancel()
@@ -153,5 +154,40 @@ func TestCutPoint(t *testing.T) {
 		if got := tc.text[:cutPoint(tc.text)]; got != tc.want {
 			t.Errorf("%s: cut %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Audio longer than one voice note holds is joined into several, in
+// order, each of whole parts and within the limit; together they hold all
+// of it.
+func TestUtteranceLongerThanOneNoteMakesSeveral(t *testing.T) {
+	f := newFixture(t)
+	u := NewSpeaker(f.cfg).Begin(context.Background(), toolspec.SpeechSettings{Format: "opus"})
+	defer u.Cancel()
+	text := story(20)
+	u.Finish(text)
+	one, parts, err := u.Audio(context.Background(), 0)
+	if err != nil || len(one) != 1 {
+		t.Fatalf("%d notes, %v", len(one), err)
+	}
+	limit := len(one[0])/3 + 200
+	notes, _, err := u.Audio(context.Background(), limit)
+	if err != nil || len(notes) < 3 || len(notes) > parts {
+		t.Fatalf("%d notes of %d parts for a limit of a third, %v", len(notes), parts, err)
+	}
+	var total time.Duration
+	for i, n := range notes {
+		if len(n) > limit {
+			t.Errorf("note %d holds %d bytes, over the limit %d", i, len(n), limit)
+		}
+		d, err := audio.OggOpusDuration(n)
+		if err != nil {
+			t.Fatalf("note %d: %v", i, err)
+		}
+		total += d
+	}
+	// Each note skips its decoder's pre-roll (a few ms) once.
+	if whole, _ := audio.OggOpusDuration(one[0]); (total - whole).Abs() > time.Duration(len(notes))*20*time.Millisecond {
+		t.Errorf("the notes last %v together, the whole %v", total, whole)
 	}
 }

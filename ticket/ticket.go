@@ -64,8 +64,9 @@ type Ticket struct {
 // Utterance is an answer's speech, made before the call that asks for it.
 type Utterance interface {
 	// Audio waits for the whole answer to be spoken and returns the
-	// audio in one file, with how many speech calls made it.
-	Audio(ctx context.Context) (data []byte, parts int, err error)
+	// audio of each voice note (one unless it would pass limit bytes),
+	// with how many speech calls made it.
+	Audio(ctx context.Context, limit int) (notes [][]byte, parts int, err error)
 	// Spoken is how many characters were spoken.
 	Spoken() int
 }

@@ -326,8 +326,8 @@ func (p *Pipeline) converse(r *request) {
 	case mode == claude.Text || askedQuestion(res):
 		r.replyAnswer(res)
 	default:
-		path, err := p.organize(r, res)
-		r.replyFile(res, path, err)
+		paths, err := p.organize(r, res)
+		r.replyFile(res, paths, err)
 	}
 }
 
@@ -603,29 +603,45 @@ func (p *Pipeline) sendFile(r *request, res *claude.Result, done func()) bool {
 		return false
 	}
 	done()
-	path, err := p.organize(r, res)
-	r.replyFile(res, path, err)
+	paths, err := p.organize(r, res)
+	r.replyFile(res, paths, err)
 	return true
 }
 
-// organize finds the file the tool wrote, moves it under
-// <kind>-output/bot-<id>/user-<uid>/ and writes its sidecar.
-func (p *Pipeline) organize(r *request, res *claude.Result) (string, error) {
+// organize finds the file the tool wrote (the files, for a voice answer
+// longer than one note), moves each under <kind>-output/bot-<id>/user-<uid>/
+// and writes its sidecar.
+func (p *Pipeline) organize(r *request, res *claude.Result) ([]string, error) {
 	kind := output.Audio
 	if r.sum.mode == claude.Image {
 		kind = output.Image
 	}
 	start := time.Now()
 	defer func() { r.sum.locate = time.Since(start) }()
-	path, err := output.Locate(filepath.Join(p.cfg.DataDir, kind.Dir()), res.FilePrefix, res.FileExt, res.FilePath)
-	if err != nil {
-		return "", err
+	reported := res.FilePaths
+	if len(reported) == 0 {
+		reported = []string{res.FilePath}
 	}
-	path, err = output.Organize(p.cfg.DataDir, path, kind, r.in.Key.Bot, r.in.Sender)
-	if err == nil {
-		r.writeSidecar(res, path)
+	var paths []string
+	for _, file := range reported {
+		path, err := output.Locate(filepath.Join(p.cfg.DataDir, kind.Dir()), res.FilePrefix, res.FileExt, file)
+		if err == nil && slices.Contains(paths, path) {
+			err = fmt.Errorf("output: %s reported twice or not found", file) // never a note twice, nor one missing
+		}
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
 	}
-	return path, err
+	for i, path := range paths {
+		organised, err := output.Organize(p.cfg.DataDir, path, kind, r.in.Key.Bot, r.in.Sender)
+		if err != nil {
+			return nil, err
+		}
+		r.writeSidecar(res, organised)
+		paths[i] = organised
+	}
+	return paths, nil
 }
 
 // The outcomes. Each sends at most the one reply and sets the summary's
@@ -672,10 +688,11 @@ func (r *request) replyText(text string) {
 	}
 }
 
-// replyFile sends the generated voice note or image found at path (and
-// the text too when the brain asks). Speech that cannot be sent as a file
-// falls back to its text.
-func (r *request) replyFile(res *claude.Result, path string, located error) {
+// replyFile sends the generated voice note or image found at paths (a
+// voice answer longer than one note: each, in order; and the text too when
+// the brain asks). Speech that cannot be sent as a file falls back to its
+// text.
+func (r *request) replyFile(res *claude.Result, paths []string, located error) {
 	speechText := ""
 	textToo := r.brain.Image.SendTextToo
 	if r.sum.mode == claude.Speech {
@@ -689,10 +706,23 @@ func (r *request) replyFile(res *claude.Result, path string, located error) {
 		r.fail("locate", located)
 		return
 	}
-	err := r.timeSend(func() error { return r.out.File(r.ctx, fileKind(r.sum.mode), path) })
+	sent := 0
+	err := r.timeSend(func() error {
+		for _, path := range paths {
+			if err := r.out.File(r.ctx, fileKind(r.sum.mode), path); err != nil {
+				return err
+			}
+			sent++
+		}
+		return nil
+	})
 	switch {
 	case errors.Is(err, message.ErrBlocked):
 		r.sum.outcome = "blocked"
+		return
+	case err != nil && sent > 0:
+		// The first notes are out: the text now would say it all twice.
+		r.fail("send", fmt.Errorf("voice note %d of %d: %w", sent+1, len(paths), err))
 		return
 	case err != nil && speechText != "":
 		r.speechFailed("voice message not sent; sending the text reply instead", "send", err, speechText)

@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"brainbot/toolspec"
 )
 
 // A voice answer is spoken while the model writes it: OpenAI gets the
@@ -63,4 +66,40 @@ func TestEndToEndVoiceWhileWriting(t *testing.T) {
 		t.Errorf("summary = %s", r.Summary.Raw)
 	}
 	t.Logf("speech began %v before the model's last word", lastWord.Sub(firstSpeech))
+}
+
+// A voice answer whose audio passes what one voice note may hold (the Bot
+// API's 50 MB) goes out as several notes, in order, cut between parts of
+// whole sentences: together they are all of it.
+func TestEndToEndVoiceLongerThanOneNote(t *testing.T) {
+	s := newStack(t, nil)
+	const part = 18 << 20 // each part's audio: three pass 50 MB, two do not
+	s.OpenAI.SetSpeechBytes(part)
+	const user = 942
+	var sentences []string
+	for i := 1; i <= 5; i++ {
+		sentences = append(sentences, fmt.Sprintf("Sentence %d of a very long story is long enough to be heard, and it goes on a bit.", i))
+	}
+	r := ask(t, s, "speaker", user, strings.Join(sentences, " "))
+	if got := r.Methods(); len(got) != 2 || got[0] != "sendVoice" || got[1] != "sendVoice" {
+		t.Fatalf("want two voice notes and no text, got %v\n%s", got, r.Summary.Raw)
+	}
+	var parts int
+	for _, req := range s.OpenAI.Requests() {
+		if strings.HasSuffix(req.Path, "/audio/speech") {
+			parts++
+		}
+	}
+	first, second := len(r.Calls[0].Files["voice"].Data), len(r.Calls[1].Files["voice"].Data)
+	if parts != 3 || first > toolspec.MaxVoiceNoteBytes || first < 2*part || second < part || second > 2*part {
+		t.Errorf("%d parts in notes of %d and %d bytes: want the first two parts in one note within %d bytes, the third in the next",
+			parts, first, second, toolspec.MaxVoiceNoteBytes)
+	}
+	files := organised(t, filepath.Join(s.DataDir, "audio-output", "bot-speaker", "user-942"))
+	if len(files) != 2 {
+		t.Errorf("organised %v, want the two notes", files)
+	}
+	if r.Summary.Str("outcome") != "ok" {
+		t.Errorf("summary = %s", r.Summary.Raw)
+	}
 }

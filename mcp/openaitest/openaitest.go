@@ -86,6 +86,8 @@ type Server struct {
 	key      string // "": any bearer token is accepted
 	// speechBase and speechPerChar slow every speech answer (SetPace).
 	speechBase, speechPerChar time.Duration
+	// speechBytes is the least size of a speech answer (SetSpeechBytes).
+	speechBytes int
 }
 
 // barrier holds requests until n of them are in flight at once.
@@ -137,6 +139,15 @@ func (s *Server) SetPace(base, perChar time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.speechBase, s.speechPerChar = base, perChar
+}
+
+// SetSpeechBytes makes every later mp3 speech answer at least n bytes
+// long (longer silence): a test can pass the most one voice note holds
+// without speaking an hour of text.
+func (s *Server) SetSpeechBytes(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.speechBytes = n
 }
 
 // Barrier makes the next n API requests each wait until all n are in
@@ -272,6 +283,11 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 	if req.Speed > 0 {
 		millis /= req.Speed
 	}
+	s.mu.Lock()
+	// At least speechBytes of mp3 (96-byte frames of 24 ms); opus of the
+	// same length is smaller.
+	millis = max(millis, float64(s.speechBytes/96*24))
+	s.mu.Unlock()
 	switch req.ResponseFormat {
 	case "", "mp3":
 		w.Header().Set("Content-Type", "audio/mpeg")
