@@ -67,12 +67,12 @@ type SpeechResult struct {
 	// AudioPaths are every file, in order, when the audio is more than one
 	// voice note may hold (MaxVoiceNoteBytes); AudioPath is the first.
 	AudioPaths []string `json:"audio_paths,omitempty"`
-	Format     string `json:"format"`
-	Bytes      int    `json:"bytes"`
-	Characters int    `json:"characters"`
-	Voice      string `json:"voice"`
-	Parts      int    `json:"parts"`
-	Base64     string `json:"audio_base64,omitempty"`
+	Format     string   `json:"format"`
+	Bytes      int      `json:"bytes"`
+	Characters int      `json:"characters"`
+	Voice      string   `json:"voice"`
+	Parts      int      `json:"parts"`
+	Base64     string   `json:"audio_base64,omitempty"`
 }
 
 // ImageSettings are the image tool's options that a brain chooses.
