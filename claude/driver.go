@@ -750,6 +750,10 @@ func (c *conversation) reportFile(result block) {
 	c.reported = true
 	res := *c.res
 	res.FilePath, res.FilePaths = path, all
+	res.ToolCalls = slices.Clone(c.toolLog.done) // the file's call among them
+	if c.speech != nil {
+		res.SpokenChars = c.speech.Spoken() // all of it: the tool joined every part
+	}
 	res.Turn2 = time.Since(c.turnStart)
 	c.req.OnFile(&res)
 }

@@ -546,6 +546,9 @@ func TestSpeechSpokenWhileWritingGoesOutAtTheToolsReport(t *testing.T) {
 	if early == nil || early.FilePath != res.FilePath || res.FilePath == "" {
 		t.Fatalf("OnFile got %+v; the request's file %q", early, res.FilePath)
 	}
+	if early.SpokenChars != res.SpokenChars || !slices.ContainsFunc(early.ToolCalls, func(c ToolCall) bool { return c.Tool == toolspec.SpeechToolName }) {
+		t.Errorf("OnFile got %d characters spoken and the calls %+v: want all of it, and the call that made the file", early.SpokenChars, early.ToolCalls)
+	}
 	if early.CostUSD >= res.CostUSD {
 		t.Errorf("OnFile's cost %v, the request's %v: want OnFile before turn two's end", early.CostUSD, res.CostUSD)
 	}
