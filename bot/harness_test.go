@@ -32,7 +32,10 @@ import (
 // after turn 1 produced text), #nofile (reports a file that is not there),
 // #crash (the CLI dies before it starts the session), #tools (the
 // result reports fakeToolCalls), #panic (a bug: Run panics), #stopme
-// (streams, then writes on until Interrupt: writeUntilStopped).
+// (streams, then writes on until Interrupt: writeUntilStopped), #notes
+// (a voice answer in three files, as one longer than a voice note holds),
+// #early (the file goes to Request.OnFile before Run ends, as the driver
+// hands it over before the model's closing words).
 type fakeClaude struct {
 	dataDir string
 	// sessions are the ids the fake knows (resume of others fails).
@@ -215,7 +218,11 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 	}
 	now := time.Now()
 	for n := range notes {
-		path, err := output.Save(filepath.Join(f.dataDir, kind.Dir()), res.FilePrefix, ext, append(data, byte('1'+n)), now)
+		note := data
+		if notes > 1 {
+			note = append(slices.Clip(data), byte('1'+n)) // which note it is
+		}
+		path, err := output.Save(filepath.Join(f.dataDir, kind.Dir()), res.FilePrefix, ext, note, now)
 		if err != nil {
 			return nil, err
 		}
