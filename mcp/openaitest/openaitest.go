@@ -21,6 +21,7 @@ package openaitest
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -311,18 +312,14 @@ func (s *Server) pace(r *http.Request, chars int) bool {
 	s.mu.Lock()
 	d := s.speechBase + time.Duration(chars)*s.speechPerChar
 	s.mu.Unlock()
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	defer cancel()
 	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
+	case <-ctx.Done():
+		return r.Context().Err() == nil // the time is up, the client still there
 	case <-s.done:
+		return false
 	}
-	return false
 }
 
 // SilentMP3 returns n silent MPEG-1 Layer III frames (32 kbit/s, 48 kHz,
