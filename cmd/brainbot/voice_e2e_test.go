@@ -66,6 +66,18 @@ func TestEndToEndVoiceWhileWriting(t *testing.T) {
 		t.Errorf("summary = %s", r.Summary.Raw)
 	}
 	t.Logf("speech began %v before the model's last word", lastWord.Sub(firstSpeech))
+
+	// One part OpenAI refuses fails the voice: the words come as text,
+	// never a note with a gap.
+	sentences[6] = "This sentence number 7 makes OpenAI fail #openai-500 today."
+	question = strings.Join(sentences, " ")
+	r = ask(t, s, "speaker", user+1, question)
+	if got := r.Texts(); len(r.Calls) != 1 || len(got) != 1 || got[0] != "You said: "+question+" (message 1)" {
+		t.Fatalf("after a failed part: %v %q, want the answer as one text", r.Methods(), got)
+	}
+	if r.Summary.Str("outcome") != "speech failed" {
+		t.Errorf("summary = %s", r.Summary.Raw)
+	}
 }
 
 // A voice answer whose audio passes what one voice note may hold (the Bot
