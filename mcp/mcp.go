@@ -7,6 +7,11 @@
 // (a question with options the bot shows as buttons), is served only to
 // the bots' own CLIs, over HTTP (http.go, question.go).
 //
+// brainbot speaks its own way too (Speaker): an answer while the model still
+// writes it (Utterance: parts of whole sentences spoken as they complete,
+// joined when the text is done; the tool call of turn two only collects
+// them), a panel member's words, an answer read aloud.
+//
 // A failing OpenAI call is a tool error result with a short reason ("openai:
 // 429 rate limited: ..."), never a Go error: the server keeps serving. Each
 // OpenAI call has its own deadline. Stdout carries JSON-RPC, so everything is
