@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/cmd/internal/stack"
 	"brainbot/toolspec"
 )
 
@@ -113,5 +114,44 @@ func TestEndToEndVoiceLongerThanOneNote(t *testing.T) {
 	}
 	if r.Summary.Str("outcome") != "ok" {
 		t.Errorf("summary = %s", r.Summary.Raw)
+	}
+}
+
+// A voice answer whose message is edited while the model writes it: the
+// speech of the old version stops, no note of it is sent or kept, what
+// OpenAI spoke of it is billed, and the edited version gets its note.
+func TestEndToEndVoiceEditedWhileSpoken(t *testing.T) {
+	s, ctx := pacedStack(t, nil)
+	token := stack.Token("speaker")
+	const user = 943
+	s.SendMessage("speaker", user, map[string]any{"message_id": 6001, "text": "read me a stroy #long"})
+	waitDraft(ctx, t, s, token, user, 0)
+	waitLogFrom(t, s, 0, func(l stack.Line) bool { return l.Msg == "speech part made" })
+	s.Model.SetPace(0)
+	s.Telegram.SendEdit(token, map[string]any{"message_id": 6001, "date": time.Now().Unix() - 1,
+		"chat": map[string]any{"id": user, "type": "private", "first_name": "Ann"},
+		"from": map[string]any{"id": user, "is_bot": false, "first_name": "Ann"}, "text": "read me a story, short"})
+	waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("user") == user && l.Str("outcome") == "ok"
+	})
+	old := waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("user") == user && l.Str("outcome") == "edited"
+	})
+	if old.Float("openai_usd") <= 0 {
+		t.Errorf("the old version's line has openai_usd %g: want the speech made before the edit", old.Float("openai_usd"))
+	}
+	calls := s.ChatCalls("speaker", user)
+	if len(calls) != 1 || calls[0].Method != "sendVoice" {
+		t.Fatalf("sent %d messages, want the edited version's voice note only", len(calls))
+	}
+	if files := organised(t, filepath.Join(s.DataDir, "audio-output", "bot-speaker", "user-943")); len(files) != 1 {
+		t.Errorf("organised %v, want the edited version's note only", files)
+	}
+	var spokenNew bool
+	for _, r := range s.OpenAI.Requests() {
+		spokenNew = spokenNew || strings.Contains(r.Input, "read me a story, short")
+	}
+	if !spokenNew {
+		t.Error("the edited version was not spoken")
 	}
 }
