@@ -97,6 +97,10 @@ type Config struct {
 	// aloud (buttons.read_aloud); nil (no OpenAI key): they write, and
 	// answers get no 🔊.
 	Speaker Speaker
+	// FileAfterTurn sends a voice note or picture once the model's turn
+	// is over rather than as soon as its tool reports the file
+	// (BRAINBOT_SPEECH_EARLY=off: the flow before 2026-11, to compare).
+	FileAfterTurn bool
 	// Store keeps the bots' state (sessions, toggles, counters, usage,
 	// panel runs): *store.Store, or with a Cluster the cluster's shared
 	// state. Without a Cluster it keeps the journal of updates too
@@ -228,7 +232,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.pipeline = conversation.New(conversation.Config{
 		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
-		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts, Speaker: cfg.Speaker,
+		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts, Speaker: cfg.Speaker, FileAfterTurn: cfg.FileAfterTurn,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
 		Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})

@@ -257,6 +257,10 @@ func (o *Outbox) File(ctx context.Context, kind message.FileKind, path string) e
 	}
 	name := filepath.Base(path)
 	replyTo := o.reply()
+	if kind == message.VoiceNote {
+		// Each note of an answer longer than one replies to the message.
+		o.replyTo = replyTo
+	}
 	upload := func() *models.InputFileUpload {
 		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	}

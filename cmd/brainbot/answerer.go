@@ -13,6 +13,7 @@ import (
 	mcpserver "brainbot/mcp"
 	"brainbot/reaper"
 	"brainbot/ticket"
+	"brainbot/toolspec"
 	"brainbot/transcribe"
 )
 
@@ -78,6 +79,14 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
 			log.Info("ended the processes the Claude CLIs left behind", zap.Int("processes", n))
 		}
 	}}, closers...)
+	// Voice messages in need the key; without it they get the brain's
+	// messages.text_only, and nothing is spoken early or read aloud.
+	var speaker *mcpserver.Speaker
+	if cfg.OpenAIKey != "" {
+		e.transcriber = transcribe.New(openAIConfig(cfg))
+		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
+		e.speaker = speaker
+	}
 	e.bare = claudeBare(cfg.ClaudeBare, m.getenv)
 	e.driver, err = claude.New(claude.Config{
 		Command:  cfg.ClaudeCmd,
@@ -88,6 +97,7 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
 		Reaper:   procs,
 		Bare:     e.bare,
 		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},
+		Speak:    speakEarly(cfg, speaker),
 		Log:      log.Named("claude"),
 	})
 	if err != nil {
@@ -96,10 +106,6 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
 	// After the bots stop: their requests are over, their warm CLIs end.
 	closers = append([]func(){e.driver.Close}, closers...)
 
-	if cfg.OpenAIKey != "" {
-		e.transcriber = transcribe.New(openAIConfig(cfg))
-		e.speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
-	}
 	e.close = sync.OnceFunc(func() {
 		for _, c := range closers {
 			c()
@@ -111,3 +117,15 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
 // toolsStopGrace bounds the tool server's shutdown. It comes after the
 // bots have stopped, so only a call whose CLI is already gone can be left.
 const toolsStopGrace = 5 * time.Second
+
+// speakEarly is the driver's Config.Speak: answers are spoken while they
+// are written, unless there is no speaker (no OpenAI key) or
+// BRAINBOT_SPEECH_EARLY is off.
+func speakEarly(cfg Config, s *mcpserver.Speaker) func(context.Context, toolspec.SpeechSettings) claude.Utterance {
+	if s == nil || cfg.SpeechEarly == "off" {
+		return nil
+	}
+	return func(ctx context.Context, settings toolspec.SpeechSettings) claude.Utterance {
+		return s.Begin(ctx, settings)
+	}
+}

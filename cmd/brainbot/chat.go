@@ -107,7 +107,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 			}
 			return nil
 		},
-		Transcriber: ans.transcriber, Speaker: ans.speaker,
+		Transcriber: ans.transcriber, Speaker: ans.speaker, FileAfterTurn: cfg.SpeechEarly == "off",
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaiting, MaxWait: cfg.MaxWait, QueueSize: 1,
 		Spares: cfg.Spares, Stopping: stopping, LookupEnv: m.lookupEnv, OnSecret: secrets.Add,
 		Now: time.Now, Metrics: metrics.New(), Log: log,

@@ -36,6 +36,11 @@ type Config struct {
 	// OpenAIKey is for the voice and image tools and voice messages in.
 	// It has no flag: flags show in ps.
 	OpenAIKey string
+	// SpeechEarly (on, off): a voice answer is spoken while the model
+	// writes it and sent once turn two's tool reports it; off speaks it
+	// in turn two's tool call and sends it after the turn (the flow
+	// before 2026-11, kept to compare and as a way back).
+	SpeechEarly string
 
 	LogLevel  string
 	LogFormat string // json, console, or empty for "console on a terminal, else json"
@@ -109,6 +114,8 @@ var settings = []setting{
 		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
 	{"OPENAI_API_KEY", "", "OpenAI API key for the voice and image tools and voice messages in", "",
 		func(c *Config, v string) error { c.OpenAIKey = v; return nil }},
+	{"BRAINBOT_SPEECH_EARLY", "speech-early", "on: speak a voice answer while the model writes it, and send it as soon as it is made; off: speak it after the answer is written, and send it after the model's closing words (slower; for comparison)", "on",
+		func(c *Config, v string) error { c.SpeechEarly = v; return nil }},
 	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
 		func(c *Config, v string) error { c.LogLevel = v; return nil }},
 	{"BRAINBOT_LOG_FORMAT", "log-format", "json or console (default: console on a terminal, else json)", "",
@@ -406,6 +413,9 @@ func (c *Config) validate() error {
 	// error, and reads "" as info.
 	if level, err := zapcore.ParseLevel(c.LogLevel); err != nil || level > zapcore.ErrorLevel || c.LogLevel == "" {
 		bad("BRAINBOT_LOG_LEVEL", c.LogLevel, "must be debug, info, warn or error")
+	}
+	if c.SpeechEarly != "on" && c.SpeechEarly != "off" {
+		bad("BRAINBOT_SPEECH_EARLY", c.SpeechEarly, "must be on or off")
 	}
 	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "console" {
 		bad("BRAINBOT_LOG_FORMAT", c.LogFormat, "must be json or console")

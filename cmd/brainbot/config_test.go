@@ -39,6 +39,7 @@ func TestConfigDefaults(t *testing.T) {
 		TelegramAPIURL: "https://api.telegram.org",
 		ClaudeCmd:      "claude",
 		ClaudeBare:     "auto",
+		SpeechEarly:    "on",
 		LogLevel:       "info",
 		MaxClaude:      4,
 		MaxWaiting:     50,
@@ -71,6 +72,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		"BRAINBOT_AUDIO_MAX_AGE": "720h",
 		"BRAINBOT_IMAGE_MAX_MB":  "512",
 		"BRAINBOT_SPARES":        "0",
+		"BRAINBOT_SPEECH_EARLY":  "off",
 	}
 	c, err := parseConfig(t, env, "-log-level", "warn", "-max-claude", "2")
 	if err != nil {
@@ -84,6 +86,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		ClaudeCmd:      "/opt/claude",
 		ClaudeBare:     "off",
 		OpenAIBaseURL:  "http://127.0.0.1:9000/v1",
+		SpeechEarly:    "off",
 		LogLevel:       "warn", // the flag wins over the variable
 		LogFormat:      "json",
 		LogFile:        "/var/log/brainbot.log",
@@ -130,6 +133,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{nil, []string{"-http-addr", ":9464"}, `BRAINBOT_HTTP_ADDR (-http-addr) ":9464": is reachable from other machines: serve it on 127.0.0.1, or set BRAINBOT_ADMIN_TOKEN`},
 		{map[string]string{"BRAINBOT_HTTP_ADDR": "10.0.0.5:9464"}, nil, `BRAINBOT_HTTP_ADDR (-http-addr) "10.0.0.5:9464": is reachable from other machines`},
 		{map[string]string{"BRAINBOT_HTTP_ADDR": "0.0.0.0:9464", "BRAINBOT_ADMIN_TOKEN": "short"}, nil, `BRAINBOT_ADMIN_TOKEN "…": must be at least 16 characters`},
+		{map[string]string{"BRAINBOT_SPEECH_EARLY": "yes"}, nil, `BRAINBOT_SPEECH_EARLY (-speech-early) "yes": must be on or off`},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(t, tt.env, tt.args...)
@@ -174,7 +178,7 @@ func TestClaudeBare(t *testing.T) {
 func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
 		BrainsDir: "brains", PanelsDir: "panels", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
-		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
+		ClaudeCmd: "claude", ClaudeBare: "auto", SpeechEarly: "on", LogLevel: "info", MaxClaude: 1,
 		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute, SpareIdle: time.Minute,
 	}
 	before := c

@@ -94,6 +94,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		PrewarmMax:    cfg.MaxWarm / 2,
 		Transcriber:   ans.transcriber,
 		Speaker:       ans.speaker,
+		FileAfterTurn: cfg.SpeechEarly == "off",
 		Store:         db,
 		Log:           log,
 		Metrics:       reg,

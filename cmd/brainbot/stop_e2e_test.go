@@ -74,7 +74,9 @@ func testStopButton(t *testing.T, env []string) {
 }
 
 // A voice reply's draft says what is being made and carries the stop
-// button: pressed, the request ends, and no voice note is made or sent.
+// button: pressed while the model writes, the request ends, the speech
+// already under way is stopped, and no voice note is made or sent; what
+// OpenAI spoke before the stop is billed and counted.
 func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) { eachMode(t, testStopButtonEndsAVoiceReply) }
 
 func testStopButtonEndsAVoiceReply(t *testing.T, env []string) {
@@ -86,6 +88,8 @@ func testStopButtonEndsAVoiceReply(t *testing.T, env []string) {
 	if draft.Param("can_stop") != "true" || !strings.Contains(draft.Param("text"), "voice message") {
 		t.Fatalf("draft %v: want a note of the voice message with a stop button", draft.Params)
 	}
+	// The answer is spoken while it is written: stopped once a part of it is.
+	waitLogFrom(t, s, 0, func(l stack.Line) bool { return l.Msg == "speech part made" })
 	s.Telegram.PressStop(token, user, id)
 	summary := waitLogFrom(t, s, 0, func(l stack.Line) bool {
 		return l.Msg == "request" && l.Int("user") == user && l.Str("mode") == "speech"
@@ -106,10 +110,16 @@ func testStopButtonEndsAVoiceReply(t *testing.T, env []string) {
 	if len(files) != 0 {
 		t.Errorf("files made for a stopped request: %v", files)
 	}
-	for _, r := range s.OpenAI.Requests() {
-		if strings.Contains(r.Path, "speech") {
-			t.Errorf("speech asked of OpenAI (%s) for a stopped request", r.Path)
-		}
+	if summary.Float("openai_usd") <= 0 {
+		t.Errorf("the stopped request's line has openai_usd %g: want the speech made before the stop", summary.Float("openai_usd"))
+	}
+	admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+	if len(admin) == 0 {
+		t.Fatal("no admin endpoint log line")
+	}
+	_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+	if want := `brainbot_cost_usd_total{bot="speaker",provider="openai"} `; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_cost"))
 	}
 }
 
