@@ -22,7 +22,7 @@ REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS       := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
 
-.PHONY: all build test bench demo run doctor lint claude-cli dist clean
+.PHONY: all build test bench demo chat run doctor lint claude-cli dist deb clean
 
 all: lint build test
 
@@ -55,6 +55,14 @@ bench: claude-cli
 # demo runs the example brains offline and prints what each bot answered.
 demo: build claude-cli
 	$(GO) run ./cmd/demo -brainbot $(BIN) -claude $(CLAUDE_BIN) -brains brains
+
+# chat talks to one brain in the terminal (brainbot chat) against the
+# offline stand-ins of make demo, with the real CLI: no token, no account.
+# make chat BRAIN=brains/voice.yaml; CHAT_FLAGS="-chat group" and the like.
+BRAIN         ?= brains/narrator.yaml
+CHAT_FLAGS    ?=
+chat: build claude-cli
+	$(GO) run ./cmd/internal/offlinechat -brainbot $(BIN) -claude $(CLAUDE_BIN) -- $(CHAT_FLAGS) $(BRAIN)
 
 # staticcheck comes from the module proxy at a pinned version rather than
 # from go.mod, so that the module's requirements stay what brainbot imports.
@@ -98,21 +106,61 @@ DIST_NAME     := brainbot-$(VERSION)-$(GOOS)-$(GOARCH)
 DIST_DIR      ?= $(CURDIR)/dist
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
+# The files an admin installs beside the binary, kept in deploy/ (the
+# tarball keeps the checkout's layout, so README's links work in it).
+DEPLOY_FILES  := deploy/brainbot.service deploy/brainbot.env.example deploy/brainbot-alerts.yml deploy/brainbot-dashboard.json
+
+# release-binary builds the static, stamped binary of a release at $(1).
+define release-binary
+CGO_ENABLED=0 GOOS=$(GOOS) GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(1) ./cmd/brainbot
+endef
+
 dist:
 	rm -rf $(DIST_DIR)/$(DIST_NAME) $(DIST_DIR)/$(DIST_NAME).tar.gz $(DIST_DIR)/$(DIST_NAME).tar.gz.sha256
-	mkdir -p $(DIST_DIR)/$(DIST_NAME)/brains $(DIST_DIR)/$(DIST_NAME)/panels $(DIST_DIR)/$(DIST_NAME)/docs
-	CGO_ENABLED=0 GOOS=$(GOOS) GOARCH=$(GOARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
-		-o $(DIST_DIR)/$(DIST_NAME)/brainbot ./cmd/brainbot
+	mkdir -p $(addprefix $(DIST_DIR)/$(DIST_NAME)/,brains panels docs deploy)
+	$(call release-binary,$(DIST_DIR)/$(DIST_NAME)/brainbot)
 	cp brains/*.yaml brains/README.md $(DIST_DIR)/$(DIST_NAME)/brains/
 	cp panels/*.yaml panels/README.md $(DIST_DIR)/$(DIST_NAME)/panels/
-	cp deploy/brainbot.service deploy/brainbot.env.example deploy/brainbot-alerts.yml deploy/brainbot-dashboard.json \
-		README.md $(DIST_DIR)/$(DIST_NAME)/
-	cp docs/operations.md docs/architecture.md docs/scaling.md $(DIST_DIR)/$(DIST_NAME)/docs/
+	cp $(DEPLOY_FILES) $(DIST_DIR)/$(DIST_NAME)/deploy/
+	cp README.md CONTRIBUTING.md $(DIST_DIR)/$(DIST_NAME)/
+	cp docs/operations.md docs/architecture.md docs/scaling.md docs/performance.md $(DIST_DIR)/$(DIST_NAME)/docs/
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum > SHA256SUMS
 	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) \
 		-cf - $(DIST_NAME) | gzip -n > $(DIST_DIR)/$(DIST_NAME).tar.gz
 	cd $(DIST_DIR) && sha256sum $(DIST_NAME).tar.gz > $(DIST_NAME).tar.gz.sha256
 	@echo "$(DIST_DIR)/$(DIST_NAME).tar.gz"
+
+# deb builds dist/brainbot_<version>_<arch>.deb with Debian's own dpkg-deb:
+# the binary in /usr/bin, the unit (ExecStart pointed there), the example
+# brains, panels and environment file, the alert rules and the dashboard;
+# its maintainer scripts (deploy/debian/) make the brainbot system user and
+# its folders, and install the environment file and the brains only where
+# there are none yet, so an upgrade keeps them and the data.
+DEB_ARCH      := $(shell dpkg --print-architecture 2>/dev/null || echo $(GOARCH))
+# Debian versions start with a digit: v1.2.3 -> 1.2.3, a bare commit -> 0~g<commit>.
+DEB_BARE      := $(patsubst v%,%,$(VERSION))
+DEB_VERSION   := $(subst -,~,$(if $(filter 0% 1% 2% 3% 4% 5% 6% 7% 8% 9%,$(DEB_BARE)),$(DEB_BARE),0~g$(DEB_BARE)))
+DEB_ROOT      := $(DIST_DIR)/deb-$(DEB_ARCH)
+DEB_FILE      := $(DIST_DIR)/brainbot_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb:
+	rm -rf $(DEB_ROOT) $(DEB_FILE)
+	mkdir -p $(addprefix $(DEB_ROOT)/,DEBIAN usr/bin lib/systemd/system usr/share/brainbot/brains usr/share/brainbot/panels $(addprefix usr/share/doc/brainbot/,brains panels docs))
+	$(call release-binary,$(DEB_ROOT)/usr/bin/brainbot)
+	sed 's|^ExecStart=/usr/local/bin/brainbot|ExecStart=/usr/bin/brainbot|' deploy/brainbot.service > $(DEB_ROOT)/lib/systemd/system/brainbot.service
+	cp deploy/brainbot.env.example deploy/brainbot-alerts.yml deploy/brainbot-dashboard.json $(DEB_ROOT)/usr/share/brainbot/
+	cp brains/*.yaml $(DEB_ROOT)/usr/share/brainbot/brains/
+	cp panels/*.yaml $(DEB_ROOT)/usr/share/brainbot/panels/
+	cp README.md $(DEB_ROOT)/usr/share/doc/brainbot/
+	cp brains/README.md $(DEB_ROOT)/usr/share/doc/brainbot/brains/
+	cp panels/README.md $(DEB_ROOT)/usr/share/doc/brainbot/panels/
+	cp docs/operations.md docs/architecture.md docs/scaling.md $(DEB_ROOT)/usr/share/doc/brainbot/docs/
+	sed -e 's|@VERSION@|$(DEB_VERSION)|' -e 's|@ARCH@|$(DEB_ARCH)|' deploy/debian/control > $(DEB_ROOT)/DEBIAN/control
+	install -m 0755 deploy/debian/postinst deploy/debian/prerm deploy/debian/postrm $(DEB_ROOT)/DEBIAN/
+	find $(DEB_ROOT) -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} +
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) dpkg-deb --root-owner-group -Zxz --build $(DEB_ROOT) $(DEB_FILE)
+	rm -rf $(DEB_ROOT)
+	@echo "$(DEB_FILE)"
 
 clean:
 	rm -rf bin dist

@@ -79,6 +79,14 @@ func (c chats) AnswerTap(ctx context.Context, bot, query, notice string) error {
 	return client.AnswerTap(ctx, query, notice)
 }
 
+func (c chats) IsAdmin(ctx context.Context, bot string, chat, user int64) (bool, error) {
+	client := c.m.client(bot)
+	if client == nil {
+		return false, fmt.Errorf("bot %s has not connected to Telegram", bot)
+	}
+	return client.IsAdmin(ctx, chat, user)
+}
+
 func (m *Manager) outbox(to message.Key, group bool, replyTo int, log *zap.Logger) outbox {
 	client := func() *telegram.Client { return m.client(to.Bot) }
 	return outbox{m.transport.Outbox(client, telegram.Chat{ID: to.Chat, Thread: to.Thread, Group: group}, replyTo, log)}

@@ -143,7 +143,12 @@ var edgeCases = []edgeCase{
 				Me: message.Identity{ID: telegramtest.BotID(tokenB), Username: telegramtest.Username(tokenB)}})
 		},
 		run: func(t *testing.T, h *harness) {
-			h.waitLog("bot not started: no token")
+			// The line repeats the fix: the variable set and a restart, or
+			// a token file, which needs none.
+			if fix := h.waitLog("bot not started: no token").ContextMap()["fix"]; fix != "set BETA_TOKEN in brainbot's environment and restart it, "+
+				"or write the token to a file named by telegram.token_file instead: that needs no restart" {
+				t.Errorf("the line says the fix is %q", fix)
+			}
 			if got := h.exchange(tokenA, 7, "probe"); got.Param("text") != "You said: probe" {
 				t.Fatalf("alpha's reply %q", got.Param("text"))
 			}

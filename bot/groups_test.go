@@ -231,3 +231,36 @@ func TestAnonymousAdminsOfTwoGroupsAreTwoSenders(t *testing.T) {
 		t.Fatalf("another group's admin: %q", got.Param("text"))
 	}
 }
+
+// A voice answer longer than one voice note holds goes out as several, in
+// order, each a reply to the message; sent as soon as the tool reported
+// them, before the model's closing words, whose cost still counts.
+func TestGroupVoiceAnswerInSeveralNotes(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "tts:\n  enabled: true\n")}, nil)
+	h.srv.SendMessage(tokenA, groupMessage(7, "tell me everything #notes #early", true))
+	notes := h.waitSent(tokenA, 3, "sendVoice")
+	var asked int
+	for i, c := range notes {
+		var reply struct {
+			MessageID int `json:"message_id"`
+		}
+		if err := json.Unmarshal([]byte(c.Param("reply_parameters")), &reply); err != nil || reply.MessageID == 0 {
+			t.Errorf("note %d: reply_parameters %q, want a reply to the message", i+1, c.Param("reply_parameters"))
+		}
+		if i == 0 {
+			asked = reply.MessageID
+		} else if reply.MessageID != asked {
+			t.Errorf("note %d replies to %d, the first to %d", i+1, reply.MessageID, asked)
+		}
+		if got, want := string(c.Files["voice"].Data), "OggS-voice"+string(rune('1'+i)); got != want {
+			t.Errorf("note %d holds %q, want %q: the notes out of order", i+1, got, want)
+		}
+	}
+	summary := h.waitLog("request")
+	if f := summary.ContextMap(); f["outcome"] != "ok" || f["cost_usd"] != 0.011 {
+		t.Errorf("summary %v: want ok, with the closing words' cost", f)
+	}
+	if sent := h.srv.Sent(tokenA, "sendMessage", "sendVoice"); len(sent) != 3 {
+		t.Errorf("%d messages sent, want the three notes only", len(sent))
+	}
+}

@@ -32,7 +32,10 @@ import (
 // after turn 1 produced text), #nofile (reports a file that is not there),
 // #crash (the CLI dies before it starts the session), #tools (the
 // result reports fakeToolCalls), #panic (a bug: Run panics), #stopme
-// (streams, then writes on until Interrupt: writeUntilStopped).
+// (streams, then writes on until Interrupt: writeUntilStopped), #notes
+// (a voice answer in three files, as one longer than a voice note holds),
+// #early (the file goes to Request.OnFile before Run ends, as the driver
+// hands it over before the model's closing words).
 type fakeClaude struct {
 	dataDir string
 	// sessions are the ids the fake knows (resume of others fails).
@@ -209,11 +212,33 @@ func (f *fakeClaude) Run(ctx context.Context, req claude.Request) (*claude.Resul
 		res.FilePath = filepath.Join(f.dataDir, kind.Dir(), "missing"+ext)
 		return res, nil
 	}
-	path, err := output.Save(filepath.Join(f.dataDir, kind.Dir()), res.FilePrefix, ext, data, time.Now())
-	if err != nil {
-		return nil, err
+	notes := 1
+	if strings.Contains(req.Prompt, "#notes") {
+		notes = 3 // an answer longer than one voice note holds
 	}
-	res.FilePath = path
+	now := time.Now()
+	for n := range notes {
+		note := data
+		if notes > 1 {
+			note = append(slices.Clip(data), byte('1'+n)) // which note it is
+		}
+		path, err := output.Save(filepath.Join(f.dataDir, kind.Dir()), res.FilePrefix, ext, note, now)
+		if err != nil {
+			return nil, err
+		}
+		res.FilePaths = append(res.FilePaths, path)
+	}
+	res.FilePath = res.FilePaths[0]
+	if notes == 1 {
+		res.FilePaths = nil
+	}
+	if strings.Contains(req.Prompt, "#early") && req.OnFile != nil {
+		// As the driver does once the tool reported the file: before the
+		// model's closing words, which cost a little more.
+		early := *res
+		req.OnFile(&early)
+		res.CostUSD += 0.001
+	}
 	return res, nil
 }
 

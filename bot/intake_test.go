@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"brainbot/bot/conversation"
 )
 
 // One update the client library cannot decode must not stop a bot: it is
@@ -24,6 +26,8 @@ func TestUndecodableUpdatesAreSkipped(t *testing.T) {
 		{"forward-origin.json", 7},
 		{"paid-media.json", 7},
 		{"reply-origin.json", -4001}, // a group message that mentions the bot
+		{"wrong-type-text.json", 7},  // its text of another JSON type
+		{"wrong-type-topic.json", -1004001},
 		{"reaction.json", 0},
 		{"background.json", 0},
 		{"boost.json", 0},
@@ -76,5 +80,23 @@ func TestUndecodableUpdatesAreSkipped(t *testing.T) {
 	}
 	if err := h.srv.WaitConfirmed(h.ctx(), tokenA); err != nil {
 		t.Fatalf("updates left unconfirmed: %v", err)
+	}
+}
+
+// A tap the library cannot decode is answered all the same, as a tap on
+// a button that no longer works: the user's spinner stops, with a word.
+func TestUndecodableTapIsAnswered(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	raw, err := os.ReadFile(filepath.Join("telegram", "testdata", "undecodable", "wrong-type-tap.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv.SendUpdate(tokenA, raw)
+	answer, err := h.srv.WaitAnswer(h.ctx(), tokenA, "3148915127338413297")
+	if err != nil {
+		t.Fatalf("the tap was not answered: %v", err)
+	}
+	if got := answer.Param("text"); got != conversation.NoticeGone {
+		t.Errorf("the tap was answered %q, want %q", got, conversation.NoticeGone)
 	}
 }

@@ -97,6 +97,10 @@ type Config struct {
 	// aloud (buttons.read_aloud); nil (no OpenAI key): they write, and
 	// answers get no 🔊.
 	Speaker Speaker
+	// FileAfterTurn sends a voice note or picture once the model's turn
+	// is over rather than as soon as its tool reports the file
+	// (BRAINBOT_SPEECH_EARLY=off: the flow before 2026-11, to compare).
+	FileAfterTurn bool
 	// Store keeps the bots' state (sessions, toggles, counters, usage,
 	// panel runs): *store.Store, or with a Cluster the cluster's shared
 	// state. Without a Cluster it keeps the journal of updates too
@@ -228,7 +232,7 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.pipeline = conversation.New(conversation.Config{
 		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
-		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts, Speaker: cfg.Speaker,
+		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts, Speaker: cfg.Speaker, FileAfterTurn: cfg.FileAfterTurn,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
 		Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
@@ -302,7 +306,8 @@ func (m *Manager) Run(ctx context.Context) error {
 			m.pipeline.Prewarm(ctx, m.cfg.Now().Add(-m.cfg.PrewarmWithin), m.cfg.PrewarmMax)
 		})
 	}
-	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm}
+	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm,
+		Invalid: func(files int) { m.cfg.Metrics.BrainFilesInvalid.Set(float64(files)) }}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()
@@ -410,7 +415,9 @@ func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 	m.cfg.Metrics.SpendingCap.WithLabelValues(c.ID).Set(c.Brain.Limits.DailyUSD)
 	token, err := c.Brain.ResolveToken(m.cfg.LookupEnv)
 	if err != nil {
-		log.Warn("bot not started: no token", zap.Error(err))
+		var noToken *brain.NoTokenError
+		errors.As(err, &noToken) // else a token file that cannot be read: its error says which
+		log.Warn("bot not started: no token", zap.Error(err), zap.String("fix", noTokenFix(noToken)))
 		if old != nil {
 			delete(m.bots, c.ID)
 			m.stopRunner(old)
@@ -449,6 +456,15 @@ func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 		defer m.pollers.Done()
 		r.run(ctx)
 	}()
+}
+
+// noTokenFix is what makes a bot without a token start (nil: its token
+// file cannot be read).
+func noTokenFix(e *brain.NoTokenError) string {
+	if e == nil {
+		return "make the token file readable by brainbot, then save the brain file again"
+	}
+	return e.Fix
 }
 
 // keepSpares has the Claude processes started ahead of bot's new

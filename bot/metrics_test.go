@@ -34,7 +34,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 	}{
 		{"requests ok", testutil.ToFloat64(reg.Requests.WithLabelValues("alpha", "text", "ok")), 3},
 		{"requests failed", testutil.ToFloat64(reg.Requests.WithLabelValues("alpha", "text", "error")), 1},
-		{"429s of sendMessage", testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("sendMessage", "429")), 1},
+		{"429s of sendMessage", testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("alpha", "sendMessage", "429")), 1},
 		{"undecodable updates", testutil.ToFloat64(reg.UndecodableUpdates.WithLabelValues("alpha")), 1},
 		{"input tokens of the three answered", testutil.ToFloat64(reg.Tokens.WithLabelValues("alpha", "input")), 3000},
 		{"Claude running after the work", testutil.ToFloat64(reg.ClaudeRunning), 0},
@@ -56,7 +56,7 @@ func TestMetricsFollowTraffic(t *testing.T) {
 }
 
 // A token revoked while the bot polls: polling's 401 is counted (the
-// alert on it fires) and /readyz fails at once, not when the last poll
+// alert on it fires, naming the bot) and /readyz fails at once, not when the last poll
 // grows old; once Telegram takes the token again the bot is ready again.
 func TestRevokedTokenIsCountedAndNotReady(t *testing.T) {
 	reg := metrics.New()
@@ -70,10 +70,37 @@ func TestRevokedTokenIsCountedAndNotReady(t *testing.T) {
 	if err := h.m.Ready(); err == nil || !strings.Contains(err.Error(), "alpha (token rejected)") {
 		t.Errorf("Ready after a 401 = %v, want alpha's token rejected", err)
 	}
-	if n := testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("getUpdates", "401")); n != 1 {
+	if n := testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("alpha", "getUpdates", "401")); n != 1 {
 		t.Errorf("getUpdates 401s = %v, want 1", n)
 	}
-	waitFor(t, func() bool { return testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("getMe", "401")) > 0 })
+	waitFor(t, func() bool {
+		return testutil.ToFloat64(reg.TelegramErrors.WithLabelValues("alpha", "getMe", "401")) > 0
+	})
 	h.srv.ClearFailures(tokenA)
 	waitFor(t, func() bool { return h.m.Ready() == nil })
+}
+
+// A brain file broken in the live folder is counted (the alert on it
+// fires) while the other bots run and /readyz stays ready; an edit that
+// breaks a running bot's file counts too, its last good version running
+// on; fixed, the count is back to 0.
+func TestBrokenBrainFilesAreCountedAndReadyStays(t *testing.T) {
+	reg := metrics.New()
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, ""), "broken": "name: Broken\nsytem_prompt: Hi.\n"},
+		func(c *Config) { c.Metrics = reg })
+	h.exchange(tokenA, 7, "one")
+	if got := testutil.ToFloat64(reg.BrainFilesInvalid); got != 1 {
+		t.Errorf("brain files with problems = %v, want 1", got)
+	}
+	if err := h.m.Ready(); err != nil {
+		t.Errorf("Ready beside a broken brain file = %v", err)
+	}
+	h.writeBrain("alpha", "name: Alpha\ntelegram:\n\ttoken: x\n")
+	waitFor(t, func() bool { return testutil.ToFloat64(reg.BrainFilesInvalid) == 2 })
+	if got := h.exchange(tokenA, 7, "two"); got.Param("text") != "You said: two" {
+		t.Errorf("alpha's last good version answered %q", got.Param("text"))
+	}
+	h.writeBrain("alpha", brainFile(tokenA, ""))
+	h.writeBrain("broken", brainFile(tokenB, ""))
+	waitFor(t, func() bool { return testutil.ToFloat64(reg.BrainFilesInvalid) == 0 })
 }

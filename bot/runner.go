@@ -128,7 +128,7 @@ func (b *backoff) reset() { b.next = b.min }
 // its webhook, or by polling (in a cluster, while this instance holds
 // the bot's lease).
 func (r *runner) serve(ctx context.Context) error {
-	client, err := r.m.transport.Client(r.token, r.log)
+	client, err := r.m.transport.Client(r.id, r.token, r.log)
 	if err != nil {
 		return err
 	}

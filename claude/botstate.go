@@ -228,24 +228,28 @@ func ensureSettings(configDir string, log *zap.Logger) error {
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("claude: the bot's settings: %w", err)
 	}
-	return writeAtomic(path, []byte(botSettings))
+	if err := writeAtomic(path, []byte(botSettings)); err != nil {
+		return fmt.Errorf("claude: the bot's settings: %w", err)
+	}
+	return nil
 }
 
-// writeAtomic replaces path with data, so a CLI starting meanwhile reads
-// either file whole.
+// writeAtomic replaces path with data (a new file of mode 0600 renamed
+// over it), so a CLI starting meanwhile reads either file whole, and one
+// still writing the old file writes into the old one.
 func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".settings-*")
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("claude: %w", err)
+		return err
 	}
 	_, werr := io.Copy(f, bytes.NewReader(data))
 	if err := errors.Join(werr, f.Close()); err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("claude: %w", err)
+		return err
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("claude: %w", err)
+		return err
 	}
 	return nil
 }

@@ -61,7 +61,22 @@ type Config struct {
 	// ANTHROPIC_API_KEY, an apiKeyHelper or a cloud provider, not with a
 	// `claude` login.
 	Bare bool
-	Log  *zap.Logger
+	// Speak, when set, starts speaking a speech request's answer while
+	// turn one streams (package mcp's Speaker.Begin): turn two's tool
+	// call then only collects the audio. Nil: the tool call speaks the
+	// text it is passed, after turn one (the flow before 2026-11).
+	Speak func(ctx context.Context, settings toolspec.SpeechSettings) Utterance
+	Log   *zap.Logger
+}
+
+// Utterance is an answer spoken while it is written (*mcp.Utterance).
+type Utterance interface {
+	ticket.Utterance
+	// Write takes turn one's text so far, Finish its final text.
+	Write(text string)
+	Finish(text string)
+	// Cancel stops what is still being spoken and waits for it.
+	Cancel()
 }
 
 // Driver runs requests through the CLI. It is safe for concurrent use, but
@@ -305,6 +320,17 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	if c.tool != "" {
 		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
 	}
+	if req.Mode == Speech && d.cfg.Speak != nil {
+		c.speech = d.cfg.Speak(ctx, speechSettings(req))
+		// Whatever happens, nothing is spoken after the request: a
+		// stopped or failed turn leaves no file, what was spoken is billed.
+		defer func() {
+			c.speech.Cancel()
+			if res != nil {
+				res.SpokenChars = c.speech.Spoken()
+			}
+		}()
+	}
 	c.send(first)
 	// Only now can Interrupt reach it: an interrupt written before the
 	// request's line would find no turn to stop, and the turn would run.
@@ -485,6 +511,11 @@ type conversation struct {
 	streamed         string // turn 1's text so far, from the deltas
 	events           int    // stdout events read about the request
 	turn1Text        []string
+	// speech speaks turn one's text as it streams (Config.Speak); nil
+	// when the tool call speaks.
+	speech Utterance
+	// reported: OnFile was called.
+	reported bool
 
 	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
 	// makes on its own in turn 1 does not count: it cannot know the file
@@ -592,6 +623,7 @@ func (c *conversation) handle(ev event) {
 			if b.Type == "tool_result" {
 				c.results[b.ToolUseID] = b
 				c.toolLog.answered(b)
+				c.reportFile(b)
 			}
 		}
 	case kindPermissionDenied:
@@ -606,8 +638,14 @@ func (c *conversation) handle(ev event) {
 			c.streamed += "\n\n" // a new paragraph, as in Result.Text
 		}
 	case kindTextDelta:
-		if c.turn == 1 && c.req.OnText != nil {
-			c.streamed += ev.Delta
+		if c.turn != 1 {
+			break
+		}
+		c.streamed += ev.Delta
+		if c.speech != nil {
+			c.speech.Write(c.streamed)
+		}
+		if c.req.OnText != nil {
 			c.req.OnText(c.streamed)
 		}
 	case kindOther:
@@ -679,7 +717,7 @@ func (c *conversation) endTurn(ev event) {
 		c.failure = errNothingToSpeak
 		c.finished = true
 	default:
-		prompt, err := turn2Prompt(c.req, c.res.Text)
+		prompt, err := turn2Prompt(c.req, c.res.Text, c.speech != nil)
 		if err == nil {
 			var line []byte
 			if line, err = encodeUserLine("", "", prompt); err == nil {
@@ -687,7 +725,12 @@ func (c *conversation) endTurn(ev event) {
 				c.turnStart = time.Now()
 				// Before the line goes out: the call it asks for is the
 				// one call the tool server will serve.
-				c.cli.tools.Open(ticket.Ticket{Tool: c.tool, Prefix: c.req.FilePrefix, Speech: speechSettings(c.req), Image: c.req.Image})
+				t := ticket.Ticket{Tool: c.tool, Prefix: c.req.FilePrefix, Speech: speechSettings(c.req), Image: c.req.Image}
+				if c.speech != nil {
+					c.speech.Finish(c.res.Text)
+					t.Utterance = c.speech
+				}
+				c.cli.tools.Open(t)
 				c.send(line)
 				return
 			}
@@ -695,6 +738,32 @@ func (c *conversation) endTurn(ev event) {
 		c.failure = err
 		c.finished = true
 	}
+}
+
+// reportFile hands the file of turn two's call answered by result to
+// Request.OnFile, once: the caller need not wait for the model's closing
+// words.
+func (c *conversation) reportFile(result block) {
+	if c.reported || c.req.OnFile == nil || c.turn != 2 || result.IsError ||
+		!slices.ContainsFunc(c.calls, func(call block) bool { return call.ID == result.ToolUseID }) {
+		return
+	}
+	if _, denied := c.findDenial(result.ToolUseID); denied {
+		return
+	}
+	path, all, err := reportedFile(c.req.Mode, result.Text)
+	if err != nil {
+		return // the request's outcome says why (collectFile)
+	}
+	c.reported = true
+	res := *c.res
+	res.FilePath, res.FilePaths = path, all
+	res.ToolCalls = slices.Clone(c.toolLog.done) // the file's call among them
+	if c.speech != nil {
+		res.SpokenChars = c.speech.Spoken() // all of it: the tool joined every part
+	}
+	res.Turn2 = time.Since(c.turnStart)
+	c.req.OnFile(&res)
 }
 
 // turnText is turn one's text so far (none in turn two).
@@ -782,11 +851,11 @@ func (c *conversation) collectFile() error {
 		if r.IsError {
 			return &toolError{Tool: c.tool, Message: r.Text}
 		}
-		path, err := reportedFile(c.req.Mode, r.Text)
+		path, all, err := reportedFile(c.req.Mode, r.Text)
 		if err != nil {
 			return &toolError{Tool: c.tool, Message: err.Error()}
 		}
-		c.res.FilePath = path
+		c.res.FilePath, c.res.FilePaths = path, all
 		return nil
 	}
 	if d, denied := c.findDenial(""); denied {
@@ -799,15 +868,13 @@ func (c *conversation) collectFile() error {
 }
 
 // reportedFile takes the file's path from our tool's JSON answer.
-func reportedFile(mode Mode, answer string) (string, error) {
+func reportedFile(mode Mode, answer string) (path string, all []string, err error) {
 	var ok bool
-	var path string
-	var err error
 	switch mode {
 	case Speech:
 		var out toolspec.SpeechResult
 		err = json.Unmarshal([]byte(answer), &out)
-		ok, path = out.Success, out.AudioPath
+		ok, path, all = out.Success, out.AudioPath, out.AudioPaths
 	case Image:
 		var out toolspec.ImageResult
 		err = json.Unmarshal([]byte(answer), &out)
@@ -815,11 +882,11 @@ func reportedFile(mode Mode, answer string) (string, error) {
 	}
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("result is not our JSON: %w", err)
-	case !ok || path == "":
-		return "", errors.New("no file reported")
+		return "", nil, fmt.Errorf("result is not our JSON: %w", err)
+	case !ok || path == "" || len(all) > 0 && all[0] != path:
+		return "", nil, errors.New("no file reported")
 	}
-	return path, nil
+	return path, all, nil
 }
 
 // findDenial finds a refusal of the call toolUseID, or with "" of any call of

@@ -14,14 +14,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/claude/claudetest"
+	"brainbot/mcp"
 	"brainbot/mcp/toolstest"
 	"brainbot/output"
 	"brainbot/sysprompt"
@@ -50,14 +53,25 @@ type fakeEnv struct {
 	logs *observer.ObservedLogs
 }
 
+// observedLog is a test's logger whose lines (info and up) are kept.
+func observedLog(t *testing.T) (*zap.Logger, *observer.ObservedLogs) {
+	observed, logs := observer.New(zapcore.InfoLevel)
+	return zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), observed)), logs
+}
+
 func newFakeEnv(t *testing.T) *fakeEnv {
+	t.Helper()
+	return newFakeEnvWith(t, func(*Config) {})
+}
+
+// newFakeEnvWith is newFakeEnv with the driver's config changed by adjust.
+func newFakeEnvWith(t *testing.T, adjust func(*Config)) *fakeEnv {
 	t.Helper()
 	checkNoLeaks(t)
 	data := t.TempDir()
-	observed, logs := observer.New(zapcore.InfoLevel)
-	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), observed))
+	log, logs := observedLog(t)
 	tools := toolstest.Start(t, data, log)
-	d, err := New(Config{
+	cfg := Config{
 		Command:  os.Args[0],
 		DataDir:  data,
 		ToolsURL: tools.URL,
@@ -65,7 +79,9 @@ func newFakeEnv(t *testing.T) *fakeEnv {
 		Env:      claudetest.FakeCLIEnv(),
 		Launcher: fakeLauncher,
 		Log:      log,
-	})
+	}
+	adjust(&cfg)
+	d, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,6 +542,45 @@ func TestSpeechTwoTurn(t *testing.T) {
 	}
 }
 
+// With Config.Speak the answer is spoken from turn one's text, whatever
+// the tool call carries, and the file is handed to OnFile before turn
+// two's end.
+func TestSpeechSpokenWhileWritingGoesOutAtTheToolsReport(t *testing.T) {
+	var speaker *mcp.Speaker
+	e := newFakeEnvWith(t, func(cfg *Config) {
+		// The speaker needs the tool server's OpenAI stand-in: made below.
+		cfg.Speak = func(ctx context.Context, s toolspec.SpeechSettings) Utterance { return speaker.Begin(ctx, s) }
+	})
+	oc := openai.DefaultConfig("sk-test")
+	oc.BaseURL = e.tools.OpenAI.URL
+	speaker = mcp.NewSpeaker(mcp.Config{DataDir: e.data, OpenAI: oc})
+	req := e.request(Speech, "Once upon a time. There was a bot.")
+	var early *Result
+	req.OnFile = func(res *Result) {
+		if early != nil {
+			t.Error("OnFile called twice")
+		}
+		early = res
+	}
+	res := e.mustRun(t, req)
+	if early == nil || early.FilePath != res.FilePath || res.FilePath == "" {
+		t.Fatalf("OnFile got %+v; the request's file %q", early, res.FilePath)
+	}
+	if early.SpokenChars != res.SpokenChars || !slices.ContainsFunc(early.ToolCalls, func(c ToolCall) bool { return c.Tool == toolspec.SpeechToolName }) {
+		t.Errorf("OnFile got %d characters spoken and the calls %+v: want all of it, and the call that made the file", early.SpokenChars, early.ToolCalls)
+	}
+	if early.CostUSD >= res.CostUSD {
+		t.Errorf("OnFile's cost %v, the request's %v: want OnFile before turn two's end", early.CostUSD, res.CostUSD)
+	}
+	var spoken []string
+	for _, r := range e.tools.OpenAI.Requests() {
+		spoken = append(spoken, r.Input)
+	}
+	if strings.Join(spoken, " ") != res.Text || res.SpokenChars != utf8.RuneCountInString(res.Text) {
+		t.Errorf("spoken %q (%d characters), want turn one's text %q", spoken, res.SpokenChars, res.Text)
+	}
+}
+
 func TestSpeechOpus(t *testing.T) {
 	e := newFakeEnv(t)
 	req := e.request(Speech, "hello")
@@ -577,7 +632,7 @@ func checkFile(t *testing.T, res *Result, dir, prefixPattern, ext string) {
 
 func TestTurn2PromptQuotesSafely(t *testing.T) {
 	req := Request{Mode: Speech, FilePrefix: "bot-b-user-1-2", Speech: toolspec.SpeechSettings{Voice: "nova", Speed: 1.25, Model: "tts-1", Format: "opus"}}
-	prompt, err := turn2Prompt(req, trickyText)
+	prompt, err := turn2Prompt(req, trickyText, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -594,8 +649,22 @@ func TestTurn2PromptQuotesSafely(t *testing.T) {
 		t.Errorf("speech arguments\n got %v\nwant %v", args, want)
 	}
 
+	// Spoken while turn one streamed: the model need not write the text
+	// again.
+	prompt, err = turn2Prompt(req, trickyText, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = nil
+	if err := json.Unmarshal([]byte(argsLine(t, prompt)), &args); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"text": spokenStandIn, "filename": "bot-b-user-1-2"}; !mapsEqual(args, want) {
+		t.Errorf("spoken speech arguments\n got %v\nwant %v", args, want)
+	}
+
 	req = Request{Mode: Image, FilePrefix: "bot-b-user-1-2", Image: toolspec.ImageSettings{Model: "dall-e-2", Size: "256x256"}}
-	prompt, err = turn2Prompt(req, "")
+	prompt, err = turn2Prompt(req, "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

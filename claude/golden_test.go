@@ -63,7 +63,7 @@ var transcripts = []transcript{
 func mustTurn2(t *testing.T, req Request, turn1 string) string {
 	t.Helper()
 	req.FilePrefix = goldenPrefix
-	p, err := turn2Prompt(req, turn1)
+	p, err := turn2Prompt(req, turn1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

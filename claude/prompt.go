@@ -133,14 +133,25 @@ func base64Source(f Attachment) fileSource {
 // The arguments travel as one JSON object produced by json.Marshal, on a
 // line of its own, so the turn-1 text cannot break out of its quotes
 // whatever it contains.
-func turn2Prompt(req Request, turn1Text string) (string, error) {
+//
+// With spoken (the answer is spoken already, while turn one streamed)
+// the call carries only the file name and a short stand-in for the text:
+// the model would otherwise write the whole answer again, at its pace,
+// for a text the tool does not use.
+func turn2Prompt(req Request, turn1Text string, spoken bool) (string, error) {
 	var args any
 	var intro, extra string
-	switch req.Mode {
-	case Speech:
+	switch {
+	case req.Mode == Speech && spoken:
+		intro = "Please call the " + toolspec.SpeechTool + " tool once to turn your previous reply into audio."
+		args = struct {
+			Text     string `json:"text"`
+			Filename string `json:"filename"`
+		}{spokenStandIn, req.FilePrefix}
+	case req.Mode == Speech:
 		intro = "Please call the " + toolspec.SpeechTool + " tool once to turn your previous reply into audio."
 		args = toolspec.SpeechArgs{Text: turn1Text, SpeechSettings: speechSettings(req), Filename: req.FilePrefix}
-	case Image:
+	case req.Mode == Image:
 		intro = "Please call the " + toolspec.ImageTool + " tool once to create the image the user asked for."
 		extra = "Add the \"prompt\" argument yourself: write it from the user's request.\n"
 		// No prompt: Claude writes it from the conversation.
@@ -155,6 +166,10 @@ func turn2Prompt(req Request, turn1Text string) (string, error) {
 	return intro + "\nUse exactly these arguments (a JSON object):\n" + string(js) + "\n" + extra +
 		"Only call the tool, no additional response.", nil
 }
+
+// spokenStandIn is the text argument of a speech call whose speech was
+// made while turn one streamed.
+const spokenStandIn = "(my previous reply)"
 
 // speechSettings are the request's speech settings with the format the
 // tool will use when the request names none.

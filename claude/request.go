@@ -133,6 +133,13 @@ type Request struct {
 	// block). The final text is Result.Text.
 	OnText func(text string)
 
+	// OnFile, when set, is called once turn two's tool has reported its
+	// file (Result.FilePath set), before the model's closing words: the
+	// caller can send the file then, and Run still returns when the turn
+	// ends, with its cost and session. Called from the goroutine that
+	// called Run; the request waits while it runs.
+	OnFile func(res *Result)
+
 	// Conversation names the conversation the request belongs to (the
 	// bot's chat, say). Its CLI process is kept warm for its next request
 	// when Config.Warm allows; "" runs the request in a process of its
@@ -196,6 +203,14 @@ type Result struct {
 	FilePath   string
 	FilePrefix string
 	FileExt    string
+	// FilePaths are every file the tool reported, in order, when a voice
+	// answer is longer than one voice note holds (FilePath is the first);
+	// nil for one file.
+	FilePaths []string
+	// SpokenChars counts the characters OpenAI spoke for a speech request
+	// whose speech was made while turn one streamed (Config.Speak): what
+	// it bills, also when the request was stopped or failed on the way.
+	SpokenChars int
 
 	// CostUSD is what the request cost: the CLI's total_cost_usd of its
 	// last turn, a running total over the process.

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,10 +48,14 @@ func (d *Driver) rewind(req *Request, log *zap.Logger) error {
 	return nil
 }
 
-// cutTranscript truncates the transcript at path before the line of the
-// entry whose uuid is id. cut: it was there; empty: no message entry is
-// left (the CLI would not resume the session). A missing transcript is
-// no error: there is nothing to cut.
+// cutTranscript cuts the transcript at path back to before the line of
+// the entry whose own uuid is id: its top-level field, not the id quoted
+// one level down (a tool's argument, a tool's result) in an earlier line.
+// cut: it was there; empty: no message entry is left (the CLI would not
+// resume the session). A missing transcript is no error: there is nothing
+// to cut. The cut transcript replaces the file whole (a new file renamed
+// over it), so neither a crash nor a CLI still writing the old one leaves
+// half a transcript.
 func cutTranscript(path, id string) (cut, empty bool, err error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -59,14 +64,30 @@ func cutTranscript(path, id string) (cut, empty bool, err error) {
 	if err != nil {
 		return false, false, fmt.Errorf("claude: read the session transcript: %w", err)
 	}
-	at := bytes.Index(data, []byte(`"uuid":"`+id+`"`))
-	if at < 0 {
+	at, found := entryLine(data, id)
+	if !found {
 		return false, false, nil
 	}
-	at = bytes.LastIndexByte(data[:at], '\n') + 1
 	kept := data[:at]
-	if err := os.WriteFile(path, kept, 0o600); err != nil {
+	if err := writeAtomic(path, kept); err != nil {
 		return false, false, fmt.Errorf("claude: cut the session transcript: %w", err)
 	}
 	return true, !bytes.Contains(kept, []byte(`"parentUuid":`)), nil
+}
+
+// entryLine finds the offset of the transcript line whose top-level uuid
+// is id.
+func entryLine(transcript []byte, id string) (at int, found bool) {
+	quoted := []byte(`"` + id + `"`)
+	for rest := transcript; len(rest) > 0; {
+		line, next, _ := bytes.Cut(rest, []byte("\n"))
+		if bytes.Contains(line, quoted) { // most lines are not parsed
+			var entry map[string]json.RawMessage
+			if json.Unmarshal(line, &entry) == nil && bytes.Equal(entry["uuid"], quoted) {
+				return len(transcript) - len(rest), true
+			}
+		}
+		rest = next
+	}
+	return 0, false
 }

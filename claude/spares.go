@@ -13,12 +13,19 @@ package claude
 //
 // Spares are kept in named sets, each of one shape: the set named after a
 // bot (its BotID) is the bot's conversations', kept by Run itself; a
-// caller may keep others (KeepSpares), a panel's for example. A set keeps
-// its count ready and grows, up to WarmConfig.MaxSpares, when new
-// conversations miss it; its spares count against WarmConfig.Max and are
-// the first ended when the budget is tight. One goroutine (tend) starts
-// and retires them; each spare has a watcher that marks it ready when its
-// CLI reaches brainbot's tool server, and replaces it if it dies first.
+// caller may keep others (KeepSpares), a panel's for example. A bot's new
+// conversations of another shape than its set's, but of the same brain (a
+// guest answer has no question tool), get a set of their own under the
+// bot's name, kept while they come; only a request of another brain (its
+// lineage: the shape but for what a kind of request adds) replaces the
+// bot's sets. A set keeps its count ready and grows, up to
+// WarmConfig.MaxSpares, when new conversations miss it; its spares count
+// against WarmConfig.Max and are the first ended when the budget is
+// tight, callers' sets' before a bot's, and a bot's set lacking a spare
+// ends a caller's spare when the budget has no room for its own (rank).
+// One goroutine (tend) starts and retires them; each spare has a watcher
+// that marks it ready when its CLI reaches brainbot's tool server, and
+// replaces it if it dies first.
 //
 // A CLI's start costs about half a second of CPU, and the CLI goes on
 // with its start-up for a while after it reached the tool server. So
@@ -36,6 +43,7 @@ import (
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,8 +65,9 @@ type SpareStats struct {
 	// Taken counts new conversations a spare served; Missed those that
 	// started a CLI of their own while spares were on; Failed the spares
 	// that failed to start, died or hung before they were taken (each was
-	// replaced, after a pause when they keep failing).
-	Taken, Missed, Failed uint64
+	// replaced, after a pause when they keep failing); Started the spares
+	// started, a CLI each.
+	Taken, Missed, Failed, Started uint64
 }
 
 const (
@@ -73,11 +82,15 @@ const (
 	// maxRetryPause bounds the pause before a set whose spares keep
 	// failing tries again.
 	maxRetryPause = 5 * time.Minute
+	// maxShapes bounds the sets kept under one name: a bot's
+	// conversations' and those of other shapes of its brain (a guest
+	// answer's).
+	maxShapes = 3
 )
 
 // spares is the pool's part that holds the spares, guarded by pool.mu.
 type spares struct {
-	sets map[string]*spareSet
+	sets map[setKey]*spareSet
 	// spawn starts a CLI for a shape whose session id is set.
 	spawn func(shape Request) (*live, error)
 	// kick wakes tend; readied is closed (and replaced) whenever a spare
@@ -95,15 +108,26 @@ type spares struct {
 }
 
 func newSpares() spares {
-	return spares{sets: map[string]*spareSet{}, kick: make(chan struct{}, 1), readied: make(chan struct{}), stopped: make(chan struct{}),
+	return spares{sets: map[setKey]*spareSet{}, kick: make(chan struct{}, 1), readied: make(chan struct{}), stopped: make(chan struct{}),
 		maxStarting: runtime.NumCPU()}
 }
+
+// setKey names a set: a name holds sets of several shapes.
+type setKey struct{ name, fingerprint string }
 
 // spareSet is the spares kept for one shape under one name.
 type spareSet struct {
 	name        string
 	shape       Request // what a spare is started with, but its session
 	fingerprint string
+	// lineage is the shape's brain (Driver.lineage): a set of another
+	// lineage under the same name is of an older brain.
+	lineage string
+	// other: a set of another shape than its bot's conversations' (a
+	// guest answer's), made by a new conversation of that shape and
+	// dropped once its spares sit unused; made is when.
+	other bool
+	made  time.Time
 	// base is the count asked for; target what the set keeps now,
 	// between base and max(base, MaxSpares).
 	base, target int
@@ -156,19 +180,52 @@ func (s *spares) starting() int {
 	return n
 }
 
-// toEvict is the spare to end first when the budget is tight: the oldest
-// of the set that has the most.
-func (s *spares) toEvict() *spare {
-	var most *spareSet
+func (set *spareSet) key() setKey { return setKey{set.name, set.fingerprint} }
+
+// have is how many spares set has or is starting.
+func (set *spareSet) have() int { return len(set.spares) + set.pending }
+
+// rank orders the sets for the budget, lowest first: 0 a bot's
+// conversations' (named by its id), 1 a bot's set of another shape, 2 a
+// set a caller keeps (its name has a "/": a panel's). Spares start in that
+// order and are ended in the reverse.
+func (set *spareSet) rank() int {
+	switch {
+	case strings.Contains(set.name, "/"):
+		return 2
+	case set.other:
+		return 1
+	}
+	return 0
+}
+
+// toEvict is the spare to end first when the budget is tight, among the
+// sets ranked after rank (-1: all): the oldest of the lowest ranked set
+// that has the most.
+func (s *spares) toEvict(rank int) *spare {
+	var pick *spareSet
 	for _, set := range s.sets {
-		if len(set.spares) > 0 && (most == nil || len(set.spares) > len(most.spares) || len(set.spares) == len(most.spares) && set.name < most.name) {
-			most = set
+		if len(set.spares) > 0 && set.rank() > rank && (pick == nil || cmp.Or(
+			cmp.Compare(pick.rank(), set.rank()), cmp.Compare(len(pick.spares), len(set.spares)),
+			strings.Compare(set.name, pick.name), strings.Compare(set.fingerprint, pick.fingerprint)) < 0) {
+			pick = set
 		}
 	}
-	if most == nil {
+	if pick == nil {
 		return nil
 	}
-	return most.spares[0]
+	return pick.spares[0]
+}
+
+// named is the sets kept under name.
+func (s *spares) named(name string) []*spareSet {
+	var sets []*spareSet
+	for _, set := range s.sets {
+		if set.name == name {
+			sets = append(sets, set)
+		}
+	}
+	return sets
 }
 
 // maxTarget is the most spares set may grow to.
@@ -201,46 +258,120 @@ func (p *pool) announce() {
 	p.spares.readied = make(chan struct{})
 }
 
-// keepSpares makes the set name keep n spares of shape (0 drops it). A
-// set of another shape under that name is replaced: its spares end. With
-// follow, the set is not made if missing, and an existing one keeps its
-// count: a request of the set's conversations only says its shape.
-func (p *pool) keepSpares(name string, shape Request, fingerprint string, n int, follow bool) {
+// keepSpares makes name keep n spares of shape (0 drops every set of
+// the name). The name's sets of another lineage end (an edited brain);
+// those of the same lineage but another shape stay, as sets of another
+// shape (followSpares).
+func (p *pool) keepSpares(name string, shape Request, fingerprint, lineage string, n int) {
 	p.mu.Lock()
-	set := p.spares.sets[name]
 	var ended []*live
 	switch {
 	case p.closed || !p.sparesOn():
-	case set != nil && set.fingerprint == fingerprint:
-		if !follow {
-			set.base = n
-			set.target = min(max(set.target, n), p.maxTarget(set))
-		}
-	case follow && set == nil:
-	case n <= 0 && !follow:
-		if set != nil {
-			ended = p.dropSet(set)
+	case n <= 0:
+		for _, set := range p.spares.named(name) {
+			ended = append(ended, p.dropSet(set)...)
 		}
 	default:
-		if set != nil {
-			p.log.Info("claude: spares replaced: their shape changed (an edited brain)", zap.String("spares", name), zap.Int("ended", len(set.spares)))
-			ended = p.dropSet(set)
-			if follow {
-				n = set.base
-			}
+		ended = p.retireEdited(name, lineage)
+		set := p.spares.sets[setKey{name, fingerprint}]
+		if set == nil {
+			set = p.addSet(name, shape, fingerprint, lineage, n)
 		}
-		p.spares.sets[name] = &spareSet{name: name, shape: shape, fingerprint: fingerprint, base: n, target: n}
+		for _, other := range p.spares.named(name) {
+			other.other = other != set
+		}
+		set.base = n
+		set.target = min(max(set.target, n), p.maxTarget(set))
 	}
 	p.mu.Unlock()
 	p.endAll(ended)
 	p.wake()
 }
 
-// hasSet reports whether spares are kept under name.
-func (p *pool) hasSet(name string) bool {
+// followSpares lets name's sets follow a request of one of the bot's
+// conversations (Run): fresh says it is a new conversation whose session
+// the driver names. A request of another lineage than the sets' replaces
+// them (an edited brain) with a set of its shape and their count; a new
+// conversation of another shape of the same lineage (a guest answer) gets
+// a set of its own beside them, of n spares, that goes once its spares sit
+// unused; the bot's first new conversation makes its set, of n.
+func (p *pool) followSpares(name string, shape Request, fingerprint, lineage string, n int, fresh bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.spares.sets[name] != nil
+	sets := p.spares.named(name)
+	var ended []*live
+	switch {
+	case p.closed || p.spares.sets[setKey{name, fingerprint}] != nil:
+	case len(sets) == 0:
+		if fresh {
+			p.addSet(name, shape, fingerprint, lineage, n)
+		}
+	case !slices.ContainsFunc(sets, func(set *spareSet) bool { return set.lineage == lineage }):
+		base := slices.MaxFunc(sets, func(a, b *spareSet) int { return cmp.Compare(a.base, b.base) }).base
+		ended = p.retireEdited(name, lineage)
+		p.addSet(name, shape, fingerprint, lineage, base)
+	case fresh:
+		ended = p.roomForShape(sets)
+		set := p.addSet(name, shape, fingerprint, lineage, n)
+		set.other = true
+		own := slices.MinFunc(sets, func(a, b *spareSet) int { return cmp.Compare(a.rank(), b.rank()) })
+		p.log.Info("claude: spares kept for another shape of the bot's new conversations, beside its own",
+			zap.String("spares", name), zap.Strings("differs", shapeDiffers(own.shape, shape)), zap.Int("count", n))
+	}
+	p.mu.Unlock()
+	p.endAll(ended)
+	p.wake()
+}
+
+// addSet makes a set of n spares. Called with p.mu held.
+func (p *pool) addSet(name string, shape Request, fingerprint, lineage string, n int) *spareSet {
+	set := &spareSet{name: name, shape: shape, fingerprint: fingerprint, lineage: lineage, base: n, target: n, made: time.Now()}
+	p.spares.sets[set.key()] = set
+	return set
+}
+
+// retireEdited drops name's sets of another lineage than lineage: their
+// brain was edited. Called with p.mu held.
+func (p *pool) retireEdited(name, lineage string) []*live {
+	var ended []*live
+	for _, set := range p.spares.named(name) {
+		if set.lineage != lineage {
+			p.log.Info("claude: spares replaced: an edited brain (the prompt, model or tools their processes start with changed)",
+				zap.String("spares", name), zap.Int("ended", len(set.spares)))
+			ended = append(ended, p.dropSet(set)...)
+		}
+	}
+	return ended
+}
+
+// roomForShape drops, when a name's sets are maxShapes already, the set
+// of another shape whose spares were wanted least recently. Called with
+// p.mu held.
+func (p *pool) roomForShape(sets []*spareSet) []*live {
+	others := slices.DeleteFunc(slices.Clone(sets), func(set *spareSet) bool { return !set.other })
+	if len(sets) < maxShapes || len(others) == 0 {
+		return nil
+	}
+	return p.dropSet(slices.MinFunc(others, func(a, b *spareSet) int { return lastWanted(a).Compare(lastWanted(b)) }))
+}
+
+// lastWanted is when set was last made or taken from.
+func lastWanted(set *spareSet) time.Time {
+	if set.lastTaken.After(set.made) {
+		return set.lastTaken
+	}
+	return set.made
+}
+
+// shapeDiffers names the options shapes a and b of one lineage differ in.
+func shapeDiffers(a, b Request) []string {
+	var differs []string
+	if a.Questions != b.Questions {
+		differs = append(differs, "questions")
+	}
+	if a.JSONSchema != b.JSONSchema {
+		differs = append(differs, "json_schema")
+	}
+	return differs
 }
 
 // dropSet forgets set and returns its spares' processes to end. Called
@@ -252,7 +383,7 @@ func (p *pool) dropSet(set *spareSet) []*live {
 		p.removeSpare(sp)
 		ended = append(ended, sp.cli)
 	}
-	delete(p.spares.sets, set.name)
+	delete(p.spares.sets, set.key())
 	p.announce() // requests waiting for one of its spares look again
 	return ended
 }
@@ -360,6 +491,7 @@ func (p *pool) tend() {
 	for _, set := range p.spares.sets {
 		for _, sp := range slices.Clone(set.spares) {
 			switch {
+			case sp.gone: // its set went meanwhile
 			case !sp.ready && now.Sub(sp.cli.started) > p.cfg.SpareStart:
 				p.log.Warn("claude: a spare CLI did not start in time; replacing it", zap.String("spares", set.name), zap.Duration("spare_start_ms", p.cfg.SpareStart))
 				p.removeSpare(sp)
@@ -368,12 +500,18 @@ func (p *pool) tend() {
 			case sp.ready && now.Sub(sp.readyAt) > p.cfg.SpareIdle:
 				p.removeSpare(sp)
 				ended = append(ended, sp.cli)
-				if set.lastTaken.Before(sp.cli.started) && set.target > set.base {
+				unused := set.lastTaken.Before(sp.cli.started)
+				switch {
+				case unused && set.other: // its shape's conversations stopped coming
+					p.log.Debug("claude: spares of another shape ended: unused", zap.String("spares", set.name), zap.Duration("spare_idle_ms", p.cfg.SpareIdle))
+					ended = append(ended, p.dropSet(set)...)
+				case unused && set.target > set.base:
 					set.target-- // not needed while it waited: the set shrinks back
 				}
 			}
 		}
 	}
+	ended = append(ended, p.makeRoom(now)...)
 	starts := p.planStarts(now)
 	p.mu.Unlock()
 	p.endAll(ended)
@@ -383,40 +521,70 @@ func (p *pool) tend() {
 }
 
 // planStarts picks the sets to start a spare for, one at a time to the
-// set that has the fewest, while the budget has room, and when it is quiet
-// (see the top of this file). Conversations' busy processes count here
-// too: idle again, they would end a spare started meanwhile. Called with
-// p.mu held; each pick is counted as pending.
+// first ranked set that has the fewest, while the budget has room, and
+// when it is quiet (see the top of this file): while that set waits for a
+// quiet moment, none ranked after it starts (it would end their spare for
+// its own, makeRoom). Conversations' busy processes count here too: idle
+// again, they would end a spare started meanwhile. Called with p.mu held;
+// each pick is counted as pending.
 func (p *pool) planStarts(now time.Time) []*spareSet {
-	room := p.cfg.Max - len(p.idle) - len(p.running) - p.spares.held()
-	room = min(room, p.spares.maxStarting-p.spares.starting())
+	room := min(p.room(), p.spares.maxStarting-p.spares.starting())
+	busy := p.spares.active > 0 || now.Sub(p.spares.lastActive) < spareSettle
 	var starts []*spareSet
 	for ; room > 0; room-- {
 		var next *spareSet
 		for _, set := range p.spares.sets {
-			have := len(set.spares) + set.pending
 			switch {
-			case have >= set.target:
+			case set.have() >= set.target:
 				set.short = time.Time{}
 				continue
 			case set.short.IsZero():
 				set.short = now
 			}
-			busy := p.spares.active > 0 || now.Sub(p.spares.lastActive) < spareSettle
-			if now.Before(set.retryAt) || busy && now.Sub(set.short) < spareQuiet {
+			if now.Before(set.retryAt) {
 				continue
 			}
-			if next == nil || have < len(next.spares)+next.pending || have == len(next.spares)+next.pending && set.name < next.name {
+			if next == nil || cmp.Or(cmp.Compare(set.rank(), next.rank()), cmp.Compare(set.have(), next.have()),
+				strings.Compare(set.name, next.name), strings.Compare(set.fingerprint, next.fingerprint)) < 0 {
 				next = set
 			}
 		}
-		if next == nil {
+		if next == nil || busy && now.Sub(next.short) < spareQuiet {
 			break
 		}
 		next.pending++
 		starts = append(starts, next)
 	}
 	return starts
+}
+
+// room is how many more processes the budget has room for. Called with
+// p.mu held.
+func (p *pool) room() int {
+	return p.cfg.Max - len(p.idle) - len(p.running) - p.spares.held()
+}
+
+// makeRoom ends a spare of a lower ranked set when the budget is full and
+// a set ranked above it lacks one: a panel's spares give way to a bot's
+// new conversations'. One at a time, and only when that leaves room for
+// the start. Called with p.mu held.
+func (p *pool) makeRoom(now time.Time) []*live {
+	if p.room() != 0 {
+		return nil
+	}
+	needy := -1
+	for _, set := range p.spares.sets {
+		if set.have() < set.target && !now.Before(set.retryAt) && (needy < 0 || set.rank() < needy) {
+			needy = set.rank()
+		}
+	}
+	sp := p.spares.toEvict(needy)
+	if needy < 0 || sp == nil {
+		return nil
+	}
+	p.log.Debug("claude: spare ended for a set ranked before it: the warm-process budget is full", zap.String("spares", sp.set.name), zap.Int("max_warm", p.cfg.Max))
+	p.removeSpare(sp)
+	return []*live{sp.cli}
 }
 
 // startSpare starts one spare for set, with a session of its own.
@@ -431,9 +599,10 @@ func (p *pool) startSpare(set *spareSet) {
 	case err != nil:
 		p.log.Warn("claude: a spare CLI could not be started", zap.String("spares", set.name), zap.Error(err))
 		p.failed(set, time.Now())
-	case p.closed || p.spares.sets[set.name] != set:
+	case p.closed || p.spares.sets[set.key()] != set:
 		ended = append(ended, cli) // the set was dropped or replaced meanwhile
 	default:
+		p.spares.stats.Started++
 		sp := &spare{cli: cli, set: set, settled: make(chan struct{})}
 		set.spares = append(set.spares, sp)
 		p.ending.Add(1)
@@ -484,6 +653,7 @@ func (p *pool) spareReady(sp *spare) {
 	sp.set.lastStartup = sp.readyAt.Sub(sp.cli.started)
 	sp.set.failures = 0
 	p.announce()
+	p.log.Debug("claude: spare ready", zap.String("spares", sp.set.name), zap.Duration("startup_ms", sp.set.lastStartup))
 }
 
 func (p *pool) spareDied(sp *spare) {
@@ -549,13 +719,19 @@ func (p *pool) roomForWarm(key string) bool {
 // background. shape is a Request as Run would get it: what the process
 // is started with counts (system prompt, model, bot, MCP servers, allowed
 // tools, tool timeout, max turns, JSON schema), the rest is ignored. A
-// set of another shape under that name is replaced, and n == 0 drops the
-// set (so does DropSpares).
+// set of another brain under that name (another system prompt, model or
+// tools) is replaced, one of the same brain but another shape is kept
+// beside it while its spares are taken, and n == 0 drops the name's sets
+// (so does DropSpares).
 //
 // Run keeps the set of each bot's conversations itself, named by the
 // bot's id (WarmConfig.Spares of them): made by the first request of a
 // conversation that lets the driver name its session, and replaced when
-// a request of a conversation comes with another shape (an edited brain).
+// a request of a conversation comes of another brain (an edited one); a
+// new conversation of the same brain but another shape (a guest answer,
+// without the question tool) gets a set of its own, of as many spares,
+// dropped once they sit unused for SpareIdle (at most maxShapes sets a
+// bot).
 // A caller keeps sets for other shapes, with names that are no bot id
 // (containing "/"), e.g. a panel member's turns. Nothing is kept when
 // spares are off (WarmConfig.Spares 0, or Max 0).
@@ -563,7 +739,7 @@ func (d *Driver) KeepSpares(set string, shape Request, n int) error {
 	if err := d.checkShape(set, shape); err != nil {
 		return err
 	}
-	d.pool.keepSpares(set, shapeOf(shape), d.fingerprint(shape), n, false)
+	d.pool.keepSpares(set, shapeOf(shape), d.fingerprint(shape), d.lineage(shape), n)
 	return nil
 }
 
@@ -580,7 +756,7 @@ func (d *Driver) checkShape(set string, shape Request) error {
 // DropSpares ends the spares of set and forgets it: for a bot whose brain
 // is gone, name the set by its id.
 func (d *Driver) DropSpares(set string) {
-	d.pool.keepSpares(set, Request{}, "", 0, false)
+	d.pool.keepSpares(set, Request{}, "", "", 0)
 }
 
 // SpareStats says how many spares are ready and how they served so far.
@@ -624,19 +800,23 @@ func (d *Driver) PrewarmResume(req Request) error {
 	return nil
 }
 
-// followSpares lets the set of req's bot follow req's shape (see
-// KeepSpares): a request of a conversation that lets the driver name its
-// session makes the set; any request of a conversation replaces a set of
-// another shape.
+// followSpares lets the sets of req's bot follow req's shape when it is
+// a request of a conversation (see KeepSpares).
 func (d *Driver) followSpares(req Request, fingerprint string) {
 	if req.Conversation == "" || !d.pool.sparesOn() {
 		return
 	}
-	follow := d.pool.hasSet(req.BotID)
-	if !follow && (req.SessionID != "" || req.Resume) {
-		return
-	}
-	d.pool.keepSpares(req.BotID, shapeOf(req), fingerprint, d.cfg.Warm.Spares, follow)
+	fresh := req.SessionID == "" && !req.Resume
+	d.pool.followSpares(req.BotID, shapeOf(req), fingerprint, d.lineage(req), d.cfg.Warm.Spares, fresh)
+}
+
+// lineage is what of req's shape its brain gives: its fingerprint but for
+// what a kind of request adds (a conversation's question tool, a panel
+// turn's schema). Shapes of one lineage are requests of one brain; another
+// lineage is another brain, or an edited one.
+func (d *Driver) lineage(req Request) string {
+	req.Questions, req.JSONSchema = false, ""
+	return d.fingerprint(req)
 }
 
 // takeSpare takes a ready spare for a new conversation of fingerprint,
@@ -696,7 +876,7 @@ func shapeOf(req Request) Request {
 
 // spareCost is how an admin reads what spares cost, at start-up.
 func spareCost(w WarmConfig) string {
-	return fmt.Sprintf("each bot keeps %d started Claude CLI (up to %d when new conversations come fast), an idle process of ~%d MB each, within max warm %d; spares are ended first when it is full",
+	return fmt.Sprintf("each bot keeps %d started Claude CLI (up to %d when new conversations come fast, and as many again for each other shape of its new conversations while they come, as guest answers), an idle process of ~%d MB each, within max warm %d; spares are ended first when it is full",
 		w.Spares, max(w.Spares, w.MaxSpares), spareMB, w.Max)
 }
 

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -51,6 +52,20 @@ func waitSpares(t testing.TB, d *Driver, cond func(SpareStats) bool) SpareStats 
 			t.Fatalf("spares never as wanted: %+v", s)
 		}
 	}
+}
+
+// waitEnded waits until none of the CLIs of sessions runs.
+func waitEnded(t *testing.T, e *fakeEnv, sessions map[string]int) {
+	t.Helper()
+	waitFor(t, func() bool {
+		now := cliSessions(e.data)
+		for session := range sessions {
+			if _, alive := now[session]; alive {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func readySpares(n int) func(SpareStats) bool {
@@ -140,15 +155,7 @@ func TestSparesFollowTheBrain(t *testing.T) {
 		t.Fatalf("after the edit: %q", res.Text)
 	}
 	waitSpares(t, e.d, readySpares(1))
-	waitFor(t, func() bool {
-		now := cliSessions(e.data)
-		for session := range old {
-			if _, alive := now[session]; alive {
-				return false
-			}
-		}
-		return true
-	})
+	waitEnded(t, e, old)
 	// Of no conversation, so it says nothing of the bot's brain.
 	if res := e.mustRun(t, newConversation(e.request(Text, "old brain"), "")); res.Spare {
 		t.Error("a request of the old shape took the new shape's spare")
@@ -398,7 +405,7 @@ func TestSparesStartInQuietMoments(t *testing.T) {
 		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
 	p.spares.maxStarting = 2
 	set := &spareSet{name: "bot", base: 1, target: 3}
-	p.spares.sets[set.name] = set
+	p.spares.sets[set.key()] = set
 	starts := func(at time.Time) int {
 		n := len(p.planStarts(at))
 		set.pending = 0 // as if started and gone
@@ -439,5 +446,157 @@ func TestSpareShapeKeepsWhatTheSpawnReads(t *testing.T) {
 	}
 	if got, want := e.d.fingerprint(shapeOf(req)), e.d.fingerprint(req); got != want {
 		t.Errorf("a spare of the request's shape is started as\n%q\nthe request wants\n%q", got, want)
+	}
+}
+
+// cliStarts is how many CLIs the driver started ahead of or for new
+// conversations so far: its spares, and the new conversations that found
+// none.
+func cliStarts(d *Driver) uint64 {
+	s := d.SpareStats()
+	return s.Started + s.Missed
+}
+
+// botShapes are the shapes of bot test's new conversations: its own, with
+// the question tool, and a guest answer's, without (Questions false).
+func botShapes(e *fakeEnv) (own, guest Request) {
+	own = newConversation(e.request(Text, ""), "")
+	own.Questions = true
+	guest = own
+	guest.Questions = false
+	return own, guest
+}
+
+// Guest answers (the bot's requests without the question tool)
+// interleaved with its new conversations: each one, but the first guest
+// answer, that comes once the last one's replacement got ready is served
+// by a spare: the guest answers get a set of their own beside the bot's
+// rather than replacing it, and the log says so, not that the brain was
+// edited. One CLI starts per request, and one more: the guests' set's
+// first spare.
+func TestGuestAnswersKeepTheBotsSpares(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 10, Spares: 1})
+	own, guest := botShapes(e)
+	if err := e.d.KeepSpares("test", own, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitSpares(t, e.d, readySpares(1))
+	before := cliStarts(e.d)
+	steps := []struct {
+		what        string
+		shape       Request
+		spare       bool
+		readyAfter  int
+		startedThen uint64
+	}{
+		{"a new conversation", own, true, 1, 1},
+		{"the first guest answer", guest, false, 2, 2},
+		{"a new conversation after a guest answer", own, true, 2, 1},
+		{"a second guest answer", guest, true, 2, 1},
+		{"a new conversation", own, true, 2, 1},
+		{"a third guest answer", guest, true, 2, 1},
+	}
+	want := before
+	for i, step := range steps {
+		req := step.shape
+		req.Conversation, req.Prompt = fmt.Sprintf("test/%d", i), "hello"
+		if res := e.mustRun(t, req); res.Spare != step.spare {
+			t.Errorf("%s: spare %v, want %v", step.what, res.Spare, step.spare)
+		}
+		waitSpares(t, e.d, readySpares(step.readyAfter))
+		want += step.startedThen
+	}
+	if got := cliStarts(e.d); got != want {
+		t.Errorf("%d CLIs started for %d requests, want %d", got-before, len(steps), want-before)
+	}
+	if replaced := e.logs.FilterMessageSnippet("spares replaced"); replaced.Len() != 0 {
+		t.Errorf("a guest answer replaced the bot's spares: %q", replaced.All()[0].Message)
+	}
+	kept := e.logs.FilterMessageSnippet("spares kept for another shape").All()
+	if len(kept) != 1 || fmt.Sprint(kept[0].ContextMap()["differs"]) != "[questions]" {
+		t.Errorf("log lines %v; want one saying the guests' shape differs in its questions", kept)
+	}
+}
+
+// An edited brain still replaces the spares of every shape of the bot's:
+// its own and its guest answers'; the log blames the edit.
+func TestEditedBrainReplacesEveryShape(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 10, Spares: 1})
+	own, guest := botShapes(e)
+	if err := e.d.KeepSpares("test", own, 1); err != nil {
+		t.Fatal(err)
+	}
+	req := guest
+	req.Conversation, req.Prompt = "test/guest", "hello"
+	first := e.mustRun(t, req)
+	waitSpares(t, e.d, readySpares(2))
+	old := cliSessions(e.data)
+	delete(old, first.SessionID)
+
+	own.SystemPrompt = "You are an edited test bot."
+	if err := e.d.KeepSpares("test", own, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitSpares(t, e.d, readySpares(1))
+	waitEnded(t, e, old)
+	if n := e.logs.FilterMessageSnippet("spares replaced: an edited brain").Len(); n != 2 {
+		t.Errorf("%d log lines blame an edited brain, want one for each of the old sets", n)
+	}
+	req = own
+	req.Conversation, req.Prompt = "test/new", "edited?"
+	if res := e.mustRun(t, req); !res.Spare {
+		t.Error("a new conversation of the edited brain found no spare")
+	}
+}
+
+// A panel's spares give way to the bot's own: with the budget full of
+// them and of conversations' processes, the bot's set, lacking the spare
+// a new conversation took, ends a panel's spare to start its own, and the
+// next new conversation is served by it.
+func TestPanelSparesGiveWayToTheBots(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 3, Spares: 1})
+	own := newConversation(e.request(Text, ""), "")
+	panel := own
+	panel.MaxTurns = 5 // another shape, as a panel turn's schema makes it
+	if err := e.d.KeepSpares("test", own, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.d.KeepSpares("panel/test", panel, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitSpares(t, e.d, readySpares(3))
+	for i := range 3 {
+		started := e.d.SpareStats().Started
+		req := own
+		req.Conversation, req.Prompt = fmt.Sprintf("test/%d", i), "hello"
+		if res := e.mustRun(t, req); !res.Spare {
+			t.Fatalf("new conversation %d found no spare", i+1)
+		}
+		if i < 2 { // then the conversations' processes fill the budget
+			waitSpares(t, e.d, func(s SpareStats) bool { return s.Started == started+1 && s.Starting == 0 })
+		}
+	}
+}
+
+// The spares of another shape live while its conversations come: once
+// they sit unused for SpareIdle, their set goes, and the bot keeps its own
+// count only.
+func TestOtherShapesSparesGoWhenUnused(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 10, Spares: 1, SpareIdle: time.Hour})
+	own, guest := botShapes(e)
+	if err := e.d.KeepSpares("test", own, 1); err != nil {
+		t.Fatal(err)
+	}
+	req := guest
+	req.Conversation, req.Prompt = "test/guest", "hello"
+	e.mustRun(t, req)
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 2 && s.Ready == 2 && s.Starting == 0 })
+	e.d.pool.mu.Lock()
+	e.d.pool.cfg.SpareIdle = 300 * time.Millisecond
+	e.d.pool.mu.Unlock()
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 1 && s.Ready == 1 && s.Starting == 0 })
+	req.Conversation = "test/guest2"
+	if res := e.mustRun(t, req); res.Spare {
+		t.Error("a guest answer after its shape's spares went was served by one")
 	}
 }

@@ -212,7 +212,7 @@ func (p *pool) done(key string, cli *live, keep bool) {
 func (p *pool) trim() []*live {
 	var evicted []*live
 	for len(p.idle)+p.spares.held() > p.cfg.Max {
-		sp := p.spares.toEvict()
+		sp := p.spares.toEvict(-1)
 		if sp == nil {
 			break // only spares still being started: they are trimmed once started
 		}

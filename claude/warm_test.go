@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"go.uber.org/zap/zaptest"
 
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/toolstest"
@@ -21,7 +20,7 @@ func newWarmEnv(t *testing.T, warm WarmConfig) *fakeEnv {
 	t.Helper()
 	checkNoLeaks(t)
 	data := t.TempDir()
-	log := zaptest.NewLogger(t)
+	log, logs := observedLog(t)
 	tools := toolstest.Start(t, data, log)
 	d, err := New(Config{Command: os.Args[0], DataDir: data, ToolsURL: tools.URL, Tickets: tools.Tickets,
 		Env: claudetest.FakeCLIEnv(), Launcher: fakeLauncher, Log: log, Warm: warm})
@@ -29,7 +28,7 @@ func newWarmEnv(t *testing.T, warm WarmConfig) *fakeEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Close) // before the leak check, which runs last
-	return &fakeEnv{d: d, data: data, tools: tools}
+	return &fakeEnv{d: d, data: data, tools: tools, logs: logs}
 }
 
 // follow makes req the conversation's next request after res: a new

@@ -148,11 +148,16 @@ func (g *gate) speech(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.Ca
 	if !ok {
 		return mcpgo.NewToolResultError(NotAskedFor), nil
 	}
-	text := req.GetString("text", "")
-	if strings.TrimSpace(text) == "" {
+	args := toolspec.SpeechArgs{SpeechSettings: t.Speech, Filename: t.Prefix}
+	if u := t.Utterance; u != nil {
+		// Spoken while the model wrote the answer: waits for the rest.
+		return g.tts.deliver(ctx, log, args, u.Audio, u.Spoken), nil
+	}
+	args.Text = req.GetString("text", "")
+	if strings.TrimSpace(args.Text) == "" {
 		return mcpgo.NewToolResultError("text is required and must not be empty"), nil
 	}
-	return g.tts.speak(ctx, log, toolspec.SpeechArgs{Text: text, SpeechSettings: t.Speech, Filename: t.Prefix}), nil
+	return g.tts.speak(ctx, log, args), nil
 }
 
 // image serves generate_image with the ticket's model, size, quality,

@@ -7,6 +7,11 @@
 // (a question with options the bot shows as buttons), is served only to
 // the bots' own CLIs, over HTTP (http.go, question.go).
 //
+// brainbot speaks its own way too (Speaker): an answer while the model still
+// writes it (Utterance: parts of whole sentences spoken as they complete,
+// joined when the text is done; the tool call of turn two only collects
+// them), a panel member's words, an answer read aloud.
+//
 // A failing OpenAI call is a tool error result with a short reason ("openai:
 // 429 rate limited: ..."), never a Go error: the server keeps serving. Each
 // OpenAI call has its own deadline. Stdout carries JSON-RPC, so everything is
@@ -49,6 +54,9 @@ type Config struct {
 	Log *zap.Logger
 	// Now gives the time stamped into file names; time.Now when nil.
 	Now func() time.Time
+	// MaxVoiceNote is the most one speech file may hold; longer speech is
+	// saved as several (toolspec.MaxVoiceNoteBytes when 0; tests lower it).
+	MaxVoiceNote int
 }
 
 func (c Config) withDefaults() Config {

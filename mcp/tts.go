@@ -110,14 +110,24 @@ func speechArgsOf(req mcpgo.CallToolRequest) (args toolspec.SpeechArgs, problem 
 // speak synthesises args.Text with args' settings, saves the audio under
 // args.Filename and answers the tool's result; it logs to log.
 func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechArgs) *mcpgo.CallToolResult {
+	log.Debug("speech requested", zap.String("text", args.Text))
+	speech := func(ctx context.Context, limit int) ([][]byte, int, error) {
+		return t.audio(ctx, args.Text, args.SpeechSettings, limit)
+	}
+	return t.deliver(ctx, log, args, speech, func() int { return utf8.RuneCountInString(args.Text) })
+}
+
+// deliver saves the audio speech makes under args.Filename, in args'
+// format, one file a voice note, and answers the tool's result; chars
+// says how many characters were spoken.
+func (t *tts) deliver(ctx context.Context, log *zap.Logger, args toolspec.SpeechArgs,
+	speech func(ctx context.Context, limit int) ([][]byte, int, error), chars func() int) *mcpgo.CallToolResult {
 	ext, ok := toolspec.SpeechExt(args.Format)
 	if !ok {
 		return mcpgo.NewToolResultError(fmt.Sprintf("unknown format %q", args.Format))
 	}
 	log = log.With(zap.String("tool", toolspec.SpeechToolName), zap.String("voice", args.Voice), zap.String("format", args.Format))
-	log.Debug("speech requested", zap.String("text", args.Text))
-
-	data, parts, err := t.audio(ctx, args.Text, args.SpeechSettings)
+	notes, parts, err := speech(ctx, t.cfg.MaxVoiceNote)
 	if err != nil {
 		var sf *speechFailure
 		if errors.As(err, &sf) {
@@ -125,20 +135,30 @@ func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechAr
 			log.Warn("speech failed", zap.Int("part", sf.part+1), zap.Int("parts", sf.parts), zap.String("reason", reason))
 			return mcpgo.NewToolResultError(reason)
 		}
-		log.Warn("joining speech parts failed", zap.Error(err))
-		return mcpgo.NewToolResultError("audio: cannot join the parts: " + err.Error())
+		log.Warn("making the speech failed", zap.Error(err))
+		return mcpgo.NewToolResultError("audio: " + err.Error())
 	}
-	path, err := output.Save(filepath.Join(t.cfg.DataDir, output.Audio.Dir()), args.Filename, ext, data, t.cfg.Now())
-	if err != nil {
-		log.Error("saving speech failed", zap.Error(err))
-		return mcpgo.NewToolResultError("saving the audio failed: " + err.Error())
+	// One time stamp: the notes are <prefix>-<ms>, <prefix>-<ms>-1...
+	now := t.cfg.Now()
+	res := toolspec.SpeechResult{Success: true, Format: args.Format, Characters: chars(), Voice: args.Voice, Parts: parts}
+	for _, data := range notes {
+		path, err := output.Save(filepath.Join(t.cfg.DataDir, output.Audio.Dir()), args.Filename, ext, data, now)
+		if err != nil {
+			log.Error("saving speech failed", zap.Error(err))
+			return mcpgo.NewToolResultError("saving the audio failed: " + err.Error())
+		}
+		res.AudioPaths = append(res.AudioPaths, path)
+		res.Bytes += len(data)
 	}
-	res := toolspec.SpeechResult{Success: true, AudioPath: path, Format: args.Format, Bytes: len(data),
-		Characters: utf8.RuneCountInString(args.Text), Voice: args.Voice, Parts: parts}
-	if args.IncludeBase64 {
-		res.Base64 = base64.StdEncoding.EncodeToString(data)
+	res.AudioPath = res.AudioPaths[0]
+	if len(notes) == 1 {
+		res.AudioPaths = nil
+		if args.IncludeBase64 {
+			res.Base64 = base64.StdEncoding.EncodeToString(notes[0])
+		}
 	}
-	log.Info("speech saved", zap.String("path", path), zap.Int("bytes", len(data)), zap.Int("characters", res.Characters), zap.Int("parts", parts))
+	log.Info("speech saved", zap.String("path", res.AudioPath), zap.Int("notes", len(notes)), zap.Int("bytes", res.Bytes),
+		zap.Int("characters", res.Characters), zap.Int("parts", parts))
 	return jsonResult(res)
 }
 
@@ -155,8 +175,8 @@ func (f *speechFailure) Error() string {
 func (f *speechFailure) Unwrap() error { return f.err }
 
 // audio speaks text with settings: in parts of at most MaxSpeechInput
-// characters, joined into one file.
-func (t *tts) audio(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, parts int, err error) {
+// characters, joined into one file (or several: joinNotes).
+func (t *tts) audio(ctx context.Context, text string, settings toolspec.SpeechSettings, limit int) (notes [][]byte, parts int, err error) {
 	texts := splitText(text, MaxSpeechInput)
 	clips, failed, err := t.synthesiseAll(ctx, texts, openai.CreateSpeechRequest{
 		Model: openai.SpeechModel(settings.Model), Voice: openai.SpeechVoice(settings.Voice),
@@ -165,8 +185,8 @@ func (t *tts) audio(ctx context.Context, text string, settings toolspec.SpeechSe
 	if err != nil {
 		return nil, len(texts), &speechFailure{part: failed, parts: len(texts), err: err}
 	}
-	data, err = joinClips(settings.Format, clips)
-	return data, len(texts), err
+	notes, err = joinNotes(settings.Format, clips, limit)
+	return notes, len(texts), err
 }
 
 // Speaker speaks text the way the tts tool does, for brainbot's own use
@@ -177,18 +197,32 @@ type Speaker struct{ t *tts }
 func NewSpeaker(cfg Config) *Speaker { return &Speaker{t: newTTS(cfg)} }
 
 // Speak returns text spoken with settings (toolspec's defaults fill in
-// what is unset) and the audio's file extension.
+// what is unset) and the audio's file extension: in parts, as an answer
+// is spoken while it is written (Begin).
 func (s *Speaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error) {
-	settings.Voice = cmp.Or(settings.Voice, toolspec.DefaultVoice)
-	settings.Speed = cmp.Or(settings.Speed, toolspec.DefaultSpeed)
-	settings.Model = cmp.Or(settings.Model, toolspec.DefaultSpeechModel)
-	settings.Format = cmp.Or(settings.Format, toolspec.DefaultFormat)
+	settings = withSpeechDefaults(settings)
 	ext, ok := toolspec.SpeechExt(settings.Format)
 	if !ok {
 		return nil, "", fmt.Errorf("unknown speech format %q", settings.Format)
 	}
-	data, _, err = s.t.audio(ctx, text, settings)
-	return data, ext, err
+	u := s.Begin(ctx, settings)
+	defer u.Cancel()
+	u.Finish(text)
+	notes, _, err := u.Audio(ctx, -1) // one file, however long
+	if err != nil {
+		return nil, "", err
+	}
+	return notes[0], ext, nil
+}
+
+// withSpeechDefaults fills in toolspec's defaults for what settings leave
+// unset.
+func withSpeechDefaults(settings toolspec.SpeechSettings) toolspec.SpeechSettings {
+	settings.Voice = cmp.Or(settings.Voice, toolspec.DefaultVoice)
+	settings.Speed = cmp.Or(settings.Speed, toolspec.DefaultSpeed)
+	settings.Model = cmp.Or(settings.Model, toolspec.DefaultSpeechModel)
+	settings.Format = cmp.Or(settings.Format, toolspec.DefaultFormat)
+	return settings
 }
 
 // speechParallel bounds how many parts of one long text are spoken at once.
@@ -256,6 +290,32 @@ func (t *tts) synthesise(ctx context.Context, req openai.CreateSpeechRequest) ([
 		return nil, fmt.Errorf("audio answer larger than %d bytes", maxSpeechBytes)
 	}
 	return b, nil
+}
+
+// joinNotes joins the parts' audio, in order, into voice notes of at
+// most limit bytes each (toolspec.MaxVoiceNoteBytes for 0; less for the
+// file headers a join adds), cut only between parts: one note unless the
+// audio is longer. limit < 0: always one.
+func joinNotes(format string, clips [][]byte, limit int) ([][]byte, error) {
+	if limit == 0 {
+		limit = toolspec.MaxVoiceNoteBytes
+	}
+	limit -= limit / 50 // 2% for the headers and pages a join rewrites
+	var notes [][]byte
+	for start := 0; start < len(clips); {
+		end, size := start+1, len(clips[start])
+		for end < len(clips) && (limit < 0 || size+len(clips[end]) <= limit) {
+			size += len(clips[end])
+			end++
+		}
+		note, err := joinClips(format, clips[start:end])
+		if err != nil {
+			return nil, err
+		}
+		notes = append(notes, note)
+		start = end
+	}
+	return notes, nil
 }
 
 // joinClips makes one file of the parts' audio. A single part is kept as

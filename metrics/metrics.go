@@ -38,8 +38,9 @@ type Metrics struct {
 	// Tokens counts model tokens by bot and kind (input, output,
 	// cache_read, cache_write).
 	Tokens *prometheus.CounterVec
-	// TelegramErrors counts failed Bot API calls by method and code
-	// ("429", "403", ..., "network" when Telegram was not reached).
+	// TelegramErrors counts failed Bot API calls by bot, method and code
+	// ("429", "403", ..., "other" for the rest and when Telegram was not
+	// reached).
 	TelegramErrors *prometheus.CounterVec
 	// JournalReplays counts messages answered after a restart.
 	JournalReplays *prometheus.CounterVec
@@ -74,6 +75,10 @@ type Metrics struct {
 	// EphemeralNotices counts notices shown to one user of a group, by
 	// outcome (sent; fallback: Telegram refused, an ordinary reply sent).
 	EphemeralNotices *prometheus.CounterVec
+	// BrainFilesInvalid is the number of brain files in the brains folder
+	// that have problems: their bot does not start, or keeps its last good
+	// version.
+	BrainFilesInvalid prometheus.Gauge
 }
 
 // stageBuckets span a chat action's worth to a long model answer.
@@ -105,8 +110,8 @@ func New() *Metrics {
 			Name: "brainbot_tokens_total", Help: "Model tokens, by bot and kind (input, output, cache_read, cache_write).",
 		}, []string{"bot", "kind"}),
 		TelegramErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "brainbot_telegram_errors_total", Help: "Failed Bot API calls, by method and HTTP code (network: not reached).",
-		}, []string{"method", "code"}),
+			Name: "brainbot_telegram_errors_total", Help: "Failed Bot API calls, by bot, method and HTTP code (other: another code, or Telegram not reached).",
+		}, []string{"bot", "method", "code"}),
 		JournalReplays: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_journal_replays_total", Help: "Messages answered after a restart, by bot.",
 		}, []string{"bot"}),
@@ -141,8 +146,11 @@ func New() *Metrics {
 		EphemeralNotices: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_ephemeral_notices_total", Help: "Notices shown to one user of a group (limits, access, busy...), by outcome: sent, fallback (refused: sent as an ordinary reply).",
 		}, []string{"outcome"}),
+		BrainFilesInvalid: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "brainbot_brain_files_invalid", Help: "Brain files in the brains folder with problems (brainbot doctor lists them): their bot does not start, or keeps its last good version.",
+		}),
 	}
-	m.registry.MustRegister(m.ButtonTaps)
+	m.registry.MustRegister(m.ButtonTaps, m.BrainFilesInvalid)
 	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.EphemeralNotices, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -168,6 +176,18 @@ func (m *Metrics) ObserveStage(stage string, d time.Duration) {
 	if d > 0 {
 		m.Stage.WithLabelValues(stage).Observe(d.Seconds())
 	}
+}
+
+// Build reports what this brainbot is as brainbot_build_info{version,
+// revision}, always 1: a dashboard shows which release each instance
+// runs, and a query can join on it.
+func (m *Metrics) Build(version, revision string) {
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "brainbot_build_info", Help: "Always 1: the version and revision of this brainbot as labels.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision},
+	})
+	info.Set(1)
+	m.registry.MustRegister(info)
 }
 
 // TrackWarm reports warm() as brainbot_claude_warm: the conversations
@@ -197,32 +217,35 @@ type SpareCounts struct {
 	// Ready and Starting are the spares now, Wanted what their sets want.
 	Ready, Starting, Wanted int
 	// Taken counts new conversations a spare served, Missed those that
-	// started a CLI of their own, Failed the spares that died or hung.
-	Taken, Missed, Failed uint64
+	// started a CLI of their own, Failed the spares that died or hung,
+	// Started the spares started: a CLI each.
+	Taken, Missed, Failed, Started uint64
 }
 
 // TrackSpares reports counts(), read once a scrape, as
 // brainbot_claude_spares{state="ready"|"starting"},
 // brainbot_claude_spares_wanted and the counters
-// brainbot_claude_spares_taken_total, _missed_total and _failed_total.
+// brainbot_claude_spares_taken_total, _missed_total, _failed_total and
+// _started_total.
 func (m *Metrics) TrackSpares(counts func() SpareCounts) {
 	m.registry.MustRegister(sparesCollector{counts: counts,
-		spares: prometheus.NewDesc("brainbot_claude_spares", "Claude processes started ahead of new conversations, by state (ready, starting).", []string{"state"}, nil),
-		wanted: prometheus.NewDesc("brainbot_claude_spares_wanted", "Spares the bots want now (more for busy ones); the warm-process budget may allow fewer.", nil, nil),
-		taken:  prometheus.NewDesc("brainbot_claude_spares_taken_total", "New conversations a spare served.", nil, nil),
-		missed: prometheus.NewDesc("brainbot_claude_spares_missed_total", "New conversations that found no spare and started a Claude process of their own.", nil, nil),
-		failed: prometheus.NewDesc("brainbot_claude_spares_failed_total", "Spares that failed to start, died or hung before use (each replaced).", nil, nil),
+		spares:  prometheus.NewDesc("brainbot_claude_spares", "Claude processes started ahead of new conversations, by state (ready, starting).", []string{"state"}, nil),
+		wanted:  prometheus.NewDesc("brainbot_claude_spares_wanted", "Spares the bots want now (more for busy ones); the warm-process budget may allow fewer.", nil, nil),
+		taken:   prometheus.NewDesc("brainbot_claude_spares_taken_total", "New conversations a spare served.", nil, nil),
+		missed:  prometheus.NewDesc("brainbot_claude_spares_missed_total", "New conversations that found no spare and started a Claude process of their own.", nil, nil),
+		failed:  prometheus.NewDesc("brainbot_claude_spares_failed_total", "Spares that failed to start, died or hung before use (each replaced).", nil, nil),
+		started: prometheus.NewDesc("brainbot_claude_spares_started_total", "Spares started: a Claude process each (with _missed_total, the processes new conversations cost).", nil, nil),
 	})
 }
 
 // sparesCollector reads the spares' counts once per scrape.
 type sparesCollector struct {
-	counts                                func() SpareCounts
-	spares, wanted, taken, missed, failed *prometheus.Desc
+	counts                                         func() SpareCounts
+	spares, wanted, taken, missed, failed, started *prometheus.Desc
 }
 
 func (c sparesCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.spares, c.wanted, c.taken, c.missed, c.failed} {
+	for _, d := range []*prometheus.Desc{c.spares, c.wanted, c.taken, c.missed, c.failed, c.started} {
 		ch <- d
 	}
 }
@@ -235,6 +258,7 @@ func (c sparesCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.taken, prometheus.CounterValue, float64(s.Taken))
 	ch <- prometheus.MustNewConstMetric(c.missed, prometheus.CounterValue, float64(s.Missed))
 	ch <- prometheus.MustNewConstMetric(c.failed, prometheus.CounterValue, float64(s.Failed))
+	ch <- prometheus.MustNewConstMetric(c.started, prometheus.CounterValue, float64(s.Started))
 }
 
 // Handler serves the metrics in the Prometheus text format.

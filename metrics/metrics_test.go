@@ -10,7 +10,7 @@ import (
 // The spares' counts are what an admin scrapes, each read when scraped.
 func TestTrackSpares(t *testing.T) {
 	m := New()
-	counts := SpareCounts{Ready: 2, Starting: 1, Wanted: 4, Taken: 7, Missed: 3, Failed: 1}
+	counts := SpareCounts{Ready: 2, Starting: 1, Wanted: 4, Taken: 7, Missed: 3, Failed: 1, Started: 12}
 	m.TrackSpares(func() SpareCounts { return counts })
 	scrape := func() string {
 		rec := httptest.NewRecorder()
@@ -26,6 +26,7 @@ func TestTrackSpares(t *testing.T) {
 		`brainbot_claude_spares_taken_total 7`,
 		`brainbot_claude_spares_missed_total 3`,
 		`brainbot_claude_spares_failed_total 1`,
+		`brainbot_claude_spares_started_total 12`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)

@@ -34,15 +34,17 @@ const (
 var targetLabels = []string{"job", "instance"}
 
 // served returns every series name a running brainbot can serve, with the
-// labels of each: what New registers and what run adds (TrackWarm,
-// TrackCluster, TrackReady). A vector serves nothing before its first
+// labels of each: what New registers and what run adds (Build, TrackWarm,
+// TrackSpares, TrackCluster, TrackReady). A vector serves nothing before its first
 // label values, so each is given one set of them, as many as its
 // descriptor has labels; the gathered families then say each one's type,
 // and histograms and summaries give their _bucket, _sum and _count series.
 func served(t *testing.T) map[string][]string {
 	t.Helper()
 	m := New()
+	m.Build("v1.0.0", "0123abcd")
 	m.TrackWarm(func() int { return 0 })
+	m.TrackSpares(func() SpareCounts { return SpareCounts{} })
 	m.TrackCluster(func() ClusterState { return ClusterState{} })
 	m.TrackReady(func() error { return nil })
 	v := reflect.ValueOf(m).Elem()
@@ -172,8 +174,9 @@ type alertData struct {
 }
 
 // The alerts an admin expects: not ready, a rejected token, errors,
-// spending near the cap, a stuck queue.
-var wantAlerts = []string{"BrainbotNotReady", "BrainbotTokenRejected", "BrainbotErrorRate", "BrainbotSpendNearCap", "BrainbotWaitingQueueStuck"}
+// spending near the cap, a stuck queue, a broken brain file.
+var wantAlerts = []string{"BrainbotNotReady", "BrainbotTokenRejected", "BrainbotErrorRate", "BrainbotSpendNearCap", "BrainbotWaitingQueueStuck",
+	"BrainbotBrainFileInvalid"}
 
 func TestAlertRules(t *testing.T) {
 	data, err := os.ReadFile(alertsFile)
@@ -272,12 +275,15 @@ var grafanaVariables = strings.NewReplacer("$__rate_interval", "5m", "$__interva
 var labelValues = regexp.MustCompile(`^label_values\((.*), *(\w+)\)$`)
 
 // The panels an admin expects: requests and outcomes, latency, Claude
-// slots and waiting, warm processes, spend, Telegram errors, the cluster's
-// partitions and NATS.
+// slots and waiting, warm processes, spares taken against missed, spend,
+// Telegram errors, button taps, stops, rich-message fallbacks, guest
+// answers, the cluster's partitions and NATS, the versions running.
 var wantPanelMetrics = []string{
 	"brainbot_requests_total", "brainbot_request_stage_seconds_bucket", "brainbot_claude_running", "brainbot_claude_waiting",
-	"brainbot_claude_warm", "brainbot_cost_usd_total", "brainbot_telegram_errors_total",
-	"brainbot_cluster_partitions_owned", "brainbot_cluster_nats_connected",
+	"brainbot_claude_warm", "brainbot_claude_spares_taken_total", "brainbot_claude_spares_missed_total",
+	"brainbot_cost_usd_total", "brainbot_telegram_errors_total",
+	"brainbot_button_taps_total", "brainbot_stops_total", "brainbot_rich_messages_total", "brainbot_guest_answers_total",
+	"brainbot_cluster_partitions_owned", "brainbot_cluster_nats_connected", "brainbot_build_info",
 }
 
 func TestDashboard(t *testing.T) {

@@ -51,8 +51,9 @@ type Reaper struct {
 	ended     int
 }
 
+// start is work for the starting goroutine's thread.
 type start struct {
-	cmd *exec.Cmd
+	run func() error
 	err chan<- error
 }
 
@@ -80,8 +81,18 @@ func (r *Reaper) startChildren() {
 	runtime.LockOSThread()
 	defer close(r.started)
 	for s := range r.starts {
-		s.err <- s.cmd.Start()
+		s.err <- s.run()
 	}
+}
+
+// onThread runs f on the starting goroutine's thread. r.mu must be held.
+func (r *Reaper) onThread(f func() error) error {
+	if r.closed {
+		return ErrClosed
+	}
+	errc := make(chan error, 1)
+	r.starts <- start{run: f, err: errc}
+	return <-errc
 }
 
 // Start starts cmd as a child tied to this process's life (on Linux its
@@ -90,16 +101,25 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 	tie(cmd)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
-		return ErrClosed
-	}
-	errc := make(chan error, 1)
-	r.starts <- start{cmd: cmd, err: errc}
-	if err := <-errc; err != nil {
+	if err := r.onThread(cmd.Start); err != nil {
 		return err
 	}
 	r.children[cmd.Process.Pid]++
 	return nil
+}
+
+// OnParentDeath asks the kernel for sig when this process's parent ends
+// (on Linux; elsewhere it does nothing), until Close. The kernel keeps
+// the request with the thread that made it, so it is made from the
+// starting goroutine's. It sends sig too when only the parent's thread
+// that started this process ends: whoever handles sig compares
+// os.Getppid with the parent's pid before taking it for the parent's
+// end. Check os.Getppid after the call as well: a parent that ended
+// before it sends nothing.
+func (r *Reaper) OnParentDeath(sig syscall.Signal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.onThread(func() error { return parentDeathSignal(sig) })
 }
 
 // Wait waits for a child started with Start, as cmd.Wait does.

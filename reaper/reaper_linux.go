@@ -21,6 +21,10 @@ func tie(cmd *exec.Cmd) {
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
+func parentDeathSignal(sig syscall.Signal) error {
+	return os.NewSyscallError("prctl(PR_SET_PDEATHSIG)", unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0))
+}
+
 func becomeSubreaper() error {
 	return os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 }

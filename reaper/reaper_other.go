@@ -5,6 +5,7 @@ package reaper
 import (
 	"errors"
 	"os/exec"
+	"syscall"
 )
 
 // Without Linux's parent-death signal and subreaper, children are started
@@ -12,6 +13,8 @@ import (
 const adoptable = false
 
 func tie(*exec.Cmd) {}
+
+func parentDeathSignal(syscall.Signal) error { return nil }
 
 func becomeSubreaper() error { return errors.ErrUnsupported }
 

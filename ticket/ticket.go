@@ -23,6 +23,7 @@
 package ticket
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"sync"
@@ -54,6 +55,20 @@ type Ticket struct {
 	// whatever the model passes.
 	Speech toolspec.SpeechSettings
 	Image  toolspec.ImageSettings
+	// Utterance, for speech, is the answer spoken while the model wrote
+	// it: the call is served with its audio, and the text the model
+	// passes is not used. Nil: the call's text is spoken.
+	Utterance Utterance
+}
+
+// Utterance is an answer's speech, made before the call that asks for it.
+type Utterance interface {
+	// Audio waits for the whole answer to be spoken and returns the
+	// audio of each voice note (one unless it would pass limit bytes),
+	// with how many speech calls made it.
+	Audio(ctx context.Context, limit int) (notes [][]byte, parts int, err error)
+	// Spoken is how many characters were spoken.
+	Spoken() int
 }
 
 // Registry holds the tokens of the running CLI processes and their open

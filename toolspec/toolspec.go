@@ -52,17 +52,27 @@ type SpeechArgs struct {
 	IncludeBase64 bool   `json:"include_base64"`
 }
 
+// MaxVoiceNoteBytes is the most one voice note may hold: the Bot API's
+// sendVoice takes files "of up to 50 MB" (core.telegram.org/bots/api#sendvoice,
+// checked 2026-11-27; it names no length limit). Longer audio goes out as
+// several notes, cut between parts, never inside a sentence. At OpenAI's
+// bit rates that is about 50 minutes of mp3, hours of opus.
+const MaxVoiceNoteBytes = 50 << 20
+
 // SpeechResult is the JSON text text_to_speech answers on success. A
 // failure is an MCP error result with a short reason instead.
 type SpeechResult struct {
-	Success    bool   `json:"success"`
-	AudioPath  string `json:"audio_path"`
-	Format     string `json:"format"`
-	Bytes      int    `json:"bytes"`
-	Characters int    `json:"characters"`
-	Voice      string `json:"voice"`
-	Parts      int    `json:"parts"`
-	Base64     string `json:"audio_base64,omitempty"`
+	Success   bool   `json:"success"`
+	AudioPath string `json:"audio_path"`
+	// AudioPaths are every file, in order, when the audio is more than one
+	// voice note may hold (MaxVoiceNoteBytes); AudioPath is the first.
+	AudioPaths []string `json:"audio_paths,omitempty"`
+	Format     string   `json:"format"`
+	Bytes      int      `json:"bytes"`
+	Characters int      `json:"characters"`
+	Voice      string   `json:"voice"`
+	Parts      int      `json:"parts"`
+	Base64     string   `json:"audio_base64,omitempty"`
 }
 
 // ImageSettings are the image tool's options that a brain chooses.

@@ -106,6 +106,15 @@ type NoTokenError struct {
 	// Short says it in a few words, for a summary line: "VOICE_TOKEN not
 	// set", "token file .../voice does not exist".
 	Short string
+	// Fix says what makes the bot start.
+	Fix string
+}
+
+// noTokenFix is the fix of a token variable that is not set: the service
+// reads its environment when it starts.
+func noTokenFix(variable string) string {
+	return "set " + variable + " in brainbot's environment and restart it, " +
+		"or write the token to a file named by telegram.token_file instead: that needs no restart"
 }
 
 func (e *NoTokenError) Error() string {
@@ -131,7 +140,7 @@ func (b *Brain) ResolveToken(lookup func(string) (string, bool)) (string, error)
 	// A trailing newline from `$(cat token.txt)` would make every call fail.
 	if value = strings.TrimSpace(value); value == "" {
 		return "", &NoTokenError{Source: "environment variable " + b.Telegram.TokenEnv, Field: "telegram.token_env", File: b.Path,
-			Reason: "is unset or empty", Short: b.Telegram.TokenEnv + " not set"}
+			Reason: "is unset or empty", Short: b.Telegram.TokenEnv + " not set", Fix: noTokenFix(b.Telegram.TokenEnv)}
 	}
 	return value, nil
 }

@@ -213,6 +213,9 @@ func describe(n *yaml.Node) string {
 func (d *decoder) unknownField(path, name string, t reflect.Type) string {
 	homes := fieldPaths(d.schema, "", name)
 	if len(homes) == 0 {
+		if near := nearest(name, fieldNames(t)); len(near) > 0 {
+			return fmt.Sprintf("unknown field; did you mean %s?", orList(near))
+		}
 		return "unknown field; want one of " + strings.Join(fieldNames(t), ", ")
 	}
 	switch {
@@ -222,6 +225,53 @@ func (d *decoder) unknownField(path, name string, t reflect.Type) string {
 		return "unknown field here; it is a field of the whole file: write it at the top level, not indented"
 	}
 	return fmt.Sprintf("unknown field here; did you mean %s? Write it indented under %s:", homes[0], parentPath(homes[0]))
+}
+
+// nearest are the names a misspelling of them could give name: those
+// fewest edits away (a letter added, dropped, changed, or two swapped),
+// within a third of name's length.
+func nearest(name string, names []string) []string {
+	best, within := 0, max(1, len(name)/3)
+	var near []string
+	for _, n := range names {
+		switch d := editDistance(name, n); {
+		case d > within || len(near) > 0 && d > best:
+		case len(near) > 0 && d == best:
+			near = append(near, n)
+		default:
+			best, near = d, []string{n}
+		}
+	}
+	return near
+}
+
+// editDistance is the optimal string alignment distance between a and b:
+// the letters added, dropped or changed, and the neighbours swapped, that
+// turn a into b.
+func editDistance(a, b string) int {
+	// rows[i%3] holds the distances from a[:i] to each prefix of b.
+	var rows [3][]int
+	for i := range rows {
+		rows[i] = make([]int, len(b)+1)
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		prev2, prev, cur := rows[(i+1)%3], rows[(i-1)%3], rows[i%3]
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+	}
+	return rows[len(a)%3][len(b)]
 }
 
 // fieldPaths lists the paths of the fields named name in t, a struct at

@@ -125,14 +125,32 @@ func (d *decoder) document(data []byte) *yaml.Node {
 // problem is on the first line whose addition makes data fail that way.
 func (d *decoder) addSyntaxError(data []byte, err error) {
 	problem := syntaxProblem(err)
-	d.addf(syntaxLine(data, problem), "", "YAML syntax: %s%s", problem, syntaxHints[problem])
+	line := syntaxLine(data, problem)
+	if tabIndented(data, line) {
+		// yaml.v3 words a tab three ways, by where it is: one mistake, one
+		// message.
+		d.addf(line, "", "YAML syntax: this line is indented with a tab: indent with spaces, not tabs")
+		return
+	}
+	d.addf(line, "", "YAML syntax: %s%s", problem, syntaxHints[problem])
+}
+
+// tabIndented reports whether line n (from 1) of data has a tab in its
+// indentation.
+func tabIndented(data []byte, n int) bool {
+	lines := bytes.Split(data, []byte("\n"))
+	if n < 1 || n > len(lines) {
+		return false
+	}
+	indent := lines[n-1][:len(lines[n-1])-len(bytes.TrimLeft(lines[n-1], " \t"))]
+	return bytes.IndexByte(indent, '\t') >= 0
 }
 
 // syntaxHints explain yaml.v3's wording of the mistakes authors make most.
 var syntaxHints = map[string]string{
 	"did not find expected key":                      " (is this line indented like the fields beside it?)",
 	"mapping values are not allowed in this context": " (is this line indented more than the field above it? A value holding \": \" needs quotes)",
-	"found character that cannot start any token":    " (indent with spaces, not tabs; a value starting with @ or ` needs quotes)",
+	"found character that cannot start any token":    " (a value starting with @ or ` needs quotes)",
 	"found unexpected end of stream":                 " (a quote opened on this line is never closed: end the value with the same quote, \" or ')",
 }
 

@@ -54,8 +54,16 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: YAML syntax: found unexpected end of stream (a quote opened on this line is never closed: end the value with the same quote, \" or ')"}},
 		{name: "unclosed single quote", yaml: minimal + "greeting: 'Hello there\ndescription: A bot.\n", want: []string{
 			"t.yaml:5: YAML syntax: found unexpected end of stream (a quote opened on this line is never closed: end the value with the same quote, \" or ')"}},
+		// A tab in the indentation gets the same words wherever it is,
+		// however yaml.v3 words it.
 		{name: "tab indentation", yaml: minimal + "tts:\n\tvoice: nova\n", want: []string{
-			"t.yaml:6: YAML syntax: found character that cannot start any token (indent with spaces, not tabs; a value starting with @ or ` needs quotes)"}},
+			"t.yaml:6: YAML syntax: this line is indented with a tab: indent with spaces, not tabs"}},
+		{name: "tab indentation in a block of text", yaml: "name: Narrator\ntelegram:\n  token_env: NARRATOR_TOKEN\nsystem_prompt: |\n\tYou tell stories.\n", want: []string{
+			"t.yaml:5: YAML syntax: this line is indented with a tab: indent with spaces, not tabs"}},
+		{name: "tab indentation after spaces", yaml: minimal + "tts:\n  enabled: true\n\tvoice: nova\n", want: []string{
+			"t.yaml:7: YAML syntax: this line is indented with a tab: indent with spaces, not tabs"}},
+		{name: "a value starting with @", yaml: minimal + "greeting: @everyone hello\n", want: []string{
+			"t.yaml:5: YAML syntax: found character that cannot start any token (a value starting with @ or ` needs quotes)"}},
 		{name: "two documents", yaml: minimal + "---\nname: Other\n", want: []string{
 			"t.yaml:5: more than one YAML document (---); a brain file holds one"}},
 		{name: "bad id", file: "Story Teller.yaml", yaml: minimal, want: []string{
@@ -66,6 +74,14 @@ func TestParseRules(t *testing.T) {
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
 			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, rich, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, messages"}},
+		// A misspelt field: the field it is closest to.
+		{name: "misspelt field", yaml: "name: Narrator\ntelegram:\n  token_env: NARRATOR_TOKEN\nsytem_prompt: You tell stories.\n", want: []string{
+			"t.yaml:1: system_prompt: is required (who the bot is and how it answers)",
+			"t.yaml:4: sytem_prompt: unknown field; did you mean system_prompt?"}},
+		{name: "misspelt section", yaml: minimal + "limts:\n  per_user_per_day: 5\n", want: []string{
+			"t.yaml:5: limts: unknown field; did you mean limits?"}},
+		{name: "misspelt nested field", yaml: minimal + "tts:\n  enabeld: true\n", want: []string{
+			"t.yaml:6: tts.enabeld: unknown field; did you mean enabled?"}},
 		{name: "rich setting", yaml: minimal + "rich: sometimes\n", want: []string{
 			`t.yaml:5: rich: must be one of auto, off, always; got "sometimes"`}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 )
 
 // tokenForm describes a BotFather token to authors and admins.
@@ -157,7 +158,8 @@ func (b *Brain) tokenFilePath(lookup func(string) (string, bool)) (string, error
 		if dir == "" {
 			return "", &NoTokenError{Source: "token file " + name, Field: "telegram.token_file", File: b.Path,
 				Reason: "names $" + CredentialsDirectory + ", which is not set (systemd sets it for a unit with LoadCredential=)",
-				Short:  "$" + CredentialsDirectory + " not set"}
+				Short:  "$" + CredentialsDirectory + " not set",
+				Fix:    "give the service the token with LoadCredential=, or name the token file by its path"}
 		}
 		return filepath.Join(dir, rest), nil
 	}
@@ -176,9 +178,12 @@ func (b *Brain) readTokenFile(lookup func(string) (string, bool)) (string, error
 	}
 	missing := func(reason string) error {
 		return &NoTokenError{Source: "token file " + path, Field: "telegram.token_file", File: b.Path,
-			Reason: reason, Short: "token file " + path + " " + reason}
+			Reason: reason, Short: "token file " + path + " " + reason,
+			Fix: "write the token to " + path + ", then save the brain file again: no restart needed"}
 	}
-	f, err := os.Open(path)
+	// Without O_NONBLOCK, opening a named pipe waits for a writer: check,
+	// a reload and a stop would hang on it.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", missing("does not exist")
@@ -186,6 +191,13 @@ func (b *Brain) readTokenFile(lookup func(string) (string, bool)) (string, error
 		return "", fmt.Errorf("telegram.token_file in %s: %w", b.Path, err)
 	}
 	defer f.Close()
+	info, err := f.Stat()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("telegram.token_file in %s: %w", b.Path, err)
+	case !info.Mode().IsRegular():
+		return "", fmt.Errorf("telegram.token_file in %s: %s is %s, not a regular file", b.Path, path, fileKind(info.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
 	switch {
 	case err != nil:
@@ -198,6 +210,40 @@ func (b *Brain) readTokenFile(lookup func(string) (string, bool)) (string, error
 		return "", missing("is empty")
 	}
 	return token, nil
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
+}
+
+// TokenFileWarning is a warning for the admin when the brain's token file
+// may be read by every user of the machine (a token is the bot: whoever
+// reads it can answer as the bot, or stop it), and "" otherwise or when
+// the brain has no token file.
+func (b *Brain) TokenFileWarning(lookup func(string) (string, bool)) string {
+	if b.Telegram.TokenFile == "" {
+		return ""
+	}
+	path, err := b.tokenFilePath(lookup)
+	if err != nil {
+		return ""
+	}
+	info, err := os.Stat(path)
+	if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o004 == 0 {
+		return "" // ResolveToken reports what is wrong with the file
+	}
+	return fmt.Sprintf("token file %s is readable by every user of this machine (mode %#o): chmod o-r %s", path, info.Mode().Perm(), path)
 }
 
 // Problem is a problem of the brain found after it was parsed (a conflict

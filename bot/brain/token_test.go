@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestValidToken(t *testing.T) {
@@ -139,7 +142,7 @@ func TestResolveTokenFromFile(t *testing.T) {
 
 	// Other problems are errors of their own, naming the brain and the file.
 	for tokenFile, want := range map[string]string{
-		".":         "telegram.token_file in " + brainPath + ": read " + dir + ": is a directory",
+		".":         "telegram.token_file in " + brainPath + ": " + dir + " is a directory, not a regular file",
 		"big.token": "telegram.token_file in " + brainPath + ": " + filepath.Join(dir, "big.token") + " holds more than 1024 bytes: not a token file",
 	} {
 		_, err := resolve(tokenFile)
@@ -151,6 +154,68 @@ func TestResolveTokenFromFile(t *testing.T) {
 
 // The token a file holds is checked as a variable's is, and two brains
 // polling one token through a file and a variable are caught.
+// A token_file that is a named pipe would block its reader until someone
+// writes into it: check, a reload of the brains, a stop. It is refused at
+// once, as anything but a regular file is, naming the file.
+func TestTokenFileThatIsAPipe(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "poet.token")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	brainPath := filepath.Join(dir, "poet.yaml")
+	b, err := ParseBytes(brainPath, []byte("name: Poet\ntelegram:\n  token_file: poet.token\nsystem_prompt: p\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.ResolveToken(func(string) (string, bool) { return "", false })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		want := "telegram.token_file in " + brainPath + ": " + fifo + " is a named pipe, not a regular file"
+		if err == nil || errors.Is(err, ErrNoToken) || err.Error() != want {
+			t.Errorf("a named pipe: %v, want %q", err, want)
+		}
+	case <-time.After(time.Minute): // a bound on the hang, so the run ends
+		// Unblock the reader: it would hold the test binary.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			w.Close()
+		}
+		t.Fatal("reading a named pipe as the token file hung")
+	}
+}
+
+// A token file any user of the machine may read is a leaked token in
+// waiting: the admin is told, with the command that fixes it.
+func TestTokenFileReadableByAll(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"poet.token": secretToken})
+	path := filepath.Join(dir, "poet.token")
+	b, err := ParseBytes(filepath.Join(dir, "poet.yaml"), []byte("name: Poet\ntelegram:\n  token_file: poet.token\nsystem_prompt: p\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(string) (string, bool) { return "", false }
+	for mode, want := range map[os.FileMode]string{
+		0o600: "",
+		0o640: "",
+		0o644: "token file " + path + " is readable by every user of this machine (mode 0644): chmod o-r " + path,
+	} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.TokenFileWarning(lookup); got != want {
+			t.Errorf("mode %#o: warning %q, want %q", mode, got, want)
+		}
+		if token, err := b.ResolveToken(lookup); err != nil || token != secretToken {
+			t.Errorf("mode %#o: %v; want the token read", mode, err)
+		}
+	}
+}
+
 func TestCheckTokensFromFile(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{

@@ -43,6 +43,10 @@ type Watcher struct {
 	// Loaded, when set, is called once the brains already there have been
 	// reported, before the first edit.
 	Loaded func()
+	// Invalid, when set, is told how many brain files have problems (each
+	// logged with them): once the brains already there are reported, then
+	// whenever the number changes.
+	Invalid func(files int)
 }
 
 // Run reports the folder's brains to onChange until ctx ends, then returns
@@ -65,7 +69,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 		return fmt.Errorf("watch brains folder: %w", err)
 	}
 
-	s := &watchState{dir: w.Dir, log: w.Log, known: make(map[string]*Brain), waiting: make(map[string]bool)}
+	s := &watchState{dir: w.Dir, log: w.Log, known: make(map[string]*Brain), waiting: make(map[string]bool), invalid: make(map[string]bool)}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -86,6 +90,8 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 	if w.Loaded != nil {
 		w.Loaded()
 	}
+	invalid := len(s.invalid)
+	w.reportInvalid(invalid)
 
 	debounce := w.Debounce
 	if debounce <= 0 {
@@ -145,7 +151,17 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 			if len(due) > 0 {
 				timer.Reset(time.Until(earliest(due)))
 			}
+			if n := len(s.invalid); n != invalid {
+				invalid = n
+				w.reportInvalid(n)
+			}
 		}
+	}
+}
+
+func (w *Watcher) reportInvalid(files int) {
+	if w.Invalid != nil {
+		w.Invalid(files)
 	}
 }
 
@@ -157,6 +173,8 @@ type watchState struct {
 	// waiting holds the files refused because another bot has their
 	// token: they are read again after every change.
 	waiting map[string]bool
+	// invalid holds the files with problems, as last read.
+	invalid map[string]bool
 }
 
 // refresh re-reads the bot whose file is at path (either of id.yaml and
@@ -167,6 +185,7 @@ func (s *watchState) refresh(path string) (Change, bool) {
 	var files []string
 	for _, name := range []string{id + ".yaml", id + ".yml"} {
 		p := filepath.Join(s.dir, name)
+		delete(s.invalid, p) // read again below: logInvalid puts it back
 		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() {
 			files = append(files, p)
 		}
@@ -229,20 +248,21 @@ func (s *watchState) allPaths() []string {
 }
 
 func (s *watchState) logInvalid(path string, err error) {
+	s.invalid[path] = true
 	id := fileID(filepath.Base(path))
 	msg := "brain file has problems; bot not started"
 	if s.known[id] != nil {
 		msg = "brain file has problems; keeping the last good version"
 	}
-	s.log.Error(msg, zap.String("brain", id), zap.String("file", path), zap.Error(err))
+	s.log.Error(msg, zap.String("bot", id), zap.String("file", path), zap.Error(err))
 }
 
 func (s *watchState) logChange(c Change) {
 	if c.Brain == nil {
-		s.log.Info("brain removed", zap.String("brain", c.ID))
+		s.log.Info("brain removed", zap.String("bot", c.ID))
 		return
 	}
-	s.log.Info("brain loaded", zap.String("brain", c.ID), zap.String("file", c.Brain.Path))
+	s.log.Info("brain loaded", zap.String("bot", c.ID), zap.String("file", c.Brain.Path))
 }
 
 func groupByFile(errs Errors) map[string]Errors {

@@ -144,8 +144,8 @@ func TestWatcherFollowsEdits(t *testing.T) {
 	if got := entry.ContextMap()["error"]; got != wantErr {
 		t.Errorf("logged error %q, want %q", got, wantErr)
 	}
-	if got := entry.ContextMap()["brain"]; got != "narrator" {
-		t.Errorf("logged brain %q, want narrator", got)
+	if got := entry.ContextMap()["bot"]; got != "narrator" {
+		t.Errorf("logged bot %q, want narrator", got)
 	}
 	if !strings.Contains(entry.Message, "keeping the last good version") {
 		t.Errorf("log message %q does not say the last good version stays", entry.Message)
@@ -294,8 +294,8 @@ func TestWatcherReportsInvalidFilesAtStart(t *testing.T) {
 	w := startWatcher(t, dir)
 	w.nextBrain("good", "Good")
 	entry := w.waitForError(w.path("bad.yaml"))
-	if got := entry.ContextMap()["brain"]; got != "bad" {
-		t.Errorf("logged brain %q, want bad", got)
+	if got := entry.ContextMap()["bot"]; got != "bad" {
+		t.Errorf("logged bot %q, want bad", got)
 	}
 	if !strings.Contains(entry.Message, "bot not started") {
 		t.Errorf("log message %q does not say the bot did not start", entry.Message)
@@ -332,5 +332,23 @@ func TestWatcherStopsCleanly(t *testing.T) {
 			t.Fatalf("%d goroutines left, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A mistake made in the live folder is logged in the words `brainbot
+// check` prints for it (LoadFile): a tab, whichever way yaml.v3 words it.
+func TestWatcherSaysWhatCheckSays(t *testing.T) {
+	dir := t.TempDir()
+	w := startWatcher(t, dir)
+	for name, content := range map[string]string{
+		"tab.yaml":   "name: Tab\ntelegram:\n  token_env: TAB_TOKEN\nsystem_prompt: |\n\tYou are kind.\n",
+		"limts.yaml": brainWithEnv("Limits", "LIMITS_TOKEN") + "limts:\n  per_user_per_day: 5\n",
+	} {
+		w.saveAtomically(name, content)
+		logged := w.waitForError(w.path(name)).ContextMap()["error"]
+		_, checked := LoadFile(w.path(name))
+		if checked == nil || logged != checked.Error() {
+			t.Errorf("%s: the live folder logs %q, check says %v", name, logged, checked)
+		}
 	}
 }

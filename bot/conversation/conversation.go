@@ -66,6 +66,10 @@ type Config struct {
 	// Speaker reads answers aloud (buttons.read_aloud); nil (no OpenAI
 	// key): no 🔊 buttons.
 	Speaker Speaker
+	// FileAfterTurn sends a voice note or picture after the model's turn
+	// two is over; by default it goes out as soon as the tool reports it
+	// (claude.Request.OnFile).
+	FileAfterTurn bool
 	// MaxClaude caps concurrent Claude requests over all bots;
 	// MaxWaitingPerBot and MaxWait bound one bot's requests waiting for
 	// one (see bot.Config).
@@ -102,7 +106,7 @@ type Pipeline struct {
 	unset   unsetWarnings
 	media   media
 	panels  Panels
-	buttons stopButtons
+	answers answers
 }
 
 // New makes a pipeline. Its panels come with UsePanels.
@@ -255,33 +259,43 @@ func (p *Pipeline) converse(r *request) {
 	// The status shows while the request runs, until the reply is out;
 	// not while it waits, so a crowd waiting for Claude does not flood
 	// Telegram with chat actions.
-	defer r.out.KeepAction(r.ctx, chatAction(mode))()
+	stopAction := sync.OnceFunc(r.out.KeepAction(r.ctx, chatAction(mode)))
+	defer stopAction()
 	// ⏹ under a group's streamed answer: attached before the stream takes it.
 	closeStop := p.offerStop(r, mode)
 	st, onText := p.showProgress(r, mode)
-	var button *stopButton
 	if st != nil {
 		defer st.Cancel() // if a panic skips its Finish
-		button = p.buttons.open(r.in.Key.String(), st)
-		defer p.buttons.closeButton(r.in.Key.String(), button)
 	}
-	res, expired, err := p.ask(r, onText)
-	closeStop()
-	if st != nil {
+	running := p.answers.open(r.in.Key.String(), r.in.Sender, st)
+	defer p.answers.end(r.in.Key.String(), running)
+	finishStream := func() {
 		// Stopped before the final reply, which replaces what it showed.
-		if firstShown := st.Finish(); !firstShown.IsZero() {
-			r.sum.firstText = firstShown.Sub(r.in.Arrived)
+		if st != nil {
+			if firstShown := st.Finish(); !firstShown.IsZero() {
+				r.sum.firstText = firstShown.Sub(r.in.Arrived)
+			}
 		}
 	}
+	var onFile func(*claude.Result)
+	sent := false
+	if mode != claude.Text && !p.cfg.FileAfterTurn {
+		onFile = func(res *claude.Result) {
+			sent = p.sendFile(r, res, func() { finishStream(); stopAction() })
+		}
+	}
+	res, expired, err := p.ask(r, onText, onFile)
+	closeStop()
+	finishStream()
 	releaseSlot()
 	r.countToolCalls(res)
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
 	r.sum.openAI += openAICost(r.brain, mode, res)
-	if r.superseded(res) {
+	if !sent && r.superseded(res) {
 		return
 	}
-	if expired && err == nil {
+	if expired && (err == nil || sent) {
 		// Told once, with an answer: the new session is stored, so this
 		// will not recur. A failure gets only the error message (never two
 		// replies); the loss is told with the next answer if its session
@@ -289,11 +303,15 @@ func (p *Pipeline) converse(r *request) {
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
+	case sent && err != nil:
+		// The answer is out; only the model's closing words are lost.
+		r.log.Warn("turn two ended badly after its file was sent", zap.Error(err))
+	case sent: // answered as soon as the tool reported the file (sendFile)
 	case errors.Is(err, message.ErrUnavailable):
 		r.fail("state", err) // handed back: answered once the store is back
 	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
 		p.dropStopped(r, res)
-	case errors.Is(err, claude.ErrInterrupted) && button.Pressed() && res != nil:
+	case errors.Is(err, claude.ErrInterrupted) && running.Pressed() && res != nil:
 		r.keepPartial(res.Text)
 	case errors.Is(err, claude.ErrInterrupted):
 		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
@@ -308,8 +326,8 @@ func (p *Pipeline) converse(r *request) {
 	case mode == claude.Text || askedQuestion(res):
 		r.replyAnswer(res)
 	default:
-		path, err := p.organize(r, res)
-		r.replyFile(res, path, err)
+		paths, err := p.organize(r, res)
+		r.replyFile(res, paths, err)
 	}
 }
 
@@ -325,6 +343,7 @@ func (p *Pipeline) stop(r *request) {
 	case !allowed(r.brain, r.in.Sender):
 		r.log.Info("user not allowed")
 		r.notice("denied", r.brain.Messages.Denied)
+	case !p.stopsOwn(r):
 	case p.claude.Interrupt(r.in.Key.String()):
 		r.log.Info("turn stopped by /stop")
 		p.cfg.Metrics.Stops.WithLabelValues(r.in.Key.Bot, "command").Inc()
@@ -340,16 +359,22 @@ func allowed(b *brain.Brain, user int64) bool {
 }
 
 // openAICost prices the speech or image a request produced (0 when it
-// produced none: a failed tool call is not billed by OpenAI).
+// produced none: a failed tool call is not billed by OpenAI), and the
+// speech spoken while the model wrote, file or not.
 func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
-	if res == nil || res.FilePath == "" {
+	if res == nil {
 		return 0
 	}
 	var usd float64
-	switch mode {
-	case claude.Speech:
+	switch {
+	case mode == claude.Speech && res.SpokenChars > 0:
+		// Spoken while the model wrote: billed whether or not a file came
+		// of it (a stop, a failure).
+		usd, _ = pricing.Speech(b.TTS.Model, res.SpokenChars)
+	case res.FilePath == "":
+	case mode == claude.Speech:
 		usd, _ = pricing.Speech(b.TTS.Model, utf8.RuneCountInString(res.Text))
-	case claude.Image:
+	case mode == claude.Image:
 		usd, _ = pricing.Image(b.Image.Model, b.Image.Size, b.Image.Quality)
 	}
 	return usd
@@ -357,8 +382,13 @@ func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
 
 // waitForSlot waits for the request's turn to run a Claude request; false
 // means it was answered instead (too many waiting) or shutdown came first.
+// A guest request waits as its caller's.
 func (p *Pipeline) waitForSlot(r *request) bool {
-	err := p.slots.acquire(r.ctx, r.in.Key.Bot, p.cfg.Stopping)
+	var caller int64
+	if r.in.Guest != nil {
+		caller = r.in.Sender
+	}
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, p.cfg.Stopping)
 	switch {
 	case err == nil:
 		return true
@@ -449,13 +479,13 @@ func (p *Pipeline) voiceOn(r *request) (bool, error) {
 // ask runs the request in the conversation's session, starting a new
 // session when there is none or the stored one is gone (expired reports
 // the latter).
-func (p *Pipeline) ask(r *request, onText func(string)) (res *claude.Result, expired bool, err error) {
+func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Result)) (res *claude.Result, expired bool, err error) {
 	sess, ok, err := p.store.Session(r.ctx, r.in.Key)
 	if err != nil {
 		return nil, false, err
 	}
 	creq := p.claudeRequest(r, r.sum.mode)
-	creq.OnText = onText
+	creq.OnText, creq.OnFile = onText, onFile
 	// Without a session the driver names one: a new conversation (or the
 	// first message after /reset) is served by a spare when one is ready.
 	creq.SessionID, creq.Resume = sess.ID, ok
@@ -575,24 +605,61 @@ func (p *Pipeline) baseRequest(b *brain.Brain, bot, prompt string, facts sysprom
 	}
 }
 
-// organize finds the file the tool wrote, moves it under
-// <kind>-output/bot-<id>/user-<uid>/ and writes its sidecar.
-func (p *Pipeline) organize(r *request, res *claude.Result) (string, error) {
+// sendFile sends the voice note or picture of res as soon as the tool
+// reported it, while the model still writes its closing words (Run
+// returns after them, with the request's cost). done ends what showed
+// while it was made. It reports whether the request is answered; not
+// when its message was edited meanwhile (nothing is sent) or its session
+// cannot be stored, which the request's end then tells.
+func (p *Pipeline) sendFile(r *request, res *claude.Result, done func()) bool {
+	if r.in.Superseded.Load() {
+		return false // dropped with the file once the turn is over
+	}
+	// Stored before the answer goes out, as every answer's (keepSession).
+	if err := p.keepSession(r, res.SessionID); err != nil {
+		r.log.Warn("session not stored; the file waits for the end of the turn", zap.Error(err))
+		return false
+	}
+	done()
+	paths, err := p.organize(r, res)
+	r.replyFile(res, paths, err)
+	return true
+}
+
+// organize finds the file the tool wrote (the files, for a voice answer
+// longer than one note), moves each under <kind>-output/bot-<id>/user-<uid>/
+// and writes its sidecar.
+func (p *Pipeline) organize(r *request, res *claude.Result) ([]string, error) {
 	kind := output.Audio
 	if r.sum.mode == claude.Image {
 		kind = output.Image
 	}
 	start := time.Now()
 	defer func() { r.sum.locate = time.Since(start) }()
-	path, err := output.Locate(filepath.Join(p.cfg.DataDir, kind.Dir()), res.FilePrefix, res.FileExt, res.FilePath)
-	if err != nil {
-		return "", err
+	reported := res.FilePaths
+	if len(reported) == 0 {
+		reported = []string{res.FilePath}
 	}
-	path, err = output.Organize(p.cfg.DataDir, path, kind, r.in.Key.Bot, r.in.Sender)
-	if err == nil {
-		r.writeSidecar(res, path)
+	var paths []string
+	for _, file := range reported {
+		path, err := output.Locate(filepath.Join(p.cfg.DataDir, kind.Dir()), res.FilePrefix, res.FileExt, file)
+		if err == nil && slices.Contains(paths, path) {
+			err = fmt.Errorf("output: %s reported twice or not found", file) // never a note twice, nor one missing
+		}
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, path)
 	}
-	return path, err
+	for i, path := range paths {
+		organised, err := output.Organize(p.cfg.DataDir, path, kind, r.in.Key.Bot, r.in.Sender)
+		if err != nil {
+			return nil, err
+		}
+		r.writeSidecar(res, organised)
+		paths[i] = organised
+	}
+	return paths, nil
 }
 
 // The outcomes. Each sends at most the one reply and sets the summary's
@@ -639,10 +706,11 @@ func (r *request) replyText(text string) {
 	}
 }
 
-// replyFile sends the generated voice note or image found at path (and
-// the text too when the brain asks). Speech that cannot be sent as a file
-// falls back to its text.
-func (r *request) replyFile(res *claude.Result, path string, located error) {
+// replyFile sends the generated voice note or image found at paths (a
+// voice answer longer than one note: each, in order; and the text too when
+// the brain asks). Speech that cannot be sent as a file falls back to its
+// text.
+func (r *request) replyFile(res *claude.Result, paths []string, located error) {
 	speechText := ""
 	textToo := r.brain.Image.SendTextToo
 	if r.sum.mode == claude.Speech {
@@ -656,10 +724,23 @@ func (r *request) replyFile(res *claude.Result, path string, located error) {
 		r.fail("locate", located)
 		return
 	}
-	err := r.timeSend(func() error { return r.out.File(r.ctx, fileKind(r.sum.mode), path) })
+	sent := 0
+	err := r.timeSend(func() error {
+		for _, path := range paths {
+			if err := r.out.File(r.ctx, fileKind(r.sum.mode), path); err != nil {
+				return err
+			}
+			sent++
+		}
+		return nil
+	})
 	switch {
 	case errors.Is(err, message.ErrBlocked):
 		r.sum.outcome = "blocked"
+		return
+	case err != nil && sent > 0:
+		// The first notes are out: the text now would say it all twice.
+		r.fail("send", fmt.Errorf("voice note %d of %d: %w", sent+1, len(paths), err))
 		return
 	case err != nil && speechText != "":
 		r.speechFailed("voice message not sent; sending the text reply instead", "send", err, speechText)

@@ -41,6 +41,9 @@ func (noChats) Fetch(context.Context, string, string, int64) ([]byte, error) {
 	panic("nothing to fetch")
 }
 func (noChats) AnswerTap(context.Context, string, string, string) error { panic("no tap to answer") }
+func (noChats) IsAdmin(context.Context, string, int64, int64) (bool, error) {
+	panic("no admin to ask about")
+}
 
 // doneProgress records that a message was finished.
 type doneProgress struct{ finished bool }

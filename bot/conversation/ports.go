@@ -68,6 +68,9 @@ type Chats interface {
 	// AnswerTap answers a tap's query as bot, with a notice ("" for none)
 	// shown only to the user who tapped.
 	AnswerTap(ctx context.Context, bot, query, notice string) error
+	// IsAdmin reports whether user is an administrator (or the creator)
+	// of group chat, as Telegram says now.
+	IsAdmin(ctx context.Context, bot string, chat, user int64) (bool, error)
 }
 
 // Outbox sends to one chat; one goroutine uses it. Errors of a user who

@@ -59,8 +59,12 @@ func (r *request) writeSidecar(res *claude.Result, path string) {
 }
 
 // voiceText is the text the speech tool was called with, else the
-// turn-one reply it was asked to speak.
+// turn-one reply it was asked to speak: always the reply when it was
+// spoken while the model wrote it (the call's text is then a stand-in).
 func voiceText(res *claude.Result) string {
+	if res.SpokenChars > 0 {
+		return res.Text
+	}
 	var args toolspec.SpeechArgs
 	if json.Unmarshal(fileCallArgs(res, toolspec.SpeechTool), &args) == nil && args.Text != "" {
 		return args.Text

@@ -3,6 +3,8 @@ package conversation
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -10,7 +12,11 @@ import (
 // slots hands out the Claude slots (BRAINBOT_MAX_CLAUDE) fairly across
 // bots: requests wait in a line per bot, and a freed slot goes to the next
 // bot in turn (round robin), so one busy bot cannot starve the others.
-// Waiting is bounded per bot, in length and in time.
+// Waiting is bounded per bot, in length and in time, and per guest
+// caller: a conversation waits with one request at a time, and so may
+// the caller of guest requests, however many chats they summon the bot
+// from (each its own conversation), so one person cannot fill the line
+// everyone else waits in.
 type slots struct {
 	// maxWaiting is how many requests of one bot may wait; maxWait how
 	// long one may.
@@ -34,6 +40,7 @@ type gauge interface {
 
 type waiter struct {
 	granted chan struct{} // closed when the slot is handed over
+	caller  int64         // of a guest request; 0 for any other
 }
 
 // errNoSlot says a request could not get a Claude slot: its bot's line is
@@ -45,10 +52,16 @@ func newSlots(n, maxWaiting int, maxWait time.Duration, running, waiting gauge) 
 		running: running, waitingGauge: waiting}
 }
 
-// acquire waits for a slot for bot. It returns errNoSlot when the bot's
-// line is full or the wait is over, and stopped's error when stop is
-// closed first. The caller must call release once it has the slot.
-func (s *slots) acquire(ctx context.Context, bot string, stop <-chan struct{}) error {
+// errCallerWaiting says a guest request could not wait for a slot: its
+// caller has one waiting already.
+var errCallerWaiting = fmt.Errorf("%w: the caller has a guest request waiting already", errNoSlot)
+
+// acquire waits for a slot for bot; caller names who summoned the bot for
+// a guest request (0 for any other). It returns errNoSlot when the bot's
+// line is full, the caller has a request in it already, or the wait is
+// over, and stopped's error when stop is closed first. The caller must
+// call release once it has the slot.
+func (s *slots) acquire(ctx context.Context, bot string, caller int64, stop <-chan struct{}) error {
 	s.mu.Lock()
 	if s.free > 0 && len(s.turns) == 0 {
 		s.free--
@@ -60,7 +73,11 @@ func (s *slots) acquire(ctx context.Context, bot string, stop <-chan struct{}) e
 		s.mu.Unlock()
 		return errNoSlot
 	}
-	w := &waiter{granted: make(chan struct{})}
+	if caller != 0 && slices.ContainsFunc(s.lines[bot], func(w *waiter) bool { return w.caller == caller }) {
+		s.mu.Unlock()
+		return errCallerWaiting
+	}
+	w := &waiter{granted: make(chan struct{}), caller: caller}
 	if len(s.lines[bot]) == 0 {
 		s.turns = append(s.turns, bot)
 	}

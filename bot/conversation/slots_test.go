@@ -15,7 +15,7 @@ func newGauge() prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOp
 
 func TestSlotsRoundRobin(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
-	if err := s.acquire(context.Background(), "a", nil); err != nil {
+	if err := s.acquire(context.Background(), "a", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -25,7 +25,7 @@ func TestSlotsRoundRobin(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.acquire(context.Background(), bot, nil); err != nil {
+			if err := s.acquire(context.Background(), bot, 0, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -53,13 +53,13 @@ func TestSlotsRoundRobin(t *testing.T) {
 func TestSlotsBounds(t *testing.T) {
 	s := newSlots(1, 1, 50*time.Millisecond, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- s.acquire(ctx, "a", nil) }()
+	go func() { done <- s.acquire(ctx, "a", 0, nil) }()
 	waitFor(t, func() bool { return s.waiting("a") == 1 })
-	if err := s.acquire(ctx, "a", nil); !errors.Is(err, errNoSlot) {
+	if err := s.acquire(ctx, "a", 0, nil); !errors.Is(err, errNoSlot) {
 		t.Errorf("acquire with a full line = %v, want errNoSlot", err)
 	}
 	if err := <-done; !errors.Is(err, errNoSlot) {
@@ -67,7 +67,7 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if err := s.acquire(ctx, "b", stop); !errors.Is(err, errStopping) {
+	if err := s.acquire(ctx, "b", 0, stop); !errors.Is(err, errStopping) {
 		t.Errorf("acquire while stopping = %v, want errStopping", err)
 	}
 	if s.waiting("a")+s.waiting("b") != 0 {
@@ -78,8 +78,59 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	// The one slot is still held by the first acquire, and comes back.
 	s.release()
-	if err := s.acquire(ctx, "c", nil); err != nil {
+	if err := s.acquire(ctx, "c", 0, nil); err != nil {
 		t.Errorf("slot lost after waiters gave up: %v", err)
+	}
+}
+
+// A caller of guest requests may have one waiting for a bot's slot, as a
+// user's private chat may: one person summoning the bot from many chats
+// cannot fill the line everyone else waits in. Others wait as before.
+func TestSlotsGuestShare(t *testing.T) {
+	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
+	ctx := context.Background()
+	if err := s.acquire(ctx, "a", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	granted := make(chan int64, 4)
+	enter := func(caller int64) {
+		go func() {
+			if err := s.acquire(ctx, "a", caller, nil); err != nil {
+				t.Error(err)
+				return
+			}
+			granted <- caller
+			s.release()
+		}()
+	}
+	for i, caller := range []int64{7, 8, 0, 0} {
+		enter(caller)
+		waitFor(t, func() bool { return s.waiting("a") == i+1 })
+	}
+	// Turned away at once (a request let in would give up on its ended
+	// context instead).
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.acquire(ended, "a", 7, nil); !errors.Is(err, errNoSlot) {
+		t.Fatalf("a caller's second guest request waiting = %v, want errNoSlot", err)
+	}
+	s.release()
+	var order []int64
+	for range 4 {
+		order = append(order, <-granted)
+	}
+	if order[0] != 7 || order[1] != 8 {
+		t.Errorf("served %v, want the line in order", order)
+	}
+	// Once served, the caller may wait again.
+	if err := s.acquire(ctx, "a", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	enter(7)
+	waitFor(t, func() bool { return s.waiting("a") == 1 })
+	s.release()
+	if caller := <-granted; caller != 7 {
+		t.Errorf("served %d, want the caller's next request", caller)
 	}
 }
 
@@ -88,7 +139,7 @@ func TestSlotsBounds(t *testing.T) {
 func TestSlotsGrantWhileGivingUp(t *testing.T) {
 	s := newSlots(1, 5, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := &waiter{granted: make(chan struct{})}
@@ -99,7 +150,7 @@ func TestSlotsGrantWhileGivingUp(t *testing.T) {
 		t.Fatal("leave found a waiter that was already granted")
 	}
 	s.release() // what acquire does when leave reports a grant
-	if err := s.acquire(ctx, "b", nil); err != nil {
+	if err := s.acquire(ctx, "b", 0, nil); err != nil {
 		t.Fatalf("slot lost: %v", err)
 	}
 }

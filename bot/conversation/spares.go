@@ -14,7 +14,8 @@ import (
 
 // SpareKeeper is an Agent that keeps processes started ahead of requests
 // that let it name their session (*claude.Driver): n of shape under the
-// name set, replaced when set's shape changes, ended by DropSpares.
+// name set, replaced when the brain set's shape comes from is edited,
+// ended by DropSpares.
 type SpareKeeper interface {
 	KeepSpares(set string, shape claude.Request, n int) error
 	DropSpares(set string)
@@ -23,7 +24,9 @@ type SpareKeeper interface {
 // KeepSpares has the agent keep Config.Spares processes started for bot's
 // new conversations, of the shape brain b gives their requests: at the
 // bot's start, and again on each edit of its brain (a changed shape
-// replaces them, an unchanged one keeps them).
+// replaces them, an unchanged one keeps them). Its guest answers, of
+// another shape (no question tool), keep spares of their own beside them
+// (claude.Driver.KeepSpares).
 func (p *Pipeline) KeepSpares(bot string, b *brain.Brain) {
 	keeper, ok := p.claude.(SpareKeeper)
 	if !ok || p.cfg.Spares <= 0 {

@@ -14,59 +14,71 @@ import (
 	"brainbot/output"
 )
 
-// stopButtons are the streamed answers being written now whose drafts
-// carry a stop button, by conversation: a press names its draft, and only
-// the answer still showing that draft is stopped.
-type stopButtons struct {
+// answers are the answers being written now, by conversation: who asked
+// each (whom /stop and ⏹ answer to in a group), and the stream showing
+// it, whose draft's stop button a press names: only the answer still
+// showing that draft is stopped.
+type answers struct {
 	mu      sync.Mutex
-	running map[string]*stopButton
+	running map[string]*answer
 }
 
-// stopButton is the button of one streamed answer.
-type stopButton struct {
-	draft   int64
+// answer is one answer being written.
+type answer struct {
+	asker int64
+	// stream shows it (nil: not streamed); draft is the stream's (0: no
+	// drafts, as in a group: only its ⏹, buttons.go, presses it).
 	stream  Stream
+	draft   int64
 	pressed atomic.Bool
 }
 
-// open registers the stream of conversation key's answer; close with
-// closeButton once the answer is done. A stream that shows no drafts (a
-// group's) has draft 0: only its ⏹ (buttons.go) presses it.
-func (b *stopButtons) open(key string, st Stream) *stopButton {
-	button := &stopButton{draft: st.DraftID(), stream: st}
+// open registers the answer conversation key's asker gets now, shown by
+// st (nil for none); end it with end once it is done.
+func (b *answers) open(key string, asker int64, st Stream) *answer {
+	a := &answer{asker: asker, stream: st}
+	if st != nil {
+		a.draft = st.DraftID()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.running == nil {
-		b.running = map[string]*stopButton{}
+		b.running = map[string]*answer{}
 	}
-	b.running[key] = button
-	return button
+	b.running[key] = a
+	return a
 }
 
-func (b *stopButtons) closeButton(key string, button *stopButton) {
+func (b *answers) end(key string, a *answer) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.running[key] == button {
+	if b.running[key] == a {
 		delete(b.running, key)
 	}
 }
 
+// current is the answer being written in conversation key (nil: none).
+func (b *answers) current(key string) *answer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.running[key]
+}
+
 // press marks the answer showing draft in conversation key as stopped and
 // stops its stream; false when no answer shows that draft (it ended).
-func (b *stopButtons) press(key string, draft int64) bool {
-	b.mu.Lock()
-	button := b.running[key]
-	b.mu.Unlock()
-	if button == nil || button.draft != draft {
+func (b *answers) press(key string, draft int64) bool {
+	a := b.current(key)
+	if a == nil || a.stream == nil || a.draft != draft {
 		return false
 	}
-	button.pressed.Store(true)
-	button.stream.Cancel() // nothing more shows: the real message follows
+	a.pressed.Store(true)
+	a.stream.Cancel() // nothing more shows: the real message follows
 	return true
 }
 
-// Pressed reports whether the button was pressed (false for none).
-func (button *stopButton) Pressed() bool { return button != nil && button.pressed.Load() }
+// Pressed reports whether the answer's stop button was pressed (false
+// for none).
+func (a *answer) Pressed() bool { return a != nil && a.pressed.Load() }
 
 // pressStop stops the answer whose draft's stop button r's sender
 // pressed: its turn ends at once, and converse sends what was written so
@@ -74,7 +86,7 @@ func (button *stopButton) Pressed() bool { return button != nil && button.presse
 // logged.
 func (p *Pipeline) pressStop(r *request) {
 	key := r.in.Key.String()
-	if !allowed(r.brain, r.in.Sender) || !p.buttons.press(key, r.in.DraftID) {
+	if !allowed(r.brain, r.in.Sender) || !p.answers.press(key, r.in.DraftID) {
 		r.log.Debug("stop button for no answer being written: ignored", zap.Int64("draft_id", r.in.DraftID))
 		r.drop("ignored")
 		return

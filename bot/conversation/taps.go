@@ -52,14 +52,19 @@ type tap struct {
 	then func(ctx context.Context)
 }
 
-// Tap answers a tap on one of the bots' buttons. It returns the option a
-// tap chose, which the intake queues as the user's next message; chosen
-// is false for every other tap, which is answered here and done.
-func (p *Pipeline) Tap(ctx context.Context, in *message.Inbound) (choice string, chosen bool) {
+// Tap answers a tap on one of the bots' buttons. A tap that chose an
+// option returns it as words, which the intake queues as the user's next
+// message: the tap's update with the option as its text, from whoever
+// the tap answers for (an admin's tap for the group's anonymous admins:
+// the group). chosen is false for every other tap, which is answered here
+// and done.
+func (p *Pipeline) Tap(ctx context.Context, in *message.Inbound) (words message.Update, chosen bool) {
 	t := &tap{in: in, brain: p.cfg.Brain(in.Key.Bot), kind: "unknown", outcome: "refused", notice: NoticeGone,
 		log: p.log.With(zap.String("request_id", in.RequestID), zap.String("bot", in.Key.Bot), zap.Int64("user", in.Sender),
 			zap.Int64("chat", in.Key.Chat))}
-	choice, chosen = p.resolveTap(ctx, t)
+	choice, chosen := p.resolveTap(ctx, t)
+	words = in.Update
+	words.Text = choice
 	p.cfg.Metrics.ButtonTaps.WithLabelValues(in.Key.Bot, t.kind, t.outcome).Inc()
 	t.log.Info("button tapped", zap.String("kind", t.kind), zap.String("outcome", t.outcome), zap.Int("message_id", in.MessageID))
 	if err := p.cfg.Chats.AnswerTap(ctx, in.Key.Bot, in.Tap.QueryID, t.notice); err != nil {
@@ -68,7 +73,7 @@ func (p *Pipeline) Tap(ctx context.Context, in *message.Inbound) (choice string,
 	if t.then != nil {
 		t.then(ctx)
 	}
-	return choice, chosen
+	return words, chosen
 }
 
 // resolveTap decides what t means and sets its answer.
@@ -87,11 +92,14 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 		t.outcome, t.notice = "error", NoticeTrouble
 		t.log.Warn("could not look up a tapped button", zap.Error(err))
 		return "", false
-	case !found || b.Conversation != in.Key || b.MessageID != 0 && b.MessageID != in.MessageID || place >= max(len(b.Options), 1):
+	case !found || b.Conversation != in.Key || !underTheirMessage(b, in.MessageID) || place >= max(len(b.Options), 1):
 		t.log.Debug("tap refused: unknown buttons, or not under their message", zap.Bool("found", found))
 		return "", false
 	}
 	t.buttons, t.kind = b, b.Kind
+	if !p.actForGroup(ctx, t) {
+		return "", false
+	}
 	switch {
 	case p.cfg.Now().Sub(b.Created) > t.brain.Buttons.MaxAge.D():
 		t.outcome, t.notice = "expired", NoticeExpired
@@ -102,9 +110,19 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 	case b.Kind == store.ButtonsRead:
 		p.readTap(ctx, t)
 	case b.Kind == store.ButtonsStop:
-		p.stopTap(t)
+		p.stopTap(ctx, t)
 	}
 	return "", false
+}
+
+// underTheirMessage reports whether buttons b are under message id, the
+// one a tap names. A question's and 🔊 are placed under their message
+// once it is sent (PlaceButtons): buttons never placed are under none.
+// ⏹ is under the message its answer streams into only while it is
+// written, and closed once the turn ends: the answer running is the one
+// it stops.
+func underTheirMessage(b store.Buttons, id int) bool {
+	return b.Kind == store.ButtonsStop || b.MessageID == id
 }
 
 // choose takes a tap on option of a question: the first tap of the user
@@ -225,12 +243,16 @@ func (p *Pipeline) describeReading(t *tap, path string, usd float64) {
 }
 
 // stopTap takes a tap on ⏹ under a streamed answer in a group: the user
-// who asked ends the model's turn.
-func (p *Pipeline) stopTap(t *tap) {
+// who asked, or an admin of the group, ends the model's turn.
+func (p *Pipeline) stopTap(ctx context.Context, t *tap) {
+	may, err := p.mayStop(ctx, t.in.Key, t.buttons.User, t.in.Sender)
 	switch {
-	case t.buttons.User != 0 && t.buttons.User != t.in.Sender:
+	case err != nil:
+		t.outcome, t.notice = "error", NoticeTrouble
+		t.log.Warn("could not ask Telegram whether the user is an admin of the group", zap.Error(err))
+	case !may:
 		t.outcome, t.notice = "not_asker", NoticeNotYours
-	case t.buttons.UsedBy != 0 || !p.buttons.press(t.in.Key.String(), 0):
+	case t.buttons.UsedBy != 0 || !p.answers.press(t.in.Key.String(), 0):
 		t.outcome, t.notice = "finished", NoticeFinished
 	case p.claude.Interrupt(t.in.Key.String()):
 		// converse keeps what was written, as for a draft's stop button.

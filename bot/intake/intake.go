@@ -41,9 +41,10 @@ type Handler interface {
 	Unreadable(ctx context.Context, m *message.Inbound)
 	Resend(ctx context.Context, m *message.Inbound)
 	// Tap answers a tap on one of the bot's buttons. A tap that chose an
-	// option of a question returns it: the intake queues m with it as the
-	// user's words.
-	Tap(ctx context.Context, m *message.Inbound) (choice string, chosen bool)
+	// option of a question returns it as words (the tap's update, with
+	// the option as its text and the sender it answers for): the intake
+	// queues them as the user's next message.
+	Tap(ctx context.Context, m *message.Inbound) (words message.Update, chosen bool)
 }
 
 // Config is what an intake needs.

@@ -22,7 +22,7 @@ func (h *busyHandler) Serve(context.Context, *message.Inbound)      { panic("ser
 func (h *busyHandler) Stop(context.Context, *message.Inbound)       { panic("stopped") }
 func (h *busyHandler) Unreadable(context.Context, *message.Inbound) { panic("unreadable") }
 func (h *busyHandler) Resend(context.Context, *message.Inbound)     { panic("resent") }
-func (h *busyHandler) Tap(context.Context, *message.Inbound) (string, bool) {
+func (h *busyHandler) Tap(context.Context, *message.Inbound) (message.Update, bool) {
 	panic("tapped")
 }
 func (h *busyHandler) Busy(_ context.Context, _ *message.Inbound, tell bool) {

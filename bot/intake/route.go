@@ -118,19 +118,29 @@ func logger(base *zap.Logger, m *message.Inbound) *zap.Logger {
 		zap.Int64("user", m.Sender), zap.Int64("chat", m.Key.Chat))
 }
 
-// wants reports whether u is a message for its bot to answer: in a
-// private chat, any with text or a file; in a group, what the brain's
-// groups setting lets through, and a file the bot cannot read only when
-// it is addressed to the bot (a reply to every sticker posted would be
-// noise).
+// wants reports whether u is a message for its bot to answer (Wants); the
+// brain's groups setting is looked up for a group's message only.
 func (in *Intake) wants(u message.Update) bool {
+	var groups string
+	if u.InGroup() {
+		groups = in.cfg.Groups(u.Key.Bot)
+	}
+	return Wants(u, groups)
+}
+
+// Wants reports whether u is a message for its bot to answer, by the
+// brain's groups setting (brain.Groups; "" for no brain): in a private
+// chat, any with text or a file; in a group, what groups lets through,
+// and a file the bot cannot read only when it is addressed to the bot (a
+// reply to every sticker posted would be noise).
+func Wants(u message.Update, groups string) bool {
 	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 {
 		return false
 	}
 	if !u.InGroup() || u.Guest != nil { // a guest message summoned the bot
 		return true
 	}
-	switch in.cfg.Groups(u.Key.Bot) {
+	switch groups {
 	case brain.GroupsAll:
 	case brain.GroupsMention:
 		if !u.Addressed() {
@@ -200,12 +210,18 @@ func (in *Intake) tellUnreadable(env message.Envelope) {
 }
 
 // tell tells the person who wrote u that it could not be read: in a
-// private chat, or in a group when it addresses the bot. Anything else (a
-// reaction, a boost, a service message) passes silently but for the log.
+// private chat, or in a group when it addresses the bot. A tap is
+// answered as one on a button that no longer works (its Tap is
+// inaccessible), so the user's spinner stops with a word. Anything else
+// (a reaction, a boost, a service message) passes silently but for the
+// log.
 func (in *Intake) tell(u message.Update) {
-	if u.Sender == 0 || !u.Private() && !u.Addressed() {
-		return
-	}
 	m := &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: newProgress()}
-	in.aside(func(ctx context.Context) { in.cfg.Handler.Unreadable(ctx, m) })
+	switch {
+	case u.Tap.QueryID != "":
+		in.aside(func(ctx context.Context) { in.cfg.Handler.Tap(ctx, m) })
+	case u.Sender == 0 || !u.Private() && !u.Addressed():
+	default:
+		in.aside(func(ctx context.Context) { in.cfg.Handler.Unreadable(ctx, m) })
+	}
 }

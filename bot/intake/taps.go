@@ -15,12 +15,12 @@ func (in *Intake) tap(d message.Delivery, u message.Update) {
 	m := inbound(u, d)
 	aside := &message.Inbound{Update: m.Update, RequestID: m.RequestID, Arrived: m.Arrived, Progress: newProgress()}
 	in.aside(func(ctx context.Context) {
-		choice, chosen := in.cfg.Handler.Tap(ctx, aside)
+		words, chosen := in.cfg.Handler.Tap(ctx, aside)
 		if !chosen {
 			d.Done(false)
 			return
 		}
-		m.Text = choice
+		m.Update = words
 		if !d.Envelope().Accepted && !in.admit(m) {
 			d.Done(false)
 			return

@@ -26,9 +26,11 @@ func (h *tapHandler) Serve(_ context.Context, m *message.Inbound) {
 	<-h.release
 }
 
-func (h *tapHandler) Tap(_ context.Context, m *message.Inbound) (string, bool) {
+func (h *tapHandler) Tap(_ context.Context, m *message.Inbound) (message.Update, bool) {
 	h.tapped <- m
-	return "Rome", m.Tap.Data == "choose"
+	words := m.Update
+	words.Text = "Rome"
+	return words, m.Tap.Data == "choose"
 }
 
 // A tap is answered beside the queue, while its conversation's queue is

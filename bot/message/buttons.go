@@ -16,6 +16,9 @@ type Tap struct {
 	Inaccessible bool
 	// FromBot: a bot tapped.
 	FromBot bool
+	// ChatTitle is the title of the group the message is in: the name a
+	// tap made for the group's anonymous admins speaks under.
+	ChatTitle string
 }
 
 // Button is an inline button: its label, and the data a tap on it sends

@@ -11,7 +11,8 @@ import (
 )
 
 // Key names a conversation: a bot's chat, and in a forum supergroup one
-// topic of it (Thread, 0 elsewhere). A conversation's messages are
+// topic of it (Thread, 0 elsewhere), or one caller's guest messages in a
+// chat (GuestKey: a negative Thread). A conversation's messages are
 // answered one at a time, in order, in one Claude session. A Key is built
 // from an update in one place only (the transport's decoding), and named
 // as a string only by String.
@@ -19,6 +20,26 @@ type Key struct {
 	Bot    string
 	Chat   int64
 	Thread int
+}
+
+// GuestKey is the conversation of caller's guest messages in chat (the
+// bot summoned where it is not a member): the pair (caller, chat), apart
+// from the chat's own conversations and from every other caller's. A
+// chat id alone is not enough: in a private chat Telegram names the chat
+// by the other party, so the chats of many callers with one person, and
+// the bot's own chat with that person, share an id.
+//
+// The caller is kept in Thread, as a number no forum topic has (topics
+// are positive), so every store, subject and process name made of (bot,
+// chat, thread) keeps guests apart with no schema of its own: -caller for
+// a user, and below -2^52 for a chat (an anonymous admin, a channel):
+// Telegram's user and chat ids have at most 52 significant bits.
+func GuestKey(bot string, chat, caller int64) Key {
+	thread := -caller
+	if caller <= 0 {
+		thread = caller - 1<<52
+	}
+	return Key{Bot: bot, Chat: chat, Thread: int(thread)}
 }
 
 // String is the key as one word, "bot/chat/thread": how the Claude driver
@@ -138,11 +159,6 @@ type Update struct {
 type Guest struct {
 	QueryID string
 }
-
-// GuestThread is the Thread of a guest conversation in a chat that is not
-// a group (a private chat between others): keyed apart from the bot's own
-// private chat with anyone.
-const GuestThread = -1
 
 // Reply is the message another replies to, as the model is told of it:
 // someone's words, never instructions.

@@ -114,7 +114,7 @@ func readTap(u *message.Update, q *models.CallbackQuery) {
 	u.SenderName = strings.TrimSpace(q.From.FirstName + " " + q.From.LastName)
 	switch m := q.Message; {
 	case m.Message != nil:
-		u.ChatType, u.MessageID = string(m.Message.Chat.Type), m.Message.ID
+		u.ChatType, u.MessageID, u.Tap.ChatTitle = string(m.Message.Chat.Type), m.Message.ID, m.Message.Chat.Title
 	case m.InaccessibleMessage != nil:
 		u.ChatType, u.MessageID = string(m.InaccessibleMessage.Chat.Type), m.InaccessibleMessage.MessageID
 		u.Tap.Inaccessible = true

@@ -12,11 +12,12 @@ import (
 
 // countingClient counts the failed calls of every Bot API method a bot's
 // client makes (polling, getMe, sends, webhooks alike) as
-// brainbot_telegram_errors_total{method, code}. It sits under the client
+// brainbot_telegram_errors_total{bot, method, code}. It sits under the client
 // library, so no call can go uncounted; a call its caller cancelled is
 // no failure and is not counted.
 type countingClient struct {
 	next    tgbot.HttpClient
+	bot     string
 	metrics *metrics.Metrics
 }
 
@@ -30,9 +31,9 @@ func (c countingClient) Do(req *http.Request) (*http.Response, error) {
 	method := path.Base(req.URL.Path)
 	switch {
 	case err != nil:
-		c.metrics.TelegramErrors.WithLabelValues(method, "other").Inc()
+		c.metrics.TelegramErrors.WithLabelValues(c.bot, method, "other").Inc()
 	case resp.StatusCode != http.StatusOK:
-		c.metrics.TelegramErrors.WithLabelValues(method, statusLabel(resp.StatusCode)).Inc()
+		c.metrics.TelegramErrors.WithLabelValues(c.bot, method, statusLabel(resp.StatusCode)).Inc()
 	}
 	return resp, err
 }

@@ -3,6 +3,7 @@ package telegram
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -19,23 +20,37 @@ import (
 // It is the one place a conversation key is made from an update.
 func KeyOf(bot string, raw []byte) (updateID int64, key message.Key, ok bool) {
 	var head updateHead
-	if json.Unmarshal(raw, &head) != nil || head.ID == 0 {
+	if decodeLoosely(raw, &head) != nil || head.ID == 0 {
 		return 0, message.Key{}, false
 	}
 	return head.ID, head.key(bot), true
 }
 
-// key is the conversation of the update the head was read from.
+// decodeLoosely decodes data into v as far as its types allow: a field
+// whose JSON type is not v's (a string where a number belongs) is left
+// zero and the others are read, as encoding/json does before it reports
+// the first such field. Only data that is not JSON at all is an error.
+// The few fields brainbot must always read of an update (its id, chat,
+// sender) are read so, so that one odd field elsewhere hides none of them.
+func decodeLoosely(data []byte, v any) error {
+	err := json.Unmarshal(data, v)
+	if _, wrongType := errors.AsType[*json.UnmarshalTypeError](err); wrongType {
+		return nil
+	}
+	return err
+}
+
+// key is the conversation of the update the head was read from; a guest
+// message's is its caller's in its chat (message.GuestKey).
 func (h *updateHead) key(bot string) message.Key {
+	if g := h.GuestMessage; g != nil {
+		return message.GuestKey(bot, g.Chat.ID, g.caller())
+	}
 	key := message.Key{Bot: bot}
 	if c := h.chat(); c != nil {
 		key.Chat = c.Chat.ID
-		group := c.Chat.Type == "group" || c.Chat.Type == "supergroup"
-		switch {
-		case group && c.Topic:
+		if (c.Chat.Type == "group" || c.Chat.Type == "supergroup") && c.Topic {
 			key.Thread = c.Thread
-		case !group && h.GuestMessage != nil:
-			key.Thread = message.GuestThread
 		}
 	}
 	return key
@@ -50,7 +65,6 @@ type updateHead struct {
 	EditedChannelPost     *chatHead `json:"edited_channel_post"`
 	BusinessMessage       *chatHead `json:"business_message"`
 	EditedBusinessMessage *chatHead `json:"edited_business_message"`
-	GuestMessage          *chatHead `json:"guest_message"`
 	StoppedGeneration     *chatHead `json:"stopped_message_generation"`
 	CallbackQuery         *struct {
 		Message *chatHead `json:"message"`
@@ -62,6 +76,9 @@ type updateHead struct {
 	MessageReactionCount *chatHead `json:"message_reaction_count"`
 	ChatBoost            *chatHead `json:"chat_boost"`
 	RemovedChatBoost     *chatHead `json:"removed_chat_boost"`
+
+	// GuestMessage is read with its caller.
+	GuestMessage *guestHead `json:"guest_message"`
 }
 
 type chatHead struct {
@@ -73,13 +90,39 @@ type chatHead struct {
 	Topic  bool `json:"is_topic_message"`
 }
 
+// guestHead is what KeyOf reads of a guest message: its chat and who
+// summoned the bot there.
+type guestHead struct {
+	chatHead
+	CallerUser *idHead `json:"guest_bot_caller_user"`
+	CallerChat *idHead `json:"guest_bot_caller_chat"`
+	SenderChat *idHead `json:"sender_chat"`
+	From       *idHead `json:"from"`
+}
+
+type idHead struct {
+	ID int64 `json:"id"`
+}
+
+// caller is who summoned the bot, as readGuest names its sender: the
+// caller Telegram names, else the message's sender (senderID); 0 for
+// none.
+func (g *guestHead) caller() int64 {
+	for _, id := range []*idHead{g.CallerUser, g.CallerChat, g.SenderChat, g.From} {
+		if id != nil {
+			return id.ID
+		}
+	}
+	return 0
+}
+
 func (h *updateHead) chat() *chatHead {
 	var query *chatHead
 	if h.CallbackQuery != nil {
 		query = h.CallbackQuery.Message
 	}
 	for _, c := range []*chatHead{h.Message, h.EditedMessage, h.ChannelPost, h.EditedChannelPost, h.BusinessMessage,
-		h.EditedBusinessMessage, h.GuestMessage, h.StoppedGeneration, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
+		h.EditedBusinessMessage, h.StoppedGeneration, query, h.MyChatMember, h.ChatMember, h.ChatJoinRequest,
 		h.MessageReaction, h.MessageReactionCount, h.ChatBoost, h.RemovedChatBoost} {
 		if c != nil {
 			return c
@@ -95,7 +138,7 @@ func (h *updateHead) chat() *chatHead {
 // is message.Membership; everything else is message.Unhandled.
 func Decode(env message.Envelope) message.Update {
 	var head updateHead
-	_ = json.Unmarshal(env.Raw, &head) // what could not be read is zero
+	_ = decodeLoosely(env.Raw, &head) // what could not be read is zero
 	u := message.Update{ID: cmp.Or(head.ID, env.UpdateID), Key: head.key(env.Bot)}
 	var up models.Update
 	if err := json.Unmarshal(env.Raw, &up); err != nil {
@@ -264,13 +307,22 @@ var contentKeys = []string{"photo", "video", "audio", "voice", "document", "stic
 	"video_note", "paid_media", "location", "venue", "contact", "poll", "dice", "story", "checklist"}
 
 // readUnreadable reads who wrote a "message" update the library cannot
-// decode, and where, as far as the JSON allows: only a message someone
+// decode (a type newer than it, or a field of another JSON type than it
+// expects), and where, as far as the JSON allows: only a message someone
 // wrote has a sender to tell. Its text is read only to see whether it
-// mentions the bot, and never kept.
+// mentions the bot, and never kept. A tap (callback_query) keeps its
+// query, to be answered, and who tapped; nothing else it names is read.
 func readUnreadable(u *message.Update, raw []byte, me message.Identity, err error) {
 	u.Kind, u.What, u.Problem = message.Unreadable, "message", err
 	var loose struct {
 		Message map[string]json.RawMessage `json:"message"`
+		Tap     *struct {
+			ID   string `json:"id"`
+			From struct {
+				ID    int64 `json:"id"`
+				IsBot bool  `json:"is_bot"`
+			} `json:"from"`
+		} `json:"callback_query"`
 	}
 	var head struct {
 		Chat struct {
@@ -282,15 +334,19 @@ func readUnreadable(u *message.Update, raw []byte, me message.Identity, err erro
 		Text    string `json:"text"`
 		Caption string `json:"caption"`
 	}
-	if json.Unmarshal(raw, &loose) != nil || loose.Message == nil {
+	if decodeLoosely(raw, &loose) != nil || loose.Message == nil {
 		u.What = kindName(raw)
+		if q := loose.Tap; q != nil && q.ID != "" && q.From.ID != 0 {
+			u.Sender, u.Tap = q.From.ID, message.Tap{QueryID: q.ID, Inaccessible: true, FromBot: q.From.IsBot}
+		}
 		return
 	}
 	msg, _ := json.Marshal(loose.Message)
-	if json.Unmarshal(msg, &head) != nil || head.From == nil {
+	if decodeLoosely(msg, &head) != nil || head.From == nil || head.From.ID == 0 {
 		return
 	}
-	written := head.Text != "" || head.Caption != "" || slices.ContainsFunc(contentKeys, func(k string) bool {
+	// Text or a caption of another type is still something written.
+	written := slices.ContainsFunc(append([]string{"text", "caption"}, contentKeys...), func(k string) bool {
 		_, ok := loose.Message[k]
 		return ok
 	})

@@ -49,6 +49,9 @@ func TestUnreadableUpdates(t *testing.T) {
 	for file, sender := range map[string]int64{
 		"forward-origin.json": 7, "paid-media.json": 7, "reply-origin.json": 7,
 		"reaction.json": 0, "background.json": 0, "boost.json": 0, "member-status.json": 0,
+		// Fields of another JSON type than the library's hide nothing
+		// else: the sender and the chat are read all the same.
+		"wrong-type-text.json": 7, "wrong-type-topic.json": 7, "wrong-type-tap.json": 7,
 	} {
 		raw, err := os.ReadFile(filepath.Join("testdata", "undecodable", file))
 		if err != nil {
@@ -61,6 +64,10 @@ func TestUnreadableUpdates(t *testing.T) {
 		u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: raw})
 		if u.Kind != message.Unreadable || u.Problem == nil || u.Sender != sender || u.ID == 0 {
 			t.Errorf("%s read as %+v, want unreadable from %d", file, u, sender)
+		}
+		// A tap is answered, but nothing it names is trusted.
+		if tap := u.Tap; (file == "wrong-type-tap.json") != (tap.QueryID != "") || tap.QueryID != "" && (!tap.Inaccessible || tap.Data != "") {
+			t.Errorf("%s read as the tap %+v", file, tap)
 		}
 	}
 }
@@ -85,6 +92,14 @@ func TestKeyOfEveryKind(t *testing.T) {
 		if u := Decode(message.Envelope{Bot: "b", Raw: []byte(raw)}); u.Key != want {
 			t.Errorf("Decode(%s).Key = %+v, want %+v", raw, u.Key, want)
 		}
+	}
+	// A field of another type is left out; the rest of the key is read.
+	wrongTypes, err := os.ReadFile(filepath.Join("testdata", "undecodable", "wrong-type-topic.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, key, ok := KeyOf("b", wrongTypes); !ok || id != 10 || key != (message.Key{Bot: "b", Chat: -1004001}) {
+		t.Errorf("KeyOf(a topic's message with wrong types) = %d %+v %v", id, key, ok)
 	}
 	if _, _, ok := KeyOf("b", []byte(`{"message":{}}`)); ok {
 		t.Error("an update without an id has a key")
@@ -140,7 +155,7 @@ func TestDecodeTaps(t *testing.T) {
 		`"message_thread_id":5,"is_topic_message":true,"from":` + me + `,"text":"Which city?",` +
 		`"reply_markup":{"inline_keyboard":[[{"text":"Paris","callback_data":"k3Jx9vQwZ2bT8mLp.0"}]]}},` +
 		`"chat_instance":"-6000000000000000000","data":"k3Jx9vQwZ2bT8mLp.0"}}`)})
-	want := message.Tap{QueryID: "4382bfdwdsb323b2d9", Data: "k3Jx9vQwZ2bT8mLp.0"}
+	want := message.Tap{QueryID: "4382bfdwdsb323b2d9", Data: "k3Jx9vQwZ2bT8mLp.0", ChatTitle: "Friends"}
 	if topic.Kind != message.Tapped || topic.What != "callback_query" || topic.Tap != want || topic.Key != (message.Key{Bot: "b", Chat: -100, Thread: 5}) ||
 		topic.MessageID != 100004 || topic.Sender != 7 || topic.SenderName != "Ann Lee" || topic.FirstName != "Ann" || topic.Language != "de" || !topic.InGroup() {
 		t.Errorf("tap in a forum topic read as %+v", topic)

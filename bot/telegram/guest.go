@@ -15,20 +15,24 @@ import (
 // a chat it is not a member of, answered once through its query. Its
 // sender is the user who summoned the bot (or the chat they summoned it
 // as), for access rules, limits and caps; its text loses the bot's
-// @mention wherever it was written. Without a query it is not one.
+// @mention wherever it was written. Without a query, or without anyone
+// to name its caller, it is not one. Its key (guestHead.caller) names the
+// caller as this does.
 func readGuest(u *message.Update, msg *models.Message, me message.Identity) {
 	readMessage(u, msg, me)
-	if msg.GuestQueryID == "" {
-		u.Kind = message.Unhandled
-		return
-	}
-	u.Kind, u.Guest = message.Written, &message.Guest{QueryID: msg.GuestQueryID}
 	switch {
 	case msg.GuestBotCallerUser != nil:
 		u.Sender, u.FirstName, u.Language = msg.GuestBotCallerUser.ID, msg.GuestBotCallerUser.FirstName, msg.GuestBotCallerUser.LanguageCode
 	case msg.GuestBotCallerChat != nil:
 		u.Sender = msg.GuestBotCallerChat.ID
+	case msg.SenderChat != nil:
+		u.Sender = msg.SenderChat.ID
 	}
+	if msg.GuestQueryID == "" || u.Sender == 0 {
+		u.Kind = message.Unhandled
+		return
+	}
+	u.Kind, u.Guest = message.Written, &message.Guest{QueryID: msg.GuestQueryID}
 	u.Text, u.Mentioned = withoutMentions(msg, me)
 }
 

@@ -48,7 +48,8 @@ type Outbox struct {
 	edit int
 	// keyboard goes under the next text's last part (Attach).
 	keyboard message.Keyboard
-	// sent are the ids of the messages sent, in order.
+	// sent are the ids of the messages sent, in order: a streamed
+	// message too, once the reply is edited into it.
 	sent []int
 	log  *zap.Logger
 }
@@ -77,7 +78,8 @@ func (o *Outbox) api() (*tgbot.Bot, error) {
 	return c.api, nil
 }
 
-// Sent are the ids of the messages sent so far, in order.
+// Sent are the ids of the messages that carry what was sent so far, in
+// order: new ones, and a streamed message the reply was edited into.
 func (o *Outbox) Sent() []int { return o.sent }
 
 func (o *Outbox) note(m *models.Message) {
@@ -197,7 +199,11 @@ func (o *Outbox) Text(ctx context.Context, text string, formatted bool) error {
 		send := func(text string, mode models.ParseMode) error {
 			if editID != 0 {
 				// The buttons the streamed message had go; the reply's come.
-				return o.editText(ctx, editID, text, mode, buttons)
+				err := o.editText(ctx, editID, text, mode, buttons)
+				if err == nil {
+					o.sent = append(o.sent, editID) // it carries the reply now
+				}
+				return err
 			}
 			return o.call(ctx, "sendMessage", func(ctx context.Context, api *tgbot.Bot) error {
 				m, err := api.SendMessage(ctx, &tgbot.SendMessageParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread,
@@ -251,6 +257,10 @@ func (o *Outbox) File(ctx context.Context, kind message.FileKind, path string) e
 	}
 	name := filepath.Base(path)
 	replyTo := o.reply()
+	if kind == message.VoiceNote {
+		// Each note of an answer longer than one replies to the message.
+		o.replyTo = replyTo
+	}
 	upload := func() *models.InputFileUpload {
 		return &models.InputFileUpload{Filename: name, Data: bytes.NewReader(data)}
 	}

@@ -35,7 +35,7 @@ func (c *Client) Poll(parent context.Context, offset int64, polled func(), handl
 	gate := newConfirmGate(&http.Client{Timeout: c.t.PollTimeout + 15*time.Second}, polled)
 	var mu sync.Mutex
 	var fatal error // why polling stopped: token rejected, or a second poller
-	api, err := c.t.newAPI(c.token, gate,
+	api, err := c.t.newAPI(c.bot, c.token, gate,
 		tgbot.WithInitialOffset(offset),
 		tgbot.WithAllowedUpdates(AllowedUpdates),
 		// The handler must stay fast; running it in the polling worker

@@ -56,12 +56,12 @@ func TestDecodeGuestMessage(t *testing.T) {
 	}
 	u := Decode(message.Envelope{Bot: "b", Me: bot, Raw: raw})
 	if u.Kind != message.Written || u.Guest == nil || u.Guest.QueryID != "AAHvE2kZAAAAAOQQ" || u.Sender != 7 || u.Text != "who wrote this?" ||
-		u.Key != (message.Key{Bot: "b", Chat: -1009876543210}) || u.ReplyTo == nil || u.ReplyTo.Author != "Bob" {
+		u.Key != message.GuestKey("b", -1009876543210, 7) || u.ReplyTo == nil || u.ReplyTo.Author != "Bob" {
 		t.Errorf("guest message read as %+v (reply %+v)", u, u.ReplyTo)
 	}
 	private := `{"update_id":2,"guest_message":{"message_id":1,"date":1,"chat":{"id":8,"type":"private","first_name":"Bo"},` +
 		`"from":{"id":7,"is_bot":false,"first_name":"Ann"},"guest_query_id":"q","text":"@test_bot hi"}}`
-	if _, key, _ := KeyOf("b", []byte(private)); key != (message.Key{Bot: "b", Chat: 8, Thread: message.GuestThread}) {
+	if _, key, _ := KeyOf("b", []byte(private)); key != message.GuestKey("b", 8, 7) {
 		t.Errorf("a guest message in a private chat has key %+v, want one apart from any private conversation", key)
 	}
 	noQuery := `{"update_id":3,"guest_message":{"message_id":1,"date":1,"chat":{"id":-100,"type":"group","title":"G"},` +

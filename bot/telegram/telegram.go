@@ -73,6 +73,7 @@ var AllowedUpdates = []string{"message", "edited_message", "my_chat_member", "st
 // Client is one bot's connection to the Bot API.
 type Client struct {
 	t     *Transport
+	bot   string // the brain id, for the metrics
 	api   *tgbot.Bot
 	token string // never logged
 	log   *zap.Logger
@@ -80,20 +81,21 @@ type Client struct {
 	noRich atomic.Bool
 }
 
-// Client makes the client of the bot with token; it calls nothing yet.
-func (t *Transport) Client(token string, log *zap.Logger) (*Client, error) {
-	api, err := t.newAPI(token, &http.Client{Timeout: t.PollTimeout + 15*time.Second})
+// Client makes the client of the bot with token, whose brain id is bot;
+// it calls nothing yet.
+func (t *Transport) Client(bot, token string, log *zap.Logger) (*Client, error) {
+	api, err := t.newAPI(bot, token, &http.Client{Timeout: t.PollTimeout + 15*time.Second})
 	if err != nil {
 		return nil, err
 	}
-	return &Client{t: t, api: api, token: token, log: log}, nil
+	return &Client{t: t, bot: bot, api: api, token: token, log: log}, nil
 }
 
-func (t *Transport) newAPI(token string, http tgbot.HttpClient, opts ...tgbot.Option) (*tgbot.Bot, error) {
+func (t *Transport) newAPI(bot, token string, http tgbot.HttpClient, opts ...tgbot.Option) (*tgbot.Bot, error) {
 	return tgbot.New(token, append([]tgbot.Option{
 		tgbot.WithServerURL(t.APIURL),
 		tgbot.WithSkipGetMe(), // called by Connect, under its caller's context and retry
-		tgbot.WithHTTPClient(t.PollTimeout, countingClient{next: http, metrics: t.Metrics}),
+		tgbot.WithHTTPClient(t.PollTimeout, countingClient{next: http, bot: bot, metrics: t.Metrics}),
 	}, opts...)...)
 }
 
@@ -129,6 +131,19 @@ func (c *Client) IsMember(ctx context.Context, chat, user int64) (bool, error) {
 		return false, err
 	}
 	return cm.Type != models.ChatMemberTypeLeft && cm.Type != models.ChatMemberTypeBanned, nil
+}
+
+// IsAdmin reports whether user is an administrator or the creator of
+// chat, as Telegram says now (getChatMember): whom a group lets stop any
+// answer, or act for the chat's own anonymous admins.
+func (c *Client) IsAdmin(ctx context.Context, chat, user int64) (bool, error) {
+	var admin bool
+	err := c.t.retry(ctx, "getChatMember", func(ctx context.Context) error {
+		cm, err := c.api.GetChatMember(ctx, &tgbot.GetChatMemberParams{ChatID: chat, UserID: user})
+		admin = err == nil && (cm.Type == models.ChatMemberTypeOwner || cm.Type == models.ChatMemberTypeAdministrator)
+		return err
+	})
+	return admin, err
 }
 
 // BotNumber is the bot's public id as its token starts with: the number

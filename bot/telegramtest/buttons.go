@@ -43,6 +43,8 @@ type Message struct {
 	ID     int
 	Chat   int64
 	Thread int
+	// Title is the group's title, when a user's message gave it.
+	Title string
 	// Method sent it (sendMessage, sendVoice...).
 	Method string
 	// Text and ParseMode are its text as last sent or edited.
@@ -63,7 +65,7 @@ func (b *botState) rememberLocked(c Call, id int, sent map[string]any) {
 		b.messages[chat] = map[int]*Message{}
 	}
 	thread, _ := strconv.Atoi(c.Param("message_thread_id"))
-	b.messages[chat][id] = &Message{ID: id, Chat: chat, Thread: thread, Method: c.Method, Text: c.Param("text"),
+	b.messages[chat][id] = &Message{ID: id, Chat: chat, Thread: thread, Title: b.titles[chat], Method: c.Method, Text: c.Param("text"),
 		ParseMode: c.Param("parse_mode"), Buttons: c.Buttons(), Date: sent["date"].(int64)}
 }
 
@@ -145,6 +147,9 @@ func (m *Message) json(bot int64) map[string]any {
 		"date":       m.Date,
 		"chat":       map[string]any{"id": m.Chat, "type": chatTypeOf(m.Chat)},
 		"from":       map[string]any{"id": bot, "is_bot": true, "first_name": "Test bot"},
+	}
+	if m.Title != "" {
+		out["chat"].(map[string]any)["title"] = m.Title
 	}
 	if m.Text != "" {
 		out["text"] = m.Text

@@ -144,6 +144,12 @@ type botState struct {
 	// allowed is the last allowed_updates the bot gave (getUpdates or
 	// setWebhook), which Telegram keeps; nil until it gives one.
 	allowed []string
+
+	// admins are the administrators of each group (Promote), as
+	// getChatMember reports them; titles the groups' titles, as the
+	// users' messages gave them.
+	admins map[int64]map[int64]bool
+	titles map[int64]string
 }
 
 // hold is one call Hold holds: the next call of method.
@@ -247,7 +253,24 @@ func (s *Server) SendMessage(token string, msg map[string]any) int64 {
 		msg["message_id"] = b.nextMsg
 		b.nextMsg++
 	}
+	b.noteTitleLocked(msg)
 	return s.queueLocked(b, map[string]any{"message": msg})
+}
+
+// noteTitleLocked remembers the title of the group msg is written in:
+// Telegram gives it with every message of the group, the bot's own in a
+// tap's callback_query too.
+func (b *botState) noteTitleLocked(msg map[string]any) {
+	chat, _ := msg["chat"].(map[string]any)
+	id, _ := chat["id"].(int64)
+	title, _ := chat["title"].(string)
+	if id == 0 || title == "" {
+		return
+	}
+	if b.titles == nil {
+		b.titles = map[int64]string{}
+	}
+	b.titles[id] = title
 }
 
 // SendEdit queues an update carrying msg as its "edited_message", as
@@ -266,7 +289,8 @@ func (s *Server) SendEdit(token string, msg map[string]any) int64 {
 // SendUpdate queues an update given as raw JSON, exactly as Telegram
 // would send it (its update_id is replaced by the next one in sequence),
 // and returns the update id. It is how tests send kinds of update the
-// client library may not know.
+// client library may not know. A callback_query's id is a query the bot
+// may answer, as Tap's.
 func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -279,7 +303,17 @@ func (s *Server) SendUpdate(token string, raw []byte) int64 {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.queueLocked(s.botLocked(token), upd)
+	b := s.botLocked(token)
+	var tap struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(fields["callback_query"], &tap) == nil && tap.ID != "" {
+		if b.queries == nil {
+			b.queries = map[string]bool{}
+		}
+		b.queries[tap.ID] = false // the bot may answer it, once
+	}
+	return s.queueLocked(b, upd)
 }
 
 // AllowedUpdates is the last allowed_updates list token's bot gave, by
@@ -408,6 +442,36 @@ func (s *Server) Leave(token string, chatID int64) {
 		b.left = map[int64]bool{}
 	}
 	b.left[chatID] = true
+}
+
+// Promote makes user an administrator of group: getChatMember answers
+// "administrator" for them there, as Telegram does; everyone else is a
+// "member".
+func (s *Server) Promote(token string, group, user int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.botLocked(token)
+	if b.admins == nil {
+		b.admins = map[int64]map[int64]bool{}
+	}
+	if b.admins[group] == nil {
+		b.admins[group] = map[int64]bool{}
+	}
+	b.admins[group][user] = true
+}
+
+// chatMember is getChatMember's answer for user, an administrator or
+// a member, as Telegram shapes it.
+func chatMember(token string, user int64, admin bool) map[string]any {
+	who := map[string]any{"id": user, "is_bot": false, "first_name": fmt.Sprintf("User%d", user)}
+	if user == BotID(token) {
+		who = map[string]any{"id": user, "is_bot": true, "first_name": "Test bot", "username": Username(token)}
+	}
+	if !admin {
+		return map[string]any{"status": "member", "user": who}
+	}
+	return map[string]any{"status": "administrator", "user": who, "can_be_edited": false, "is_anonymous": false,
+		"can_manage_chat": true, "can_delete_messages": true, "can_restrict_members": true}
 }
 
 // Block answers every call addressed to chatID with 403, as when the user
@@ -644,14 +708,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeResult(w, true)
 	case "getChatMember":
+		user, _ := strconv.ParseInt(call.Param("user_id"), 10, 64)
 		s.mu.Lock()
-		left := b.left[call.ChatID()]
+		left, admin := b.left[call.ChatID()], b.admins[call.ChatID()][user]
 		s.mu.Unlock()
 		if left {
 			writeError(w, APIError{Code: 403, Description: "Forbidden: bot is not a member of the supergroup chat"})
 			return
 		}
-		writeResult(w, map[string]any{"status": "member", "user": map[string]any{"id": BotID(token), "is_bot": true, "first_name": "Test bot", "username": Username(token)}})
+		writeResult(w, chatMember(token, user, admin))
 	case "sendRichMessage", "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
 		s.mu.Lock()
 		id := b.nextMsg
@@ -663,6 +728,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		b.calls[index].MessageID = id
 		msg := sentMessage(token, id, call)
 		b.rememberLocked(call, id, msg)
+		s.notifyLocked() // the message shows, under its id: WaitCall and WaitMessage see it
 		s.mu.Unlock()
 		writeResult(w, msg)
 	default:

@@ -134,10 +134,12 @@ type Model struct {
 	// when each streamed answer sent its first content delta.
 	pace         time.Duration
 	streamStarts []time.Time
-	failures     []int         // HTTP statuses for the next message requests, in order
-	holding      string        // requests whose current text holds it are held (Hold)
-	paused       chan struct{} // answers wait for it to close (Pause); nil: none
-	served       int           // message responses so far: numbers message and tool ids
+	// deltas are the text deltas sent, in order.
+	deltas   []Delta
+	failures []int         // HTTP statuses for the next message requests, in order
+	holding  string        // requests whose current text holds it are held (Hold)
+	paused   chan struct{} // answers wait for it to close (Pause); nil: none
+	served   int           // message responses so far: numbers message and tool ids
 }
 
 // Request is one request the CLI made, as recorded by the model.
@@ -265,8 +267,10 @@ func (m *Model) Requests() []Request {
 	return append([]Request(nil), m.requests...)
 }
 
-// SetPace makes every later streamed answer pause d between its deltas
-// (64 bytes each), as a model writing at a fixed rate.
+// SetPace makes every later streamed answer pause d before each 64 bytes
+// of its deltas (text comes 64 bytes a delta, a tool call's input 16), as
+// a model writing at a fixed rate: 256 ms is about 250 characters a
+// second.
 func (m *Model) SetPace(d time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -279,6 +283,22 @@ func (m *Model) StreamStarts() []time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.streamStarts)
+}
+
+// Delta is one text delta the model streamed: when, in which answer
+// (numbered from 1 in the order they began), and its text.
+type Delta struct {
+	At     time.Time
+	Answer int
+	Text   string
+}
+
+// TextDeltas returns the text deltas streamed so far, in order: a test
+// can tell what happened before the model's last word.
+func (m *Model) TextDeltas() []Delta {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.deltas)
 }
 
 // SetDelay makes every later answer wait d before its first byte.
@@ -452,6 +472,10 @@ func (m *Model) serveMessages(w http.ResponseWriter, r *http.Request) {
 		writeStream(r.Context(), w, msg, pace, func() {
 			m.mu.Lock()
 			m.streamStarts = append(m.streamStarts, time.Now())
+			m.mu.Unlock()
+		}, func(text string) {
+			m.mu.Lock()
+			m.deltas = append(m.deltas, Delta{At: time.Now(), Answer: n, Text: text})
 			m.mu.Unlock()
 		})
 	} else {
@@ -877,7 +901,7 @@ func newMessage(n int, model string, a answer, inputTokens int) message {
 // It stops when ctx ends: a client that went away (a CLI whose turn was
 // interrupted) would otherwise keep the server's Close waiting for the
 // rest of a paced answer.
-func writeStream(ctx context.Context, w http.ResponseWriter, msg message, pace time.Duration, firstDelta func()) {
+func writeStream(ctx context.Context, w http.ResponseWriter, msg message, pace time.Duration, firstDelta func(), textDelta func(string)) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -913,11 +937,14 @@ func writeStream(ctx context.Context, w http.ResponseWriter, msg message, pace t
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(pace):
+			case <-time.After(pace * time.Duration(len(p)) / 64):
 			}
 			if firstDelta != nil {
 				firstDelta()
 				firstDelta = nil
+			}
+			if block.Type != "tool_use" && textDelta != nil {
+				textDelta(p) // before it leaves: nothing it causes can come first
 			}
 			send("content_block_delta", map[string]any{
 				"type": "content_block_delta", "index": i,

@@ -511,6 +511,32 @@ func TestModelDelays(t *testing.T) {
 	}
 }
 
+// Paced, an answer's deltas take their time by their length, and each
+// text delta is recorded, in order, with its answer.
+func TestModelPaceAndTextDeltas(t *testing.T) {
+	m := NewModel()
+	defer m.Close()
+	m.SetPace(64 * time.Millisecond) // a millisecond a byte
+	text := strings.Repeat("word ", 30)
+	start := time.Now()
+	got := ask(t, m, userMsg(textPart(text)))
+	answer := "You said: " + text + " (message 1)"
+	if elapsed := time.Since(start); elapsed < time.Duration(len(answer))*time.Millisecond {
+		t.Errorf("%d bytes answered in %v: faster than the pace", len(answer), elapsed)
+	}
+	var joined string
+	var last time.Time
+	for _, d := range m.TextDeltas() {
+		if d.Answer != 1 || d.At.Before(last) {
+			t.Errorf("delta %+v out of order or of another answer", d)
+		}
+		joined, last = joined+d.Text, d.At
+	}
+	if joined != got.text || joined != answer {
+		t.Errorf("deltas make %q, the answer %q", joined, got.text)
+	}
+}
+
 // The tests below run the real Claude Code CLI against the model.
 
 // TestStandInMCPProcess is not a test: it is the stand-in MCP server when

@@ -2,22 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/net/netutil"
 )
 
 // endpoint is one of brainbot's HTTP servers: the admin endpoint or the
 // webhook. Both may face untrusted clients (the webhook listens on every
 // interface by default), so each bounds what one client can hold: time to
 // send a request, time to take the answer, an idle keep-alive connection,
-// header bytes, and connections at once (beyond that, new ones wait in the
-// kernel's accept queue and cost the process no descriptor).
+// header bytes, and connections at once, its own and all clients'
+// (beyond either, a new connection is closed at once).
 type endpoint struct {
 	name    string // for the log: "admin endpoint", "webhook endpoint"
 	handler http.Handler
@@ -28,19 +29,25 @@ type endpoint struct {
 type httpLimits struct {
 	readHeader, read, write, idle time.Duration
 	maxHeaderBytes                int
-	maxConns                      int
+	// maxConns bounds the connections of all clients, maxClientConns
+	// those of one (an IP address, an IPv6 /64), well below: one client
+	// cannot take them all.
+	maxConns, maxClientConns int
 }
 
 // endpointLimits suit both endpoints: their requests are small (an update
-// is a few KB, a metrics page some tens) and quick.
-func endpointLimits(maxConns int) httpLimits {
+// is a few KB, a metrics page some tens) and quick, and their clients
+// (Telegram, a scraper, a health checker) send a request's headers at
+// once.
+func endpointLimits(maxConns, maxClientConns int) httpLimits {
 	return httpLimits{
-		readHeader:     10 * time.Second,
+		readHeader:     3 * time.Second,
 		read:           30 * time.Second,
 		write:          30 * time.Second,
 		idle:           60 * time.Second,
 		maxHeaderBytes: 16 << 10,
 		maxConns:       maxConns,
+		maxClientConns: maxClientConns,
 	}
 }
 
@@ -64,14 +71,41 @@ func adminEndpoint(metrics http.Handler, ready func() error, info ...func() stri
 		}
 	})
 	mux.Handle("GET /metrics", metrics)
-	return endpoint{name: "admin endpoint", handler: mux, limits: endpointLimits(64)}
+	return endpoint{name: "admin endpoint", handler: mux, limits: endpointLimits(256, 16)}
+}
+
+// withBearer has every call but /healthz bring token as "Authorization:
+// Bearer <token>" (BRAINBOT_ADMIN_TOKEN), else 401; "" asks nothing, for
+// an endpoint on loopback. /healthz stays open: it says only that the
+// process answers, and the health checks of load balancers and service
+// managers rarely send headers.
+func (e endpoint) withBearer(token string) endpoint {
+	if token == "" {
+		return e
+	}
+	next, want := e.handler, []byte("Bearer "+token)
+	e.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if r.URL.Path != "/healthz" && subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="brainbot"`)
+			msg := "this endpoint needs Authorization: Bearer <BRAINBOT_ADMIN_TOKEN>"
+			if strings.HasPrefix(string(got), "Bearer ") {
+				msg = "wrong admin token"
+			}
+			http.Error(w, msg, http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+	return e
 }
 
 // webhookEndpoint serves Telegram's webhook calls. Telegram opens up to 40
 // connections per bot (setWebhook's max_connections), spread over the
-// instances behind the load balancer.
+// instances behind the load balancer, which may be the one client all of
+// them come from.
 func webhookEndpoint(handler http.Handler) endpoint {
-	return endpoint{name: "webhook endpoint", handler: handler, limits: endpointLimits(512)}
+	return endpoint{name: "webhook endpoint", handler: handler, limits: endpointLimits(2048, 512)}
 }
 
 // serve serves the endpoint on addr until stop. It listens before it
@@ -93,11 +127,11 @@ func (e endpoint) serve(addr string, log *zap.Logger) (stop func(), err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := srv.Serve(netutil.LimitListener(ln, l.maxConns)); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(newClientLimitListener(ln, l.maxClientConns, l.maxConns)); !errors.Is(err, http.ErrServerClosed) {
 			log.Error(e.name+" stopped", zap.Error(err))
 		}
 	}()
-	log.Info(e.name+" listening", zap.String("addr", ln.Addr().String()), zap.Int("max_connections", l.maxConns))
+	log.Info(e.name+" listening", zap.String("addr", ln.Addr().String()), zap.Int("max_connections", l.maxConns), zap.Int("max_client_connections", l.maxClientConns))
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,13 +53,106 @@ func TestAdminEndpoint(t *testing.T) {
 	}
 }
 
+// With BRAINBOT_ADMIN_TOKEN, every call but /healthz brings the token:
+// without it or with another one it gets 401 and nothing of the answer.
+func TestAdminEndpointAsksForTheToken(t *testing.T) {
+	const token = "0123456789abcdef0123"
+	core, logs := observer.New(zap.InfoLevel)
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "brainbot_ready 1") })
+	stop, err := adminEndpoint(metrics, func() error { return nil }).withBearer(token).serve("127.0.0.1:0", zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	base := "http://" + logs.FilterMessage("admin endpoint listening").All()[0].ContextMap()["addr"].(string)
+	tests := []struct {
+		path, auth string
+		code       int
+		body       string
+	}{
+		{"/healthz", "", http.StatusOK, "ok"},
+		{"/metrics", "", http.StatusUnauthorized, "needs Authorization: Bearer"},
+		{"/readyz", "Bearer wrong-token-of-the-same-size", http.StatusUnauthorized, "wrong admin token"},
+		{"/metrics", "Basic " + token, http.StatusUnauthorized, "needs Authorization: Bearer"},
+		{"/metrics", "Bearer " + token, http.StatusOK, "brainbot_ready 1"},
+		{"/readyz", "Bearer " + token, http.StatusOK, "ready"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(http.MethodGet, base+tt.path, nil)
+		if tt.auth != "" {
+			req.Header.Set("Authorization", tt.auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.code || !strings.Contains(string(body), tt.body) {
+			t.Errorf("GET %s (%q) = %d %q, want %d %q", tt.path, tt.auth, resp.StatusCode, body, tt.code, tt.body)
+		}
+		if tt.code == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("GET %s: a 401 without WWW-Authenticate", tt.path)
+		}
+	}
+}
+
 // Both endpoints bound every resource a client can hold.
 func TestEndpointsHaveLimits(t *testing.T) {
 	for _, e := range []endpoint{adminEndpoint(http.NotFoundHandler(), func() error { return nil }), webhookEndpoint(http.NotFoundHandler())} {
 		l := e.limits
-		if l.readHeader <= 0 || l.read <= 0 || l.write <= 0 || l.idle <= 0 || l.maxHeaderBytes <= 0 || l.maxConns <= 0 {
+		if l.readHeader <= 0 || l.read <= 0 || l.write <= 0 || l.idle <= 0 || l.maxHeaderBytes <= 0 || l.maxConns <= 0 || l.maxClientConns <= 0 {
 			t.Errorf("%s: limits %+v, want every one set", e.name, l)
 		}
+		if l.maxClientConns*2 > l.maxConns {
+			t.Errorf("%s: one client may hold %d of %d connections, want it far from all", e.name, l.maxClientConns, l.maxConns)
+		}
+	}
+}
+
+// Slow clients that hold half-sent requests on more connections than an
+// endpoint used to take at once in all do not keep it from answering
+// another client: /healthz stalled 9 s, a webhook call as long. The slow
+// clients hold for the whole test (the header deadline is long here), so
+// the answer comes while they hold, or never.
+func TestEndpointsAnswerWhileSlowClientsHold(t *testing.T) {
+	for _, e := range []endpoint{adminEndpoint(http.NotFoundHandler(), func() error { return nil }), webhookEndpoint(newWebhookHandler(t))} {
+		t.Run(e.name, func(t *testing.T) {
+			e.limits.readHeader, e.limits.read = time.Hour, time.Hour
+			core, logs := observer.New(zap.InfoLevel)
+			stop, err := e.serve("127.0.0.1:0", zap.New(core))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			addr := logs.FilterMessage(e.name + " listening").All()[0].ContextMap()["addr"].(string)
+
+			// Another client than the one asking below: 127.0.0.2 is
+			// loopback too.
+			slow := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}, Timeout: time.Minute}
+			// More than either endpoint used to accept at once in all
+			// (64 and 512), from one client.
+			const n = 520
+			for range n {
+				conn, err := slow.Dial("tcp", addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				if _, err := fmt.Fprintf(conn, "POST /bot HTTP/1.1\r\nHost: %s\r\nContent-Type: appl", addr); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a bound on the stall
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("while %d slow clients held connections, another client got no answer: %v", n, err)
+			}
+			resp.Body.Close()
+		})
 	}
 }
 
@@ -69,10 +163,10 @@ const idleClients = 3000
 
 // An unauthenticated client opens thousands of keep-alive connections to
 // the webhook endpoint, sends each a GET (answered 405) and leaves them
-// idle. Each is closed after the idle timeout, and the process never holds
-// more of them at once than the endpoint's connection limit: the
-// descriptors it has open, counted whenever a call is served, stay within
-// that bound.
+// idle. Each is closed after the idle timeout, or refused at once while
+// the client holds its share, and the process never holds more of them at
+// once than the endpoint's connection limit: the descriptors it has open,
+// counted whenever a call is served, stay within that bound.
 func TestWebhookEndpointClosesIdleConnections(t *testing.T) {
 	webhook := newWebhookHandler(t)
 	baseline := openDescriptors(t)
@@ -113,9 +207,10 @@ func TestWebhookEndpointClosesIdleConnections(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("idle client said %q: %v", out, err)
 	}
-	if got.Answered405 != idleClients || got.ClosedByServer != idleClients {
-		t.Errorf("of %d idle connections, %d got 405 and %d were closed by the endpoint (first error: %s)",
-			idleClients, got.Answered405, got.ClosedByServer, got.FirstError)
+	if got.Answered405+got.Refused != idleClients || got.ClosedByServer != got.Answered405 || got.Answered405 < e.limits.maxConns {
+		t.Errorf("of %d idle connections, %d got 405, %d were closed by the endpoint after, %d refused (first error: %s); "+
+			"want each answered and closed or refused, and at least the connection limit (%d) answered",
+			idleClients, got.Answered405, got.ClosedByServer, got.Refused, got.FirstError, e.limits.maxConns)
 	}
 	// The connections themselves, the listener, and a few the runtime
 	// opens meanwhile.
@@ -168,6 +263,7 @@ const idleClientEnv = "BRAINBOT_TEST_IDLE_CLIENT"
 
 type idleClientReport struct {
 	Answered405, ClosedByServer int
+	Refused                     int // closed by the server before any answer
 	FirstError                  string
 }
 
@@ -199,6 +295,10 @@ func runIdleClientIfRequested() {
 			if closed {
 				report.ClosedByServer++
 			}
+			if errors.Is(err, errRefused) {
+				report.Refused++
+				return
+			}
 			if err != nil && report.FirstError == "" {
 				report.FirstError = err.Error()
 			}
@@ -208,6 +308,9 @@ func runIdleClientIfRequested() {
 	_ = json.NewEncoder(os.Stdout).Encode(report)
 	os.Exit(0)
 }
+
+// errRefused is a connection the server closed before it answered.
+var errRefused = errors.New("closed before an answer")
 
 // idleConnection is one connection of the idle client.
 func idleConnection(addr string, deadline time.Time) (answered405, closedByServer bool, err error) {
@@ -222,6 +325,9 @@ func idleConnection(addr string, deadline time.Time) (answered405, closedByServe
 	}
 	r := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(r, nil)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		return false, false, errRefused
+	}
 	if err != nil {
 		return false, false, err
 	}

@@ -58,6 +58,8 @@ const usage = `brainbot runs Telegram persona bots on the Claude Code CLI.
 Usage:
   brainbot run [flags]              run every bot in the brains folder
   brainbot doctor [flags]           check what run needs (CLI, credentials, folders, tokens) and print each check
+  brainbot init [flags]             set up a first bot: env file, brain, doctor (asks what it needs)
+  brainbot chat [flags] BRAIN_FILE  talk to one brain in the terminal (no Telegram token needed)
   brainbot check [-connect] [PATH]  validate brain files (default: $BRAINBOT_BRAINS or ./brains); -connect tries their MCP servers
   brainbot backup FILE              copy the state database to FILE while brainbot runs
   brainbot usage [-since 7d]        what the bots cost: requests, tokens and USD per brain
@@ -83,6 +85,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.run(ctx, rest)
 	case "check":
 		err = m.check(ctx, rest)
+	case "chat":
+		err = m.chat(ctx, rest)
+	case "init":
+		err = m.initBot(ctx, rest)
 	case "mcp":
 		err = m.mcp(ctx, rest)
 	case "doctor":

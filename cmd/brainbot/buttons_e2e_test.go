@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,7 +31,7 @@ telegram:
 system_prompt: You help people decide.
 groups: all
 access:
-  allowed_users: [7, 9, 601, 602]
+  allowed_users: [7, 9, 601, 602, -100781] # -100781: the anonymous admins of a group
 tts:
   user_toggle: true
   voice: onyx
@@ -337,6 +338,7 @@ func testGroupQuestion(t *testing.T, env []string) {
 		}
 		return len(data) == 3
 	})
+	waitRequests(t, s, group, 1)
 	if notice := waitAnswer(t, s, "asker", s.Tap("asker", other, group, msg.MessageID, data[0])); notice != conversation.NoticeNotAsked {
 		t.Errorf("someone else's tap answered %q, want %q", notice, conversation.NoticeNotAsked)
 	}
@@ -351,11 +353,19 @@ func testGroupQuestion(t *testing.T, env []string) {
 	if notice := waitAnswer(t, s, "asker", query); notice != "" {
 		t.Errorf("the asker's tap answered %q", notice)
 	}
-	answer := waitChat(t, s, token, group, 2)[1]
+	waitLisbonChosen(t, s, group, msg.MessageID, ": Lisbon (message 2)")
+}
+
+// waitLisbonChosen waits until group's question shows Lisbon chosen,
+// without its buttons, and the group's second answer, the model's to the
+// choice, holds said.
+func waitLisbonChosen(t *testing.T, s *stack.Stack, group int64, question int, said string) {
+	t.Helper()
+	answer := waitChat(t, s, stack.Token("asker"), group, 2)[1]
 	waitShows(t, s, "asker", group, answer.MessageID, "the model's answer to the choice", func(m telegramtest.Message) bool {
-		return strings.Contains(m.Text, ": Lisbon (message 2)")
+		return strings.Contains(m.Text, said)
 	})
-	waitShows(t, s, "asker", group, msg.MessageID, "the choice", func(m telegramtest.Message) bool {
+	waitShows(t, s, "asker", group, question, "the choice", func(m telegramtest.Message) bool {
 		return m.Buttons == nil && strings.HasSuffix(m.Text, "→ Lisbon")
 	})
 }
@@ -411,5 +421,127 @@ func testGroupStop(t *testing.T, env []string) {
 	}
 	if n := len(waitChat(t, s, token, group, 1)); n != 1 {
 		t.Errorf("%d messages in the group, want the one answer", n)
+	}
+}
+
+// In a group, as in a private chat, a question's and 🔊's buttons work
+// only under the message that carries them (the answer streamed into it
+// there), and a question answered in words loses its buttons.
+func TestEndToEndGroupButtonsUnderTheirMessage(t *testing.T) {
+	eachMode(t, testGroupButtonsUnderTheirMessage)
+}
+
+func testGroupButtonsUnderTheirMessage(t *testing.T, env []string) {
+	s := askerStack(t, env)
+	const group, asker = -100779, 601
+	token := stack.Token("asker")
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me something", ""))
+	answer := waitChat(t, s, token, group, 1)[0]
+	read := buttonsShown(t, s, group, answer.MessageID, 1)[0]
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Which one? #ask", ""))
+	question := waitChat(t, s, token, group, 2)[1]
+	options := buttonsShown(t, s, group, question.MessageID, 3)
+	waitRequests(t, s, group, 2)
+
+	for name, query := range map[string]string{
+		"an option under the answer": s.Tap("asker", asker, group, answer.MessageID, options[0]),
+		"🔊 under the question":       s.Tap("asker", asker, group, question.MessageID, read),
+	} {
+		if notice := waitAnswer(t, s, "asker", query); notice != conversation.NoticeGone {
+			t.Errorf("%s: answered %q, want %q", name, notice, conversation.NoticeGone)
+		}
+	}
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Lisbon, I think", ""))
+	waitShows(t, s, "asker", group, question.MessageID, "no buttons once answered in words", func(m telegramtest.Message) bool {
+		return m.Buttons == nil
+	})
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", asker, group, question.MessageID, options[0])); notice != conversation.NoticeAnswered {
+		t.Errorf("a tap after the answer in words: %q, want %q", notice, conversation.NoticeAnswered)
+	}
+	for _, r := range s.OpenAI.Requests() {
+		if r.Path == "/v1/audio/speech" {
+			t.Errorf("a tap on 🔊 under another message was read aloud: %q", r.Input)
+		}
+	}
+}
+
+// waitRequests waits until n requests in chat have ended (their request
+// log lines written): an answer's buttons are placed under their message
+// by then, and a tap is judged by that message.
+func waitRequests(t *testing.T, s *stack.Stack, chat int64, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := s.Logs().WaitFrom(ctx, 0, func(lines []stack.Line) bool {
+		ended := 0
+		for _, l := range lines {
+			if l.Msg == "request" && l.Int("chat") == chat {
+				ended++
+			}
+		}
+		return ended >= n
+	}, nil); err != nil {
+		t.Fatalf("%d requests in chat %d never ended: %v", n, chat, err)
+	}
+}
+
+// buttonsShown waits until the bot's message id in group shows the n
+// buttons of its answer (one a row; not the ⏹ it shows while streamed),
+// and returns their data.
+func buttonsShown(t *testing.T, s *stack.Stack, group int64, id, n int) []string {
+	t.Helper()
+	var data []string
+	waitShows(t, s, "asker", group, id, fmt.Sprintf("%d buttons", n), func(m telegramtest.Message) bool {
+		data = nil
+		for _, row := range m.Buttons {
+			data = append(data, row[0].Data)
+		}
+		return len(data) == n && m.Buttons[0][0].Text != conversation.StopLabel
+	})
+	return data
+}
+
+// anonymousMessage is text written in group by one of its anonymous
+// admins, as Telegram sends it: from GroupAnonymousBot, on behalf of the
+// group (sender_chat).
+func anonymousMessage(group int64, text string) map[string]any {
+	chat := map[string]any{"id": group, "type": "supergroup", "title": "Friends"}
+	return map[string]any{"date": time.Now().Unix(), "chat": chat, "sender_chat": chat, "text": text,
+		"from": map[string]any{"id": 1087968824, "is_bot": true, "first_name": "Group", "username": "GroupAnonymousBot"}}
+}
+
+// An anonymous admin writes as the group, but taps as themselves: a tap
+// on the question the group asked is theirs when Telegram says the tapper
+// is an admin of the group, and their choice reaches the model as the
+// group's words, never under their own name. A member who is no admin
+// cannot answer it.
+func TestEndToEndAnonymousAdminAnswersByTap(t *testing.T) {
+	eachMode(t, testAnonymousAdminAnswersByTap)
+}
+
+func testAnonymousAdminAnswersByTap(t *testing.T, env []string) {
+	s := askerStack(t, env)
+	const group, admin, member = -100781, 7, 602
+	token := stack.Token("asker")
+	s.Telegram.Promote(token, group, admin)
+	s.Telegram.SendMessage(token, anonymousMessage(group, "Which one? #ask"))
+	question := waitChat(t, s, token, group, 1)[0]
+	options := buttonsShown(t, s, group, question.MessageID, 3)
+	waitRequests(t, s, group, 1)
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", member, group, question.MessageID, options[0])); notice != conversation.NoticeNotAsked {
+		t.Errorf("a member's tap on the group's question answered %q, want %q", notice, conversation.NoticeNotAsked)
+	}
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", admin, group, question.MessageID, options[2])); notice != "" {
+		t.Fatalf("the anonymous admin's tap answered %q", notice)
+	}
+	waitLisbonChosen(t, s, group, question.MessageID, "You said: Friends: Lisbon (message 2)")
+	for _, req := range s.Model.Requests() {
+		for _, m := range req.Messages {
+			for _, b := range m.Content {
+				if strings.Contains(b.Text, "User7") {
+					t.Errorf("the model learnt the anonymous admin's name: %q", b.Text)
+				}
+			}
+		}
 	}
 }

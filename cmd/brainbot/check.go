@@ -49,6 +49,9 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		if _, unset := b.ResolveMCPServers(m.lookupEnv); len(unset) > 0 {
 			fmt.Fprintf(m.Stdout, "    note: not set, so the MCP servers would get them empty: %s\n", strings.Join(unset, ", "))
 		}
+		if exposed := b.TokenFileWarning(m.lookupEnv); exposed != "" {
+			fmt.Fprintf(m.Stdout, "    warning: %s\n", exposed)
+		}
 		if *connect {
 			problems = append(problems, m.connect(ctx, b)...)
 		}

@@ -36,6 +36,11 @@ type Config struct {
 	// OpenAIKey is for the voice and image tools and voice messages in.
 	// It has no flag: flags show in ps.
 	OpenAIKey string
+	// SpeechEarly (on, off): a voice answer is spoken while the model
+	// writes it and sent once turn two's tool reports it; off speaks it
+	// in turn two's tool call and sends it after the turn (the flow
+	// before 2026-11, kept to compare and as a way back).
+	SpeechEarly string
 
 	LogLevel  string
 	LogFormat string // json, console, or empty for "console on a terminal, else json"
@@ -57,8 +62,11 @@ type Config struct {
 	Spares    int
 	SpareIdle time.Duration
 	// HTTPAddr is where /healthz, /readyz and /metrics are served ("":
-	// off).
-	HTTPAddr string
+	// off). AdminToken, which an address off loopback needs, is the
+	// bearer token every call but /healthz must bring. It has no flag:
+	// flags show in ps.
+	HTTPAddr   string
+	AdminToken string
 
 	// Retention prunes organised voice notes and images (off by default).
 	AudioRetention, ImageRetention output.Retention
@@ -106,6 +114,8 @@ var settings = []setting{
 		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
 	{"OPENAI_API_KEY", "", "OpenAI API key for the voice and image tools and voice messages in", "",
 		func(c *Config, v string) error { c.OpenAIKey = v; return nil }},
+	{"BRAINBOT_SPEECH_EARLY", "speech-early", "on: speak a voice answer while the model writes it, and send it as soon as it is made; off: speak it after the answer is written, and send it after the model's closing words (slower; for comparison)", "on",
+		func(c *Config, v string) error { c.SpeechEarly = v; return nil }},
 	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
 		func(c *Config, v string) error { c.LogLevel = v; return nil }},
 	{"BRAINBOT_LOG_FORMAT", "log-format", "json or console (default: console on a terminal, else json)", "",
@@ -135,6 +145,8 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.SpareIdle, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz and /metrics at this address, e.g. 127.0.0.1:9464 (empty: off)", "",
 		func(c *Config, v string) error { c.HTTPAddr = v; return nil }},
+	{"BRAINBOT_ADMIN_TOKEN", "", "bearer token the admin endpoint asks of every call but /healthz; needed to serve it anywhere but loopback", "",
+		func(c *Config, v string) error { c.AdminToken = v; return nil }},
 	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
 		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_AUDIO_MAX_AGE", "audio-max-age", "delete voice notes older than this (0: keep)", "0",
@@ -402,6 +414,9 @@ func (c *Config) validate() error {
 	if level, err := zapcore.ParseLevel(c.LogLevel); err != nil || level > zapcore.ErrorLevel || c.LogLevel == "" {
 		bad("BRAINBOT_LOG_LEVEL", c.LogLevel, "must be debug, info, warn or error")
 	}
+	if c.SpeechEarly != "on" && c.SpeechEarly != "off" {
+		bad("BRAINBOT_SPEECH_EARLY", c.SpeechEarly, "must be on or off")
+	}
 	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "console" {
 		bad("BRAINBOT_LOG_FORMAT", c.LogFormat, "must be json or console")
 	}
@@ -430,9 +445,16 @@ func (c *Config) validate() error {
 		bad("BRAINBOT_SPARE_IDLE", c.SpareIdle.String(), "must be more than 0")
 	}
 	if c.HTTPAddr != "" {
-		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		host, _, err := net.SplitHostPort(c.HTTPAddr)
+		switch {
+		case err != nil:
 			bad("BRAINBOT_HTTP_ADDR", c.HTTPAddr, "must be host:port, e.g. 127.0.0.1:9464")
+		case !isLoopback(host) && c.AdminToken == "":
+			bad("BRAINBOT_HTTP_ADDR", c.HTTPAddr, "is reachable from other machines: serve it on 127.0.0.1, or set BRAINBOT_ADMIN_TOKEN, which every call but /healthz must then bring (Authorization: Bearer ...)")
 		}
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < minAdminToken {
+		bad("BRAINBOT_ADMIN_TOKEN", "…", fmt.Sprintf("must be at least %d characters (openssl rand -hex 32 makes one)", minAdminToken))
 	}
 	if c.NATSURL != "" {
 		for _, u := range strings.Split(c.NATSURL, ",") {
@@ -536,4 +558,19 @@ func defaultMaxWarm() int {
 		}
 	}
 	return 4
+}
+
+// minAdminToken is the shortest BRAINBOT_ADMIN_TOKEN taken: a guessable
+// one would open the bots' names, costs and conversations' metadata.
+const minAdminToken = 16
+
+// isLoopback says whether a listen host only this machine reaches: a
+// loopback IP or localhost. An empty host or 0.0.0.0 listens on every
+// interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

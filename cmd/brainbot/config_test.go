@@ -39,6 +39,7 @@ func TestConfigDefaults(t *testing.T) {
 		TelegramAPIURL: "https://api.telegram.org",
 		ClaudeCmd:      "claude",
 		ClaudeBare:     "auto",
+		SpeechEarly:    "on",
 		LogLevel:       "info",
 		MaxClaude:      4,
 		MaxWaiting:     50,
@@ -71,6 +72,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		"BRAINBOT_AUDIO_MAX_AGE": "720h",
 		"BRAINBOT_IMAGE_MAX_MB":  "512",
 		"BRAINBOT_SPARES":        "0",
+		"BRAINBOT_SPEECH_EARLY":  "off",
 	}
 	c, err := parseConfig(t, env, "-log-level", "warn", "-max-claude", "2")
 	if err != nil {
@@ -84,6 +86,7 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		ClaudeCmd:      "/opt/claude",
 		ClaudeBare:     "off",
 		OpenAIBaseURL:  "http://127.0.0.1:9000/v1",
+		SpeechEarly:    "off",
 		LogLevel:       "warn", // the flag wins over the variable
 		LogFormat:      "json",
 		LogFile:        "/var/log/brainbot.log",
@@ -127,6 +130,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{map[string]string{"BRAINBOT_IMAGE_MAX_MB": "2GB"}, nil, `BRAINBOT_IMAGE_MAX_MB (-image-max-mb) "2GB": invalid syntax`},
 		{nil, []string{"-spares", "-1"}, `BRAINBOT_SPARES (-spares) "-1": must be 0 (none) or more`},
 		{map[string]string{"BRAINBOT_SPARE_IDLE": "0s"}, nil, `BRAINBOT_SPARE_IDLE (-spare-idle) "0s": must be more than 0`},
+		{nil, []string{"-http-addr", ":9464"}, `BRAINBOT_HTTP_ADDR (-http-addr) ":9464": is reachable from other machines: serve it on 127.0.0.1, or set BRAINBOT_ADMIN_TOKEN`},
+		{map[string]string{"BRAINBOT_HTTP_ADDR": "10.0.0.5:9464"}, nil, `BRAINBOT_HTTP_ADDR (-http-addr) "10.0.0.5:9464": is reachable from other machines`},
+		{map[string]string{"BRAINBOT_HTTP_ADDR": "0.0.0.0:9464", "BRAINBOT_ADMIN_TOKEN": "short"}, nil, `BRAINBOT_ADMIN_TOKEN "…": must be at least 16 characters`},
+		{map[string]string{"BRAINBOT_SPEECH_EARLY": "yes"}, nil, `BRAINBOT_SPEECH_EARLY (-speech-early) "yes": must be on or off`},
 	}
 	for _, tt := range tests {
 		_, err := parseConfig(t, tt.env, tt.args...)
@@ -171,7 +178,7 @@ func TestClaudeBare(t *testing.T) {
 func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
 		BrainsDir: "brains", PanelsDir: "panels", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
-		ClaudeCmd: "claude", ClaudeBare: "auto", LogLevel: "info", MaxClaude: 1,
+		ClaudeCmd: "claude", ClaudeBare: "auto", SpeechEarly: "on", LogLevel: "info", MaxClaude: 1,
 		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute, SpareIdle: time.Minute,
 	}
 	before := c
@@ -232,5 +239,24 @@ func TestConfigEnvFile(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	if _, _, err := loadConfig(fs, []string{"-env-file", path + ".missing"}, nil, settingsNamed()); err == nil || !strings.HasPrefix(err.Error(), "-env-file: open ") {
 		t.Errorf("a missing env file: %v", err)
+	}
+}
+
+// The admin endpoint serves loopback without a token, anywhere else only
+// with one; the token never shows in an error.
+func TestAdminAddressNeedsATokenOffLoopback(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:9464", "[::1]:9464", "localhost:9464"} {
+		if _, err := parseConfig(t, map[string]string{"BRAINBOT_HTTP_ADDR": addr}); err != nil {
+			t.Errorf("%s without a token: %v", addr, err)
+		}
+	}
+	const token = "a-token-of-some-length-0123456789"
+	c, err := parseConfig(t, map[string]string{"BRAINBOT_HTTP_ADDR": ":9464", "BRAINBOT_ADMIN_TOKEN": token})
+	if err != nil || c.AdminToken != token {
+		t.Errorf("every interface with a token: %v (token %q)", err, c.AdminToken)
+	}
+	_, err = parseConfig(t, map[string]string{"BRAINBOT_ADMIN_TOKEN": "tooshort-secret"})
+	if err == nil || strings.Contains(err.Error(), "tooshort-secret") {
+		t.Errorf("a short token: %v, want an error that does not show it", err)
 	}
 }

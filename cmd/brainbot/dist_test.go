@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,10 +15,10 @@ import (
 // distFiles are what a release tarball holds besides its folders, in
 // order: what docs/operations.md installs from it.
 var distFiles = []string{
-	"README.md", "SHA256SUMS", "brainbot",
-	"brainbot-alerts.yml", "brainbot-dashboard.json", "brainbot.env.example", "brainbot.service",
+	"CONTRIBUTING.md", "README.md", "SHA256SUMS", "brainbot",
 	"brains/README.md", "brains/clock.yaml", "brains/narrator.yaml", "brains/painter.yaml", "brains/voice.yaml",
-	"docs/architecture.md", "docs/operations.md", "docs/scaling.md",
+	"deploy/brainbot-alerts.yml", "deploy/brainbot-dashboard.json", "deploy/brainbot.env.example", "deploy/brainbot.service",
+	"docs/architecture.md", "docs/operations.md", "docs/performance.md", "docs/scaling.md",
 	"panels/README.md", "panels/cities.yaml",
 }
 
@@ -58,12 +59,18 @@ func TestMakeDist(t *testing.T) {
 	if !slices.Equal(got, distFiles) {
 		t.Errorf("the tarball holds\n%q\nwant\n%q", got, distFiles)
 	}
-	for _, f := range []string{"brainbot.service", "brainbot.env.example", "brainbot-alerts.yml", "brainbot-dashboard.json"} {
-		shipped, _ := os.ReadFile(filepath.Join(release, f))
-		source, err := os.ReadFile(filepath.Join("../../deploy", f))
-		if err != nil || !bytes.Equal(shipped, source) {
-			t.Errorf("%s in the tarball is not deploy/%s (%v)", f, f, err)
+	for _, f := range got {
+		if f == "brainbot" || f == "SHA256SUMS" {
+			continue
 		}
+		shipped, _ := os.ReadFile(filepath.Join(release, f))
+		source, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil || !bytes.Equal(shipped, source) {
+			t.Errorf("%s in the tarball is not the checkout's %s (%v)", f, f, err)
+		}
+	}
+	for _, broken := range brokenLinks(t, release) {
+		t.Errorf("a link in the tarball leads nowhere in it: %s", broken)
 	}
 
 	// As the docs' upgrade step has it: ./brainbot version, here without
@@ -91,4 +98,38 @@ func runIn(t *testing.T, dir, name string, args ...string) string {
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// markdownLink is a link of a Markdown file: [text](target).
+var markdownLink = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// brokenLinks lists the relative links of the Markdown files under root
+// whose file is not under root, as "file: target".
+func brokenLinks(t *testing.T, root string) []string {
+	t.Helper()
+	var broken []string
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".md") {
+			return err
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range markdownLink.FindAllStringSubmatch(string(text), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), target)); err != nil {
+				rel, _ := filepath.Rel(root, path)
+				broken = append(broken, rel+": "+m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return broken
 }

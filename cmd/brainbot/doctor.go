@@ -40,7 +40,11 @@ func (r *report) print(w io.Writer) {
 			line(statusFail, "brain "+b.name, p)
 		}
 		if !b.running && len(b.invalid) == 0 {
-			line(statusWarn, botCheck(b.name), "not started: "+b.why)
+			detail := "not started: " + b.why
+			if b.fix != "" {
+				detail += ": " + b.fix
+			}
+			line(statusWarn, botCheck(b.name), detail)
 		}
 	}
 }

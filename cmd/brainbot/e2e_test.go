@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -166,6 +167,9 @@ func wantText(t *testing.T, r stack.Reply) string {
 	return r.Texts()[0]
 }
 
+// buildInfo is the series brainbot_build_info of a stamped or unstamped build.
+var buildInfo = regexp.MustCompile(`(?m)^brainbot_build_info\{revision="[^"]+",version="[^"]+"\} 1$`)
+
 func TestEndToEnd(t *testing.T) {
 	s := newStack(t, nil)
 
@@ -252,6 +256,10 @@ func TestEndToEnd(t *testing.T) {
 				t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_cost"))
 			}
 		}
+		// Which release answered, as `brainbot version` says it.
+		if !buildInfo.MatchString(body) {
+			t.Errorf("/metrics lacks brainbot_build_info with a version and a revision:\n%s", grepLines(body, "brainbot_build_info"))
+		}
 	})
 
 	t.Run("/voice switches a user's voice replies off", func(t *testing.T) {
@@ -324,7 +332,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := s.WriteBrain("narrator.yaml", edited); err != nil {
 			t.Fatal(err)
 		}
-		waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("brain") == "narrator" })
+		waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("bot") == "narrator" })
 		wantText(t, ask(t, s, "narrator", 501, "after the edit"))
 		reqs := s.Model.Requests()
 		if last := reqs[len(reqs)-1]; !strings.Contains(last.System, "EDITED") {
@@ -335,7 +343,7 @@ func TestEndToEnd(t *testing.T) {
 		if err := s.WriteBrain("narrator.yaml", edited+"tts:\n  speed: 9\n"); err != nil {
 			t.Fatal(err)
 		}
-		line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Level == "error" && l.Str("brain") == "narrator" })
+		line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Level == "error" && l.Str("bot") == "narrator" })
 		if want := "narrator.yaml:7: tts.speed"; !strings.Contains(line.Raw, want) {
 			t.Errorf("broken edit logged as %s, want it to say %q", line.Raw, want)
 		}

@@ -2,6 +2,8 @@
 //
 //	brainbot run                 run every bot in the brains folder
 //	brainbot doctor              check what run needs and print each check
+//	brainbot init                set up a first bot, guided
+//	brainbot chat BRAIN_FILE     talk to one brain in the terminal, without a token
 //	brainbot check [DIR]         validate brain files (file:line per problem)
 //	brainbot mcp tts|image-gen|clock   stdio MCP servers: our tools, a clock for brains
 //	brainbot version             print brainbot's and the Claude CLI's versions
@@ -16,7 +18,11 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopOn := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if len(os.Args) > 1 && os.Args[1] == "chat" {
+		stopOn = stopOn[1:] // in a chat, Ctrl-C stops the answer being written (chat.go)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopOn...)
 	code := newMain().Run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)

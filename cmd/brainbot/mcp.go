@@ -59,9 +59,10 @@ func (m *Main) mcp(ctx context.Context, args []string) error {
 	return mcpserver.Serve(ctx, s, m.Stdin, m.Stdout, log)
 }
 
-// mcpExec runs a brain's stdio MCP server in this process's place with
-// only its own environment and a minimal base (package launch): brainbot
-// is the command the CLI and check -connect start such a server with.
+// mcpExec runs a brain's stdio MCP server with only its own environment
+// and a minimal base, and ends it with its client (package launch):
+// brainbot is the command the CLI and check -connect start such a server
+// with.
 func (m *Main) mcpExec(args []string) error {
 	fs := m.newFlagSet("mcp exec", "mcp exec [-keep NAME]... -- COMMAND [ARGS...]\n\nRuns COMMAND with PATH, HOME, the locale, the time zone, TMPDIR, the proxy and certificate settings of this environment, and the variables named by -keep: nothing else. brainbot starts the MCP servers of brains so.")
 	var keep []string
@@ -75,7 +76,7 @@ func (m *Main) mcpExec(args []string) error {
 	if fs.NArg() == 0 {
 		return usageError{fmt.Errorf("want the command to run")}
 	}
-	return launch.Exec(m.Environ, fs.Arg(0), fs.Args()[1:], keep)
+	return launch.Run(m.Environ, fs.Arg(0), fs.Args()[1:], keep)
 }
 
 // openAIConfig configures brainbot's OpenAI clients: the tools' and the

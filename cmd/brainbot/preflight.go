@@ -50,6 +50,7 @@ type botState struct {
 	name    string // the brain's id, or the file name of a brain that did not load
 	running bool
 	why     string   // why it does not start
+	fix     string   // what makes it start, when it only waits for its token
 	invalid []string // the file:line problems of a brain that did not load
 }
 
@@ -255,7 +256,7 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, openAI string, onToken
 		var noToken *brain.NoTokenError
 		switch {
 		case errors.As(err, &noToken):
-			r.bots = append(r.bots, botState{name: b.ID, why: noToken.Short})
+			r.bots = append(r.bots, botState{name: b.ID, why: noToken.Short, fix: noToken.Fix})
 			continue
 		case err != nil:
 			// A token file brainbot cannot read: the admin's to fix.
@@ -264,6 +265,9 @@ func (m *Main) checkBots(ctx context.Context, cfg Config, openAI string, onToken
 			continue
 		}
 		onToken(token)
+		if exposed := b.TokenFileWarning(m.lookupEnv); exposed != "" {
+			r.warn(botCheck(b.ID), exposed)
+		}
 		r.bots = append(r.bots, botState{name: b.ID, running: true})
 		checkOpenAIKey(b, cfg, openAI, r)
 		if cfg.OpenAIKey == "" && b.STT.Enabled {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/openaitest"
@@ -116,7 +118,8 @@ func TestDoctorAllGood(t *testing.T) {
 		"ok    OpenAI key: OPENAI_API_KEY accepted by "+s.openAI.URL+"\n",
 		"ok    bot chat: @"+telegramtest.Username(chatToken)+" (token from $CHAT_TOKEN)\n",
 		"ok    bot voice: @"+telegramtest.Username(voiceToken)+" (token from $VOICE_TOKEN)\n",
-		"warn  bot limited: not started: LIMITED_TOKEN not set\n",
+		"warn  bot limited: not started: LIMITED_TOKEN not set: set LIMITED_TOKEN in brainbot's environment and restart it, "+
+			"or write the token to a file named by telegram.token_file instead: that needs no restart\n",
 	)
 	if want := "2 of 3 bots would run (chat, voice); skipped: limited (LIMITED_TOKEN not set)\n"; !strings.HasSuffix(stdout, want) {
 		t.Errorf("last line: want %q in\n%s", want, stdout)
@@ -309,8 +312,19 @@ func TestDoctorTokenFiles(t *testing.T) {
 		"filed.yaml":  "name: Filed\nsystem_prompt: hi\ntelegram:\n  token_file: filed.token\n",
 		"later.yaml":  "name: Later\nsystem_prompt: hi\ntelegram:\n  token_file: $CREDENTIALS_DIRECTORY/later\n",
 		"folder.yaml": "name: Folder\nsystem_prompt: hi\ntelegram:\n  token_file: /\n",
+		"piped.yaml":  "name: Piped\nsystem_prompt: hi\ntelegram:\n  token_file: piped.token\n",
+		"shared.yaml": "name: Shared\nsystem_prompt: hi\ntelegram:\n  token_file: shared.token\n",
 	})
-	writeFile(t, filepath.Join(s.brains, "filed.token"), chatToken+"\n")
+	filed, shared, piped := filepath.Join(s.brains, "filed.token"), filepath.Join(s.brains, "shared.token"), filepath.Join(s.brains, "piped.token")
+	writeFile(t, filed, chatToken+"\n")
+	writeFile(t, shared, revokedToken+"\n")
+	if err := os.Chmod(filed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A named pipe: reading it waited for a writer, and doctor hung.
+	if err := unix.Mkfifo(piped, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	creds := t.TempDir()
 	code, stdout, _ := s.doctor(t, "CREDENTIALS_DIRECTORY="+creds)
 	if code != exitError {
@@ -318,9 +332,15 @@ func TestDoctorTokenFiles(t *testing.T) {
 	}
 	wantLines(t, stdout,
 		"ok    bot filed: @"+telegramtest.Username(chatToken)+" (token from file filed.token)\n",
-		"fail  bot folder: telegram.token_file in "+filepath.Join(s.brains, "folder.yaml")+": read /: is a directory\n",
-		"warn  bot later: not started: token file "+filepath.Join(creds, "later")+" does not exist\n",
-		"1 of 3 bots would run (filed); skipped: folder (token file not readable), later (token file "+filepath.Join(creds, "later")+" does not exist)\n")
+		"fail  bot folder: telegram.token_file in "+filepath.Join(s.brains, "folder.yaml")+": / is a directory, not a regular file\n",
+		"fail  bot piped: telegram.token_file in "+filepath.Join(s.brains, "piped.yaml")+": "+piped+" is a named pipe, not a regular file\n",
+		"warn  bot shared: token file "+shared+" is readable by every user of this machine (mode 0644): chmod o-r "+shared+"\n",
+		"warn  bot later: not started: token file "+filepath.Join(creds, "later")+" does not exist: write the token to "+
+			filepath.Join(creds, "later")+", then save the brain file again: no restart needed\n",
+		"skipped: folder (token file not readable), later (token file "+filepath.Join(creds, "later")+" does not exist), piped (token file not readable)\n")
+	if strings.Contains(stdout, "token file "+filed+" is readable") {
+		t.Errorf("a token file of mode 0600 is called readable by every user:\n%s", stdout)
+	}
 
 	// Written while brainbot runs: the next load of the brain finds it.
 	writeFile(t, filepath.Join(creds, "later"), voiceToken)

@@ -11,17 +11,10 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot"
-	"brainbot/bot/conversation"
-	"brainbot/bot/panel/host"
 	"brainbot/bot/store"
-	"brainbot/claude"
 	"brainbot/cluster"
-	mcpserver "brainbot/mcp"
 	"brainbot/metrics"
 	"brainbot/output"
-	"brainbot/reaper"
-	"brainbot/ticket"
-	"brainbot/transcribe"
 )
 
 // run serves every bot in the brains folder until ctx ends (SIGINT or
@@ -70,71 +63,18 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		defer shared.Close()
 	}
 
-	// The tools are served from this process to the CLIs the driver
-	// starts, on loopback; a call is served only for the ticket the driver
-	// opens in the request's turn two (package ticket). Started before the
-	// bots, stopped after them.
-	tickets := ticket.NewRegistry()
-	tools, err := mcpserver.ListenHTTP(mcpserver.Config{
-		DataDir: cfg.DataDir,
-		OpenAI:  openAIConfig(cfg),
-		Log:     log.Named("tools"),
-	}, tickets, "127.0.0.1:0")
+	ans, err := m.startAnswerer(cfg, log)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), toolsStopGrace)
-		defer cancel()
-		if err := tools.Shutdown(ctx); err != nil {
-			log.Warn("the MCP tool server did not stop cleanly", zap.Error(err))
-		}
-	}()
-
-	// Every CLI dies with brainbot (a parent-death signal), and what a CLI
-	// leaves behind, detached or not, is brainbot's to reap and, at the
-	// stop, to end. Closed after the driver.
-	procs, err := reaper.New(true)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if n := procs.Close(); n > 0 {
-			log.Info("ended the processes the Claude CLIs left behind", zap.Int("processes", n))
-		}
-	}()
-	bare := claudeBare(cfg.ClaudeBare, m.getenv)
-	driver, err := claude.New(claude.Config{
-		Command:  cfg.ClaudeCmd,
-		DataDir:  cfg.DataDir,
-		ToolsURL: tools.URL,
-		Tickets:  tickets,
-		Launcher: m.Executable,
-		Environ:  m.Environ, // the env file's variables too, as doctor checked them
-		Reaper:   procs,
-		Bare:     bare,
-		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},
-		Log:      log.Named("claude"),
-	})
-	if err != nil {
-		return err
-	}
-	// After the bots stop: their requests are over, their warm CLIs end.
-	defer driver.Close()
-
-	// Voice messages in need the key; without it they get the brain's
-	// messages.text_only.
-	var transcriber conversation.Transcriber
-	var speaker host.Speaker
-	if cfg.OpenAIKey != "" {
-		transcriber = transcribe.New(openAIConfig(cfg))
-		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
-	}
+	defer ans.close()
+	driver := ans.driver
 	reg := metrics.New()
+	reg.Build(buildVersion())
 	reg.TrackWarm(driver.Warm)
 	reg.TrackSpares(func() metrics.SpareCounts {
 		s := driver.SpareStats()
-		return metrics.SpareCounts{Ready: s.Ready, Starting: s.Starting, Wanted: s.Wanted, Taken: s.Taken, Missed: s.Missed, Failed: s.Failed}
+		return metrics.SpareCounts{Ready: s.Ready, Starting: s.Starting, Wanted: s.Wanted, Taken: s.Taken, Missed: s.Missed, Failed: s.Failed, Started: s.Started}
 	})
 	botCfg := bot.Config{
 		BrainsDir:        cfg.BrainsDir,
@@ -152,8 +92,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		// spares and new conversations.
 		PrewarmWithin: cfg.WarmIdle,
 		PrewarmMax:    cfg.MaxWarm / 2,
-		Transcriber:   transcriber,
-		Speaker:       speaker,
+		Transcriber:   ans.transcriber,
+		Speaker:       ans.speaker,
+		FileAfterTurn: cfg.SpeechEarly == "off",
 		Store:         db,
 		Log:           log,
 		Metrics:       reg,
@@ -193,12 +134,12 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	v, rev := buildVersion()
 	log.Info("brainbot starting", zap.String("version", v), zap.String("revision", rev),
 		zap.String("brains", cfg.BrainsDir), zap.String("panels", cfg.PanelsDir), zap.String("data", cfg.DataDir),
-		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd), zap.String("tools", tools.URL),
-		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", bare),
+		zap.String("telegram_api", cfg.TelegramAPIURL), zap.String("claude", cfg.ClaudeCmd), zap.String("tools", ans.toolsURL),
+		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", ans.bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace_ms", cfg.Grace))
 	log.Info(checks.summary("running"))
 	if cfg.HTTPAddr != "" {
-		stop, err := adminEndpoint(reg.Handler(), ready, info...).serve(cfg.HTTPAddr, log)
+		stop, err := adminEndpoint(reg.Handler(), ready, info...).withBearer(cfg.AdminToken).serve(cfg.HTTPAddr, log)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
 		}
@@ -221,10 +162,6 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	log.Info("brainbot stopped")
 	return nil
 }
-
-// toolsStopGrace bounds the tool server's shutdown. It comes after the
-// bots have stopped, so only a call whose CLI is already gone can be left.
-const toolsStopGrace = 5 * time.Second
 
 // pruneEvery is how often retention limits are applied.
 const pruneEvery = time.Hour

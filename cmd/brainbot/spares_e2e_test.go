@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cluster/natstest"
 	"brainbot/cmd/internal/stack"
@@ -247,7 +248,7 @@ func testSpares(t *testing.T, s *stack.Stack) {
 	if err := s.WriteBrain("clock.yaml", strings.Replace(clockBrain, "You are a clock.", "You are an EDITED clock.", 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("brain") == "clock" })
+	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("bot") == "clock" })
 	waitCLIs(t, s, marker, "the old spares ended", func(now map[string]int) bool {
 		for session := range old {
 			if _, alive := now[session]; alive {
@@ -363,4 +364,92 @@ func TestEndToEndPanelOnSpares(t *testing.T) {
 				l.Int("turn"), l.Str("bot"), l.Str("session"), l.Fields["spare"])
 		}
 	}
+}
+
+// Guests and a panel interleaved with a bot's new conversations: each new
+// conversation, and each guest answer after the first, that comes once
+// the last one's spare got ready is served by a spare. A guest answer has
+// another shape (no question tool): it keeps spares of its own beside the
+// bot's, rather than replacing the bot's, and the log says so; a panel's
+// spares give way to the bot's own when the budget is tight (here full
+// with the demo's twelve spares).
+func TestEndToEndSparesServeGuestsAndPanels(t *testing.T) {
+	s := demoPanelStack(t, "BRAINBOT_MAX_WARM=12")
+	waitReadySpares(t, s, len(demoMembers)*4)
+	const bot = "chat"
+	// CLI starts: the spares started, and the new conversations that
+	// started a CLI of their own.
+	cliStarts := func() int {
+		return int(metric(t, s, "brainbot_claude_spares_started_total") + metric(t, s, "brainbot_claude_spares_missed_total"))
+	}
+	startsBefore, from := cliStarts(), s.Logs().Len()
+	requests := 0
+	// spareReady waits for the bot's next spare to get ready after mark.
+	spareReady := func(mark int) {
+		waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "claude: spare ready" && l.Str("spares") == bot })
+	}
+	user := int64(860)
+	newConversation := func() {
+		t.Helper()
+		user++
+		requests++
+		mark := s.Logs().Len()
+		r := ask(t, s, bot, user, "hello")
+		if r.Summary.Str("outcome") != "ok" || r.Summary.Fields["spare"] != true {
+			t.Errorf("new conversation of user %d: %s; want it served by a spare", user, r.Summary.Raw)
+		}
+		spareReady(mark)
+	}
+	guest := func(first bool) {
+		t.Helper()
+		user++
+		requests++
+		mark := s.Logs().Len()
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		query := s.Telegram.SummonAsGuest(stack.Token(bot), user, user+1000, "what is a haiku?")
+		if _, err := s.Telegram.WaitCall(ctx, stack.Token(bot), func(c telegramtest.Call) bool {
+			return c.Method == "answerGuestQuery" && c.Param("guest_query_id") == query
+		}); err != nil {
+			t.Fatalf("no guest answer: %v", err)
+		}
+		line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "request" && l.Int("user") == user })
+		if line.Str("outcome") != "ok" || !first && line.Fields["spare"] != true {
+			t.Errorf("guest answer for user %d: %s; want it served by a spare", user, line.Raw)
+		}
+		spareReady(mark)
+		if replaced := s.Logs().Find(mark, func(l stack.Line) bool { return strings.HasPrefix(l.Msg, "claude: spares replaced") }); len(replaced) > 0 {
+			t.Errorf("a guest answer replaced spares: %s", replaced[0].Raw)
+		}
+		kept := s.Logs().Find(mark, func(l stack.Line) bool { return strings.HasPrefix(l.Msg, "claude: spares kept for another shape") })
+		if first && (len(kept) != 1 || kept[0].Str("spares") != bot || !strings.Contains(kept[0].Raw, `"differs":["questions"]`)) {
+			t.Errorf("the first guest answer logged %v; want its spares kept beside the bot's, their shape differing in the question tool", kept)
+		}
+	}
+
+	newConversation()
+	guest(true)
+	newConversation()
+	guest(false)
+	newConversation()
+	// The bot's CLI starts: its spares, and its requests that started a
+	// CLI of their own. One each, and one for the guests' spares.
+	botStarts := len(s.Logs().Find(from, func(l stack.Line) bool {
+		return l.Msg == "claude: spare ready" && l.Str("spares") == bot ||
+			l.Msg == "request" && l.Str("bot") == bot && l.Fields["spare"] != true && l.Fields["warm"] != true
+	}))
+	if botStarts != requests+1 {
+		t.Errorf("%d CLI starts for %d new conversations and guest answers, want %d", botStarts, requests, requests+1)
+	}
+
+	mark := s.Logs().Len()
+	s.SendGroupCommand(-100870, 90, "/panel should cities ban cars?", demoMembers...)
+	if line := waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "panel" && l.Int("chat") == -100870 }); line.Str("outcome") != "ok" {
+		t.Fatalf("panel %s", line.Raw)
+	}
+	requests += 8 // the demo's turns
+	for range 3 {
+		newConversation()
+	}
+	t.Logf("%d CLI starts for %d requests (%v missed a spare)", cliStarts()-startsBefore, requests, metric(t, s, "brainbot_claude_spares_missed_total"))
 }

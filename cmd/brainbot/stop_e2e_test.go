@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/bot/conversation"
 	"brainbot/bot/telegramtest"
+	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 )
 
@@ -72,7 +74,9 @@ func testStopButton(t *testing.T, env []string) {
 }
 
 // A voice reply's draft says what is being made and carries the stop
-// button: pressed, the request ends, and no voice note is made or sent.
+// button: pressed while the model writes, the request ends, the speech
+// already under way is stopped, and no voice note is made or sent; what
+// OpenAI spoke before the stop is billed and counted.
 func TestEndToEndStopButtonEndsAVoiceReply(t *testing.T) { eachMode(t, testStopButtonEndsAVoiceReply) }
 
 func testStopButtonEndsAVoiceReply(t *testing.T, env []string) {
@@ -84,6 +88,8 @@ func testStopButtonEndsAVoiceReply(t *testing.T, env []string) {
 	if draft.Param("can_stop") != "true" || !strings.Contains(draft.Param("text"), "voice message") {
 		t.Fatalf("draft %v: want a note of the voice message with a stop button", draft.Params)
 	}
+	// The answer is spoken while it is written: stopped once a part of it is.
+	waitLogFrom(t, s, 0, func(l stack.Line) bool { return l.Msg == "speech part made" })
 	s.Telegram.PressStop(token, user, id)
 	summary := waitLogFrom(t, s, 0, func(l stack.Line) bool {
 		return l.Msg == "request" && l.Int("user") == user && l.Str("mode") == "speech"
@@ -104,10 +110,16 @@ func testStopButtonEndsAVoiceReply(t *testing.T, env []string) {
 	if len(files) != 0 {
 		t.Errorf("files made for a stopped request: %v", files)
 	}
-	for _, r := range s.OpenAI.Requests() {
-		if strings.Contains(r.Path, "speech") {
-			t.Errorf("speech asked of OpenAI (%s) for a stopped request", r.Path)
-		}
+	if summary.Float("openai_usd") <= 0 {
+		t.Errorf("the stopped request's line has openai_usd %g: want the speech made before the stop", summary.Float("openai_usd"))
+	}
+	admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+	if len(admin) == 0 {
+		t.Fatal("no admin endpoint log line")
+	}
+	_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+	if want := `brainbot_cost_usd_total{bot="speaker",provider="openai"} `; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %q\n%s", want, grepLines(body, "brainbot_cost"))
 	}
 }
 
@@ -136,4 +148,57 @@ func waitDraft(ctx context.Context, t *testing.T, s *stack.Stack, token string, 
 		t.Fatalf("draft_id %q: %v", draft.Param("draft_id"), err)
 	}
 	return draft, id
+}
+
+// In a group /stop ends only its sender's own answer: another member's
+// /stop leaves it running and tells only them why (an ephemeral notice:
+// the group is not told of a stop that did nothing); an admin's ends it.
+func TestEndToEndGroupStopCommand(t *testing.T) { eachMode(t, testGroupStopCommand) }
+
+func testGroupStopCommand(t *testing.T, env []string) {
+	s := askerStack(t, env)
+	s.Model.SetPace(100 * time.Millisecond) // #long: about 10 s
+	const group, asker, member, admin = -100780, 601, 602, 7
+	token := stack.Token("asker")
+	s.Telegram.Promote(token, group, admin)
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
+	streamed := waitChat(t, s, token, group, 1)[0]
+
+	s.Telegram.SendMessage(token, groupCommand(member, group, "/stop"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	notice, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == group && c.Param("text") == conversation.NoticeNotYours
+	})
+	if err != nil {
+		t.Fatalf("the member who could not stop the answer was not told: %v\n%s", err, s.Logs().Tail(10))
+	}
+	if !strings.Contains(notice.Param("ephemeral_message_parameters"), `"receiver_user_id":602`) {
+		t.Errorf("the notice went to the whole group: %v", notice.Params)
+	}
+	// The answer still runs: the admin's /stop finds it and ends it.
+	s.Telegram.SendMessage(token, groupCommand(admin, group, "/stop"))
+	if _, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == group && c.Param("text") == "Stopped. What next?"
+	}); err != nil {
+		t.Fatalf("the admin's /stop did not stop the answer: %v\n%s", err, s.Logs().Tail(10))
+	}
+	waitLogFrom(t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "request" && l.Int("chat") == group && l.Int("user") == asker && l.Str("outcome") == "stopped"
+	})
+	if n := len(s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "turn stopped by /stop" })); n != 1 {
+		t.Errorf("%d turns stopped by /stop, want the admin's one", n)
+	}
+	if m, _ := s.Message("asker", group, streamed.MessageID); len(m.Text) >= claudetest.LongReplyLength {
+		t.Errorf("the stopped answer shows %d characters: the whole answer", len(m.Text))
+	}
+}
+
+// groupCommand is a bot command written by user in group, as Telegram
+// sends it (a bot_command entity over its first word).
+func groupCommand(user, group int64, text string) map[string]any {
+	msg := groupMessage(user, group, text, "")
+	cmd, _, _ := strings.Cut(text, " ")
+	msg["entities"] = []map[string]any{{"type": "bot_command", "offset": 0, "length": len(cmd)}}
+	return msg
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"brainbot/bot/conversation"
 	"brainbot/bot/telegramtest"
 	"brainbot/cmd/internal/stack"
 )
@@ -161,6 +162,22 @@ func TestEndToEndRealTraffic(t *testing.T) {
 		}
 		if t.Failed() {
 			t.Logf("/metrics:\n%s", grepLines(body, "brainbot_"))
+		}
+	})
+
+	// After the metrics above, which count the one undecodable update.
+	t.Run("a message with a field of another JSON type is answered that it could not be read", func(t *testing.T) {
+		const sender = 505
+		odd := fmt.Sprintf(`{"update_id":1,"message":{"message_id":6,"date":1763888000,"chat":{"id":%d,"first_name":"Ann","type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"text":{"markdown":"look at **this**"}}}`, sender, sender)
+		s.Telegram.SendUpdate(token, []byte(odd))
+		if got := stack.Rendered(waitChat(t, s, token, sender, 1)[0]); !strings.Contains(got, "couldn't read that message") {
+			t.Errorf("the sender of the message with a text of another type got %q", got)
+		}
+		// A tap of such a form is answered: the spinner stops, with a word.
+		const query = "3148915127338413297"
+		s.Telegram.SendUpdate(token, fmt.Appendf(nil, `{"update_id":1,"callback_query":{"id":%q,"from":{"id":%d,"is_bot":false,"first_name":"Ann"},"message":{"message_id":7,"date":1763888000,"chat":{"id":%d,"type":"private"},"text":"Which city?"},"chat_instance":-2719183736491877103,"data":"k3Jx9vQwZ2bT8mLp.1"}}`, query, sender, sender))
+		if notice := waitAnswer(t, s, "narrator", query); notice != conversation.NoticeGone {
+			t.Errorf("the tap of another form was answered %q, want %q", notice, conversation.NoticeGone)
 		}
 	})
 }

@@ -66,7 +66,7 @@ func TestEndToEndWarmConversation(t *testing.T) {
 	if err := s.WriteBrain("narrator.yaml", strings.Replace(narratorBrain, "You are a warm storyteller.", prompt, 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("brain") == "narrator" })
+	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("bot") == "narrator" })
 	next("after the edit", 5)
 	reqs := s.Model.Requests()
 	if last := reqs[len(reqs)-1]; !strings.Contains(last.System, prompt) {

@@ -10,8 +10,11 @@
 //	brainbot mcp exec -keep NAME ... -- COMMAND ARGS...
 //
 // which clears its environment down to a minimal base (Base) and the
-// variables the brain's env sets (-keep), then executes the server in its
-// place: same process, same stdin and stdout.
+// variables the brain's env sets (-keep), then starts the server with the
+// same stdin and stdout (Run). It stays, as the server's parent, so that
+// the server does not outlive the CLI: a server that does not exit when
+// its input closes would otherwise live on, the brain's secrets in its
+// environment, after the CLI (or brainbot) was killed.
 package launch
 
 import (

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 		os.Stderr.WriteString(err.Error())
 		os.Exit(127)
 	}
+	runLifeHelperIfRequested()
 	os.Exit(m.Run())
 }
 

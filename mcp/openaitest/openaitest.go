@@ -21,6 +21,7 @@ package openaitest
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"brainbot/mcp/audio"
@@ -60,6 +62,8 @@ type Request struct {
 	Style          string
 	ResponseFormat string // images
 	Authorized     bool   // a bearer token was sent
+	// At is when the request arrived (its body read).
+	At time.Time
 }
 
 type failure struct {
@@ -81,6 +85,10 @@ type Server struct {
 	images   map[string][]byte // served for URL answers
 	barrier  *barrier
 	key      string // "": any bearer token is accepted
+	// speechBase and speechPerChar slow every speech answer (SetPace).
+	speechBase, speechPerChar time.Duration
+	// speechBytes is the least size of a speech answer (SetSpeechBytes).
+	speechBytes int
 }
 
 // barrier holds requests until n of them are in flight at once.
@@ -125,6 +133,24 @@ func (s *Server) RequireKey(key string) {
 	s.key = key
 }
 
+// SetPace makes every later speech answer take base plus perChar for
+// each character of its input before its first byte, as OpenAI's does
+// (about 0.3 s + 2.5 ms a character).
+func (s *Server) SetPace(base, perChar time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.speechBase, s.speechPerChar = base, perChar
+}
+
+// SetSpeechBytes makes every later mp3 speech answer at least n bytes
+// long (longer silence): a test can pass the most one voice note holds
+// without speaking an hour of text.
+func (s *Server) SetSpeechBytes(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.speechBytes = n
+}
+
 // Barrier makes the next n API requests each wait until all n are in
 // flight at once (or their client gives up): a test can prove requests are
 // made concurrently, because sequential ones never get past it.
@@ -151,7 +177,7 @@ var directives = map[string]failure{
 // admit records the request and answers a queued or requested failure; it
 // reports whether the handler should go on.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, rec Request, text string) bool {
-	rec.Path = r.URL.Path
+	rec.Path, rec.At = r.URL.Path, time.Now()
 	rec.Authorized = strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") && len(r.Header.Get("Authorization")) > len("Bearer ")
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
@@ -251,10 +277,18 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_value", "voice is required")
 		return
 	}
+	if !s.pace(r, utf8.RuneCountInString(req.Input)) {
+		return
+	}
 	millis := float64(utf8.RuneCountInString(req.Input) * SpeechPerCharacterMillis)
 	if req.Speed > 0 {
 		millis /= req.Speed
 	}
+	s.mu.Lock()
+	// At least speechBytes of mp3 (96-byte frames of 24 ms); opus of the
+	// same length is smaller.
+	millis = max(millis, float64(s.speechBytes/96*24))
+	s.mu.Unlock()
 	switch req.ResponseFormat {
 	case "", "mp3":
 		w.Header().Set("Content-Type", "audio/mpeg")
@@ -269,6 +303,22 @@ func (s *Server) speech(w http.ResponseWriter, r *http.Request) {
 		w.Write(b)
 	default:
 		writeError(w, http.StatusBadRequest, "invalid_value", "unsupported response_format "+req.ResponseFormat)
+	}
+}
+
+// pace waits as SetPace says for an input of chars characters; false when
+// the client gave up or the server is closing first.
+func (s *Server) pace(r *http.Request, chars int) bool {
+	s.mu.Lock()
+	d := s.speechBase + time.Duration(chars)*s.speechPerChar
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	defer cancel()
+	select {
+	case <-ctx.Done():
+		return r.Context().Err() == nil // the time is up, the client still there
+	case <-s.done:
+		return false
 	}
 }
 

@@ -193,3 +193,25 @@ func TestModelsAndKeys(t *testing.T) {
 		t.Errorf("the right key: %v", err)
 	}
 }
+
+// Paced, a speech answer takes the base time plus the time per character
+// of its input; each request says when it came; SetSpeechBytes makes
+// answers at least that large.
+func TestSpeechPaceAndSize(t *testing.T) {
+	s := NewServer()
+	defer s.Close()
+	c := client(s)
+	s.SetPace(40*time.Millisecond, 2*time.Millisecond)
+	s.SetSpeechBytes(96 * 1000)
+	start := time.Now()
+	data, err := speak(t, c, "ten chars.", "mp3")
+	if took := time.Since(start); err != nil || took < 60*time.Millisecond {
+		t.Errorf("answered after %v (%v): want at least 40 ms + 10 x 2 ms", took, err)
+	}
+	if len(data) < 96*1000 {
+		t.Errorf("%d bytes, want at least %d", len(data), 96*1000)
+	}
+	if r := s.Requests(); len(r) != 1 || r[0].At.Before(start) || r[0].At.After(time.Now()) {
+		t.Errorf("requests %+v: want one, stamped when it came", r)
+	}
+}

@@ -153,6 +153,35 @@ and the file taken from the tool's reported path after checking it.
 	}
 	table(w, r, []string{"request", "total, ours", "total, baseline", "CLI start, ours", "CLI start, baseline", "locate, ours", "locate, baseline"}, rows)
 
+	fmt.Fprint(w, `## Voice at a model's pace (ms)
+
+The one section where the stand-ins take a real service's time: the model
+0.5 s to its first token, then about 250 characters a second; OpenAI speech
+0.3 s + 2.5 ms a character (settings of the test stand-ins). The same answer
+goes out as text and as a voice note, in warm conversations: from the
+message to the answer reaching Telegram (`+"`BenchmarkVoicePace`"+`). *Old
+way* is `+"`BRAINBOT_SPEECH_EARLY=off`"+`: the text spoken in turn two's tool
+call, which first makes the model write it all again as the call's argument,
+and the note sent after the model's closing words.
+
+The floor of voice − text is turn two's round trip: once the model's last
+word is in, the driver asks for the tool call (the model's first token, 0.5 s
+here, and a short call), the tool joins the parts and writes the file, and
+the note is uploaded. The speech itself is off that path but for the last
+part, cut small (a sentence group of about 160 characters or more) so that
+it is spoken in less time than that round trip.
+
+`)
+	voice := func(n, unit, format string) cell {
+		return cell{bench: "BenchmarkVoicePace", unit: n + "-" + unit, format: format}
+	}
+	table(w, r, []string{"answer", "text arrives", "voice note arrives", "voice − text", "old way: note arrives", "old way: voice − text", "old / new (voice − text)"}, [][]any{
+		{"8 sentences, ~800 characters", voice("short", "text-ms", "%.0f"), voice("short", "voice-ms", "%.0f"), voice("short", "voice-minus-text-ms", "%.0f"),
+			voice("short", "old-voice-ms", "%.0f"), voice("short", "old-minus-text-ms", "%.0f"), voice("short", "old/new", "%.1f")},
+		{"30 sentences, ~3,000 characters", voice("long", "text-ms", "%.0f"), voice("long", "voice-ms", "%.0f"), voice("long", "voice-minus-text-ms", "%.0f"),
+			voice("long", "old-voice-ms", "%.0f"), voice("long", "old-minus-text-ms", "%.0f"), voice("long", "old/new", "%.1f")},
+	})
+
 	fmt.Fprint(w, "## Our own code\n\n")
 	table(w, r, []string{"measure", "value", "target"}, [][]any{
 		{"bot overhead per message, fake CLI answering at once: p50 (ms)", cell{bench: "BenchmarkOverhead", unit: "p50-ms", format: "%.2f"}, "≤ 5"},

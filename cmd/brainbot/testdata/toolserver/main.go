@@ -2,12 +2,19 @@
 // that bring their own tools: a stdio server (mcp-go) with tools that
 // answer, fail, sleep or read their environment, so a test can drive
 // every path of a tool call through the real Claude Code CLI.
+//
+// With TOOLSERVER_STUBBORN set it is a server that outlives what it can:
+// it ignores SIGINT, SIGTERM and SIGHUP, does not exit when its input
+// closes, and starts a child as deaf (TOOLSERVER_CHILD).
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -15,6 +22,20 @@ import (
 )
 
 func main() {
+	if os.Getenv("TOOLSERVER_CHILD") != "" {
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		select {}
+	}
+	stubborn := os.Getenv("TOOLSERVER_STUBBORN") != ""
+	if stubborn {
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		child := exec.Command(os.Args[0])
+		child.Env = append(os.Environ(), "TOOLSERVER_CHILD=1")
+		if err := child.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	s := server.NewMCPServer("toolserver", "1.0.0", server.WithToolCapabilities(false))
 	s.AddTool(mcp.NewTool("echo", mcp.WithDescription("Answers its text back."),
 		mcp.WithString("text", mcp.Required())), echo)
@@ -24,7 +45,11 @@ func main() {
 	s.AddTool(mcp.NewTool("sleep", mcp.WithDescription("Answers after some seconds."),
 		mcp.WithNumber("seconds", mcp.Required())), sleep)
 	s.AddTool(mcp.NewTool("hidden", mcp.WithDescription("A tool no brain allows.")), echo)
-	if err := server.ServeStdio(s); err != nil {
+	err := server.ServeStdio(s) // returns at EOF, SIGINT or SIGTERM
+	if stubborn {
+		select {}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot"
+	"brainbot/bot/conversation"
+	"brainbot/claude"
+	mcpserver "brainbot/mcp"
+	"brainbot/reaper"
+	"brainbot/ticket"
+	"brainbot/toolspec"
+	"brainbot/transcribe"
+)
+
+// answerer is what answers messages behind any transport: our MCP tools,
+// served to the CLIs on loopback, the Claude driver that starts them,
+// the reaper of what they leave, and the OpenAI clients. run and chat
+// start it alike, so a chat in the terminal meets the same tools, CLI
+// flags and limits as a Telegram user.
+type answerer struct {
+	driver *claude.Driver
+	// transcriber and speaker are nil without an OpenAI key: voice
+	// messages in then get the brain's messages.text_only, and no answer
+	// is read aloud.
+	transcriber conversation.Transcriber
+	speaker     bot.Speaker
+	bare        bool
+	toolsURL    string
+	// close stops it all, the driver first.
+	close func()
+}
+
+// startAnswerer starts the answerer on cfg; close it when the bots stopped.
+func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
+	e := &answerer{}
+	var closers []func()
+	fail := func(err error) (*answerer, error) {
+		for _, c := range closers {
+			c()
+		}
+		return nil, err
+	}
+	// The tools are served from this process to the CLIs the driver
+	// starts, on loopback; a call is served only for the ticket the driver
+	// opens in the request's turn two (package ticket). Stopped after the
+	// bots.
+	tickets := ticket.NewRegistry()
+	tools, err := mcpserver.ListenHTTP(mcpserver.Config{
+		DataDir: cfg.DataDir,
+		OpenAI:  openAIConfig(cfg),
+		Log:     log.Named("tools"),
+	}, tickets, "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	e.toolsURL = tools.URL
+	closers = append(closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), toolsStopGrace)
+		defer cancel()
+		if err := tools.Shutdown(ctx); err != nil {
+			log.Warn("the MCP tool server did not stop cleanly", zap.Error(err))
+		}
+	})
+
+	// Every CLI dies with brainbot (a parent-death signal), and what a CLI
+	// leaves behind, detached or not, is brainbot's to reap and, at the
+	// stop, to end. Closed after the driver.
+	procs, err := reaper.New(true)
+	if err != nil {
+		return fail(err)
+	}
+	closers = append([]func(){func() {
+		if n := procs.Close(); n > 0 {
+			log.Info("ended the processes the Claude CLIs left behind", zap.Int("processes", n))
+		}
+	}}, closers...)
+	// Voice messages in need the key; without it they get the brain's
+	// messages.text_only, and nothing is spoken early or read aloud.
+	var speaker *mcpserver.Speaker
+	if cfg.OpenAIKey != "" {
+		e.transcriber = transcribe.New(openAIConfig(cfg))
+		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
+		e.speaker = speaker
+	}
+	e.bare = claudeBare(cfg.ClaudeBare, m.getenv)
+	e.driver, err = claude.New(claude.Config{
+		Command:  cfg.ClaudeCmd,
+		DataDir:  cfg.DataDir,
+		ToolsURL: tools.URL,
+		Tickets:  tickets,
+		Launcher: m.Executable,
+		Environ:  m.Environ, // the env file's variables too, as doctor checked them
+		Reaper:   procs,
+		Bare:     e.bare,
+		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},
+		Speak:    speakEarly(cfg, speaker),
+		Log:      log.Named("claude"),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	// After the bots stop: their requests are over, their warm CLIs end.
+	closers = append([]func(){e.driver.Close}, closers...)
+
+	e.close = sync.OnceFunc(func() {
+		for _, c := range closers {
+			c()
+		}
+	})
+	return e, nil
+}
+
+// toolsStopGrace bounds the tool server's shutdown. It comes after the
+// bots have stopped, so only a call whose CLI is already gone can be left.
+const toolsStopGrace = 5 * time.Second
+
+// speakEarly is the driver's Config.Speak: answers are spoken while they
+// are written, unless there is no speaker (no OpenAI key) or
+// BRAINBOT_SPEECH_EARLY is off.
+func speakEarly(cfg Config, s *mcpserver.Speaker) func(context.Context, toolspec.SpeechSettings) claude.Utterance {
+	if s == nil || cfg.SpeechEarly == "off" {
+		return nil
+	}
+	return func(ctx context.Context, settings toolspec.SpeechSettings) claude.Utterance {
+		return s.Begin(ctx, settings)
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"brainbot/bot/telegramtest"
+	"brainbot/claude/claudetest"
+	"brainbot/cmd/internal/stack"
+	"brainbot/mcp/openaitest"
+)
+
+// `brainbot init` unattended (every answer a flag), against the Bot API
+// stand-in for getMe, the model's and OpenAI's: the files it writes are
+// what doctor and run accept, and it never overwrites them.
+func TestEndToEndInit(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	dir := filepath.Join(t.TempDir(), "mybots")
+	token := stack.Token("lighthouse")
+	args := []string{"init", "-dir", dir, "-token", token, "-id", "lighthouse", "-kind", "voice",
+		"-model-credential", claudetest.APIKey, "-openai-key", stack.OpenAIKey}
+
+	code, stdout, stderr := runMain(t, s.Env(), args...)
+	t.Logf("init exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 {
+		t.Fatalf("init exited %d, want 0: doctor accepts what it wrote", code)
+	}
+	envFile, brainFile := filepath.Join(dir, "brainbot.env"), filepath.Join(dir, "brains", "lighthouse.yaml")
+	if info, err := os.Stat(envFile); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("env file: %v, mode %v; want mode 0600", err, info.Mode().Perm())
+	}
+	for _, want := range []string{
+		"Telegram knows this bot as @" + telegramtest.Username(token),
+		"ok    bot lighthouse: @" + telegramtest.Username(token),
+		"1 of 1 bots would run (lighthouse)",
+		"brainbot run -env-file " + envFile,
+		"brainbot chat -env-file " + envFile + " " + brainFile,
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("init's output lacks %q", want)
+		}
+	}
+
+	// It refuses to overwrite what it wrote.
+	before, _ := os.ReadFile(envFile)
+	if code, _, stderr := runMain(t, s.Env(), args...); code != 1 || !strings.Contains(stderr, "exists: init never overwrites") {
+		t.Errorf("a second init exited %d (%s), want 1: the env file exists", code, stderr)
+	}
+	if after, _ := os.ReadFile(envFile); string(after) != string(before) {
+		t.Error("a second init changed the env file")
+	}
+
+	// run takes the env file alone: the bot starts polling Telegram.
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	run := exec.CommandContext(ctx, brainbotBinary(t), "run", "-env-file", envFile)
+	run.Env = append(s.Env(), "BRAINBOT_LOG_FILE=")
+	logs, err := run.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = run.Process.Signal(syscall.SIGTERM)
+		_ = run.Wait()
+	}()
+	lines := bufio.NewScanner(logs)
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), `"telegram bot polling"`) && strings.Contains(lines.Text(), `"lighthouse"`) {
+			return
+		}
+	}
+	t.Fatal("brainbot run -env-file did not start the bot init set up")
+}
+
+// Without flags, init asks: the answers come on standard input, a line
+// each, with the kind's default taken from an empty line.
+func TestInitAsks(t *testing.T) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	openAI := openaitest.NewServer()
+	defer openAI.Close()
+	dir := t.TempDir()
+	token := stack.Token("asked")
+	var out, errOut strings.Builder
+	m := &Main{Stdin: strings.NewReader(token + "\n\nsk-ant-oat01-subscription\n\n"), Stdout: &out, Stderr: &errOut,
+		Environ: []string{"TELEGRAM_API_URL=" + tg.URL, "CLAUDE_CMD=/nonexistent/claude"}}
+	code := m.Run(context.Background(), []string{"init", "-dir", dir, "-id", "asked"})
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	// doctor fails on the missing CLI, after the files are written.
+	if code != 1 {
+		t.Errorf("init exited %d, want 1 (doctor finds no CLI)", code)
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "brainbot.env"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ASKED_TOKEN=" + token, "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-subscription", "CLAUDE_CMD=/nonexistent/claude"} {
+		if !strings.Contains(string(env), want+"\n") {
+			t.Errorf("env file lacks %q:\n%s", want, env)
+		}
+	}
+	if strings.Contains(string(env), "OPENAI_API_KEY") {
+		t.Error("a text bot's env file has an OpenAI key it was never asked for")
+	}
+	if !strings.Contains(out.String(), "doctor found problems") {
+		t.Error("init did not say doctor found problems")
+	}
+	// A bot that cannot hear voice messages says so in its brain, so that
+	// doctor has nothing to warn of.
+	if strings.Contains(out.String(), "voice messages in") {
+		t.Error("doctor warns that the text bot cannot hear voice messages")
+	}
+}

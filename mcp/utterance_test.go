@@ -1,0 +1,193 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"brainbot/mcp/audio"
+	"brainbot/mcp/openaitest"
+	"brainbot/toolspec"
+)
+
+// story is n sentences of about 60 characters.
+func story(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "Sentence %d goes on for a while, as stories do. ", i)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// An answer written a few characters at a time is spoken in parts of whole
+// sentences as they complete, with the request's settings; the parts are
+// all of it, in order, and join into one playable file.
+func TestUtteranceSpeaksCompletePartsAsTheyAreWritten(t *testing.T) {
+	f := newFixture(t)
+	u := NewSpeaker(f.cfg).Begin(context.Background(), toolspec.SpeechSettings{Voice: "marin", Format: "opus", Speed: 1.25})
+	defer u.Cancel()
+	text := story(12)
+	for i := 7; i < len(text); i += 7 {
+		u.Write(text[:i])
+	}
+	u.mu.Lock()
+	started := len(u.parts) // parts begun before the text was complete
+	u.mu.Unlock()
+	u.Finish(text)
+	notes, parts, err := u.Audio(context.Background(), 0)
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("%d notes, %v: want one", len(notes), err)
+	}
+	if d, err := audio.OggOpusDuration(notes[0]); err != nil || d <= 0 {
+		t.Errorf("not playable Ogg Opus: %v %v", d, err)
+	}
+	reqs := f.oa.Requests()
+	var inputs []string
+	for _, r := range reqs {
+		if r.Voice != "marin" || r.Speed != 1.25 || r.Format != "opus" {
+			t.Errorf("part spoken with %+v, want the request's settings", r)
+		}
+		inputs = append(inputs, r.Input)
+	}
+	// Concurrent parts may reach the stand-in in any order; each is one of
+	// the cuts, and the cuts in order are the text.
+	if parts != len(reqs) || parts < 3 {
+		t.Fatalf("%d parts, %d requests: want one request a part, several parts", parts, len(reqs))
+	}
+	if started == 0 {
+		t.Error("no part was begun before the text was complete")
+	}
+	joined := 0
+	for _, in := range inputs {
+		joined += len(in) + 1
+		if n := utf8.RuneCountInString(in); n > partChars+60 {
+			t.Errorf("part of %d characters: %q", n, in)
+		}
+		if !strings.HasSuffix(in, ".") {
+			t.Errorf("part %q does not end a sentence", in)
+		}
+	}
+	if joined-1 != len(text) {
+		t.Errorf("parts hold %d bytes, the text %d", joined-1, len(text))
+	}
+	if got := u.Spoken(); got != utf8.RuneCountInString(text)-(parts-1) {
+		t.Errorf("Spoken() = %d, want every character but the spaces between parts", got)
+	}
+}
+
+// A final text that does not go on from what was streamed is spoken anew,
+// whole; what was spoken before still counts.
+func TestUtteranceFinishedWithOtherTextStartsOver(t *testing.T) {
+	f := newFixture(t)
+	u := NewSpeaker(f.cfg).Begin(context.Background(), toolspec.SpeechSettings{})
+	defer u.Cancel()
+	u.Write(story(4) + " ")
+	u.Finish("Something else entirely.")
+	if _, parts, err := u.Audio(context.Background(), 0); err != nil || parts != 1 {
+		t.Fatalf("parts %d, err %v: want the new text in one part", parts, err)
+	}
+	if !slices.ContainsFunc(f.oa.Requests(), func(r openaitest.Request) bool { return r.Input == "Something else entirely." }) {
+		t.Errorf("the final text was not spoken: %+v", f.oa.Requests())
+	}
+}
+
+// One part that fails fails the whole: never a file with a hole.
+func TestUtteranceWithAFailedPartFails(t *testing.T) {
+	f := newFixture(t)
+	u := NewSpeaker(f.cfg).Begin(context.Background(), toolspec.SpeechSettings{})
+	defer u.Cancel()
+	text := story(8)
+	cut := strings.Index(text, "Sentence 5")
+	u.Write(text[:cut])
+	u.Finish(text[:cut] + "Sentence 5 #openai-500 fails. " + text[cut:])
+	notes, _, err := u.Audio(context.Background(), 0)
+	if err == nil || notes != nil {
+		t.Fatalf("a failed part gave %d notes, err %v", len(notes), err)
+	}
+	if !strings.Contains(err.Error(), "speech part") {
+		t.Errorf("error %v does not say which part failed", err)
+	}
+}
+
+// Cancel stops what is in flight; Audio then fails. What was made stays
+// counted.
+func TestUtteranceCancelledKeepsWhatWasSpoken(t *testing.T) {
+	f := newFixture(t)
+	sp := NewSpeaker(f.cfg)
+	u := sp.Begin(context.Background(), toolspec.SpeechSettings{})
+	u.Write(story(6) + " ")
+	u.Cancel()
+	if _, _, err := u.Audio(context.Background(), 0); err == nil {
+		t.Error("a cancelled utterance gave audio")
+	}
+
+	u = sp.Begin(context.Background(), toolspec.SpeechSettings{})
+	text := story(6)
+	u.Finish(text)
+	if _, _, err := u.Audio(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	u.Cancel()
+	if got, parts := u.Spoken(), len(u.parts); got != utf8.RuneCountInString(text)-(parts-1) {
+		t.Errorf("Spoken() = %d after Cancel, want all %d characters of the %d parts made", got, utf8.RuneCountInString(text), parts)
+	}
+}
+
+func TestCutPoint(t *testing.T) {
+	long := strings.Repeat("word ", 40) // 200 characters without a sentence end
+	for _, tc := range []struct {
+		name, text string
+		want       string
+	}{
+		{"too short", "Hello there. How are you? ", ""},
+		{"a sentence not yet ended", long + "and on", ""},
+		{"a sentence end after enough", long + "end. Next", long + "end."},
+		{"a period without a space may go on", long + "pi is 3.14", ""},
+		{"a paragraph", strings.Repeat("x", paragraphChars) + "\nmore", strings.Repeat("x", paragraphChars) + "\n"},
+		{"a short line is no paragraph", "Hi!\nThere", ""},
+		{"no end within one call", strings.Repeat("word ", MaxSpeechInput/5+10), strings.Repeat("word ", MaxSpeechInput/5)},
+	} {
+		if got := tc.text[:cutPoint(tc.text)]; got != tc.want {
+			t.Errorf("%s: cut %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Audio longer than one voice note holds is joined into several, in
+// order, each of whole parts and within the limit; together they hold all
+// of it.
+func TestUtteranceLongerThanOneNoteMakesSeveral(t *testing.T) {
+	f := newFixture(t)
+	u := NewSpeaker(f.cfg).Begin(context.Background(), toolspec.SpeechSettings{Format: "opus"})
+	defer u.Cancel()
+	text := story(20)
+	u.Finish(text)
+	one, parts, err := u.Audio(context.Background(), 0)
+	if err != nil || len(one) != 1 {
+		t.Fatalf("%d notes, %v", len(one), err)
+	}
+	limit := len(one[0])/3 + 200
+	notes, _, err := u.Audio(context.Background(), limit)
+	if err != nil || len(notes) < 3 || len(notes) > parts {
+		t.Fatalf("%d notes of %d parts for a limit of a third, %v", len(notes), parts, err)
+	}
+	var total time.Duration
+	for i, n := range notes {
+		if len(n) > limit {
+			t.Errorf("note %d holds %d bytes, over the limit %d", i, len(n), limit)
+		}
+		d, err := audio.OggOpusDuration(n)
+		if err != nil {
+			t.Fatalf("note %d: %v", i, err)
+		}
+		total += d
+	}
+	// Each note skips its decoder's pre-roll (a few ms) once.
+	if whole, _ := audio.OggOpusDuration(one[0]); (total - whole).Abs() > time.Duration(len(notes))*20*time.Millisecond {
+		t.Errorf("the notes last %v together, the whole %v", total, whole)
+	}
+}
