@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
+	"brainbot/bot/message"
 )
 
 // benchHarness is a running bot with an instant fake Claude and 10,000
@@ -27,7 +27,7 @@ func benchHarness(b *testing.B) *harness {
 	})
 	ctx := context.Background()
 	for u := int64(100_000); u < 110_000; u++ {
-		if err := h.store.UseSession(ctx, store.Conversation{Bot: "alpha", Chat: u}, fmt.Sprintf("session-%d", u), time.Now()); err != nil {
+		if err := h.store.UseSession(ctx, message.Key{Bot: "alpha", Chat: u}, fmt.Sprintf("session-%d", u), time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}

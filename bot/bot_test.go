@@ -13,9 +13,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/store"
+	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
+	"brainbot/state/sqlite"
 )
 
 func TestTextReplyAndSessions(t *testing.T) {
@@ -39,7 +40,7 @@ func TestTextReplyAndSessions(t *testing.T) {
 		first.MaxTurns != 3 || first.MaxBudgetUSD != 0.05 {
 		t.Errorf("request = %+v", first)
 	}
-	sess, ok, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: 7})
+	sess, ok, _ := h.store.Session(context.Background(), message.Key{Bot: "alpha", Chat: 7})
 	if !ok || sess.ID != second.SessionID {
 		t.Errorf("stored session = %+v, %v", sess, ok)
 	}
@@ -117,11 +118,11 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("text without entity = %+v", got[7])
 	}
 
-	before, _, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: 7})
+	before, _, _ := h.store.Session(context.Background(), message.Key{Bot: "alpha", Chat: 7})
 	if got := h.exchange(tokenA, 7, "/reset"); got.Param("text") != "Fresh start." {
 		t.Fatalf("/reset = %q", got.Param("text"))
 	}
-	hist, _ := h.store.SessionHistory(context.Background(), store.Conversation{Bot: "alpha", Chat: 7})
+	hist, _ := h.store.SessionHistory(context.Background(), message.Key{Bot: "alpha", Chat: 7})
 	if len(hist) != 1 || hist[0].ID != before.ID {
 		t.Fatalf("history after reset = %+v, want %s", hist, before.ID)
 	}
@@ -304,7 +305,7 @@ func TestBusyAndGlobalLimit(t *testing.T) {
 func TestExpiredSessionStartsFresh(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  expired: I forgot our chat.\n")}, nil)
 	ctx := context.Background()
-	if err := h.store.UseSession(ctx, store.Conversation{Bot: "alpha", Chat: 7}, "lost-session", time.Now()); err != nil {
+	if err := h.store.UseSession(ctx, message.Key{Bot: "alpha", Chat: 7}, "lost-session", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	h.srv.SendText(tokenA, 7, 7, "remember me?")
@@ -312,8 +313,8 @@ func TestExpiredSessionStartsFresh(t *testing.T) {
 	if got[0].Param("text") != "I forgot our chat." || got[1].Param("text") != "You said: remember me?" {
 		t.Fatalf("replies = %s", describeCalls(got))
 	}
-	sess, _, _ := h.store.Session(ctx, store.Conversation{Bot: "alpha", Chat: 7})
-	hist, _ := h.store.SessionHistory(ctx, store.Conversation{Bot: "alpha", Chat: 7})
+	sess, _, _ := h.store.Session(ctx, message.Key{Bot: "alpha", Chat: 7})
+	hist, _ := h.store.SessionHistory(ctx, message.Key{Bot: "alpha", Chat: 7})
 	if sess.ID == "lost-session" || len(hist) != 1 || hist[0].ID != "lost-session" {
 		t.Fatalf("session %q, history %+v", sess.ID, hist)
 	}
@@ -441,8 +442,8 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 	// that had already been retried once.
 	upd := h.srv.SendText(tokenA, 1, 1, "journaled before the crash")
 	poller := "alpha@1001"
-	entry := func(user int64, text string) store.Entry {
-		return store.Entry{Bot: "alpha", Chat: user, User: user, MessageID: 1, Text: text, Created: time.Now()}
+	entry := func(user int64, text string) sqlite.Entry {
+		return sqlite.Entry{Bot: "alpha", Chat: user, User: user, MessageID: 1, Text: text, Created: time.Now()}
 	}
 	if _, err := h.store.Journal(ctx, entry(1, "journaled before the crash"), poller, upd); err != nil {
 		t.Fatal(err)
@@ -484,9 +485,9 @@ func TestJournalReplayAfterCrash(t *testing.T) {
 }
 
 // pendingOf is bot's part of the journal.
-func pendingOf(ctx context.Context, st *store.Store, bot string) ([]store.Entry, error) {
+func pendingOf(ctx context.Context, st *sqlite.Store, bot string) ([]sqlite.Entry, error) {
 	all, err := st.Pending(ctx)
-	var out []store.Entry
+	var out []sqlite.Entry
 	for _, e := range all {
 		if e.Bot == bot {
 			out = append(out, e)
@@ -495,7 +496,7 @@ func pendingOf(ctx context.Context, st *store.Store, bot string) ([]store.Entry,
 	return out, err
 }
 
-func waitEmptyJournal(t *testing.T, st *store.Store) {
+func waitEmptyJournal(t *testing.T, st *sqlite.Store) {
 	t.Helper()
 	for range 1000 {
 		if p, _ := pendingOf(context.Background(), st, "alpha"); len(p) == 0 {
@@ -678,7 +679,7 @@ func TestSessionNotStoredWhenCLINeverStartedIt(t *testing.T) {
 	if got := h.exchange(tokenA, 7, "#crash"); got.Param("text") != "Oops." {
 		t.Fatalf("crash reply = %q", got.Param("text"))
 	}
-	if sess, ok, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: 7}); ok {
+	if sess, ok, _ := h.store.Session(context.Background(), message.Key{Bot: "alpha", Chat: 7}); ok {
 		t.Fatalf("session %q stored though the CLI never started it", sess.ID)
 	}
 	if got := h.exchange(tokenA, 7, "hello"); got.Param("text") != "You said: hello" {
@@ -741,7 +742,7 @@ func TestVoiceOffByDefaultUsersSwitchItOn(t *testing.T) {
 // message, not the "new conversation" notice as well.
 func TestExpiredSessionAndFailureIsOneReply(t *testing.T) {
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "messages:\n  expired: I forgot our chat.\n  error: Oops.\n")}, nil)
-	if err := h.store.UseSession(context.Background(), store.Conversation{Bot: "alpha", Chat: 7}, "lost-session", time.Now()); err != nil {
+	if err := h.store.UseSession(context.Background(), message.Key{Bot: "alpha", Chat: 7}, "lost-session", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.exchange(tokenA, 7, "please #fail"); got.Param("text") != "Oops." {

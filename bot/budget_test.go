@@ -9,8 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"brainbot/bot/store"
 	"brainbot/metrics"
+	"brainbot/state"
 )
 
 // A bot's daily spending cap: once today's cost (Claude's and OpenAI's)
@@ -52,7 +52,7 @@ func TestDailySpendingCaps(t *testing.T) {
 	}
 
 	waitSummaries(t, h.logs, 7)
-	lines, err := h.store.UsageReport(context.Background(), store.UsageFilter{Since: time.Now().Add(-time.Hour), Bot: "beta"})
+	lines, err := h.store.UsageReport(context.Background(), state.UsageFilter{Since: time.Now().Add(-time.Hour), Bot: "beta"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,6 +151,6 @@ func (m *Manager) WebhookHandler() http.Handler {
 			return fmt.Errorf("bot %s stopped", env.Bot)
 		}
 		env.Me = r.identity()
-		return m.intake.Take(env, func() error { return m.updates.Append(ctx, r.poller(), env) })
+		return m.intake.Take(env, func() error { return m.cfg.State.Append(ctx, r.poller(), env) })
 	}, m.log)
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
-	"brainbot/bot/store/storetest"
+	"brainbot/state/sqlite"
+	"brainbot/state/sqlite/sqlitetest"
 )
 
 // The journal entry of an answered message that cannot be cleared (an
@@ -30,7 +30,7 @@ func TestJournalClearIsRetriedAfterALongLock(t *testing.T) {
 	unlock()
 	h.waitLog("journal entry cleared after retrying")
 	waitEmptyJournal(t, h.store)
-	if _, err := os.Stat(filepath.Join(h.data, store.FileName+"-answered")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(h.data, sqlite.FileName+"-answered")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the answered entries' file after the retry: %v, want none", err)
 	}
 }
@@ -57,18 +57,14 @@ func TestJournalClearOutlastingShutdownLandsAtTheNextStart(t *testing.T) {
 
 // shortBusyTimeout makes the harness's store give up on a lock after 50ms
 // instead of 10s.
-func shortBusyTimeout(h *harness) { h.reopenStore(store.BusyTimeout(50 * time.Millisecond)) }
+func shortBusyTimeout(h *harness) { h.reopenStore(sqlite.BusyTimeout(50 * time.Millisecond)) }
 
-// reopenStore closes the harness's store and opens its file again.
-func (h *harness) reopenStore(opts ...store.Option) {
+// reopenStore closes the harness's store and opens its file again, with
+// opts from now on.
+func (h *harness) reopenStore(opts ...sqlite.Option) {
 	h.t.Helper()
-	h.store.Close()
-	st, err := store.Open(context.Background(), filepath.Join(h.data, store.FileName), opts...)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.store = st
-	h.t.Cleanup(func() { st.Close() })
+	h.storeOpts = opts
+	h.openStore(nil)
 }
 
 // answerUnderLock sends text from user 7 and, once its answer reached
@@ -82,7 +78,7 @@ func (h *harness) answerUnderLock(text string) (unlock func()) {
 	if got := h.waitSent(tokenA, 1)[0]; got.Param("text") != "You said: "+text {
 		h.t.Fatalf("answer = %q", got.Param("text"))
 	}
-	unlock = storetest.LockWrites(h.t, filepath.Join(h.data, store.FileName))
+	unlock = sqlitetest.LockWrites(h.t, filepath.Join(h.data, sqlite.FileName))
 	confirm()
 	return unlock
 }
@@ -121,7 +117,7 @@ func TestUnsavedSessionHandsTheMessageBack(t *testing.T) {
 	if session == "" {
 		t.Fatal("the second message does not resume the first's session")
 	}
-	unlock := storetest.LockWrites(t, filepath.Join(h.data, store.FileName))
+	unlock := sqlitetest.LockWrites(t, filepath.Join(h.data, sqlite.FileName))
 	close(h.claude.release)
 	// Handed back, and again while the lock holds (its attempt cannot be
 	// journaled): nothing is sent, and the model is not asked again.

@@ -17,11 +17,11 @@ import (
 
 	"brainbot/bot/conversation"
 	"brainbot/bot/message"
-	"brainbot/bot/store"
 	"brainbot/bot/telegram"
 	"brainbot/bot/telegramtest"
-	"brainbot/cluster"
-	"brainbot/cluster/natstest"
+	"brainbot/state/jetstream"
+	"brainbot/state/jetstream/natstest"
+	"brainbot/state/sqlite"
 )
 
 // mode is one way of running the bots.
@@ -39,7 +39,7 @@ var modes = []mode{
 		name:  "alone",
 		setup: func(*testing.T, *harness) {},
 		stored: func(t *testing.T, h *harness, env message.Envelope) {
-			_, err := h.store.Journal(context.Background(), store.Entry{Bot: env.Bot, Chat: env.Key.Chat, Thread: env.Key.Thread,
+			_, err := h.store.Journal(context.Background(), sqlite.Entry{Bot: env.Bot, Chat: env.Key.Chat, Thread: env.Key.Thread,
 				Update: env.Raw, UpdateID: env.UpdateID, MeID: env.Me.ID, MeUsername: env.Me.Username, Created: time.Now()},
 				"elsewhere@0", env.UpdateID)
 			if err != nil {
@@ -51,7 +51,7 @@ var modes = []mode{
 		name:  "cluster",
 		setup: func(t *testing.T, h *harness) { h.natsURL = natstest.Start(t) },
 		stored: func(t *testing.T, h *harness, env message.Envelope) {
-			other, err := cluster.Connect(context.Background(), cluster.Config{URL: h.natsURL, Partitions: 1, Instance: "elsewhere"})
+			other, err := jetstream.Connect(context.Background(), jetstream.Config{URL: h.natsURL, Partitions: 1, Instance: "elsewhere"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"brainbot/bot/store"
+	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
 )
 
@@ -66,8 +66,8 @@ func TestGroupConversations(t *testing.T) {
 	// The group is one conversation, separate from user 7's private one.
 	h.exchange(tokenA, 7, "private hello")
 	ctx := context.Background()
-	group, _, _ := h.store.Session(ctx, store.Conversation{Bot: "alpha", Chat: groupChat})
-	private, _, _ := h.store.Session(ctx, store.Conversation{Bot: "alpha", Chat: 7})
+	group, _, _ := h.store.Session(ctx, message.Key{Bot: "alpha", Chat: groupChat})
+	private, _, _ := h.store.Session(ctx, message.Key{Bot: "alpha", Chat: 7})
 	if group.ID == "" || private.ID == "" || group.ID == private.ID {
 		t.Fatalf("group session %q, private session %q: want two", group.ID, private.ID)
 	}
@@ -79,10 +79,10 @@ func TestGroupConversations(t *testing.T) {
 	// /reset in the group ends the group's conversation only.
 	h.srv.SendMessage(tokenA, withCommand(groupMessage(7, "/reset", false)))
 	h.waitSent(tokenA, 4)
-	if _, ok, _ := h.store.Session(ctx, store.Conversation{Bot: "alpha", Chat: groupChat}); ok {
+	if _, ok, _ := h.store.Session(ctx, message.Key{Bot: "alpha", Chat: groupChat}); ok {
 		t.Error("group session kept after /reset in the group")
 	}
-	if s, ok, _ := h.store.Session(ctx, store.Conversation{Bot: "alpha", Chat: 7}); !ok || s.ID != private.ID {
+	if s, ok, _ := h.store.Session(ctx, message.Key{Bot: "alpha", Chat: 7}); !ok || s.ID != private.ID {
 		t.Error("/reset in the group ended the private conversation")
 	}
 	// A command for another bot is not for this one.
@@ -117,8 +117,8 @@ func TestForumTopicsAreConversations(t *testing.T) {
 	}
 	inTopic(43, "second topic")
 	h.waitSent(tokenA, 2)
-	a, _, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: groupChat, Thread: 42})
-	b, _, _ := h.store.Session(context.Background(), store.Conversation{Bot: "alpha", Chat: groupChat, Thread: 43})
+	a, _, _ := h.store.Session(context.Background(), message.Key{Bot: "alpha", Chat: groupChat, Thread: 42})
+	b, _, _ := h.store.Session(context.Background(), message.Key{Bot: "alpha", Chat: groupChat, Thread: 43})
 	if a.ID == "" || a.ID == b.ID {
 		t.Fatalf("topics share session %q / %q", a.ID, b.ID)
 	}

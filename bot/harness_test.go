@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,11 +19,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
-	"brainbot/cluster"
 	"brainbot/output"
+	"brainbot/state/jetstream"
+	"brainbot/state/sqlite"
 )
 
 // fakeClaude answers like the fake CLI, instantly and in process:
@@ -327,16 +328,18 @@ type harness struct {
 	srv    *telegramtest.Server
 	brains string
 	data   string
-	store  *store.Store
-	claude *fakeClaude
-	logs   *observer.ObservedLogs
-	cfg    func(*Config)
+	store  *sqlite.Store
+	// storeOpts are the options store is opened with.
+	storeOpts []sqlite.Option
+	claude    *fakeClaude
+	logs      *observer.ObservedLogs
+	cfg       func(*Config)
 
 	// natsURL, when set, runs the bots as one instance of a cluster on
 	// that NATS server: each start joins it as a new instance (cl), and
 	// stop hands what it held back, as `brainbot run` does.
 	natsURL   string
-	cl        *cluster.Cluster
+	cl        *jetstream.Cluster
 	instances int
 
 	cancel context.CancelFunc
@@ -360,12 +363,7 @@ func newHarnessWith(t testing.TB, brains map[string]string, cfg func(*Config), b
 	for id, y := range brains {
 		h.writeBrain(id, y)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(h.data, store.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.store = st
-	t.Cleanup(func() { st.Close() })
+	h.openStore(nil)
 	h.claude = newFakeClaude(h.data)
 	if before != nil {
 		before(h)
@@ -385,25 +383,47 @@ func (h *harness) writeBrain(id, y string) {
 	}
 }
 
+// openStore (re)opens the store's file, as a process starting does: its
+// work in the background reports to log (nil: nowhere).
+func (h *harness) openStore(log *zap.Logger) {
+	h.t.Helper()
+	if h.store != nil {
+		h.store.Close()
+	}
+	opts := append([]sqlite.Option{sqlite.Retries(20*time.Millisecond, 200*time.Millisecond), sqlite.Log(cmp.Or(log, zap.NewNop()))}, h.storeOpts...)
+	st, err := sqlite.Open(context.Background(), filepath.Join(h.data, sqlite.FileName), opts...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.store = st
+	h.t.Cleanup(func() { st.Close() })
+}
+
 func (h *harness) start() {
 	h.t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	h.logs = logs
+	log := zap.New(core)
 	cfg := Config{
 		BrainsDir: h.brains, DataDir: h.data, APIURL: h.srv.URL,
-		Claude: h.claude, Store: h.store, Log: zap.New(core),
+		Claude: h.claude, Log: log,
 		PollTimeout: 2 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		Grace: 10 * time.Second, LookupEnv: func(string) (string, bool) { return "", false },
 	}
 	if h.natsURL != "" {
 		h.instances++
-		cl, err := cluster.Connect(context.Background(), cluster.Config{URL: h.natsURL, Partitions: 1,
+		cl, err := jetstream.Connect(context.Background(), jetstream.Config{URL: h.natsURL, Partitions: 1,
 			Instance: fmt.Sprintf("instance-%d", h.instances), Log: cfg.Log.Named("cluster")})
 		if err != nil {
 			h.t.Fatal(err)
 		}
 		h.cl = cl
-		cfg.Store, cfg.Cluster = cl.State(), cl
+		cfg.State = cl.Backend(func(bot, session string) string { return filepath.Join(h.data, "transcripts", bot, session) })
+	} else {
+		// A start opens the store anew, as a process does, reporting to
+		// this run's log.
+		h.openStore(log)
+		cfg.State = h.store
 	}
 	if h.cfg != nil {
 		h.cfg(&cfg)
@@ -437,7 +457,17 @@ func (h *harness) stop() {
 		h.cl.Release()
 		h.cl.Close()
 		h.cl = nil
+		return
 	}
+	// The process ends: its store closes (a clear still retried gives up),
+	// and opens again, as it is, for the test to read.
+	h.store.Close()
+	st, err := sqlite.OpenExisting(context.Background(), filepath.Join(h.data, sqlite.FileName))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.store = st
+	h.t.Cleanup(func() { st.Close() })
 }
 
 func (h *harness) ctx() context.Context {

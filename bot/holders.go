@@ -8,6 +8,7 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/telegram"
+	"brainbot/state"
 )
 
 // A token stays with the brain that has it. A copied brain file that
@@ -27,7 +28,7 @@ type holders struct {
 
 // load reads what the store remembers; without it the first brain by
 // file name keeps a token, as before anything was remembered.
-func (h *holders) load(ctx context.Context, s TelegramBots, log *zap.Logger) {
+func (h *holders) load(ctx context.Context, s state.Holders, log *zap.Logger) {
 	byNumber, err := s.TelegramBotHolders(ctx)
 	if err != nil {
 		log.Warn("could not read which brain has each Telegram bot; of two brain files with one token, the first by name keeps it", zap.Error(err))
@@ -70,7 +71,7 @@ func (m *Manager) hold(ctx context.Context, id, token string, log *zap.Logger) {
 	if same {
 		return
 	}
-	if err := m.cfg.Store.HoldTelegramBot(ctx, number, id, m.cfg.Now()); err != nil {
+	if err := m.cfg.State.HoldTelegramBot(ctx, number, id, m.cfg.Now()); err != nil {
 		log.Warn("could not record which brain has the Telegram bot; after a restart another file with its token may take it", zap.Error(err))
 		return
 	}

@@ -27,12 +27,11 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/conversation"
 	"brainbot/bot/intake"
-	"brainbot/bot/journal"
 	"brainbot/bot/message"
 	"brainbot/bot/panel/host"
-	"brainbot/bot/store"
 	"brainbot/bot/telegram"
 	"brainbot/metrics"
+	"brainbot/state"
 )
 
 // Config is what Run needs. Zero durations and sizes take the defaults noted.
@@ -101,16 +100,11 @@ type Config struct {
 	// is over rather than as soon as its tool reports the file
 	// (BRAINBOT_SPEECH_EARLY=off: the flow before 2026-11, to compare).
 	FileAfterTurn bool
-	// Store keeps the bots' state (sessions, toggles, counters, usage,
-	// panel runs): *store.Store, or with a Cluster the cluster's shared
-	// state. Without a Cluster it keeps the journal of updates too
-	// (journal.Store), and is pruned if it can be (Pruner).
-	Store Store
-	// Cluster, if set, shares the bots with other instances: their updates
-	// go through its stream, and one instance at a time polls each bot.
-	// Transcripts then moves session transcripts between them.
-	Cluster     Cluster
-	Transcripts conversation.Transcripts
+	// State keeps the bots' updates until answered and their state
+	// (sessions, toggles, counters, usage, buttons, panel runs,
+	// transcripts), and says which instance polls each bot: one process's
+	// (state/sqlite) or instances' sharing the bots (state/jetstream).
+	State state.Backend
 	// WebhookURL has Telegram post updates to <WebhookURL>/<bot id>
 	// (served by WebhookHandler) instead of the bots polling.
 	WebhookURL string
@@ -136,12 +130,9 @@ type Manager struct {
 	cfg       Config
 	log       *zap.Logger
 	transport *telegram.Transport
-	// updates keeps the updates until answered: the journal, or the
-	// cluster's stream.
-	updates  Log
-	intake   *intake.Intake
-	pipeline *conversation.Pipeline
-	panels   *host.Host
+	intake    *intake.Intake
+	pipeline  *conversation.Pipeline
+	panels    *host.Host
 
 	mu     sync.Mutex
 	brains map[string]*brain.Brain
@@ -176,12 +167,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, errors.New("bot: Config.DataDir is empty")
 	case cfg.Claude == nil:
 		return nil, errors.New("bot: Config.Claude is nil")
-	case cfg.Store == nil:
-		return nil, errors.New("bot: Config.Store is nil")
-	}
-	journaled, keepsJournal := cfg.Store.(journal.Store)
-	if cfg.Cluster == nil && !keepsJournal {
-		return nil, errors.New("bot: Config.Store keeps no journal, and there is no Cluster to keep the updates")
+	case cfg.State == nil:
+		return nil, errors.New("bot: Config.State is nil")
 	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
@@ -226,18 +213,14 @@ func New(cfg Config) (*Manager, error) {
 	}
 	m.transport = telegram.New(telegram.Settings{APIURL: cfg.APIURL, PollTimeout: cfg.PollTimeout, RetryMin: cfg.RetryMin,
 		ActionEvery: cfg.ChatActionEvery, StreamEvery: cfg.StreamEvery, Metrics: cfg.Metrics})
-	m.updates = cfg.Cluster
-	if cfg.Cluster == nil {
-		m.updates = journal.New(journaled, journal.Options{Launch: m.launch, RetryMin: cfg.RetryMin, RetryMax: cfg.RetryMax, Log: cfg.Log})
-	}
 	m.pipeline = conversation.New(conversation.Config{
-		DataDir: cfg.DataDir, State: cfg.Store, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
-		Transcriber: cfg.Transcriber, Transcripts: cfg.Transcripts, Speaker: cfg.Speaker, FileAfterTurn: cfg.FileAfterTurn,
+		DataDir: cfg.DataDir, State: cfg.State, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
+		Transcriber: cfg.Transcriber, Speaker: cfg.Speaker, FileAfterTurn: cfg.FileAfterTurn,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
 		Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
 	m.panels = host.New(host.Config{
-		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.Store, Brain: m.brain,
+		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.State, Brain: m.brain,
 		Speaker: cfg.Speaker, Launch: m.launch, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
 	m.pipeline.UsePanels(m.panels)
@@ -276,17 +259,15 @@ func setDefault[T comparable](v *T, def T) {
 // runs once.
 func (m *Manager) Run(ctx context.Context) error {
 	pollCtx, stopPolling := context.WithCancel(ctx)
-	if pruner, ok := m.cfg.Store.(Pruner); ok {
-		m.pollers.Add(1)
-		go func() {
-			defer m.pollers.Done()
-			m.pruneStore(pollCtx, pruner)
-		}()
-	}
-	m.updates.Consume(pollCtx, m.intake.Deliver)
+	m.pollers.Add(1)
+	go func() {
+		defer m.pollers.Done()
+		m.pruneStore(pollCtx)
+	}()
+	m.cfg.State.Consume(pollCtx, m.intake.Deliver)
 	m.panels.Report()
 	m.launch(func(context.Context) { m.resumePanels(pollCtx) })
-	m.holders.load(pollCtx, m.cfg.Store, m.log)
+	m.holders.load(pollCtx, m.cfg.State, m.log)
 	// Once the brains are known, the conversations of the last run that
 	// were active most recently have their processes started.
 	prewarm := func() {
@@ -334,14 +315,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	return nil
 }
 
-// resumePanels takes up the panel runs an earlier process left; in a
-// cluster also, every panelCheckEvery, those of instances that died
-// meanwhile, until the bots stop.
+// resumePanels takes up the panel runs an earlier process left, and then,
+// every panelCheckEvery, those of instances that died meanwhile (in a
+// cluster), until the bots stop.
 func (m *Manager) resumePanels(ctx context.Context) {
 	m.panels.Resume(ctx, m.stopping)
-	if m.cfg.Cluster == nil {
-		return
-	}
 	tick := time.NewTicker(panelCheckEvery)
 	defer tick.Stop()
 	for {
@@ -363,11 +341,11 @@ const panelCheckEvery = 2 * time.Second
 const pruneEvery = time.Hour
 
 // pruneStore prunes the store now and every pruneEvery until ctx ends.
-func (m *Manager) pruneStore(ctx context.Context, pruner Pruner) {
+func (m *Manager) pruneStore(ctx context.Context) {
 	tick := time.NewTicker(pruneEvery)
 	defer tick.Stop()
 	for {
-		p, err := pruner.Prune(ctx, m.cfg.Now(), store.DefaultRetention)
+		p, err := m.cfg.State.Prune(ctx, m.cfg.Now(), state.DefaultRetention)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			m.log.Warn("could not prune the store", zap.Error(err))
@@ -518,7 +496,7 @@ func (m *Manager) Ready() error {
 			stale = append(stale, id+" (token rejected)")
 			continue
 		}
-		if (m.cfg.Cluster != nil || m.cfg.WebhookURL != "") && !r.polling.Load() {
+		if !r.polling.Load() {
 			// Posted to, or polled elsewhere: connected is enough.
 			if client, _ := r.current(); client == nil {
 				stale = append(stale, id)

@@ -16,11 +16,11 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/intake"
-	"brainbot/bot/store"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
 	"brainbot/mcp/openaitest"
 	"brainbot/pricing"
+	"brainbot/state/sqlite"
 	"brainbot/transcribe"
 )
 
@@ -409,7 +409,7 @@ func TestAlbumReplayedAfterCrash(t *testing.T) {
 	for i, caption := range []string{"two photos", ""} {
 		img := jpegOf(t, 5, 5)
 		media := fmt.Sprintf(`[{"kind":"image","file_id":%q,"size":%d,"album":"42"}]`, h.srv.AddFile(tokenA, img), len(img))
-		if _, err := h.store.Journal(ctx, store.Entry{Bot: "alpha", Chat: 7, User: 7, MessageID: 10 + i, Text: caption, Media: media, Created: time.Now()}, "alpha@1001", upd); err != nil {
+		if _, err := h.store.Journal(ctx, sqlite.Entry{Bot: "alpha", Chat: 7, User: 7, MessageID: 10 + i, Text: caption, Media: media, Created: time.Now()}, "alpha@1001", upd); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,19 +7,20 @@ import (
 	"testing"
 
 	"brainbot/bot/message"
-	"brainbot/bot/store"
+	"brainbot/state"
+	"brainbot/state/sqlite"
 )
 
 // pausingStore is a store whose session reads fail as unavailable for
 // now, the first fails times: NATS away, in a cluster.
 type pausingStore struct {
-	*store.Store
+	*sqlite.Store
 	fails atomic.Int32
 }
 
-func (s *pausingStore) Session(ctx context.Context, c store.Conversation) (store.Session, bool, error) {
+func (s *pausingStore) Session(ctx context.Context, c message.Key) (state.Session, bool, error) {
 	if s.fails.Add(-1) >= 0 {
-		return store.Session{}, false, fmt.Errorf("read session: %w", message.ErrUnavailable)
+		return state.Session{}, false, fmt.Errorf("read session: %w", state.ErrUnavailable)
 	}
 	return s.Store.Session(ctx, c)
 }
@@ -33,9 +34,9 @@ func (s *pausingStore) Session(ctx context.Context, c store.Conversation) (store
 func TestAnUnavailableStatePausesTheMessage(t *testing.T) {
 	var paused *pausingStore
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, func(c *Config) {
-		paused = &pausingStore{Store: c.Store.(*store.Store)}
+		paused = &pausingStore{Store: c.State.(*sqlite.Store)}
 		paused.fails.Store(1)
-		c.Store = paused
+		c.State = paused
 	})
 	got := h.exchange(tokenA, 1, "hello")
 	if text := got.Param("text"); text != "You said: hello" {

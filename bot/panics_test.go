@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/bot/message"
-	"brainbot/bot/store"
 	"brainbot/metrics"
+	"brainbot/state/sqlite"
 )
 
 // panicLog is the error line a contained panic leaves.
@@ -23,13 +23,13 @@ const unreadableBrain = "messages:\n  unreadable: Couldn't read that.\n"
 
 // panicOnJournal is a store whose Journal panics on a message carrying
 // #explode: a bug in the intake, as the malformed entity's was.
-type panicOnJournal struct{ *store.Store }
+type panicOnJournal struct{ *sqlite.Store }
 
-func (s panicOnJournal) Journal(ctx context.Context, e store.Entry, poller string, updateID int64) (int64, error) {
-	if strings.Contains(string(e.Update), "#explode") {
+func (s panicOnJournal) Append(ctx context.Context, poller string, env message.Envelope) error {
+	if strings.Contains(string(env.Raw), "#explode") {
 		panic("journal exploded")
 	}
-	return s.Store.Journal(ctx, e, poller, updateID)
+	return s.Store.Append(ctx, poller, env)
 }
 
 // A panic while the polling handler takes an update in is contained: the
@@ -40,7 +40,7 @@ func (s panicOnJournal) Journal(ctx context.Context, e store.Entry, poller strin
 func TestPanicInIntakeIsContained(t *testing.T) {
 	reg := metrics.New()
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, unreadableBrain)}, func(c *Config) {
-		c.Store = panicOnJournal{c.Store.(*store.Store)}
+		c.State = panicOnJournal{c.State.(*sqlite.Store)}
 		c.Metrics = reg
 	})
 	private := h.srv.SendText(tokenA, 7, 7, "#explode")
@@ -48,7 +48,7 @@ func TestPanicInIntakeIsContained(t *testing.T) {
 	h.srv.SendText(tokenA, 7, 7, "probe")
 	wantSent(t, h, "-1001500:Couldn't read that.", "7:Couldn't read that.", "7:You said: probe")
 	for _, id := range []int64{private, group} {
-		checkPanicLine(t, h.logs, id, "intake", "panicOnJournal.Journal")
+		checkPanicLine(t, h.logs, id, "intake", "panicOnJournal.Append")
 	}
 	if n := testutil.ToFloat64(reg.Panics.WithLabelValues("alpha", "intake")); n != 2 {
 		t.Errorf("brainbot_panics_total{stage=intake} = %v, want 2", n)
@@ -93,7 +93,8 @@ func TestPanicInClusterDeliveryIsContained(t *testing.T) {
 	reg := metrics.New()
 	cl := &fakeCluster{work: make(chan func(message.Delivery), 1)}
 	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, unreadableBrain)}, func(c *Config) {
-		c.Cluster = cl
+		cl.Store = c.State.(*sqlite.Store)
+		c.State = cl
 		c.Metrics = reg
 	})
 	handle := <-cl.work
@@ -156,9 +157,15 @@ func checkPanicLine(t *testing.T, logs *observer.ObservedLogs, id int64, stage, 
 
 // fakeCluster hands the test the Manager's delivery handler; this
 // instance never polls.
-type fakeCluster struct{ work chan func(message.Delivery) }
+type fakeCluster struct {
+	*sqlite.Store
+	work chan func(message.Delivery)
+}
 
-func (c *fakeCluster) Lease(ctx context.Context, _ string, _ func(context.Context)) { <-ctx.Done() }
+func (c *fakeCluster) Lease(ctx context.Context, _ string, _ func(context.Context) error) error {
+	<-ctx.Done()
+	return nil
+}
 
 func (c *fakeCluster) Append(context.Context, string, message.Envelope) error {
 	return errors.New("this instance does not poll")

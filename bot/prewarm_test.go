@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
+	"brainbot/bot/message"
 )
 
 // After a restart the conversations used within PrewarmWithin, the most
@@ -26,7 +26,7 @@ func TestPrewarmAfterRestart(t *testing.T) {
 		if i == 5 {
 			bot = "gone" // its brain was removed
 		}
-		if err := h.store.UseSession(context.Background(), store.Conversation{Bot: bot, Chat: int64(i + 1)}, fmt.Sprint("s", i+1), now.Add(-ago)); err != nil {
+		if err := h.store.UseSession(context.Background(), message.Key{Bot: bot, Chat: int64(i + 1)}, fmt.Sprint("s", i+1), now.Add(-ago)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -50,10 +50,14 @@ func importsAny(p listed, prefixes ...string) bool {
 }
 
 const (
-	telegramLib = "github.com/go-telegram/bot"
-	natsLib     = "github.com/nats-io"
-	claudePkg   = "brainbot/claude"
-	transport   = "brainbot/bot/telegram"
+	stateContract    = "brainbot/state"
+	sqliteBackend    = "brainbot/state/sqlite"
+	jetstreamBackend = "brainbot/state/jetstream"
+	sqliteLib        = "modernc.org/sqlite"
+	telegramLib      = "github.com/go-telegram/bot"
+	natsLib          = "github.com/nats-io"
+	claudePkg        = "brainbot/claude"
+	transport        = "brainbot/bot/telegram"
 )
 
 // The rooms keep to themselves (docs/architecture.md): one transport
@@ -78,12 +82,12 @@ func TestRoomsKeepToThemselves(t *testing.T) {
 		if !strings.HasPrefix(path, "brainbot/cmd/") && importsAny(p, claudePkg) && importsAny(p, telegramLib, natsLib) {
 			t.Errorf("%s imports %s together with Telegram's library or NATS", path, claudePkg)
 		}
-		if importsAny(p, natsLib) && path != "brainbot/cluster" && !strings.HasPrefix(path, "brainbot/cluster/") {
-			t.Errorf("%s imports NATS: only the cluster's packages may", path)
+		if importsAny(p, natsLib) && path != jetstreamBackend && !strings.HasPrefix(path, jetstreamBackend+"/") {
+			t.Errorf("%s imports NATS: only the JetStream backend's packages may", path)
 		}
-		for _, room := range []string{"brainbot/bot/conversation", "brainbot/bot/intake", "brainbot/bot/journal", "brainbot/bot/panel/host"} {
-			if path == room && importsAny(p, telegramLib, natsLib, transport, "brainbot/cluster") {
-				t.Errorf("%s imports the transport or the cluster: %v", path, p.Imports)
+		for _, room := range []string{"brainbot/bot/conversation", "brainbot/bot/intake", "brainbot/bot/panel/host"} {
+			if path == room && importsAny(p, telegramLib, natsLib, transport) {
+				t.Errorf("%s imports the transport or NATS: %v", path, p.Imports)
 			}
 		}
 		if path == "brainbot/bot/message" && slices.ContainsFunc(p.Imports, func(imp string) bool { return strings.Contains(imp, ".") || strings.HasPrefix(imp, "brainbot/") }) {
@@ -106,6 +110,31 @@ func TestRoomsKeepToThemselves(t *testing.T) {
 	for _, p := range pkgs {
 		if p.ImportPath == "brainbot/cmd/demo" && slices.Contains(p.Deps, "testing") {
 			t.Error("cmd/demo links package testing (and its flags)")
+		}
+	}
+}
+
+// The state wing (docs/architecture.md): the contract (state) needs only
+// the shared words; each backend is linked by itself, its test helper and
+// cmd alone (cmd/brainbot chooses one); nothing else knows which backend
+// it runs on.
+func TestStateBackendsKeepToThemselves(t *testing.T) {
+	for _, p := range listModule(t) {
+		path := p.ImportPath
+		inCmd := strings.HasPrefix(path, "brainbot/cmd/")
+		if path == stateContract && slices.ContainsFunc(p.Imports, func(imp string) bool {
+			return strings.Contains(imp, ".") || strings.HasPrefix(imp, "brainbot/") && imp != "brainbot/bot/message"
+		}) {
+			t.Errorf("the state contract imports beyond the standard library and bot/message: %v", p.Imports)
+		}
+		for _, backend := range []struct{ pkg, lib string }{{sqliteBackend, sqliteLib}, {jetstreamBackend, "github.com/nats-io/nats.go"}} {
+			own := path == backend.pkg || strings.HasPrefix(path, backend.pkg+"/")
+			if !own && !inCmd && slices.Contains(p.Deps, backend.lib) {
+				t.Errorf("%s links %s: only %s and cmd may", path, backend.lib, backend.pkg)
+			}
+			if !own && !inCmd && importsAny(p, backend.pkg) {
+				t.Errorf("%s imports the backend %s: only cmd chooses one", path, backend.pkg)
+			}
 		}
 	}
 }

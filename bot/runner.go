@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"brainbot/bot/conversation"
 	"brainbot/bot/message"
 	"brainbot/bot/telegram"
+	"brainbot/state"
 )
 
 // runner is one bot's Telegram client: it (re)connects with backoff and
@@ -88,11 +88,11 @@ func (r *runner) run(parent context.Context) {
 	}
 }
 
-// cause names what an admin must look at for err: NATS when the log or
-// the shared state is unavailable (the offset, say), else Telegram's side.
+// cause names what an admin must look at for err: the state's backend
+// when it is unavailable (the offset, say), else Telegram's side.
 func cause(err error) string {
-	if errors.Is(err, message.ErrUnavailable) {
-		return "nats unavailable"
+	if why := state.Cause(err); why != "" {
+		return why
 	}
 	return telegram.Describe(err)
 }
@@ -125,8 +125,8 @@ func (b *backoff) reset() { b.next = b.min }
 
 // serve connects and takes the bot's updates in until ctx ends (nil) or
 // Telegram rejects the token or reports a second poller (the error): by
-// its webhook, or by polling (in a cluster, while this instance holds
-// the bot's lease).
+// its webhook, or by polling while this instance holds the bot's lease
+// (at once, unless instances share the bot).
 func (r *runner) serve(ctx context.Context) error {
 	client, err := r.m.transport.Client(r.id, r.token, r.log)
 	if err != nil {
@@ -143,35 +143,14 @@ func (r *runner) serve(ctx context.Context) error {
 		r.setWebhook(ctx, client)
 		<-ctx.Done()
 		return nil
-	case r.m.cfg.Cluster != nil:
-		r.m.cfg.Cluster.Lease(ctx, r.id, func(ctx context.Context) { r.pollWhileLeased(ctx, client) })
-		return nil
 	}
-	return r.poll(ctx, client)
-}
-
-// pollWhileLeased polls until ctx (the lease's) ends, retrying after
-// errors.
-func (r *runner) pollWhileLeased(ctx context.Context, client *telegram.Client) {
-	retry := r.retries()
-	for {
-		err := r.poll(ctx, client)
-		if ctx.Err() != nil {
-			return
-		}
-		r.failed(err)
-		r.log.Error("telegram polling stopped; retrying", zap.String("cause", cause(err)),
-			zap.Error(err), zap.Duration("retry_in_ms", retry.next))
-		if !retry.wait(ctx) {
-			return
-		}
-	}
+	return r.m.cfg.State.Lease(ctx, r.id, func(ctx context.Context) error { return r.poll(ctx, client) })
 }
 
 // poll long-polls from the stored offset; each update is confirmed to
 // Telegram only once it is stored.
 func (r *runner) poll(ctx context.Context, client *telegram.Client) error {
-	offset, err := r.m.updates.Offset(ctx, r.poller())
+	offset, err := r.m.cfg.State.Offset(ctx, r.poller())
 	if err != nil {
 		return err
 	}
@@ -192,7 +171,7 @@ func (r *runner) store(ctx context.Context, env message.Envelope) error {
 	// At most 10s apart: polling waits for it.
 	retry := &backoff{min: r.m.cfg.RetryMin, max: 10 * time.Second, next: r.m.cfg.RetryMin}
 	for {
-		err := r.m.intake.Take(env, func() error { return r.m.updates.Append(ctx, r.poller(), env) })
+		err := r.m.intake.Take(env, func() error { return r.m.cfg.State.Append(ctx, r.poller(), env) })
 		if err == nil || ctx.Err() != nil {
 			return err
 		}

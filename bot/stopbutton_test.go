@@ -57,7 +57,7 @@ func checkStopButton(t *testing.T, h *harness, reg *metrics.Metrics) {
 	if !stopped {
 		t.Error("no request line with outcome stopped")
 	}
-	spent, err := h.m.cfg.Store.SpentToday(h.ctx(), "alpha", 7, h.m.cfg.Now()) // the cluster's state in a cluster
+	spent, err := h.m.cfg.State.SpentToday(h.ctx(), "alpha", 7, h.m.cfg.Now()) // the cluster's state in a cluster
 	if err != nil || spent < 0.005 {
 		t.Errorf("spent today %g, %v: want the partial turn's cost recorded", spent, err)
 	}

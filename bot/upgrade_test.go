@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"brainbot/bot/store"
+	"brainbot/state/sqlite"
 )
 
 // A database the release before the raw journal wrote (schema 3: the
-// fixture bot/store/testdata/schema-v3.sql, journal rows included) is
+// fixture state/sqlite/testdata/schema-v3.sql, journal rows included) is
 // upgraded, and every message its journal held is answered as that
 // release would have: a private text, a group message with its sender's
 // name (replying to it), a command, and an album of two photos as one
@@ -29,7 +29,7 @@ func TestUpgradeAnswersTheJournal(t *testing.T) {
 			}
 		}
 		h.store.Close()
-		fromRelease3(t, filepath.Join(h.data, store.FileName))
+		fromRelease3(t, filepath.Join(h.data, sqlite.FileName))
 		h.reopenStore()
 		h.claude.sessions[release3Session] = true // the CLI has it
 	})
@@ -88,7 +88,7 @@ func fromRelease3(t *testing.T, path string) {
 			t.Fatal(err)
 		}
 	}
-	ddl, err := os.ReadFile(filepath.Join("store", "testdata", "schema-v3.sql"))
+	ddl, err := os.ReadFile(filepath.Join("..", "state", "sqlite", "testdata", "schema-v3.sql"))
 	if err != nil {
 		t.Fatal(err)
 	}

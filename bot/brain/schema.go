@@ -19,7 +19,7 @@ const (
 	minTimeout     = time.Second
 	maxTimeout     = time.Hour
 	// A button works this long by default, at least minButtonsAge and at
-	// most maxButtonsAge (store.MaxButtonsAge: the store keeps buttons as
+	// most maxButtonsAge (state.MaxButtonsAge: the store keeps buttons as
 	// long).
 	defaultButtonsAge = 48 * time.Hour
 	minButtonsAge     = time.Minute

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/store"
+	"brainbot/state"
 )
 
 // outcomeSpendingCap is the outcome of a message refused because a
@@ -50,7 +50,7 @@ func (p *Pipeline) withinBudget(r *request) bool {
 		r.fail("budget", err)
 	case over:
 		now := p.cfg.Now()
-		r.notice(outcomeSpendingCap, r.brain.Messages.SpendingCapText(store.NextReset(now).Sub(now)))
+		r.notice(outcomeSpendingCap, r.brain.Messages.SpendingCapText(state.NextReset(now).Sub(now)))
 	}
 	return err == nil && !over
 }

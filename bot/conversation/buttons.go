@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/message"
-	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/state"
 	"brainbot/toolspec"
 )
 
@@ -48,7 +48,7 @@ func (r *request) replyAnswer(res *claude.Result) {
 		r.replyText(res.Text)
 		return
 	}
-	b := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsRead, Text: res.Text}
+	b := state.Buttons{ID: state.NewButtonsID(), Kind: state.ButtonsRead, Text: res.Text}
 	r.replyUnder(b, message.Keyboard{{{Text: ReadAloudLabel, Data: callbackData(b.ID, 0)}}})
 }
 
@@ -61,7 +61,7 @@ func (r *request) replyQuestion(call claude.ToolCall) {
 		r.fail("question", errInvalidQuestion)
 		return
 	}
-	b := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsQuestion, User: r.in.Sender, Options: q.Options,
+	b := state.Buttons{ID: state.NewButtonsID(), Kind: state.ButtonsQuestion, User: r.in.Sender, Options: q.Options,
 		Text: strings.TrimSpace(call.TextBefore + "\n\n" + q.Question)}
 	kb := make(message.Keyboard, len(q.Options))
 	for i, o := range q.Options {
@@ -74,7 +74,7 @@ func (r *request) replyQuestion(call claude.ToolCall) {
 // replyUnder sends b.Text with kb under it. What the buttons mean is
 // kept first, so a tap never comes before it; where it cannot be kept,
 // the text goes without them (a tap could only be refused).
-func (r *request) replyUnder(b store.Buttons, kb message.Keyboard) {
+func (r *request) replyUnder(b state.Buttons, kb message.Keyboard) {
 	b.Conversation, b.Created = r.in.Key, r.p.cfg.Now()
 	if err := r.p.store.SaveButtons(r.ctx, b); err != nil {
 		r.log.Warn("could not keep the buttons; the answer goes without them", zap.String("kind", b.Kind), zap.Error(err))
@@ -116,14 +116,14 @@ func (p *Pipeline) offerStop(r *request, mode claude.Mode) (closeStop func()) {
 	if !r.in.InGroup() || mode != claude.Text || !r.brain.Stream {
 		return func() {}
 	}
-	b := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsStop, Conversation: r.in.Key, User: r.in.Sender, Created: p.cfg.Now()}
+	b := state.Buttons{ID: state.NewButtonsID(), Kind: state.ButtonsStop, Conversation: r.in.Key, User: r.in.Sender, Created: p.cfg.Now()}
 	if err := p.store.SaveButtons(r.ctx, b); err != nil {
 		r.log.Warn("could not keep the buttons; the answer goes without them", zap.String("kind", b.Kind), zap.Error(err))
 		return func() {}
 	}
 	r.out.Attach(message.Keyboard{{{Text: StopLabel, Data: callbackData(b.ID, 0)}}})
 	return func() {
-		if _, err := p.store.UseButtons(context.WithoutCancel(r.ctx), b.ID, store.ButtonsClosed); err != nil {
+		if _, err := p.store.UseButtons(context.WithoutCancel(r.ctx), b.ID, state.ButtonsClosed); err != nil {
 			r.log.Warn("could not close the stop button", zap.Error(err))
 		}
 	}

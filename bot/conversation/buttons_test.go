@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"brainbot/bot/store"
+	"brainbot/state"
 )
 
 // Callback data is ours only in the shape callbackData makes; forged or
 // odd data is never read as a button.
 func TestCallbackData(t *testing.T) {
-	id := store.NewButtonsID()
+	id := state.NewButtonsID()
 	for place := range 8 {
 		data := callbackData(id, place)
 		if len(data) > 64 {

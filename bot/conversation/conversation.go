@@ -36,17 +36,17 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/contain"
 	"brainbot/bot/message"
-	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/pricing"
+	"brainbot/state"
 	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
 
-// Config is what a pipeline needs. Every field but Transcriber,
-// Transcripts, Speaker and OnSecret is required.
+// Config is what a pipeline needs. Every field but Transcriber, Speaker
+// and OnSecret is required.
 type Config struct {
 	// DataDir is BRAINBOT_DATA: the generated files are organised below it.
 	DataDir string
@@ -60,9 +60,6 @@ type Config struct {
 	// Transcriber turns voice into text; nil (no OpenAI key) answers voice
 	// messages with the brain's messages.text_only.
 	Transcriber Transcriber
-	// Transcripts, in a cluster, brings a session's transcript to this
-	// instance before it is resumed and stores it after each turn.
-	Transcripts Transcripts
 	// Speaker reads answers aloud (buttons.read_aloud); nil (no OpenAI
 	// key): no 🔊 buttons.
 	Speaker Speaker
@@ -307,7 +304,7 @@ func (p *Pipeline) converse(r *request) {
 		// The answer is out; only the model's closing words are lost.
 		r.log.Warn("turn two ended badly after its file was sent", zap.Error(err))
 	case sent: // answered as soon as the tool reported the file (sendFile)
-	case errors.Is(err, message.ErrUnavailable):
+	case errors.Is(err, state.ErrUnavailable):
 		r.fail("state", err) // handed back: answered once the store is back
 	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
 		p.dropStopped(r, res)
@@ -409,11 +406,11 @@ func (r *request) record(step string, mark func(context.Context, string) error) 
 }
 
 // markAttempt records that work on the message starts; false: another
-// instance answers it (message.ErrSuperseded), and this one says nothing.
+// instance answers it (state.ErrSuperseded), and this one says nothing.
 func (r *request) markAttempt() bool {
 	err := r.in.Progress.MarkAttempt(r.ctx, r.sum.mode.String())
 	switch {
-	case errors.Is(err, message.ErrSuperseded):
+	case errors.Is(err, state.ErrSuperseded):
 		r.log.Info("message answered through a newer delivery; left to it", zap.Error(err))
 		r.drop("superseded")
 		return false
@@ -492,11 +489,11 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 	// An earlier attempt may have sent the message to the session: the
 	// driver keeps one copy of it there.
 	creq.MessageID, creq.Retry = r.in.RequestID, r.in.Progress.Attempts() > 0
-	if ok && p.cfg.Transcripts != nil {
+	if ok {
 		// A process still warm here from earlier has not seen the turns
 		// answered elsewhere since: it ends before the newer copy lands.
 		release := func() { p.claude.End(r.in.Key.String()) }
-		if err := p.cfg.Transcripts.Restore(r.ctx, r.in.Key.Bot, sess.ID, release); err != nil {
+		if err := p.store.Restore(r.ctx, r.in.Key.Bot, sess.ID, release); err != nil {
 			return nil, false, fmt.Errorf("restore the session's transcript: %w", err)
 		}
 	}
@@ -522,19 +519,17 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 // keepSession stores the session and its transcript before the answer
 // goes out, so the conversation's next message, on any instance, goes on
 // with all of it. A session the store does not save, and a transcript a
-// cluster cannot reach for now (message.ErrUnavailable), hand the message
+// cluster cannot reach for now (state.ErrUnavailable), hand the message
 // back unanswered: an answer whose turn would be forgotten is not sent.
 func (p *Pipeline) keepSession(r *request, id string) error {
 	ctx := context.WithoutCancel(r.ctx)
-	if p.cfg.Transcripts != nil {
-		if err := p.cfg.Transcripts.Save(ctx, r.in.Key.Bot, id); err != nil {
-			if errors.Is(err, message.ErrUnavailable) {
-				p.cfg.Transcripts.Forget(r.in.Key.Bot, id)
-				p.claude.End(r.in.Key.String())
-				return fmt.Errorf("store the session's transcript: %w", err)
-			}
-			r.log.Warn("could not store the session's transcript", zap.Error(err))
+	if err := p.store.Save(ctx, r.in.Key.Bot, id); err != nil {
+		if errors.Is(err, state.ErrUnavailable) {
+			p.store.Forget(r.in.Key.Bot, id)
+			p.claude.End(r.in.Key.String())
+			return fmt.Errorf("store the session's transcript: %w", err)
 		}
+		r.log.Warn("could not store the session's transcript", zap.Error(err))
 	}
 	if err := p.store.UseSession(ctx, r.in.Key, id, p.cfg.Now()); err != nil {
 		// Whatever the store refused for (NATS away, SQLite locked past
@@ -547,11 +542,11 @@ func (p *Pipeline) keepSession(r *request, id string) error {
 // errNotStored is a write the store refused (SQLite locked past its busy
 // timeout, a full disk) where the message must wait for it: as when the
 // cluster's store is unavailable, the message is handed back.
-var errNotStored = fmt.Errorf("not stored, %w", message.ErrUnavailable)
+var errNotStored = fmt.Errorf("not stored, %w", state.ErrUnavailable)
 
 // handBack makes a store's error one that hands the message back.
 func handBack(err error) error {
-	if errors.Is(err, message.ErrUnavailable) {
+	if errors.Is(err, state.ErrUnavailable) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errNotStored, err)
@@ -775,9 +770,9 @@ func (r *request) fail(phase string, cause error) {
 		r.interrupted()
 		return
 	}
-	if errors.Is(cause, message.ErrUnavailable) {
+	if errors.Is(cause, state.ErrUnavailable) {
 		// A pause, not a failure: nobody is told of an error.
-		why := "nats unavailable"
+		why := state.Cause(cause)
 		if errors.Is(cause, errNotStored) {
 			why = "store refused the write"
 		}
@@ -838,14 +833,14 @@ func (r *request) finish() {
 // outcome, for usage reports and spending caps.
 func (r *request) recordUsage() {
 	s := &r.sum
-	r.p.recordUsage(r.ctx, store.Usage{Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.RequestID,
+	r.p.recordUsage(r.ctx, state.Usage{Bot: r.in.Key.Bot, Chat: r.in.Key.Chat, User: r.in.Sender, RequestID: r.in.RequestID,
 		Mode: s.mode.String(), Outcome: s.outcome, ClaudeUSD: s.cost, OpenAIUSD: s.openAI}, s.tokens, r.log)
 }
 
 // recordUsage is the one place a usage record is stored: u, at now, with
 // the tokens t, for usage reports and spending caps. A store that refuses
 // is logged; the request goes on.
-func (p *Pipeline) recordUsage(ctx context.Context, u store.Usage, t claude.Tokens, log *zap.Logger) {
+func (p *Pipeline) recordUsage(ctx context.Context, u state.Usage, t claude.Tokens, log *zap.Logger) {
 	u.At = p.cfg.Now()
 	u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens = t.Input, t.Output, t.CacheRead, t.CacheWrite
 	if err := p.store.RecordUsage(context.WithoutCancel(ctx), u); err != nil {

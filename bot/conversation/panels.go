@@ -8,12 +8,12 @@ import (
 	"fmt"
 
 	"brainbot/bot/message"
+	"brainbot/state"
 
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
 	"brainbot/bot/panel/host"
-	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/metrics"
 	"brainbot/sysprompt"
@@ -40,7 +40,7 @@ func (p *Pipeline) Admit(ctx context.Context, b *brain.Brain, bot string, user i
 		return "denied", b.Messages.Denied, nil
 	}
 	now := p.cfg.Now()
-	untilReset := store.NextReset(now).Sub(now)
+	untilReset := state.NextReset(now).Sub(now)
 	switch over, err := p.overBudget(ctx, b, bot, user, log); {
 	case err != nil:
 		return "", "", err
@@ -111,7 +111,7 @@ func (p *Pipeline) Spent(ctx context.Context, q host.Question, openAIUSD float64
 	p.cfg.Metrics.Spent(q.Bot, metrics.ProviderOpenAI, openAIUSD)
 }
 
-func panelUsage(q host.Question, outcome string, claudeUSD, openAIUSD float64) store.Usage {
-	return store.Usage{Bot: q.Bot, Chat: q.Chat, User: q.User, RequestID: q.Run, Mode: "panel", Outcome: outcome,
+func panelUsage(q host.Question, outcome string, claudeUSD, openAIUSD float64) state.Usage {
+	return state.Usage{Bot: q.Bot, Chat: q.Chat, User: q.User, RequestID: q.Run, Mode: "panel", Outcome: outcome,
 		ClaudeUSD: claudeUSD, OpenAIUSD: openAIUSD}
 }

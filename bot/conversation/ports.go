@@ -9,8 +9,8 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/message"
-	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/state"
 	"brainbot/toolspec"
 )
 
@@ -28,30 +28,15 @@ type Agent interface {
 	End(conversation string)
 }
 
-// State is what conversations keep between messages: *store.Store
-// (SQLite, one process) or the cluster's shared state.
+// State is what conversations keep between messages (package state: its
+// backend is the process's, SQLite or JetStream).
 type State interface {
-	Session(ctx context.Context, c store.Conversation) (store.Session, bool, error)
-	UseSession(ctx context.Context, c store.Conversation, id string, now time.Time) error
-	ResetSession(ctx context.Context, c store.Conversation, now time.Time) (string, error)
-	Voice(ctx context.Context, bot string, user int64) (on, set bool, err error)
-	SetVoice(ctx context.Context, bot string, user int64, on bool) error
-	TakeDaily(ctx context.Context, bot string, user int64, limit int, now time.Time) (bool, time.Time, error)
-	DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error)
-	SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error)
-	RecordUsage(ctx context.Context, u store.Usage) error
-	Buttons
-}
-
-// Buttons keeps what the buttons under the bots' messages mean (see
-// *store.Store's methods of the same names).
-type Buttons interface {
-	SaveButtons(ctx context.Context, b store.Buttons) error
-	PlaceButtons(ctx context.Context, id string, messageID int) error
-	LookupButtons(ctx context.Context, id string) (store.Buttons, bool, error)
-	UseButtons(ctx context.Context, id string, update int64) (bool, error)
-	CloseQuestions(ctx context.Context, c store.Conversation, user int64) ([]store.Buttons, error)
-	KeepButtonsFile(ctx context.Context, id, path string) error
+	state.Sessions
+	state.Voices
+	state.Counters
+	state.Spending
+	state.ButtonSets
+	state.Transcripts
 }
 
 // Chats is the pipeline's way to Telegram, as a given bot (the
@@ -125,20 +110,6 @@ type Stream interface {
 	// UseRich lets its drafts be rich, as Outbox.Rich would send the
 	// text; before the first Update.
 	UseRich(always bool)
-}
-
-// Transcripts moves the CLI's session transcripts between instances.
-type Transcripts interface {
-	// Restore brings the latest stored transcript here unless the local
-	// copy is it; release is called before it writes (a warm CLI holding
-	// the old copy must be gone first). An error: the message must wait
-	// (message.ErrUnavailable) or fail, never resume on a partial history.
-	Restore(ctx context.Context, bot, session string, release func()) error
-	// Save stores the local transcript, before the answer is sent.
-	Save(ctx context.Context, bot, session string) error
-	// Forget: the local copy holds a turn that was not stored (the
-	// message is handed back); the next Restore replaces it.
-	Forget(bot, session string)
 }
 
 // Transcriber turns speech into text; *transcribe.Client implements it.

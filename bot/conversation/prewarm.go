@@ -10,17 +10,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/state"
 	"brainbot/sysprompt"
 )
-
-// Recents is a State that lists the conversations most recently active
-// (*store.Store; the cluster's state, those of this instance's
-// partitions).
-type Recents interface {
-	RecentSessions(ctx context.Context, since time.Time, limit int) ([]store.RecentSession, error)
-}
 
 // Prewarmer is an Agent that starts a resumed conversation's process
 // ahead of its next message (*claude.Driver), within its budget
@@ -36,16 +29,15 @@ const prewarmPace = 200 * time.Millisecond
 // Prewarm starts the processes of the conversations active since, the
 // most recent first and at most limit, so that their next message, the
 // first since brainbot started, finds its conversation warm rather than
-// waiting for a CLI to resume it. In a cluster each transcript is
-// restored first. It stops when the agent's budget is full, and returns
+// waiting for a CLI to resume it. Each transcript is restored first
+// (in a cluster, from where it is stored). It stops when the agent's budget is full, and returns
 // how many it started.
 func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int {
-	recents, ok := p.store.(Recents)
 	agent, warms := p.claude.(Prewarmer)
-	if !ok || !warms || limit <= 0 {
+	if !warms || limit <= 0 {
 		return 0
 	}
-	list, err := recents.RecentSessions(ctx, since, limit)
+	list, err := p.store.RecentSessions(ctx, since, limit)
 	if err != nil {
 		p.log.Warn("no prewarm of recent conversations: their sessions cannot be read", zap.Error(err))
 		return 0
@@ -72,17 +64,15 @@ func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int 
 
 // prewarm starts one conversation's process, resuming its session, with
 // the request its brain gives it now.
-func (p *Pipeline) prewarm(ctx context.Context, agent Prewarmer, r store.RecentSession) error {
+func (p *Pipeline) prewarm(ctx context.Context, agent Prewarmer, r state.RecentSession) error {
 	bot := r.Conversation.Bot
 	b := p.cfg.Brain(bot)
 	if b == nil {
 		return errors.New("its bot has no brain")
 	}
-	if p.cfg.Transcripts != nil {
-		release := func() { p.claude.End(r.Conversation.String()) }
-		if err := p.cfg.Transcripts.Restore(ctx, bot, r.ID, release); err != nil {
-			return err
-		}
+	release := func() { p.claude.End(r.Conversation.String()) }
+	if err := p.store.Restore(ctx, bot, r.ID, release); err != nil {
+		return err
 	}
 	log := p.log.With(zap.String("bot", bot), zap.Int64("chat", r.Conversation.Chat))
 	req := p.conversationRequest(b, bot, sysprompt.Facts{}, log)

@@ -17,10 +17,10 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/message"
-	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/output"
 	"brainbot/pricing"
+	"brainbot/state"
 	"brainbot/toolspec"
 )
 
@@ -44,7 +44,7 @@ type tap struct {
 	in      *message.Inbound
 	brain   *brain.Brain
 	log     *zap.Logger
-	buttons store.Buttons
+	buttons state.Buttons
 	// kind and outcome label the tap in the log and the metrics; notice
 	// answers it.
 	kind, outcome, notice string
@@ -105,11 +105,11 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 		t.outcome, t.notice = "expired", NoticeExpired
 	case !allowed(t.brain, in.Sender):
 		t.outcome, t.notice = "denied", t.brain.Messages.Denied
-	case b.Kind == store.ButtonsQuestion:
+	case b.Kind == state.ButtonsQuestion:
 		return p.choose(ctx, t, b.Options[place])
-	case b.Kind == store.ButtonsRead:
+	case b.Kind == state.ButtonsRead:
 		p.readTap(ctx, t)
-	case b.Kind == store.ButtonsStop:
+	case b.Kind == state.ButtonsStop:
 		p.stopTap(ctx, t)
 	}
 	return "", false
@@ -121,8 +121,8 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 // ⏹ is under the message its answer streams into only while it is
 // written, and closed once the turn ends: the answer running is the one
 // it stops.
-func underTheirMessage(b store.Buttons, id int) bool {
-	return b.Kind == store.ButtonsStop || b.MessageID == id
+func underTheirMessage(b state.Buttons, id int) bool {
+	return b.Kind == state.ButtonsStop || b.MessageID == id
 }
 
 // choose takes a tap on option of a question: the first tap of the user
@@ -165,7 +165,7 @@ func (p *Pipeline) readTap(ctx context.Context, t *tap) {
 		t.log.Warn("could not read an answer aloud", zap.Error(err))
 	case over:
 		now := p.cfg.Now()
-		t.outcome, t.notice = "limited", t.brain.Messages.LimitText(store.NextReset(now).Sub(now))
+		t.outcome, t.notice = "limited", t.brain.Messages.LimitText(state.NextReset(now).Sub(now))
 	case p.cfg.Speaker == nil:
 		t.outcome = "refused"
 	case !used:
@@ -185,7 +185,7 @@ func (p *Pipeline) readAloud(ctx context.Context, t *tap) {
 	path, err := p.speak(ctx, t)
 	if err == nil {
 		usd, _ := pricing.Speech(b.TTS.Model, utf8.RuneCountInString(t.buttons.Text))
-		p.recordUsage(ctx, store.Usage{Bot: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
+		p.recordUsage(ctx, state.Usage{Bot: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
 			Mode: claude.Speech.String(), Outcome: "read aloud", OpenAIUSD: usd}, claude.Tokens{}, t.log)
 		p.describeReading(t, path, usd)
 		out.Quote(t.in.MessageID)

@@ -2,24 +2,9 @@ package message
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"time"
 )
-
-// ErrUnavailable marks an error of a log or of the conversations' state
-// that is a pause, not a failure: the store it lives in cannot be reached
-// for now (in a cluster, NATS or a JetStream quorum is down). A message
-// that meets it is handed back to its log and answered once the store is
-// back; nobody is told of an error.
-var ErrUnavailable = errors.New("unavailable for now")
-
-// ErrSuperseded is MarkAttempt's answer for a delivery whose update is
-// answered, or being answered, through a newer delivery (in a cluster,
-// the server handed it to another instance after an outage): it is left
-// to that one, with no reply of this one's, and its Done and Abandon do
-// nothing.
-var ErrSuperseded = errors.New("answered through a newer delivery")
 
 // Delivery is one update a log (the embedded journal, the cluster's
 // stream) hands to the intake. It stays the log's until Done or Abandon:

@@ -23,8 +23,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/bot"
-	"brainbot/bot/store"
 	"brainbot/claude"
+	"brainbot/state/sqlite"
 )
 
 // /readyz answers 503 naming what is not ready, and the endpoint says where
@@ -227,12 +227,12 @@ func TestWebhookEndpointClosesIdleConnections(t *testing.T) {
 func newWebhookHandler(t *testing.T) http.Handler {
 	t.Helper()
 	data := t.TempDir()
-	db, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
+	db, err := sqlite.Open(context.Background(), filepath.Join(data, sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	m, err := bot.New(bot.Config{BrainsDir: t.TempDir(), DataDir: data, Claude: noModel{}, Store: db})
+	m, err := bot.New(bot.Config{BrainsDir: t.TempDir(), DataDir: data, Claude: noModel{}, State: db})
 	if err != nil {
 		t.Fatal(err)
 	}

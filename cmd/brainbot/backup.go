@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"brainbot/bot/store"
+	"brainbot/state/sqlite"
 )
 
 // backup copies the state database to a file (replacing the previous
@@ -17,7 +17,7 @@ import (
 // newer brainbot can back up the database of an older running one before
 // the upgrade.
 func (m *Main) backup(ctx context.Context, args []string) error {
-	fs := m.newFlagSet("backup", "backup [-data DIR] [-env-file FILE] FILE\n\nCopies $BRAINBOT_DATA/"+store.FileName+" to FILE while brainbot runs; a FILE there already (the previous backup) is replaced once the copy is complete.")
+	fs := m.newFlagSet("backup", "backup [-data DIR] [-env-file FILE] FILE\n\nCopies $BRAINBOT_DATA/"+sqlite.FileName+" to FILE while brainbot runs; a FILE there already (the previous backup) is replaced once the copy is complete.")
 	cfg, err := m.loadConfig(fs, args, settingsNamed("BRAINBOT_DATA"))
 	if err != nil {
 		return usageError{err}
@@ -26,7 +26,7 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 		return usageError{fmt.Errorf("want one argument, the backup file to write; got %d", fs.NArg())}
 	}
 	dest := fs.Arg(0)
-	src := filepath.Join(cfg.DataDir, store.FileName)
+	src := filepath.Join(cfg.DataDir, sqlite.FileName)
 	db, err := openState(ctx, cfg)
 	if err != nil {
 		return err
@@ -46,8 +46,8 @@ func (m *Main) backup(ctx context.Context, args []string) error {
 // openState opens the state database of an existing installation for an
 // admin command, without changing it. A missing database most often means
 // the command did not get the service's settings: the error says how.
-func openState(ctx context.Context, cfg Config) (*store.Store, error) {
-	db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
+func openState(ctx context.Context, cfg Config) (*sqlite.Store, error) {
+	db, err := sqlite.OpenExisting(ctx, filepath.Join(cfg.DataDir, sqlite.FileName))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%s: %w (not the service's data folder? Give the command its settings: -env-file /etc/brainbot/brainbot.env)",

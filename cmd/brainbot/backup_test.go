@@ -8,18 +8,19 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
+	"brainbot/bot/message"
+	"brainbot/state/sqlite"
 )
 
 func TestBackupCommand(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
-	db, err := store.Open(ctx, filepath.Join(data, store.FileName))
+	db, err := sqlite.Open(ctx, filepath.Join(data, sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close() // open, as under a running service
-	first := store.Conversation{Bot: "narrator", Chat: 1001}
+	first := message.Key{Bot: "narrator", Chat: 1001}
 	if err := db.UseSession(ctx, first, "6f1c2a7e-3b9d-4c51-9e0a-2d8f7b6c5a41", time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func TestBackupCommand(t *testing.T) {
 	}
 
 	// The same file again, as a nightly job does: replaced by the new copy.
-	second := store.Conversation{Bot: "narrator", Chat: 1002}
+	second := message.Key{Bot: "narrator", Chat: 1002}
 	if err := db.UseSession(ctx, second, "0b6f0e1c-95a4-4c1e-8d52-7e3f9a1b2c3d", time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -44,16 +45,16 @@ func TestBackupCommand(t *testing.T) {
 	}
 
 	// Never over the database itself.
-	code, _, stderr = runMain(t, []string{"BRAINBOT_DATA=" + data}, "backup", filepath.Join(data, store.FileName))
+	code, _, stderr = runMain(t, []string{"BRAINBOT_DATA=" + data}, "backup", filepath.Join(data, sqlite.FileName))
 	if code != exitError || !strings.Contains(stderr, "is the database's own file") {
 		t.Errorf("backup over the database = %d, %q", code, stderr)
 	}
 }
 
 // backupHolds reports whether the backup at path has a session for c.
-func backupHolds(t *testing.T, path string, c store.Conversation) bool {
+func backupHolds(t *testing.T, path string, c message.Key) bool {
 	t.Helper()
-	copied, err := store.Open(context.Background(), path)
+	copied, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestBackupCommandErrors(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr, "BRAINBOT_DATA") || !strings.Contains(stderr, empty) {
 		t.Errorf("backup without a database = %d, %q; want the variable and the path named", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(empty, store.FileName)); err == nil {
+	if _, err := os.Stat(filepath.Join(empty, sqlite.FileName)); err == nil {
 		t.Error("backup created a database in the data folder")
 	}
 	if code, _, _ := runMain(t, nil, "backup"); code != exitUsage {

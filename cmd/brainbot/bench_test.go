@@ -13,12 +13,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"brainbot/bot/store"
+	"brainbot/bot/message"
 	"brainbot/claude"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/mcp/toolstest"
 	"brainbot/output"
+	"brainbot/state/sqlite"
 	"brainbot/toolspec"
 )
 
@@ -240,13 +241,13 @@ func BenchmarkMemory(b *testing.B) {
 	})
 	b.Run("brainbot-10k-sessions", func(b *testing.B) {
 		s := newStack(b, func(s *stack.Stack) {
-			db, err := store.Open(context.Background(), filepath.Join(s.DataDir, "brainbot.db"))
+			db, err := sqlite.Open(context.Background(), filepath.Join(s.DataDir, "brainbot.db"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer db.Close()
 			for u := int64(1); u <= 10_000; u++ {
-				if err := db.UseSession(context.Background(), store.Conversation{Bot: "narrator", Chat: u}, uuid.NewString(), time.Now()); err != nil {
+				if err := db.UseSession(context.Background(), message.Key{Bot: "narrator", Chat: u}, uuid.NewString(), time.Now()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/store"
+	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/state"
+	"brainbot/state/sqlite"
 	"brainbot/toolspec"
 )
 
@@ -234,11 +236,11 @@ func testQuestionsWithOptions(t *testing.T, env []string) {
 	if len(env) > 0 {
 		return
 	}
-	db, err := store.Open(context.Background(), filepath.Join(s.DataDir, store.FileName))
+	db, err := sqlite.Open(context.Background(), filepath.Join(s.DataDir, sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := store.Buttons{ID: store.NewButtonsID(), Kind: store.ButtonsQuestion, Conversation: store.Conversation{Bot: "asker", Chat: user},
+	old := state.Buttons{ID: state.NewButtonsID(), Kind: state.ButtonsQuestion, Conversation: message.Key{Bot: "asker", Chat: user},
 		MessageID: msg.MessageID, User: user, Options: []string{"a", "b"}, Created: time.Now().Add(-49 * time.Hour)}
 	err = db.SaveButtons(context.Background(), old)
 	db.Close()

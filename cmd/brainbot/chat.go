@@ -23,9 +23,9 @@ import (
 	"brainbot/bot/conversation"
 	"brainbot/bot/intake"
 	"brainbot/bot/message"
-	"brainbot/bot/store"
 	"brainbot/bot/terminal"
 	"brainbot/metrics"
+	"brainbot/state/sqlite"
 )
 
 // chat holds a conversation with one brain in the terminal, through the
@@ -85,7 +85,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	if checks.refused() {
 		return errReported
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, store.FileName))
+	db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, sqlite.FileName))
 	if err != nil {
 		return err
 	}

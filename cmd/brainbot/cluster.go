@@ -10,18 +10,18 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/cluster"
+	"brainbot/state/jetstream"
 )
 
 // joinCluster connects to the NATS JetStream the instances share
 // (BRAINBOT_NATS_URL).
-func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*cluster.Cluster, error) {
+func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*jetstream.Cluster, error) {
 	name := cfg.Instance
 	if name == "" {
 		host, _ := os.Hostname()
 		name = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
-	c, err := cluster.Connect(ctx, cluster.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Replicas: cfg.NATSReplicas, Instance: name,
+	c, err := jetstream.Connect(ctx, jetstream.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Replicas: cfg.NATSReplicas, Instance: name,
 		SpoolDir: filepath.Join(cfg.DataDir, "cluster-spool"), Log: log.Named("cluster")})
 	if err != nil {
 		return nil, fmt.Errorf("BRAINBOT_NATS_URL (-nats-url): %w", err)
@@ -37,11 +37,11 @@ func checkNATS(ctx context.Context, cfg Config, r *report) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	if err := cluster.Ping(ctx, cfg.NATSURL); err != nil {
+	if err := jetstream.Ping(ctx, cfg.NATSURL); err != nil {
 		r.fatal("NATS", fmt.Sprintf("%s: %v", lookupSetting("BRAINBOT_NATS_URL").name(), err))
 		return
 	}
-	detail := "JetStream at " + cluster.Redact(cfg.NATSURL)
+	detail := "JetStream at " + jetstream.Redact(cfg.NATSURL)
 	if cfg.WebhookURL != "" {
 		detail += "; updates by webhook at " + cfg.WebhookURL
 	}
@@ -49,7 +49,7 @@ func checkNATS(ctx context.Context, cfg Config, r *report) {
 }
 
 // clusterReady adds the cluster's connection to the bots' readiness.
-func clusterReady(c *cluster.Cluster, bots func() error) func() error {
+func clusterReady(c *jetstream.Cluster, bots func() error) func() error {
 	return func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2e9)
 		defer cancel()
@@ -61,7 +61,7 @@ func clusterReady(c *cluster.Cluster, bots func() error) func() error {
 }
 
 // clusterInfo says what this instance does for the cluster (/readyz).
-func clusterInfo(c *cluster.Cluster) func() string {
+func clusterInfo(c *jetstream.Cluster) func() string {
 	return func() string {
 		s := c.Status()
 		slices.Sort(s.Polled)

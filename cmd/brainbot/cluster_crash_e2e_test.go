@@ -9,8 +9,8 @@ import (
 
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
-	"brainbot/cluster/natstest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/state/jetstream/natstest"
 )
 
 // An instance of a cluster dies in the narrowest window: it stored the

@@ -22,8 +22,8 @@ import (
 	"brainbot/bot/telegram"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
-	"brainbot/cluster/natstest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/state/jetstream/natstest"
 )
 
 // testCluster is several `brainbot run` processes sharing their bots through

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
-	"brainbot/cluster"
-	"brainbot/cluster/natstest"
+	"brainbot/state"
+	"brainbot/state/jetstream"
+	"brainbot/state/jetstream/natstest"
 )
 
 func TestClusterSettings(t *testing.T) {
@@ -61,13 +61,13 @@ func TestDoctorChecksNATS(t *testing.T) {
 func TestUsageReportOfACluster(t *testing.T) {
 	url := natstest.Start(t)
 	ctx := context.Background()
-	c, err := cluster.Connect(ctx, cluster.Config{URL: url, Instance: "u"})
+	c, err := jetstream.Connect(ctx, jetstream.Config{URL: url, Instance: "u"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	now := time.Now()
-	for _, u := range []store.Usage{
+	for _, u := range []state.Usage{
 		{At: now, Bot: "voice", User: 1, Mode: "speech", Outcome: "ok", ClaudeUSD: 0.012, OpenAIUSD: 0.003},
 		{At: now, Bot: "voice", User: 2, Mode: "speech", Outcome: "error", ClaudeUSD: 0.01},
 		{At: now, Bot: "chat", User: 3, Mode: "text", Outcome: "ok", ClaudeUSD: 0.5},

@@ -17,8 +17,8 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
-	"brainbot/cluster"
 	"brainbot/output"
+	"brainbot/state/jetstream"
 )
 
 // Config is everything brainbot reads from its environment and flags. It
@@ -459,7 +459,7 @@ func (c *Config) validate() error {
 	if c.NATSURL != "" {
 		for _, u := range strings.Split(c.NATSURL, ",") {
 			if p, err := url.Parse(strings.TrimSpace(u)); err != nil || !slices.Contains([]string{"nats", "tls", "ws", "wss"}, p.Scheme) || p.Host == "" {
-				bad("BRAINBOT_NATS_URL", cluster.Redact(c.NATSURL), "must be nats:// (or tls://, ws://, wss://) URLs, comma-separated")
+				bad("BRAINBOT_NATS_URL", jetstream.Redact(c.NATSURL), "must be nats:// (or tls://, ws://, wss://) URLs, comma-separated")
 				break
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"path/filepath"
 
-	"brainbot/bot/store"
+	"brainbot/state/sqlite"
 )
 
 // heldBrains reports which brains have a Telegram bot as the service's
@@ -17,7 +17,7 @@ func heldBrains(ctx context.Context, cfg Config) func(id string) bool {
 	if cfg.NATSURL != "" {
 		return nil
 	}
-	db, err := store.OpenExisting(ctx, filepath.Join(cfg.DataDir, store.FileName))
+	db, err := sqlite.OpenExisting(ctx, filepath.Join(cfg.DataDir, sqlite.FileName))
 	if err != nil {
 		return nil
 	}

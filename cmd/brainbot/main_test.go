@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
+	"brainbot/state/sqlite"
 )
 
 // runMain runs the program in-process, as main() would, and returns its
@@ -76,7 +76,7 @@ func TestCheckKeepsATokenWithItsBrain(t *testing.T) {
 	dir, data := t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(dir, "zeta.yaml"), brainWith("CHAT_TOKEN", ""))
 	writeFile(t, filepath.Join(dir, "a-copy.yaml"), brainWith("COPY_TOKEN", ""))
-	db, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
+	db, err := sqlite.Open(context.Background(), filepath.Join(data, sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}

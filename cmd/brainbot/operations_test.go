@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
+	"brainbot/bot/message"
+	"brainbot/state/sqlite"
 )
 
 // docSection returns the section of docs/operations.md under the heading
@@ -85,7 +86,7 @@ func TestOperationsBackupRecipe(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(data, store.FileName))
+	db, err := sqlite.Open(ctx, filepath.Join(data, sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestOperationsBackupRecipe(t *testing.T) {
 	// transcript and the brain.
 	state := func(n string) {
 		t.Helper()
-		if err := db.UseSession(ctx, store.Conversation{Bot: "poet", Chat: 1}, "session-"+n, time.Now()); err != nil {
+		if err := db.UseSession(ctx, message.Key{Bot: "poet", Chat: 1}, "session-"+n, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		writeFile(t, conversation, "transcript "+n)
@@ -130,15 +131,15 @@ func TestOperationsBackupRecipe(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, envFile, "BRAINBOT_DATA="+data+"\nPOET_TOKEN=the-token-of-now\n")
-	writeFile(t, filepath.Join(data, store.FileName+"-answered"), "1\n")
+	writeFile(t, filepath.Join(data, sqlite.FileName+"-answered"), "1\n")
 	sh(strings.Replace(restoreRecipe, "brainbot-20250301T120000Z.tar.gz", filepath.Base(archives[0]), 1))
 
-	restored, err := store.Open(ctx, filepath.Join(data, store.FileName))
+	restored, err := sqlite.Open(ctx, filepath.Join(data, sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer restored.Close()
-	if s, _, err := restored.Session(ctx, store.Conversation{Bot: "poet", Chat: 1}); err != nil || s.ID != "session-1" {
+	if s, _, err := restored.Session(ctx, message.Key{Bot: "poet", Chat: 1}); err != nil || s.ID != "session-1" {
 		t.Errorf("restored session %q (%v), want the first backup's", s.ID, err)
 	}
 	for file, want := range map[string]string{conversation: "transcript 1", brain: "name: Poet 1\n",
@@ -147,7 +148,7 @@ func TestOperationsBackupRecipe(t *testing.T) {
 			t.Errorf("%s after the restore: %q, want %q", file, got, want)
 		}
 	}
-	for _, gone := range []string{filepath.Join(data, store.FileName+"-answered"), path("var/backups/brainbot/restore")} {
+	for _, gone := range []string{filepath.Join(data, sqlite.FileName+"-answered"), path("var/backups/brainbot/restore")} {
 		if _, err := os.Stat(gone); err == nil {
 			t.Errorf("the restore left %s", gone)
 		}

@@ -14,8 +14,8 @@ import (
 	"brainbot/bot/panel/engine"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
-	"brainbot/cluster/natstest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/state/jetstream/natstest"
 )
 
 // Panels end to end: three member brains in one process answer, comment

@@ -11,10 +11,11 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot"
-	"brainbot/bot/store"
-	"brainbot/cluster"
 	"brainbot/metrics"
 	"brainbot/output"
+	"brainbot/state"
+	"brainbot/state/jetstream"
+	"brainbot/state/sqlite"
 )
 
 // run serves every bot in the brains folder until ctx ends (SIGINT or
@@ -50,25 +51,30 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, store.FileName))
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	var shared *cluster.Cluster
-	if cfg.NATSURL != "" {
-		if shared, err = joinCluster(ctx, cfg, log); err != nil {
-			return err
-		}
-		defer shared.Close()
-	}
-
 	ans, err := m.startAnswerer(cfg, log)
 	if err != nil {
 		return err
 	}
 	defer ans.close()
 	driver := ans.driver
+	// The one place that chooses where the state is kept: one SQLite file,
+	// or the cluster's JetStream, shared with the other instances.
+	var backend state.Backend
+	var shared *jetstream.Cluster
+	if cfg.NATSURL == "" {
+		db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, sqlite.FileName), sqlite.Log(log))
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		backend = db
+	} else {
+		if shared, err = joinCluster(ctx, cfg, log); err != nil {
+			return err
+		}
+		defer shared.Close()
+		backend = shared.Backend(driver.SessionFile)
+	}
 	reg := metrics.New()
 	reg.Build(buildVersion())
 	reg.TrackWarm(driver.Warm)
@@ -95,7 +101,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Transcriber:   ans.transcriber,
 		Speaker:       ans.speaker,
 		FileAfterTurn: cfg.SpeechEarly == "off",
-		Store:         db,
+		State:         backend,
 		Log:           log,
 		Metrics:       reg,
 		LookupEnv:     m.lookupEnv,
@@ -107,10 +113,6 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	var info []func() string
 	if shared != nil {
-		// The instances share the state, the updates and the transcripts.
-		botCfg.Store = shared.State()
-		botCfg.Cluster = shared
-		botCfg.Transcripts = shared.Transcripts(driver.SessionFile)
 		reg.TrackCluster(func() metrics.ClusterState {
 			s := shared.Status()
 			return metrics.ClusterState{BotsPolled: len(s.Polled), PartitionsOwned: len(s.Partitions),

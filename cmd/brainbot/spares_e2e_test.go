@@ -13,8 +13,8 @@ import (
 
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
-	"brainbot/cluster/natstest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/state/jetstream/natstest"
 )
 
 // clockBrain's prompt uses per-message variables: a spare is started

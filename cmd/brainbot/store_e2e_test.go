@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
-	"brainbot/bot/store"
-	"brainbot/bot/store/storetest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/state/sqlite"
+	"brainbot/state/sqlite/sqlitetest"
 )
 
 // A session brainbot cannot save (an admin's sqlite3 shell holds the
@@ -37,7 +37,7 @@ func TestEndToEndUnsavedSessionHoldsTheAnswer(t *testing.T) {
 			waitLine(ctx, t, s, mark, func(l stack.Line) bool {
 				return l.Msg == "claude: event" && l.Str("subtype") == "init" && l.Int("user") == user
 			})
-			unlock := storetest.LockWrites(t, filepath.Join(s.DataDir, store.FileName))
+			unlock := sqlitetest.LockWrites(t, filepath.Join(s.DataDir, sqlite.FileName))
 			resume()
 			paused := waitLine(ctx, t, s, mark, func(l stack.Line) bool { return l.Msg == "request" && l.Int("user") == user })
 			if paused.Str("outcome") != "paused" {

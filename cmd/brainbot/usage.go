@@ -10,8 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"brainbot/bot/store"
-	"brainbot/cluster"
+	"brainbot/state"
+	"brainbot/state/jetstream"
 )
 
 // usage prints what the bots cost: requests by mode, tokens, USD and
@@ -38,11 +38,11 @@ func (m *Main) usage(ctx context.Context, args []string) error {
 	if *by != "" && *by != "user" {
 		return usageError{fmt.Errorf(`-by %q: the only grouping is "user"`, *by)}
 	}
-	filter := store.UsageFilter{Since: time.Now().Add(-window), Bot: *brainID, ByUser: *by == "user"}
-	var lines []store.UsageLine
+	filter := state.UsageFilter{Since: time.Now().Add(-window), Bot: *brainID, ByUser: *by == "user"}
+	var lines []state.UsageLine
 	if cfg.NATSURL != "" {
 		// The instances of a cluster keep their records in one stream.
-		if lines, err = cluster.UsageReport(ctx, cfg.NATSURL, filter); err != nil {
+		if lines, err = jetstream.UsageReport(ctx, cfg.NATSURL, filter); err != nil {
 			return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)
 		}
 	} else {
@@ -78,7 +78,7 @@ func parseSince(s string) (time.Duration, error) {
 	return d, nil
 }
 
-func writeUsageTable(w io.Writer, lines []store.UsageLine, byUser bool, since string) {
+func writeUsageTable(w io.Writer, lines []state.UsageLine, byUser bool, since string) {
 	if len(lines) == 0 {
 		fmt.Fprintf(w, "no requests in the last %s\n", since)
 		return
@@ -89,7 +89,7 @@ func writeUsageTable(w io.Writer, lines []store.UsageLine, byUser bool, since st
 		head += "user\t"
 	}
 	fmt.Fprintln(tw, head+"mode\trequests\terrors\tinput tok\toutput tok\tcache read\tcache write\tclaude $\topenai $\ttotal $\t")
-	var total store.UsageLine
+	var total state.UsageLine
 	for _, l := range lines {
 		row := l.Bot + "\t"
 		if byUser {
@@ -106,12 +106,12 @@ func writeUsageTable(w io.Writer, lines []store.UsageLine, byUser bool, since st
 	_ = tw.Flush() // writes to m.Stdout; nowhere to report a failure
 }
 
-func usageCells(l store.UsageLine) string {
+func usageCells(l state.UsageLine) string {
 	return fmt.Sprintf("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t", l.Mode, l.Requests, l.Errors,
 		l.InputTokens, l.OutputTokens, l.CacheReadTokens, l.CacheWriteTokens, l.ClaudeUSD, l.OpenAIUSD, l.ClaudeUSD+l.OpenAIUSD)
 }
 
-func writeUsageJSON(w io.Writer, lines []store.UsageLine) error {
+func writeUsageJSON(w io.Writer, lines []state.UsageLine) error {
 	enc := json.NewEncoder(w)
 	for _, l := range lines {
 		err := enc.Encode(map[string]any{

@@ -8,17 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/store"
+	"brainbot/state"
+	"brainbot/state/sqlite"
 )
 
 func TestUsageReport(t *testing.T) {
 	data := t.TempDir()
-	db, err := store.Open(context.Background(), filepath.Join(data, store.FileName))
+	db, err := sqlite.Open(context.Background(), filepath.Join(data, sqlite.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	for _, u := range []store.Usage{
+	for _, u := range []state.Usage{
 		{At: now.Add(-time.Hour), Bot: "voice", User: 1, Mode: "speech", Outcome: "ok", InputTokens: 1200, OutputTokens: 80, ClaudeUSD: 0.012, OpenAIUSD: 0.003},
 		{At: now.Add(-2 * time.Hour), Bot: "voice", User: 2, Mode: "speech", Outcome: "error", InputTokens: 1000, ClaudeUSD: 0.01},
 		{At: now.Add(-3 * 24 * time.Hour), Bot: "voice", User: 1, Mode: "text", Outcome: "ok", ClaudeUSD: 1},

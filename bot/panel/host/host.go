@@ -27,9 +27,9 @@ import (
 	"brainbot/bot/message"
 	"brainbot/bot/panel"
 	"brainbot/bot/panel/engine"
-	"brainbot/bot/store"
 	"brainbot/claude"
 	"brainbot/metrics"
+	"brainbot/state"
 	"brainbot/toolspec"
 )
 
@@ -96,18 +96,6 @@ type Outbox interface {
 	Sent() []int
 }
 
-// Runs journals panel runs: *store.Store, or the cluster's shared state.
-type Runs interface {
-	StartPanel(ctx context.Context, r store.PanelRun) error
-	SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error
-}
-
-// Resumable is a Runs that lists the runs an earlier process left running
-// (*store.Store).
-type Resumable interface {
-	RunningPanels(ctx context.Context) ([]store.PanelRun, error)
-}
-
 // Speaker speaks a panel member's words in its brain's voice
 // (*mcp.Speaker); without one, panels that speak write instead.
 type Speaker interface {
@@ -122,7 +110,7 @@ type Config struct {
 	DataDir  string
 	Pipeline Pipeline
 	Members  Members
-	Runs     Runs
+	Runs     state.Panels
 	// Brain returns a bot's current brain (nil once removed).
 	Brain   func(bot string) *brain.Brain
 	Speaker Speaker
@@ -289,13 +277,13 @@ func (h *Host) begin(ctx context.Context, m *message.Inbound, pn *panel.Panel, q
 	run.Seed = engine.NewSeed(run.ID)
 	data, err := json.Marshal(run)
 	if err == nil {
-		err = h.cfg.Runs.StartPanel(ctx, store.PanelRun{ID: run.ID, Chat: run.Chat, Thread: run.Thread, MessageID: run.MessageID,
+		err = h.cfg.Runs.StartPanel(ctx, state.PanelRun{ID: run.ID, Chat: run.Chat, Thread: run.Thread, MessageID: run.MessageID,
 			Run: data, Created: run.Started})
 	}
 	switch {
-	case errors.Is(err, store.ErrPanelStarted):
+	case errors.Is(err, state.ErrPanelStarted):
 		return "duplicate", "", nil // replayed after a restart: the run resumes by itself
-	case errors.Is(err, store.ErrPanelBusy):
+	case errors.Is(err, state.ErrPanelBusy):
 		return "busy", "A panel is already running in this group. Wait for it to end, then ask again.", nil
 	case err != nil:
 		return "panel", "", err

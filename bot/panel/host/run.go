@@ -51,16 +51,12 @@ func (h *Host) run(run *engine.Run) {
 	})
 }
 
-// Resume takes up the runs an earlier process left, where the runs'
-// store can list them, once their members' bots are connected (or after a
+// Resume takes up the runs an earlier process (or a dead instance) left,
+// once their members' bots are connected (or after a
 // minute without them: a member whose bot is gone fails its turns and
 // sits out). It returns early when stopping is closed.
 func (h *Host) Resume(ctx context.Context, stopping <-chan struct{}) {
-	resumable, ok := h.cfg.Runs.(Resumable)
-	if !ok {
-		return
-	}
-	runs, err := resumable.RunningPanels(ctx)
+	runs, err := h.cfg.Runs.RunningPanels(ctx)
 	if err != nil {
 		h.cfg.Log.Error("could not read the panel journal; unfinished panels are not resumed", zap.Error(err))
 		return

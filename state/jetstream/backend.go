@@ -1,0 +1,29 @@
+package jetstream
+
+import (
+	"context"
+	"time"
+
+	"brainbot/state"
+)
+
+// Backend is the cluster as a backend of brainbot's state (package
+// state): the stream is the log, the buckets keep the state, the object
+// store the transcripts.
+type Backend struct {
+	*Cluster
+	*State
+	*Transcripts
+}
+
+// Backend returns the cluster as a backend; sessionFile locates a
+// session's transcript on this machine (claude.Driver.SessionFile).
+func (c *Cluster) Backend(sessionFile func(bot, session string) string) *Backend {
+	return &Backend{Cluster: c, State: c.State(), Transcripts: c.Transcripts(sessionFile)}
+}
+
+// Prune prunes nothing: the buckets and streams expire their records by
+// themselves, each at its own age (docs/scaling.md).
+func (b *Backend) Prune(context.Context, time.Time, state.Retention) (state.Pruned, error) {
+	return state.Pruned{}, nil
+}

@@ -1,0 +1,102 @@
+package jetstream
+
+// The conversations of this instance most recently active, for the
+// prewarm after a start.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+
+	jsapi "github.com/nats-io/nats.go/jetstream"
+
+	"brainbot/bot/message"
+	"brainbot/state"
+)
+
+// ownWait bounds how long RecentSessions waits for this instance to own
+// a partition: a starting instance takes its share within seconds.
+const ownWait = 30 * time.Second
+
+// RecentSessions lists the current sessions used at since or later of the
+// conversations in the partitions this instance owns, the most recently
+// used first, at most limit: the ones whose next message comes here, and
+// likeliest soon. A starting instance owns none yet: it waits for its
+// first partition (ownWait at most), and for the others to settle.
+func (s *State) RecentSessions(ctx context.Context, since time.Time, limit int) ([]state.RecentSession, error) {
+	owned := s.c.waitOwned(ctx)
+	if len(owned) == 0 {
+		return nil, nil
+	}
+	w, err := s.c.state.WatchFiltered(ctx, []string{"session.>"}, jsapi.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("read recent sessions: %w", err)
+	}
+	defer w.Stop()
+	var out []state.RecentSession
+	for {
+		var e jsapi.KeyValueEntry
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e = <-w.Updates():
+		}
+		if e == nil {
+			break // the current values are all read
+		}
+		var v sessionValue
+		if json.Unmarshal(e.Value(), &v) != nil || v.Conversation == nil || v.LastUsed.Before(since) ||
+			!owned[partition(*v.Conversation, s.c.cfg.Partitions)] {
+			continue
+		}
+		out = append(out, state.RecentSession{Conversation: *v.Conversation,
+			Session: state.Session{ID: v.ID, Created: v.Created, LastUsed: v.LastUsed}})
+	}
+	slices.SortFunc(out, func(a, b state.RecentSession) int { return cmp.Compare(b.LastUsed.UnixNano(), a.LastUsed.UnixNano()) })
+	return out[:min(len(out), limit)], nil
+}
+
+// waitOwned waits until this instance owns a partition and its share has
+// not changed for a while, and returns the partitions it owns then (none
+// after ownWait, or when ctx ends).
+func (c *Cluster) waitOwned(ctx context.Context) map[int]bool {
+	const settle = time.Second
+	deadline := time.Now().Add(ownWait)
+	var last []int
+	steady := time.Now()
+	for time.Now().Before(deadline) {
+		now := c.ownedList()
+		slices.Sort(now)
+		if !slices.Equal(now, last) {
+			last, steady = now, time.Now()
+		}
+		if len(now) > 0 && time.Since(steady) >= settle {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	owned := map[int]bool{}
+	for _, p := range last {
+		owned[p] = true
+	}
+	return owned
+}
+
+// partition is the partition of conversation c's updates among n: what
+// the stream's subject transform computes (partition(n,1,2,3) over the
+// subject's bot, chat and thread tokens, Publish): FNV-1a of the tokens
+// joined, modulo n.
+func partition(c message.Key, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(keyPart(c.Bot) + strconv.FormatInt(c.Chat, 10) + strconv.Itoa(c.Thread)))
+	return int(h.Sum32() % uint32(n))
+}

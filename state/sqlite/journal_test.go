@@ -1,0 +1,153 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"brainbot/bot/message"
+	"brainbot/bot/telegram"
+)
+
+func openJournal(t *testing.T) (*Journal, *Store) {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Retries(time.Millisecond, time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s.journal, s
+}
+
+func envelope(id int64) message.Envelope {
+	return message.Envelope{Bot: "b", UpdateID: id, Key: message.Key{Bot: "b", Chat: 7}, Raw: []byte(`{"update_id":1}`),
+		Me: message.Identity{ID: 1001, Username: "b_bot"}, Received: time.Now()}
+}
+
+// What an earlier process left is handed first, in order, as redelivered
+// with its marks; then each append as it is stored, with the offset.
+func TestConsumeHandsTheLeftoversFirst(t *testing.T) {
+	ctx := context.Background()
+	j, s := openJournal(t)
+	for id := int64(1); id <= 2; id++ {
+		if err := j.Append(ctx, "b@1001", envelope(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, _ := s.Pending(ctx)
+	if err := s.Attempt(ctx, left[1].ID, "text"); err != nil {
+		t.Fatal(err)
+	}
+	var got []message.Delivery
+	j.Consume(ctx, func(d message.Delivery) { got = append(got, d) })
+	if err := j.Append(ctx, "b@1001", envelope(3)); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, d := range got {
+		ids = append(ids, d.Envelope().UpdateID)
+	}
+	if !slices.Equal(ids, []int64{1, 2, 3}) {
+		t.Fatalf("handed %v, want 1, 2, 3", ids)
+	}
+	if !got[0].Redelivered() || got[0].Attempts() != 0 || !got[1].Redelivered() || got[1].Attempts() != 1 || !got[1].Charged() ||
+		got[2].Redelivered() || got[2].Envelope().Me.Username != "b_bot" {
+		t.Errorf("marks: %+v %+v %+v", got[0], got[1], got[2])
+	}
+	if off, err := s.Offset(ctx, "b@1001"); off != 3 || err != nil {
+		t.Errorf("offset %d, %v", off, err)
+	}
+	for _, d := range got {
+		d.Done(true)
+	}
+	if p, _ := s.Pending(ctx); len(p) != 0 {
+		t.Errorf("left after Done: %+v", p)
+	}
+}
+
+// An entry of schema 3 (the message as accepted, not the update) reads
+// back, through telegram.Decode, as the message it was: every kind of
+// file the entry could hold, a command, a group message with its sender.
+func TestLegacyEntriesReadAsTheirMessage(t *testing.T) {
+	me := message.Identity{ID: 1001, Username: "b_bot"}
+	files := []message.Attachment{
+		{Kind: message.Voice, FileID: "v", Size: 10, MIME: "audio/ogg", Seconds: 3},
+		{Kind: message.Audio, FileID: "a", Size: 11, MIME: "audio/mpeg", Name: "song.mp3", Seconds: 4},
+		{Kind: message.Image, FileID: "p", Size: 12, MIME: "image/jpeg"},
+		{Kind: message.Image, What: "file", FileID: "d", Size: 13, MIME: "image/png", Name: "x.png"},
+		{Kind: message.PDF, What: "file", FileID: "f", Size: 14, MIME: "application/pdf", Name: "x.pdf"},
+		{Kind: message.Text, What: "file", FileID: "t", Size: 15, MIME: "text/plain", Name: "x.txt"},
+		{Kind: message.Other, What: "file", FileID: "z", Size: 16, MIME: "application/zip", Name: "x.zip"},
+		{Kind: message.Other, What: "video note"},
+		{Kind: message.Other, What: "sticker"},
+		{Kind: message.Image, FileID: "q", Size: 12, MIME: "image/jpeg", Album: "77"},
+	}
+	for _, f := range files {
+		raw, err := legacyUpdate(Entry{Bot: "b", Chat: 7, User: 7, ChatType: "private", MessageID: 3, Text: "caption",
+			Media: mustJSON(t, []message.Attachment{f})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := telegram.Decode(message.Envelope{Bot: "b", Me: me, Raw: raw})
+		if len(u.Media) != 1 || u.Media[0] != f || u.Text != "caption" || u.Album != f.Album {
+			t.Errorf("%+v read back as %+v, text %q", f, u.Media, u.Text)
+		}
+	}
+	raw, _ := legacyUpdate(Entry{Bot: "b", Chat: -100, User: -5, ChatType: "supergroup", Sender: "Ann Lee", MessageID: 4,
+		Thread: 9, Text: "/reset@b_bot now"})
+	u := telegram.Decode(message.Envelope{Bot: "b", Me: me, Raw: raw})
+	if u.Command != "reset" || u.ForOtherBot || u.SenderName != "Ann Lee" || u.Sender != -5 || u.Key != (message.Key{Bot: "b", Chat: -100, Thread: 9}) ||
+		u.MessageID != 4 || u.Kind != message.Written {
+		t.Errorf("group command read back as %+v", u)
+	}
+}
+
+func mustJSON(t *testing.T, files []message.Attachment) string {
+	t.Helper()
+	raw, err := json.Marshal(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// A delivery handed back while the consumer runs (the state it needed was
+// unavailable for now) is handed out again, not left until the next
+// start, and not counted against the daily limit again (its attempt is:
+// the next is a retry); once the consumer stopped, it stays for the next
+// start.
+func TestAbandonHandsBackWhileRunning(t *testing.T) {
+	j, s := openJournal(t)
+	ctx, stop := context.WithCancel(context.Background())
+	handed := make(chan message.Delivery, 4)
+	j.Consume(ctx, func(d message.Delivery) { handed <- d })
+	if err := j.Append(ctx, "b@1001", envelope(1)); err != nil {
+		t.Fatal(err)
+	}
+	first := <-handed
+	if err := first.MarkCharged(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.MarkAttempt(ctx, "text"); err != nil {
+		t.Fatal(err)
+	}
+	first.Abandon()
+	again := <-handed
+	if again.Envelope().UpdateID != 1 || !again.Redelivered() || !again.Charged() || again.Attempts() != 1 {
+		t.Fatalf("handed again: update %d, redelivered %v, charged %v, attempts %d; want 1, true, true, 1 (a retry)",
+			again.Envelope().UpdateID, again.Redelivered(), again.Charged(), again.Attempts())
+	}
+	stop()
+	again.Abandon()
+	if p, _ := s.Pending(context.Background()); len(p) != 1 {
+		t.Fatalf("%d entries pending after the stop, want the one handed back", len(p))
+	}
+	select {
+	case d := <-handed:
+		t.Fatalf("update %d handed out after the consumer stopped", d.Envelope().UpdateID)
+	default:
+	}
+}

@@ -1,0 +1,163 @@
+// Package state says what a backend of brainbot's state is: the values it
+// keeps, the errors it answers with and what they mean, and one small
+// interface for each thing it keeps. Consumers take only the interfaces
+// they use; cmd/brainbot chooses the one implementation a process runs
+// on:
+//
+//   - state/sqlite: one process, one SQLite file;
+//   - state/jetstream: instances sharing the bots through NATS JetStream.
+//
+// Both pass the same conformance suite (state/statetest), so nothing above
+// a backend asks which one it is: the embedded one grants every lease at
+// once and keeps transcripts where the CLI already keeps them.
+package state
+
+import (
+	"context"
+	"time"
+
+	"brainbot/bot/message"
+)
+
+// Backend is everything a backend keeps.
+type Backend interface {
+	Log
+	Leases
+	Sessions
+	Voices
+	Counters
+	Spending
+	ButtonSets
+	Panels
+	Holders
+	Transcripts
+	Maintenance
+}
+
+// Log keeps the bots' updates until they are answered.
+type Log interface {
+	// Append stores env durably, and poller's offset with it: polling
+	// confirms an update to Telegram only once it is stored.
+	Append(ctx context.Context, poller string, env message.Envelope) error
+	// Offset is the last update id poller stored (0 if none).
+	Offset(ctx context.Context, poller string) (int64, error)
+	// Consume hands every update stored to handle, in order per
+	// conversation, until ctx ends: first what an earlier process left.
+	// handle never blocks; it is not called inside Append.
+	Consume(ctx context.Context, handle func(message.Delivery))
+}
+
+// Leases says which instance polls each bot.
+type Leases interface {
+	// Lease runs poll while this instance holds bot's poller lease, until
+	// ctx ends or poll returns an error, which Lease returns (nil when ctx
+	// ended). A backend of one process holds every lease: poll runs at
+	// once. A shared one waits while another instance holds the lease,
+	// ends poll's context when the lease is lost and waits for it again.
+	Lease(ctx context.Context, bot string, poll func(ctx context.Context) error) error
+}
+
+// Sessions keeps each conversation's Claude session.
+type Sessions interface {
+	// Session is the conversation's current session; ok is false if it
+	// has none.
+	Session(ctx context.Context, c message.Key) (s Session, ok bool, err error)
+	// UseSession makes id the conversation's session, used at now (a new
+	// id replaces the one before).
+	UseSession(ctx context.Context, c message.Key, id string, now time.Time) error
+	// ResetSession ends the conversation's session: the next message
+	// starts a new one. ended is the session it had ("" for none).
+	ResetSession(ctx context.Context, c message.Key, now time.Time) (ended string, err error)
+	// RecentSessions lists the current sessions used at since or later,
+	// the most recently used first, at most limit.
+	RecentSessions(ctx context.Context, since time.Time, limit int) ([]RecentSession, error)
+}
+
+// Voices keeps each user's /voice choice per bot.
+type Voices interface {
+	// Voice is user's choice with bot; set is false if they made none.
+	Voice(ctx context.Context, bot string, user int64) (on, set bool, err error)
+	SetVoice(ctx context.Context, bot string, user int64, on bool) error
+}
+
+// Counters counts each user's messages per bot and UTC day.
+type Counters interface {
+	// TakeDaily counts one message of user's today unless limit (> 0) are
+	// counted already; then ok is false and resetAt is when the count
+	// starts again (NextReset).
+	TakeDaily(ctx context.Context, bot string, user int64, limit int, now time.Time) (ok bool, resetAt time.Time, err error)
+	// DailyCount is how many messages of user's are counted today.
+	DailyCount(ctx context.Context, bot string, user int64, now time.Time) (int, error)
+}
+
+// Spending keeps what requests cost.
+type Spending interface {
+	RecordUsage(ctx context.Context, u Usage) error
+	// SpentToday is what user's requests to bot cost today (UTC), both
+	// providers.
+	SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error)
+	// UsageReport sums the usage f selects per bot (and user) and mode.
+	UsageReport(ctx context.Context, f UsageFilter) ([]UsageLine, error)
+}
+
+// ButtonSets keeps what the buttons under the bots' messages mean.
+type ButtonSets interface {
+	// SaveButtons records b. A question closes the conversation's
+	// questions still open: only the latest may be answered by a tap.
+	SaveButtons(ctx context.Context, b Buttons) error
+	// PlaceButtons records the message the buttons went out under.
+	PlaceButtons(ctx context.Context, id string, messageID int) error
+	// LookupButtons returns the buttons with id; ok is false for none.
+	LookupButtons(ctx context.Context, id string) (b Buttons, ok bool, err error)
+	// UseButtons marks the buttons used by the tap in update, once: false
+	// if they were used (or closed) already.
+	UseButtons(ctx context.Context, id string, update int64) (bool, error)
+	// CloseQuestions closes the conversation's open questions to user (0:
+	// to anyone) and returns them.
+	CloseQuestions(ctx context.Context, c message.Key, user int64) ([]Buttons, error)
+	// KeepButtonsFile records the voice note a read-aloud tap made.
+	KeepButtonsFile(ctx context.Context, id, path string) error
+}
+
+// Panels journals panel runs.
+type Panels interface {
+	// StartPanel records a new running run, unless one exists for the same
+	// /panel message (ErrPanelStarted) or one still runs in the chat
+	// (ErrPanelBusy).
+	StartPanel(ctx context.Context, r PanelRun) error
+	// SavePanel stores the run's state after a step; finished ends it.
+	SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error
+	// RunningPanels lists the runs left running that this instance may
+	// take up (an earlier process's, or a dead instance's).
+	RunningPanels(ctx context.Context) ([]PanelRun, error)
+}
+
+// Holders remembers which brain has each Telegram bot, by the number its
+// token starts with, so that after a restart a token stays with the brain
+// that had it.
+type Holders interface {
+	HoldTelegramBot(ctx context.Context, number, brain string, now time.Time) error
+	TelegramBotHolders(ctx context.Context) (map[string]string, error)
+}
+
+// Transcripts keeps the CLI's session transcripts where the next answer
+// of their conversation finds them.
+type Transcripts interface {
+	// Restore brings the latest stored transcript here unless the local
+	// copy is it; release is called before it writes (a warm CLI holding
+	// the old copy must be gone first). An error: the message must wait
+	// (ErrUnavailable) or fail, never resume on a partial history.
+	Restore(ctx context.Context, bot, session string, release func()) error
+	// Save stores the local transcript, before the answer is sent.
+	Save(ctx context.Context, bot, session string) error
+	// Forget: the local copy holds a turn that was not stored (the
+	// message is handed back); the next Restore replaces it.
+	Forget(bot, session string)
+}
+
+// Maintenance drops what the retention no longer keeps.
+type Maintenance interface {
+	// Prune deletes what r no longer keeps at now. A backend whose
+	// records expire by themselves prunes nothing.
+	Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error)
+}
