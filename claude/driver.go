@@ -272,27 +272,27 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err, stale := d.run(ctx, req, log, first, true)
+	res, stale, err := d.run(ctx, req, log, first, true)
 	if stale {
 		// The warm process or spare died before it said anything: the
 		// request runs again in a new one, which resumes the session (or
 		// starts one of its own).
 		log.Info("claude: warm process or spare gone; starting a new one")
 		req.Retry = true // it may have recorded the message before it died
-		res, err, _ = d.run(ctx, req, log, first, false)
+		res, _, err = d.run(ctx, req, log, first, false)
 	}
 	return res, err
 }
 
 // run runs req in a CLI, a warm one if allowed and one fits. stale reports
 // that a warm process turned out dead before it said anything.
-func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, err error, stale bool) {
+func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, stale bool, err error) {
 	if err := d.rewind(&req, log); err != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	cli, warm, err := d.acquire(ctx, req, allowWarm)
 	if err != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	req.SessionID = cli.sessionID // a new conversation's may be the driver's choice
 	// The CLI's tool calls carry its token; none is served until turn two
@@ -347,7 +347,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	}
 	if (warm || cli.spare) && abort == nil && !x.finished && x.events == 0 {
 		d.pool.done(req.Conversation, cli, false)
-		return nil, nil, true
+		return nil, true, nil
 	}
 	x.res.Total = time.Since(x.begun)
 	x.res.ToolCalls = x.toolLog.close()
@@ -366,7 +366,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 			zap.Duration("turn2_ms", x.res.Turn2), zap.Duration("total_ms", x.res.Total),
 			zap.Float64("cost_usd", x.res.CostUSD), zap.Int("unknown_events", x.res.UnknownEvents))
 	}
-	return x.res, err, false
+	return x.res, false, err
 }
 
 // acquire returns the conversation's warm process if it fits req, a
