@@ -90,6 +90,14 @@ func TestRoomsKeepToThemselves(t *testing.T) {
 				t.Errorf("%s imports the transport or NATS: %v", path, p.Imports)
 			}
 		}
+		// The tool side serves tools and knows no brain, nor anything of bot.
+		if path == "brainbot/mcp" || strings.HasPrefix(path, "brainbot/mcp/") {
+			for _, dep := range p.Deps {
+				if dep == "brainbot/bot" || strings.HasPrefix(dep, "brainbot/bot/") {
+					t.Errorf("%s links %s: the tool side may not", path, dep)
+				}
+			}
+		}
 		if path == "brainbot/bot/message" && slices.ContainsFunc(p.Imports, func(imp string) bool { return strings.Contains(imp, ".") || strings.HasPrefix(imp, "brainbot/") }) {
 			t.Errorf("bot/message imports beyond the standard library: %v", p.Imports)
 		}

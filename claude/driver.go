@@ -272,27 +272,27 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err, stale := d.run(ctx, req, log, first, true)
+	res, stale, err := d.run(ctx, req, log, first, true)
 	if stale {
 		// The warm process or spare died before it said anything: the
 		// request runs again in a new one, which resumes the session (or
 		// starts one of its own).
 		log.Info("claude: warm process or spare gone; starting a new one")
 		req.Retry = true // it may have recorded the message before it died
-		res, err, _ = d.run(ctx, req, log, first, false)
+		res, _, err = d.run(ctx, req, log, first, false)
 	}
 	return res, err
 }
 
 // run runs req in a CLI, a warm one if allowed and one fits. stale reports
 // that a warm process turned out dead before it said anything.
-func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, err error, stale bool) {
+func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []byte, allowWarm bool) (res *Result, stale bool, err error) {
 	if err := d.rewind(&req, log); err != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	cli, warm, err := d.acquire(ctx, req, allowWarm)
 	if err != nil {
-		return nil, err, false
+		return nil, false, err
 	}
 	req.SessionID = cli.sessionID // a new conversation's may be the driver's choice
 	// The CLI's tool calls carry its token; none is served until turn two
@@ -304,7 +304,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	cli.costBase = cli.lastCost
 	cli.interrupted.Store(false)
 
-	c := &conversation{
+	x := &exchange{
 		req:     req,
 		tool:    req.Mode.tool(),
 		cli:     cli,
@@ -314,29 +314,29 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		turn:    1,
 		begun:   time.Now(),
 	}
-	c.toolLog = newToolLog(c.log)
-	c.turnStart = c.begun
-	c.seenInit = warm // a warm process said init long ago
-	if c.tool != "" {
-		c.res.FilePrefix, c.res.FileExt = req.FilePrefix, fileExt(req)
+	x.toolLog = newToolLog(x.log)
+	x.turnStart = x.begun
+	x.seenInit = warm // a warm process said init long ago
+	if x.tool != "" {
+		x.res.FilePrefix, x.res.FileExt = req.FilePrefix, fileExt(req)
 	}
 	if req.Mode == Speech && d.cfg.Speak != nil {
-		c.speech = d.cfg.Speak(ctx, speechSettings(req))
+		x.speech = d.cfg.Speak(ctx, speechSettings(req))
 		// Whatever happens, nothing is spoken after the request: a
 		// stopped or failed turn leaves no file, what was spoken is billed.
 		defer func() {
-			c.speech.Cancel()
+			x.speech.Cancel()
 			if res != nil {
-				res.SpokenChars = c.speech.Spoken()
+				res.SpokenChars = x.speech.Spoken()
 			}
 		}()
 	}
-	c.send(first)
+	x.send(first)
 	// Only now can Interrupt reach it: an interrupt written before the
 	// request's line would find no turn to stop, and the turn would run.
 	d.pool.busy(req.Conversation, cli)
-	abort := c.loop(ctx)
-	if abort != nil || !c.finished || c.failed != nil && !cli.interrupted.Load() {
+	abort := x.loop(ctx)
+	if abort != nil || !x.finished || x.failed != nil && !cli.interrupted.Load() {
 		// The CLI died, must, or failed the turn: it is ended, and its
 		// exit status and all of its stderr read, before the outcome is
 		// decided. The CLI writes its reasons on stderr after the result
@@ -345,28 +345,28 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		// stays.
 		cli.p.shutdown()
 	}
-	if (warm || cli.spare) && abort == nil && !c.finished && c.events == 0 {
+	if (warm || cli.spare) && abort == nil && !x.finished && x.events == 0 {
 		d.pool.done(req.Conversation, cli, false)
-		return nil, nil, true
+		return nil, true, nil
 	}
-	c.res.Total = time.Since(c.begun)
-	c.res.ToolCalls = c.toolLog.close()
-	err = c.outcome(abort)
+	x.res.Total = time.Since(x.begun)
+	x.res.ToolCalls = x.toolLog.close()
+	err = x.outcome(abort)
 	cli.requests++
-	cli.sessionID = c.res.SessionID
+	cli.sessionID = x.res.SessionID
 	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
 	switch {
 	case errors.Is(err, ErrInterrupted):
-		c.log.Info("claude request stopped", zap.Duration("total_ms", c.res.Total), zap.Float64("cost_usd", c.res.CostUSD))
+		x.log.Info("claude request stopped", zap.Duration("total_ms", x.res.Total), zap.Float64("cost_usd", x.res.CostUSD))
 	case err != nil:
-		c.log.Warn("claude request failed", zap.Error(err), zap.Duration("total_ms", c.res.Total))
+		x.log.Warn("claude request failed", zap.Error(err), zap.Duration("total_ms", x.res.Total))
 	default:
-		c.log.Info("claude request done",
-			zap.Duration("startup_ms", c.res.Startup), zap.Duration("turn1_ms", c.res.Turn1),
-			zap.Duration("turn2_ms", c.res.Turn2), zap.Duration("total_ms", c.res.Total),
-			zap.Float64("cost_usd", c.res.CostUSD), zap.Int("unknown_events", c.res.UnknownEvents))
+		x.log.Info("claude request done",
+			zap.Duration("startup_ms", x.res.Startup), zap.Duration("turn1_ms", x.res.Turn1),
+			zap.Duration("turn2_ms", x.res.Turn2), zap.Duration("total_ms", x.res.Total),
+			zap.Float64("cost_usd", x.res.CostUSD), zap.Int("unknown_events", x.res.UnknownEvents))
 	}
-	return c.res, err, false
+	return x.res, false, err
 }
 
 // acquire returns the conversation's warm process if it fits req, a
@@ -496,9 +496,10 @@ func (d *Driver) Close() {
 	}
 }
 
-// conversation is the state of one Run: which turn we are in and what the
-// CLI has said so far.
-type conversation struct {
+// exchange is one request's exchange with one CLI process (a Run has a
+// second when a warm process turns out dead): which turn we are in and
+// what the CLI has said so far.
+type exchange struct {
 	req  Request
 	tool string // the MCP tool turn 2 must call; "" for Text
 	cli  *live
@@ -517,7 +518,7 @@ type conversation struct {
 	// reported: OnFile was called.
 	reported bool
 
-	// Turn 2's calls of c.tool, in order, and its denials. A call Claude
+	// Turn 2's calls of x.tool, in order, and its denials. A call Claude
 	// makes on its own in turn 1 does not count: it cannot know the file
 	// prefix the caller locates the file by.
 	calls   []block
@@ -534,10 +535,10 @@ type conversation struct {
 	failure  error       // another reason the request failed
 }
 
-func (c *conversation) send(line []byte) {
-	if err := c.cli.p.send(line, c.req.InactivityTimeout); err != nil {
+func (x *exchange) send(line []byte) {
+	if err := x.cli.p.send(line, x.req.InactivityTimeout); err != nil {
 		// The CLI is gone or stuck: its exit or the watchdog decides.
-		c.log.Warn("claude: writing stdin failed", zap.Error(err))
+		x.log.Warn("claude: writing stdin failed", zap.Error(err))
 	}
 }
 
@@ -545,15 +546,15 @@ func (c *conversation) send(line []byte) {
 // ends (the CLI died). It returns an error only when the request must be
 // cut short (timeouts, cancellation, broken framing); the process is then
 // being terminated.
-func (c *conversation) loop(ctx context.Context) error {
-	p := c.cli.p
-	inactivity := time.NewTimer(c.req.InactivityTimeout)
+func (x *exchange) loop(ctx context.Context) error {
+	p := x.cli.p
+	inactivity := time.NewTimer(x.req.InactivityTimeout)
 	defer inactivity.Stop()
-	overall := time.NewTimer(c.req.MaxDuration)
+	overall := time.NewTimer(x.req.MaxDuration)
 	defer overall.Stop()
 	exited := p.exited
 	var drain <-chan time.Time
-	for !c.finished {
+	for !x.finished {
 		select {
 		case le, ok := <-p.events:
 			if !ok {
@@ -563,21 +564,21 @@ func (c *conversation) loop(ctx context.Context) error {
 				p.terminate()
 				return le.err
 			}
-			inactivity.Reset(c.req.InactivityTimeout)
+			inactivity.Reset(x.req.InactivityTimeout)
 			if le.ev.Kind != kindLifecycle && (le.ev.Type != "system" || le.ev.Kind == kindInit) {
 				// Lines that say nothing of the request are not an answer:
 				// the CLI's word on a stdin line (command_lifecycle), and a
 				// system line but init, which a spare prints (ui_invalidate)
 				// while it waits, even one that died having served nothing.
-				c.events++
+				x.events++
 			}
-			c.handle(le.ev)
+			x.handle(le.ev)
 		case <-inactivity.C:
 			p.terminate()
-			return &timeoutError{Inactivity: true, After: c.req.InactivityTimeout}
+			return &timeoutError{Inactivity: true, After: x.req.InactivityTimeout}
 		case <-overall.C:
 			p.terminate()
-			return &timeoutError{After: c.req.MaxDuration}
+			return &timeoutError{After: x.req.MaxDuration}
 		case <-ctx.Done():
 			p.terminate()
 			return fmt.Errorf("claude: request abandoned: %w", context.Cause(ctx))
@@ -593,192 +594,192 @@ func (c *conversation) loop(ctx context.Context) error {
 	return nil
 }
 
-func (c *conversation) handle(ev event) {
-	if ce := c.log.Check(zap.DebugLevel, "claude: event"); ce != nil {
+func (x *exchange) handle(ev event) {
+	if ce := x.log.Check(zap.DebugLevel, "claude: event"); ce != nil {
 		ce.Write(zap.Stringer("kind", ev.Kind), zap.String("type", ev.Type), zap.String("subtype", ev.Subtype))
 	}
 	switch ev.Kind {
 	case kindInit:
-		if !c.seenInit {
-			c.seenInit = true
-			c.res.Startup = time.Since(c.begun)
-			c.turnStart = time.Now()
+		if !x.seenInit {
+			x.seenInit = true
+			x.res.Startup = time.Since(x.begun)
+			x.turnStart = time.Now()
 		}
-		c.noteSession(ev.SessionID)
-		c.toolLog.servers(ev.Servers)
+		x.noteSession(ev.SessionID)
+		x.toolLog.servers(ev.Servers)
 	case kindAssistant:
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_use" {
-				c.toolLog.called(b, c.turnText())
+				x.toolLog.called(b, x.turnText())
 			}
 			switch {
-			case b.Type == "text" && c.turn == 1 && b.Text != "":
-				c.turn1Text = append(c.turn1Text, b.Text)
-			case b.Type == "tool_use" && b.Name == c.tool && c.turn == 2:
-				c.calls = append(c.calls, b)
+			case b.Type == "text" && x.turn == 1 && b.Text != "":
+				x.turn1Text = append(x.turn1Text, b.Text)
+			case b.Type == "tool_use" && b.Name == x.tool && x.turn == 2:
+				x.calls = append(x.calls, b)
 			}
 		}
 	case kindUser:
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_result" {
-				c.results[b.ToolUseID] = b
-				c.toolLog.answered(b)
-				c.reportFile(b)
+				x.results[b.ToolUseID] = b
+				x.toolLog.answered(b)
+				x.reportFile(b)
 			}
 		}
 	case kindPermissionDenied:
-		c.toolLog.refused(ev.Denial)
-		if c.turn == 2 {
-			c.denials = append(c.denials, ev.Denial)
+		x.toolLog.refused(ev.Denial)
+		if x.turn == 2 {
+			x.denials = append(x.denials, ev.Denial)
 		}
 	case kindResult:
-		c.endTurn(ev)
+		x.endTurn(ev)
 	case kindTextStart:
-		if c.turn == 1 && c.streamed != "" {
-			c.streamed += "\n\n" // a new paragraph, as in Result.Text
+		if x.turn == 1 && x.streamed != "" {
+			x.streamed += "\n\n" // a new paragraph, as in Result.Text
 		}
 	case kindTextDelta:
-		if c.turn != 1 {
+		if x.turn != 1 {
 			break
 		}
-		c.streamed += ev.Delta
-		if c.speech != nil {
-			c.speech.Write(c.streamed)
+		x.streamed += ev.Delta
+		if x.speech != nil {
+			x.speech.Write(x.streamed)
 		}
-		if c.req.OnText != nil {
-			c.req.OnText(c.streamed)
+		if x.req.OnText != nil {
+			x.req.OnText(x.streamed)
 		}
 	case kindOther:
 		if ev.Type != "stream_event" {
-			c.res.UnknownEvents++
+			x.res.UnknownEvents++
 		}
 	}
 }
 
-func (c *conversation) noteSession(id string) {
+func (x *exchange) noteSession(id string) {
 	if id != "" {
-		c.res.SessionID = id
+		x.res.SessionID = id
 	}
 }
 
-func (c *conversation) endTurn(ev event) {
-	if c.finished {
+func (x *exchange) endTurn(ev event) {
+	if x.finished {
 		return // a result after the one we waited for: not ours
 	}
 	r := ev.Result
-	c.noteSession(ev.SessionID)
+	x.noteSession(ev.SessionID)
 	// total_cost_usd is the process's running total (checked on CLI
 	// 2.1.328): the request's is what it grew since the request began.
-	c.res.CostUSD = r.CostUSD - c.cli.costBase
-	c.cli.lastCost = r.CostUSD
-	c.res.Tokens.Input += r.Tokens.Input
-	c.res.Tokens.Output += r.Tokens.Output
-	c.res.Tokens.CacheRead += r.Tokens.CacheRead
-	c.res.Tokens.CacheWrite += r.Tokens.CacheWrite
-	if c.turn == 1 {
-		c.res.Turn1 = time.Since(c.turnStart)
+	x.res.CostUSD = r.CostUSD - x.cli.costBase
+	x.cli.lastCost = r.CostUSD
+	x.res.Tokens.Input += r.Tokens.Input
+	x.res.Tokens.Output += r.Tokens.Output
+	x.res.Tokens.CacheRead += r.Tokens.CacheRead
+	x.res.Tokens.CacheWrite += r.Tokens.CacheWrite
+	if x.turn == 1 {
+		x.res.Turn1 = time.Since(x.turnStart)
 		// Separate text blocks (around tool calls) are separate
 		// paragraphs.
-		c.res.Text = strings.Join(c.turn1Text, "\n\n")
+		x.res.Text = strings.Join(x.turn1Text, "\n\n")
 		switch {
-		case c.res.Text == "" && !r.IsError:
-			c.res.Text = r.Text
-		case c.res.Text == "" && c.cli.interrupted.Load():
+		case x.res.Text == "" && !r.IsError:
+			x.res.Text = r.Text
+		case x.res.Text == "" && x.cli.interrupted.Load():
 			// What was streamed before the stop, if the CLI kept no
 			// assistant line of it.
-			c.res.Text = c.streamed
+			x.res.Text = x.streamed
 		}
-		c.res.Structured = r.Structured
-		c.res.Answered = !r.IsError
+		x.res.Structured = r.Structured
+		x.res.Answered = !r.IsError
 	} else {
-		c.res.Turn2 = time.Since(c.turnStart)
-		c.denials = append(c.denials, r.Denials...)
+		x.res.Turn2 = time.Since(x.turnStart)
+		x.denials = append(x.denials, r.Denials...)
 	}
 	switch {
 	case r.IsError:
-		c.failed = r
-		c.finished = true
-	case c.req.MaxBudgetUSD > 0 && c.res.CostUSD > c.req.MaxBudgetUSD:
+		x.failed = r
+		x.finished = true
+	case x.req.MaxBudgetUSD > 0 && x.res.CostUSD > x.req.MaxBudgetUSD:
 		// Checked here, as the CLI's --max-budget-usd would, but per
 		// request: the CLI's counts what its process spent in all.
-		c.failure = fmt.Errorf("%w (claude.max_budget_usd %g, spent %g)", errMaxBudget, c.req.MaxBudgetUSD, c.res.CostUSD)
-		c.finished = true
-	case c.req.JSONSchema != "" && len(c.res.Structured) == 0:
-		c.failure = errNoStructuredOutput
-		c.finished = true
-	case c.turn == 2 || c.tool == "":
-		c.finished = true
-	case c.askedQuestion():
+		x.failure = fmt.Errorf("%w (claude.max_budget_usd %g, spent %g)", errMaxBudget, x.req.MaxBudgetUSD, x.res.CostUSD)
+		x.finished = true
+	case x.req.JSONSchema != "" && len(x.res.Structured) == 0:
+		x.failure = errNoStructuredOutput
+		x.finished = true
+	case x.turn == 2 || x.tool == "":
+		x.finished = true
+	case x.askedQuestion():
 		// The question goes out as text under its buttons: no voice note
 		// or picture follows it.
-		c.tool, c.res.FilePrefix, c.res.FileExt = "", "", ""
-		c.finished = true
-	case c.req.Mode == Speech && strings.TrimSpace(c.res.Text) == "":
-		c.failure = errNothingToSpeak
-		c.finished = true
+		x.tool, x.res.FilePrefix, x.res.FileExt = "", "", ""
+		x.finished = true
+	case x.req.Mode == Speech && strings.TrimSpace(x.res.Text) == "":
+		x.failure = errNothingToSpeak
+		x.finished = true
 	default:
-		prompt, err := turn2Prompt(c.req, c.res.Text, c.speech != nil)
+		prompt, err := turn2Prompt(x.req, x.res.Text, x.speech != nil)
 		if err == nil {
 			var line []byte
 			if line, err = encodeUserLine("", "", prompt); err == nil {
-				c.turn = 2
-				c.turnStart = time.Now()
+				x.turn = 2
+				x.turnStart = time.Now()
 				// Before the line goes out: the call it asks for is the
 				// one call the tool server will serve.
-				t := ticket.Ticket{Tool: c.tool, Prefix: c.req.FilePrefix, Speech: speechSettings(c.req), Image: c.req.Image}
-				if c.speech != nil {
-					c.speech.Finish(c.res.Text)
-					t.Utterance = c.speech
+				t := ticket.Ticket{Tool: x.tool, Prefix: x.req.FilePrefix, Speech: speechSettings(x.req), Image: x.req.Image}
+				if x.speech != nil {
+					x.speech.Finish(x.res.Text)
+					t.Utterance = x.speech
 				}
-				c.cli.tools.Open(t)
-				c.send(line)
+				x.cli.tools.Open(t)
+				x.send(line)
 				return
 			}
 		}
-		c.failure = err
-		c.finished = true
+		x.failure = err
+		x.finished = true
 	}
 }
 
 // reportFile hands the file of turn two's call answered by result to
 // Request.OnFile, once: the caller need not wait for the model's closing
 // words.
-func (c *conversation) reportFile(result block) {
-	if c.reported || c.req.OnFile == nil || c.turn != 2 || result.IsError ||
-		!slices.ContainsFunc(c.calls, func(call block) bool { return call.ID == result.ToolUseID }) {
+func (x *exchange) reportFile(result block) {
+	if x.reported || x.req.OnFile == nil || x.turn != 2 || result.IsError ||
+		!slices.ContainsFunc(x.calls, func(call block) bool { return call.ID == result.ToolUseID }) {
 		return
 	}
-	if _, denied := c.findDenial(result.ToolUseID); denied {
+	if _, denied := x.findDenial(result.ToolUseID); denied {
 		return
 	}
-	path, all, err := reportedFile(c.req.Mode, result.Text)
+	path, all, err := reportedFile(x.req.Mode, result.Text)
 	if err != nil {
 		return // the request's outcome says why (collectFile)
 	}
-	c.reported = true
-	res := *c.res
+	x.reported = true
+	res := *x.res
 	res.FilePath, res.FilePaths = path, all
-	res.ToolCalls = slices.Clone(c.toolLog.done) // the file's call among them
-	if c.speech != nil {
-		res.SpokenChars = c.speech.Spoken() // all of it: the tool joined every part
+	res.ToolCalls = slices.Clone(x.toolLog.done) // the file's call among them
+	if x.speech != nil {
+		res.SpokenChars = x.speech.Spoken() // all of it: the tool joined every part
 	}
-	res.Turn2 = time.Since(c.turnStart)
-	c.req.OnFile(&res)
+	res.Turn2 = time.Since(x.turnStart)
+	x.req.OnFile(&res)
 }
 
 // turnText is turn one's text so far (none in turn two).
-func (c *conversation) turnText() string {
-	if c.turn != 1 {
+func (x *exchange) turnText() string {
+	if x.turn != 1 {
 		return ""
 	}
-	return strings.Join(c.turn1Text, "\n\n")
+	return strings.Join(x.turn1Text, "\n\n")
 }
 
 // askedQuestion reports whether the model asked the user a question in
 // turn one and the tool server accepted it.
-func (c *conversation) askedQuestion() bool {
+func (x *exchange) askedQuestion() bool {
 	server, tool, _ := toolspec.SplitToolName(toolspec.QuestionTool)
-	for _, call := range c.toolLog.done {
+	for _, call := range x.toolLog.done {
 		if call.Server == server && call.Tool == tool && call.Outcome == ToolOK {
 			return true
 		}
@@ -788,8 +789,8 @@ func (c *conversation) askedQuestion() bool {
 
 // outcome decides the request's error once the process is gone and its
 // stderr has been read completely.
-func (c *conversation) outcome(abort error) error {
-	tail := c.cli.p.stderrTail.String()
+func (x *exchange) outcome(abort error) error {
+	tail := x.cli.p.stderrTail.String()
 	if abort != nil {
 		var te *timeoutError
 		if errors.As(abort, &te) {
@@ -798,31 +799,31 @@ func (c *conversation) outcome(abort error) error {
 		return abort
 	}
 	switch {
-	case c.failed != nil && c.cli.interrupted.Load():
+	case x.failed != nil && x.cli.interrupted.Load():
 		// The CLI ends an interrupted turn as an error_during_execution.
 		return fmt.Errorf("%w: %w", ErrInterrupted,
-			&resultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text})
-	case c.failed != nil:
-		re := &resultError{Subtype: c.failed.Subtype, Errors: c.failed.Errors, Message: c.failed.Text, StderrTail: tail}
+			&resultError{Subtype: x.failed.Subtype, Errors: x.failed.Errors, Message: x.failed.Text})
+	case x.failed != nil:
+		re := &resultError{Subtype: x.failed.Subtype, Errors: x.failed.Errors, Message: x.failed.Text, StderrTail: tail}
 		// Only the CLI's own words identify an unknown session: any other
 		// failure must not make the caller drop a conversation that exists.
 		switch {
-		case c.req.Resume && (mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)):
+		case x.req.Resume && (mentions(re.Errors, noConversation) || strings.Contains(tail, noConversation)):
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, re)
 		case re.Subtype == "error_max_turns":
-			return fmt.Errorf("%w (--max-turns %d): %w", errMaxTurns, c.req.MaxTurns, re)
+			return fmt.Errorf("%w (--max-turns %d): %w", errMaxTurns, x.req.MaxTurns, re)
 		}
 		return re
-	case !c.finished:
-		ee := &exitError{Code: c.cli.p.exitCode(), StderrTail: tail}
-		if c.req.Resume && strings.Contains(tail, noConversation) {
+	case !x.finished:
+		ee := &exitError{Code: x.cli.p.exitCode(), StderrTail: tail}
+		if x.req.Resume && strings.Contains(tail, noConversation) {
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, ee)
 		}
 		return ee
-	case c.failure != nil:
-		return c.failure
-	case c.tool != "":
-		return c.collectFile()
+	case x.failure != nil:
+		return x.failure
+	case x.tool != "":
+		return x.collectFile()
 	}
 	return nil
 }
@@ -836,35 +837,35 @@ func mentions(list []string, substr string) bool {
 	return false
 }
 
-// collectFile finds the latest call of c.tool that got a result and
+// collectFile finds the latest call of x.tool that got a result and
 // takes the file path from our tool's JSON into Result.FilePath.
-func (c *conversation) collectFile() error {
-	for i := len(c.calls) - 1; i >= 0; i-- {
-		call := c.calls[i]
-		r, ok := c.results[call.ID]
+func (x *exchange) collectFile() error {
+	for i := len(x.calls) - 1; i >= 0; i-- {
+		call := x.calls[i]
+		r, ok := x.results[call.ID]
 		if !ok {
 			continue
 		}
-		if d, denied := c.findDenial(call.ID); denied {
-			return fmt.Errorf("%w: %s: %s", errToolDenied, c.tool, d.Message)
+		if d, denied := x.findDenial(call.ID); denied {
+			return fmt.Errorf("%w: %s: %s", errToolDenied, x.tool, d.Message)
 		}
 		if r.IsError {
-			return &toolError{Tool: c.tool, Message: r.Text}
+			return &toolError{Tool: x.tool, Message: r.Text}
 		}
-		path, all, err := reportedFile(c.req.Mode, r.Text)
+		path, all, err := reportedFile(x.req.Mode, r.Text)
 		if err != nil {
-			return &toolError{Tool: c.tool, Message: err.Error()}
+			return &toolError{Tool: x.tool, Message: err.Error()}
 		}
-		c.res.FilePath, c.res.FilePaths = path, all
+		x.res.FilePath, x.res.FilePaths = path, all
 		return nil
 	}
-	if d, denied := c.findDenial(""); denied {
-		return fmt.Errorf("%w: %s: %s", errToolDenied, c.tool, d.Message)
+	if d, denied := x.findDenial(""); denied {
+		return fmt.Errorf("%w: %s: %s", errToolDenied, x.tool, d.Message)
 	}
-	if len(c.calls) > 0 {
-		return &toolError{Tool: c.tool, Message: "the call got no result"}
+	if len(x.calls) > 0 {
+		return &toolError{Tool: x.tool, Message: "the call got no result"}
 	}
-	return fmt.Errorf("%w: %s", ErrToolNotCalled, c.tool)
+	return fmt.Errorf("%w: %s", ErrToolNotCalled, x.tool)
 }
 
 // reportedFile takes the file's path from our tool's JSON answer.
@@ -890,10 +891,10 @@ func reportedFile(mode Mode, answer string) (path string, all []string, err erro
 }
 
 // findDenial finds a refusal of the call toolUseID, or with "" of any call of
-// c.tool.
-func (c *conversation) findDenial(toolUseID string) (denial, bool) {
-	for _, d := range c.denials {
-		if toolUseID != "" && d.ToolUseID == toolUseID || toolUseID == "" && d.ToolName == c.tool {
+// x.tool.
+func (x *exchange) findDenial(toolUseID string) (denial, bool) {
+	for _, d := range x.denials {
+		if toolUseID != "" && d.ToolUseID == toolUseID || toolUseID == "" && d.ToolName == x.tool {
 			return d, true
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/brain/probe"
 	"brainbot/claude"
-	"brainbot/mcp/probe"
 	"brainbot/toolspec"
 )
 

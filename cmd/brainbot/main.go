@@ -1,12 +1,3 @@
-// Command brainbot runs Telegram persona bots on the Claude Code CLI.
-//
-//	brainbot run                 run every bot in the brains folder
-//	brainbot doctor              check what run needs and print each check
-//	brainbot init                set up a first bot, guided
-//	brainbot chat BRAIN_FILE     talk to one brain in the terminal, without a token
-//	brainbot check [DIR]         validate brain files (file:line per problem)
-//	brainbot mcp tts|image-gen|clock   stdio MCP servers: our tools, a clock for brains
-//	brainbot version             print brainbot's and the Claude CLI's versions
 package main
 
 import (
