@@ -1,11 +1,11 @@
 // Package bot runs the bots of a brains folder: it follows the folder
 // (start, restart on a token change, stop), runs each bot's Telegram
-// client (connect with backoff, register its commands, poll — under the
-// cluster's lease when shared — or set its webhook), and composes the
-// rooms a message crosses: the transport (bot/telegram), the log that
-// keeps updates until answered (the embedded bot/journal, or the
-// cluster's stream), the intake (bot/intake), the conversation pipeline
-// that answers (bot/conversation) and the panels (bot/panel/host).
+// client (connect with backoff, register its commands, poll under the
+// bot's lease, or set its webhook), and composes the rooms a message
+// crosses: the transport (bot/telegram), the log that keeps updates until
+// answered (the state's backend, package state, which cmd chose), the
+// intake (bot/intake), the conversation pipeline that answers
+// (bot/conversation) and the panels (bot/panel/host).
 //
 // Brains are looked up per message, so an edited brain file applies to the
 // next message; only a changed token restarts that bot's client.
