@@ -33,6 +33,14 @@ var buttonTests = []behaviour{
 		q.MessageID = 555
 		must(t, s.KeepButtonsFile(ctx(t), read.ID, "/data/voice/answer.ogg"))
 		read.File = "/data/voice/answer.ogg"
+		// Buttons unknown (expired, pruned) are placed nowhere, without
+		// an error: the message is out already.
+		unknown := state.NewButtonsID()
+		must(t, s.PlaceButtons(ctx(t), unknown, 556))
+		must(t, s.KeepButtonsFile(ctx(t), unknown, "/data/voice/lost.ogg"))
+		if _, ok, err := s.LookupButtons(ctx(t), unknown); err != nil || ok {
+			t.Errorf("LookupButtons of buttons only placed = ok %v, %v; want none", ok, err)
+		}
 		s.restarted()
 		wantButtons(t, s, q)
 		wantButtons(t, s, read)

@@ -51,6 +51,7 @@ func Run(t *testing.T, h Harness) {
 		{"Leases", leaseTests},
 		{"Transcripts", transcriptTests},
 		{"Maintenance", maintenanceTests},
+		{"AtOnce", raceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
