@@ -1,6 +1,7 @@
 package statetest
 
 import (
+	"context"
 	"reflect"
 	"testing"
 	"time"
@@ -202,10 +203,18 @@ func must1(t *testing.T, s *subject, bot string, user int64, limit int, now time
 
 func wantCount(t *testing.T, s *subject, bot string, user int64, now time.Time, want int) {
 	t.Helper()
-	got, err := s.DailyCount(ctx(t), bot, user, now)
+	wantOfDay(t, "DailyCount", bot, user, now, want, s.DailyCount)
+}
+
+// wantOfDay checks what read says of user's messages to bot on now's
+// day.
+func wantOfDay[T comparable](t *testing.T, what, bot string, user int64, now time.Time, want T,
+	read func(ctx context.Context, bot string, user int64, now time.Time) (T, error)) {
+	t.Helper()
+	got, err := read(ctx(t), bot, user, now)
 	must(t, err)
 	if got != want {
-		t.Errorf("DailyCount(%s, %d, %s) = %d, want %d", bot, user, now.Format(time.DateOnly), got, want)
+		t.Errorf("%s(%s, %d, %s) = %v, want %v", what, bot, user, now.Format(time.DateOnly), got, want)
 	}
 }
 
@@ -268,11 +277,7 @@ func record(t *testing.T, s *subject, u state.Usage) {
 
 func wantSpent(t *testing.T, s *subject, bot string, user int64, now time.Time, want float64) {
 	t.Helper()
-	got, err := s.SpentToday(ctx(t), bot, user, now)
-	must(t, err)
-	if got != want {
-		t.Errorf("SpentToday(%s, %d, %s) = %v, want %v", bot, user, now.Format(time.DateOnly), got, want)
-	}
+	wantOfDay(t, "SpentToday", bot, user, now, want, s.SpentToday)
 }
 
 func wantReport(t *testing.T, s *subject, f state.UsageFilter, want []state.UsageLine) {
