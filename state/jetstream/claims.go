@@ -1,6 +1,8 @@
 package jetstream
 
 import (
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,10 +86,7 @@ func (c *claims) keepAlive() {
 		case <-tick.C:
 		}
 		c.mu.Lock()
-		msgs := make([]jsapi.Msg, 0, len(c.held))
-		for _, m := range c.held {
-			msgs = append(msgs, m)
-		}
+		msgs := slices.Collect(maps.Values(c.held))
 		c.mu.Unlock()
 		for _, m := range msgs {
 			_ = m.InProgress() // a lost one is redelivered: answered-dedupe

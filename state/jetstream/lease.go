@@ -3,6 +3,8 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,9 +176,5 @@ func (l *leases) setPolled(bot string, on bool) {
 func (l *leases) list() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []string
-	for b := range l.polled {
-		out = append(out, b)
-	}
-	return out
+	return slices.Collect(maps.Keys(l.polled))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -177,11 +178,7 @@ func (u *updates) Release() {
 func (u *updates) ownedList() []int {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	var out []int
-	for p := range u.owned {
-		out = append(out, p)
-	}
-	return out
+	return slices.Collect(maps.Keys(u.owned))
 }
 
 // rebalance starts pulling the partitions in want and stops the others;
