@@ -16,6 +16,9 @@ type Backend struct {
 	*Transcripts
 }
 
+// Two embedded types promoting the same method would lose it here.
+var _ state.Backend = (*Backend)(nil)
+
 // Backend returns the cluster as a backend; sessionFile locates a
 // session's transcript on this machine (claude.Driver.SessionFile).
 func (c *Cluster) Backend(sessionFile func(bot, session string) string) *Backend {

@@ -15,7 +15,14 @@ import (
 // What the buttons under the bots' messages mean, in their own bucket
 // (entries expire after state.MaxButtonsAge): one entry per message's
 // buttons by id, and per conversation the id of its open question, so a
-// message typed there closes it. The methods are *sqlite.Store's.
+// message typed there closes it.
+
+// buttonSets keeps what the buttons under the bots' messages mean, in
+// brainbot_buttons.
+type buttonSets struct {
+	conn *conn
+	kv   jsapi.KeyValue
+}
 
 func buttonsKey(id string) string { return "b." + keyPart(id) }
 
@@ -24,18 +31,18 @@ func openQuestionKey(c message.Key) string {
 }
 
 // SaveButtons records b; a question closes the one open before it.
-func (s *State) SaveButtons(ctx context.Context, b state.Buttons) error {
+func (bs *buttonSets) SaveButtons(ctx context.Context, b state.Buttons) error {
 	if b.Kind == state.ButtonsQuestion {
-		if _, err := s.CloseQuestions(ctx, b.Conversation, 0); err != nil {
+		if _, err := bs.CloseQuestions(ctx, b.Conversation, 0); err != nil {
 			return fmt.Errorf("save buttons: %w", err)
 		}
 	}
 	v, _ := json.Marshal(b) // plain fields: cannot fail
-	if _, err := s.c.buttons.Put(ctx, buttonsKey(b.ID), v); err != nil {
+	if _, err := bs.kv.Put(ctx, buttonsKey(b.ID), v); err != nil {
 		return fmt.Errorf("save buttons: %w", err)
 	}
 	if b.Kind == state.ButtonsQuestion {
-		if _, err := s.c.buttons.Put(ctx, openQuestionKey(b.Conversation), []byte(b.ID)); err != nil {
+		if _, err := bs.kv.Put(ctx, openQuestionKey(b.Conversation), []byte(b.ID)); err != nil {
 			return fmt.Errorf("save buttons: %w", err)
 		}
 	}
@@ -43,8 +50,8 @@ func (s *State) SaveButtons(ctx context.Context, b state.Buttons) error {
 }
 
 // LookupButtons returns the buttons with id; ok is false for none.
-func (s *State) LookupButtons(ctx context.Context, id string) (state.Buttons, bool, error) {
-	e, err := s.c.buttons.Get(ctx, buttonsKey(id))
+func (bs *buttonSets) LookupButtons(ctx context.Context, id string) (state.Buttons, bool, error) {
+	e, err := bs.kv.Get(ctx, buttonsKey(id))
 	if errors.Is(err, jsapi.ErrKeyNotFound) {
 		return state.Buttons{}, false, nil
 	}
@@ -61,15 +68,15 @@ func (s *State) LookupButtons(ctx context.Context, id string) (state.Buttons, bo
 // UseButtons marks buttons id used by the tap in update, by revision, so
 // of two instances only one tap wins; the same update again uses them
 // again.
-func (s *State) UseButtons(ctx context.Context, id string, update int64) (bool, error) {
-	return s.setUsed(ctx, id, func(used int64) (int64, bool) { return update, used == 0 || used == update })
+func (bs *buttonSets) UseButtons(ctx context.Context, id string, update int64) (bool, error) {
+	return bs.setUsed(ctx, id, func(used int64) (int64, bool) { return update, used == 0 || used == update })
 }
 
 // setUsed changes the UsedBy of buttons id to what next says, when it
 // says to; it reports whether it did.
-func (s *State) setUsed(ctx context.Context, id string, next func(used int64) (int64, bool)) (bool, error) {
+func (bs *buttonSets) setUsed(ctx context.Context, id string, next func(used int64) (int64, bool)) (bool, error) {
 	var changed bool
-	err := s.c.change(ctx, s.c.buttons, buttonsKey(id), func(old []byte, found bool) ([]byte, bool) {
+	err := bs.conn.change(ctx, bs.kv, buttonsKey(id), func(old []byte, found bool) ([]byte, bool) {
 		var b state.Buttons
 		changed = false
 		if !found || json.Unmarshal(old, &b) != nil {
@@ -89,8 +96,8 @@ func (s *State) setUsed(ctx context.Context, id string, next func(used int64) (i
 
 // CloseQuestions closes the conversation's open question, if any and it
 // asked user (any user: 0), and returns it.
-func (s *State) CloseQuestions(ctx context.Context, c message.Key, user int64) ([]state.Buttons, error) {
-	e, err := s.c.buttons.Get(ctx, openQuestionKey(c))
+func (bs *buttonSets) CloseQuestions(ctx context.Context, c message.Key, user int64) ([]state.Buttons, error) {
+	e, err := bs.kv.Get(ctx, openQuestionKey(c))
 	if errors.Is(err, jsapi.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -99,23 +106,23 @@ func (s *State) CloseQuestions(ctx context.Context, c message.Key, user int64) (
 	}
 	id := string(e.Value())
 	if user != 0 {
-		q, _, err := s.LookupButtons(ctx, id)
+		q, _, err := bs.LookupButtons(ctx, id)
 		if err != nil || q.User != 0 && q.User != user {
 			return nil, err
 		}
 	}
-	closed, err := s.setUsed(ctx, id, func(used int64) (int64, bool) { return state.ButtonsClosed, used == 0 })
+	closed, err := bs.setUsed(ctx, id, func(used int64) (int64, bool) { return state.ButtonsClosed, used == 0 })
 	if err != nil {
 		return nil, fmt.Errorf("close questions: %w", err)
 	}
 	// Only the entry read: a question saved meanwhile stays open.
-	if err := s.c.buttons.Delete(ctx, openQuestionKey(c), jsapi.LastRevision(e.Revision())); err != nil && !isConflict(err) {
+	if err := bs.kv.Delete(ctx, openQuestionKey(c), jsapi.LastRevision(e.Revision())); err != nil && !isConflict(err) {
 		return nil, fmt.Errorf("close questions: %w", err)
 	}
 	if !closed {
 		return nil, nil
 	}
-	b, _, err := s.LookupButtons(ctx, id)
+	b, _, err := bs.LookupButtons(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("close questions: %w", err)
 	}
@@ -123,18 +130,18 @@ func (s *State) CloseQuestions(ctx context.Context, c message.Key, user int64) (
 }
 
 // PlaceButtons records the message buttons id went out under.
-func (s *State) PlaceButtons(ctx context.Context, id string, messageID int) error {
-	return s.update(ctx, id, "place buttons", func(b *state.Buttons) { b.MessageID = messageID })
+func (bs *buttonSets) PlaceButtons(ctx context.Context, id string, messageID int) error {
+	return bs.update(ctx, id, "place buttons", func(b *state.Buttons) { b.MessageID = messageID })
 }
 
 // KeepButtonsFile records the file a tap on buttons id made.
-func (s *State) KeepButtonsFile(ctx context.Context, id, path string) error {
-	return s.update(ctx, id, "keep the buttons' file", func(b *state.Buttons) { b.File = path })
+func (bs *buttonSets) KeepButtonsFile(ctx context.Context, id, path string) error {
+	return bs.update(ctx, id, "keep the buttons' file", func(b *state.Buttons) { b.File = path })
 }
 
 // update changes buttons id with fix, by revision.
-func (s *State) update(ctx context.Context, id, what string, fix func(*state.Buttons)) error {
-	err := s.c.change(ctx, s.c.buttons, buttonsKey(id), func(old []byte, found bool) ([]byte, bool) {
+func (bs *buttonSets) update(ctx context.Context, id, what string, fix func(*state.Buttons)) error {
+	err := bs.conn.change(ctx, bs.kv, buttonsKey(id), func(old []byte, found bool) ([]byte, bool) {
 		var b state.Buttons
 		if !found || json.Unmarshal(old, &b) != nil {
 			return nil, false

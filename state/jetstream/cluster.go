@@ -1,5 +1,6 @@
-// Package cluster lets several brainbot instances share their bots through
-// NATS JetStream (BRAINBOT_NATS_URL). It uses JetStream's own means and
+// Package jetstream is the backend of brainbot's state (package state) for
+// several instances sharing their bots through NATS JetStream
+// (BRAINBOT_NATS_URL). It uses JetStream's own means and
 // invents no protocol of its own:
 //
 //   - Updates go into one stream, BRAINBOT_UPDATES, under
@@ -20,8 +21,14 @@
 //   - A message is acknowledged after its reply was sent; an "answered"
 //     marker makes a redelivery of an answered message a no-op.
 //
-// State (sessions, toggles, counters, usage) lives in KV (state.go) and the
-// CLI's session transcripts in an object store (transcripts.go).
+// Cluster, this instance's place among the others, is a facade over types
+// that each keep one thing: conn (the connection, and outages waited out),
+// updates (the log: stream, offsets, the partitions' workers, with claims
+// on the updates held and each Delivery), marks (what the work on an
+// update recorded) and convLocks (the conversations' locks), membership,
+// and leases. State keeps the rest in KV (records, tally, buttonSets,
+// panelRuns), Transcripts the CLI's transcripts in an object store;
+// Backend is all of it as a state.Backend.
 package jetstream
 
 import (
@@ -30,7 +37,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -126,42 +132,21 @@ func (c *Config) defaults() {
 	}
 }
 
-// Cluster is this instance's connection to the others.
+// Cluster is this instance's place among the others: a facade over the
+// connection (conn), the update log (updates) and the poller leases
+// (leases), with the shared state (State) and the transcripts
+// (Transcripts) beside them.
 type Cluster struct {
-	cfg Config
-	nc  *nats.Conn
-	js  jsapi.JetStream
-	log *zap.Logger
-
-	leases, members, answered, progress, state, daily, panels jsapi.KeyValue
-	objects                                                   jsapi.ObjectStore
-	stream                                                    jsapi.Stream
-	health                                                    *health
-	locks                                                     convLocks
-	spool                                                     *spool
-	stopBackground                                            context.CancelFunc
-	// buttons: what the buttons under the bots' messages mean (buttons.go).
-	buttons jsapi.KeyValue
-
-	mu      sync.Mutex
-	polled  map[string]bool // bots whose lease this instance holds
-	ownRuns map[string]bool // panel runs this process runs
-	owned   map[int]bool    // partitions this instance pulls
-	workers map[int]*worker
-	handle  func(*Delivery)
-	// stopWork ends Work's loop, which closes workDone once it stopped
-	// its workers.
-	stopWork context.CancelFunc
-	workDone chan struct{}
-	// leaving is closed once Work's loop is told to stop.
-	leaving <-chan struct{}
-
-	heldMu sync.Mutex
-	// held are the updates handed to this instance and not yet done, by
-	// stream sequence: kept alive, handed back on Release.
-	held      map[uint64]jsapi.Msg
-	released  chan struct{}
-	closeOnce sync.Once
+	*conn
+	*updates
+	*leases
+	state *State
+	// objects and stateKV keep the transcripts and their records, for
+	// Transcripts.
+	objects jsapi.ObjectStore
+	stateKV jsapi.KeyValue
+	// stopBackground stops writing the spooled usage records.
+	stopBackground context.CancelFunc
 }
 
 // Connect connects to NATS and makes sure the stream, consumers, buckets
@@ -183,28 +168,54 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &Cluster{cfg: cfg, nc: nc, js: js, log: cfg.Log, polled: map[string]bool{}, owned: map[int]bool{}, ownRuns: map[string]bool{},
-		held: map[uint64]jsapi.Msg{}, released: make(chan struct{}), health: h,
-		locks: convLocks{held: map[string]*convLock{}}}
-	if err := c.ensure(ctx); err != nil {
+	cn := &conn{cfg: cfg, nc: nc, js: js, log: cfg.Log, health: h}
+	b, err := cn.ensure(ctx)
+	if err != nil {
 		nc.Close()
 		return nil, err
 	}
+	c := assemble(cn, b)
 	bg, stop := context.WithCancel(context.Background())
 	c.stopBackground = stop
 	if cfg.SpoolDir != "" {
-		if c.spool, err = newSpool(cfg.SpoolDir, cfg.Log); err != nil {
+		sp, err := newSpool(cfg.SpoolDir, cfg.Log)
+		if err != nil {
 			stop()
 			nc.Close()
 			return nil, err
 		}
-		go c.spool.run(bg, spoolInterval, func(ctx context.Context, u state.Usage) error {
+		c.state.tally.spool = sp
+		go sp.run(bg, spoolInterval, func(ctx context.Context, u state.Usage) error {
 			ctx, cancel := context.WithTimeout(ctx, 2*attemptTimeout)
 			defer cancel()
-			return c.writeUsage(ctx, u)
+			return c.state.writeUsage(ctx, u)
 		})
 	}
 	return c, nil
+}
+
+// assemble gives each part of the cluster the buckets it keeps and the
+// parts it asks.
+func assemble(cn *conn, b buckets) *Cluster {
+	members := &membership{conn: cn, kv: b.members}
+	u := &updates{conn: cn, stream: b.stream, offsets: b.state, members: members,
+		claims: newClaims(cn.cfg.AckWait),
+		marks:  &marks{conn: cn, answered: b.answered, progress: b.progress},
+		locks:  &convLocks{conn: cn, kv: b.progress, members: members, held: map[string]*convLock{}},
+		owned:  map[int]bool{}}
+	return &Cluster{
+		conn:    cn,
+		updates: u,
+		leases:  &leases{conn: cn, kv: b.leases, polled: map[string]bool{}},
+		state: &State{
+			records:    &records{conn: cn, kv: b.state, updates: u},
+			tally:      &tally{conn: cn, daily: b.daily},
+			buttonSets: &buttonSets{conn: cn, kv: b.buttons},
+			panelRuns:  &panelRuns{conn: cn, kv: b.panels, members: members, ownRuns: map[string]bool{}},
+		},
+		objects: b.objects,
+		stateKV: b.state,
+	}
 }
 
 // spoolInterval is how often kept usage records are tried again.
@@ -222,25 +233,8 @@ func (c *Cluster) Instance() string { return c.cfg.Instance }
 // Partitions is the number of partitions.
 func (c *Cluster) Partitions() int { return c.cfg.Partitions }
 
-// Check reports whether NATS is connected and JetStream answers (for
-// readiness and doctor).
-func (c *Cluster) Check(ctx context.Context) error {
-	if !c.nc.IsConnected() {
-		c.health.failed("check NATS", nats.ErrDisconnected)
-		return fmt.Errorf("not connected to NATS (%s): messages wait for it", c.nc.Status())
-	}
-	if _, err := c.js.AccountInfo(ctx); err != nil {
-		c.health.failed("check JetStream", err)
-		return fmt.Errorf("NATS JetStream does not answer (messages wait for it): %w", err)
-	}
-	// A stream or bucket may still be without its quorum: the calls that
-	// meet that say so, and the heartbeat says when it is over.
-	if st := c.health.outage(); !st.UnavailableSince.IsZero() {
-		return fmt.Errorf("NATS JetStream unavailable for %v (%s: %v): messages wait for it",
-			time.Since(st.UnavailableSince).Round(time.Second), st.UnavailableOp, st.UnavailableErr)
-	}
-	return nil
-}
+// State returns the shared state.
+func (c *Cluster) State() *State { return c.state }
 
 // Ping connects to url and checks JetStream, for `brainbot doctor`.
 func Ping(ctx context.Context, url string) error {
@@ -276,173 +270,6 @@ func Redact(u string) string {
 	return strings.Join(out, ",")
 }
 
-// ensure creates or updates the streams, consumers, buckets and object
-// store, each as one step: any instance may be first, or several at once.
-// A step the servers do not answer in time (a fresh cluster electing its
-// leaders, busy with the others' steps) is tried again, until
-// Config.StartWait from the start.
-func (c *Cluster) ensure(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.StartWait)
-	defer cancel()
-	n := c.cfg.Partitions
-	step := func(what string, do func(ctx context.Context) error) error { return c.creating(ctx, what, do) }
-	err := step("stream "+Stream, func(ctx context.Context) error {
-		stream, err := c.createOrUpdateStream(ctx, jsapi.StreamConfig{
-			Name:             Stream,
-			Description:      "brainbot: Telegram updates, by conversation partition",
-			Subjects:         []string{subjectPrefix + ".>"},
-			SubjectTransform: partitioning(n),
-			Retention:        jsapi.WorkQueuePolicy,
-			Storage:          jsapi.FileStorage,
-			Replicas:         c.cfg.Replicas,
-			Duplicates:       10 * time.Minute,
-			MaxAge:           7 * 24 * time.Hour,
-		})
-		c.stream = stream
-		return err
-	})
-	for p := range n {
-		if err == nil {
-			err = step(fmt.Sprintf("consumer of partition %d", p), func(ctx context.Context) error {
-				_, err := c.stream.CreateOrUpdateConsumer(ctx, c.consumerConfig(p))
-				return err
-			})
-		}
-	}
-	if err == nil {
-		err = step("stream "+UsageStream, func(ctx context.Context) error {
-			_, err := c.createOrUpdateStream(ctx, jsapi.StreamConfig{
-				Name:        UsageStream,
-				Description: "brainbot: one record per request that ran the model",
-				Subjects:    []string{"brainbot.usage.>"},
-				Storage:     jsapi.FileStorage,
-				Replicas:    c.cfg.Replicas,
-				MaxAge:      90 * 24 * time.Hour,
-				// A record kept while NATS was away and written when it
-				// came back may be written twice: the second is dropped.
-				Duplicates: time.Hour,
-			})
-			return err
-		})
-	}
-	kv := func(into *jsapi.KeyValue, name, what string, ttl time.Duration) {
-		if err != nil {
-			return
-		}
-		err = step("bucket "+name, func(ctx context.Context) error {
-			cfg := jsapi.KeyValueConfig{
-				Bucket: name, Description: what, TTL: ttl, Replicas: c.cfg.Replicas, Storage: jsapi.FileStorage,
-			}
-			b, err := c.js.CreateKeyValue(ctx, cfg)
-			if errors.Is(err, jsapi.ErrBucketExists) {
-				b, err = c.js.CreateOrUpdateKeyValue(ctx, cfg) // another replication, an older release
-			}
-			*into = b
-			return err
-		})
-	}
-	kv(&c.leases, leaseBucket, "brainbot: which instance polls each bot", c.cfg.LeaseTTL)
-	kv(&c.members, memberBucket, "brainbot: live instances", c.cfg.MemberTTL)
-	kv(&c.answered, answerBucket, "brainbot: updates answered", 24*time.Hour)
-	kv(&c.progress, progBucket, "brainbot: the work on updates not answered yet (charged, attempts)", 24*time.Hour)
-	kv(&c.state, stateBucket, "brainbot: sessions, voice toggles, update offsets", 0)
-	kv(&c.daily, dailyBucket, "brainbot: daily message counters and spending", 48*time.Hour)
-	kv(&c.panels, panelBucket, "brainbot: panel runs and the chats they run in", panelTTL)
-	kv(&c.buttons, buttonBucket, "brainbot: what the buttons under the bots' messages mean", state.MaxButtonsAge)
-	if err == nil {
-		err = step("object store "+objectBucket, func(ctx context.Context) error {
-			cfg := jsapi.ObjectStoreConfig{
-				Bucket: objectBucket, Description: "brainbot: Claude CLI session transcripts", Replicas: c.cfg.Replicas,
-				Storage: jsapi.FileStorage,
-			}
-			var err error
-			c.objects, err = c.js.CreateObjectStore(ctx, cfg)
-			if errors.Is(err, jsapi.ErrBucketExists) {
-				c.objects, err = c.js.CreateOrUpdateObjectStore(ctx, cfg)
-			}
-			return err
-		})
-	}
-	return err
-}
-
-// createOrUpdateStream creates the stream, or updates it where its
-// configuration differs (another replication, an older release). Create
-// comes first: on a fresh cluster every instance starting at once creates
-// the same streams, and creating one with the same configuration is
-// idempotent, where updating one still being created waits on its
-// leader.
-func (c *Cluster) createOrUpdateStream(ctx context.Context, cfg jsapi.StreamConfig) (jsapi.Stream, error) {
-	s, err := c.js.CreateStream(ctx, cfg)
-	if errors.Is(err, jsapi.ErrStreamNameAlreadyInUse) {
-		return c.js.UpdateStream(ctx, cfg)
-	}
-	return s, err
-}
-
-// creatingTimeout bounds one try of a creation step: on a fresh
-// three-node cluster, with other instances creating at once, JetStream
-// may take seconds to answer one.
-const creatingTimeout = 10 * time.Second
-
-// creating runs the creation step what until it succeeds or ctx ends,
-// trying again after any error: until then the servers may be electing a
-// leader, or answering another instance that creates the same. The first
-// failure is logged, so an admin whose NATS does not answer sees why the
-// start waits.
-func (c *Cluster) creating(ctx context.Context, what string, do func(ctx context.Context) error) error {
-	wait := 100 * time.Millisecond
-	for tries := 1; ; tries++ {
-		actx, cancel := context.WithTimeout(ctx, creatingTimeout)
-		err := do(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("cluster: NATS JetStream at %s did not create %s within %v (%d tries): %w",
-				Redact(c.cfg.URL), what, c.cfg.StartWait, tries, err)
-		}
-		if tries == 1 {
-			c.log.Warn("waiting for NATS JetStream: could not create "+what+" yet; trying again",
-				zap.Duration("for_up_to", c.cfg.StartWait), zap.Error(err))
-		}
-		sleep(ctx, wait)
-		wait = min(2*wait, 2*time.Second)
-	}
-}
-
-func consumerName(p int) string { return fmt.Sprintf("partition-%d", p) }
-
-// partitioning is how the stream files an update published under
-// brainbot.in.<bot>.<chat>.<thread> into one of n partitions: by a hash
-// of the conversation, so a conversation's updates share a partition.
-func partitioning(n int) *jsapi.SubjectTransformConfig {
-	return &jsapi.SubjectTransformConfig{
-		Source:      subjectPrefix + ".*.*.*",
-		Destination: fmt.Sprintf("%s.{{partition(%d,1,2,3)}}.{{wildcard(1)}}.{{wildcard(2)}}.{{wildcard(3)}}", partPrefix, n),
-	}
-}
-
-// partitionSubjects are the stored subjects of partition p's updates.
-func partitionSubjects(p int) string { return fmt.Sprintf("%s.%d.>", partPrefix, p) }
-
-func (c *Cluster) consumerConfig(p int) jsapi.ConsumerConfig {
-	return jsapi.ConsumerConfig{
-		Durable:        consumerName(p),
-		Description:    fmt.Sprintf("brainbot: conversations of partition %d", p),
-		FilterSubject:  partitionSubjects(p),
-		AckPolicy:      jsapi.AckExplicitPolicy,
-		AckWait:        c.cfg.AckWait,
-		MaxDeliver:     -1,
-		MaxAckPending:  10000,
-		DeliverPolicy:  jsapi.DeliverAllPolicy,
-		PriorityPolicy: jsapi.PriorityPolicyPinned,
-		PinnedTTL:      c.cfg.PinnedTTL,
-		PriorityGroups: []string{group},
-	}
-}
-
 // Status is what this instance does for the cluster, for /readyz and
 // /metrics.
 type Status struct {
@@ -466,16 +293,9 @@ type Status struct {
 // Status reports the bots polled, the partitions owned and the NATS
 // connection.
 func (c *Cluster) Status() Status {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.health.outage()
-	s.Instance, s.Connected, s.Reconnects = c.cfg.Instance, c.nc.IsConnected(), c.nc.Stats().Reconnects
-	for b := range c.polled {
-		s.Polled = append(s.Polled, b)
-	}
-	for p := range c.owned {
-		s.Partitions = append(s.Partitions, p)
-	}
+	s := c.conn.status()
+	s.Polled = c.leases.list()
+	s.Partitions = c.ownedList()
 	return s
 }
 

@@ -26,9 +26,14 @@ import (
 // stay away for a member TTL, as a live one coming back from the same
 // outage beats again within a second of reconnecting.
 
-// convLocks are the conversation locks this instance holds, counted (an
-// album's deliveries each take it).
+// convLocks keeps the conversation locks, in brainbot_progress, and
+// counts the ones this instance holds (an album's deliveries each take
+// it).
 type convLocks struct {
+	conn    *conn
+	kv      jsapi.KeyValue
+	members *membership
+
 	mu   sync.Mutex
 	held map[string]*convLock
 }
@@ -46,35 +51,35 @@ func convLockKey(k message.Key) string {
 // conversation's lock before the update is handed back.
 const lockWait = time.Minute
 
-// lockConversation takes k's lock for this instance, waiting while a live
+// lock takes k's lock for this instance, waiting while a live
 // instance holds it. An error wraps state.ErrUnavailable: the update is
 // handed back.
-func (c *Cluster) lockConversation(ctx context.Context, k message.Key) error {
+func (ls *convLocks) lock(ctx context.Context, k message.Key) error {
 	key := convLockKey(k)
-	c.locks.mu.Lock()
-	if l, ok := c.locks.held[key]; ok {
+	ls.mu.Lock()
+	if l, ok := ls.held[key]; ok {
 		l.n++
-		c.locks.mu.Unlock()
+		ls.mu.Unlock()
 		return nil
 	}
-	c.locks.mu.Unlock()
+	ls.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
 	var absentSince time.Time
 	logged := false
 	for {
-		rev, holder, err := c.tryLock(ctx, key, &absentSince)
+		rev, holder, err := ls.tryLock(ctx, key, &absentSince)
 		switch {
 		case err != nil:
 			return fmt.Errorf("lock the conversation: %w", err)
 		case rev != 0:
-			c.locks.mu.Lock()
-			c.locks.held[key] = &convLock{n: 1, rev: rev}
-			c.locks.mu.Unlock()
+			ls.mu.Lock()
+			ls.held[key] = &convLock{n: 1, rev: rev}
+			ls.mu.Unlock()
 			return nil
 		}
 		if !logged {
-			c.log.Info("conversation busy on another instance; waiting for it", zap.String("conversation", key),
+			ls.conn.log.Info("conversation busy on another instance; waiting for it", zap.String("conversation", key),
 				zap.String("holder", holder))
 			logged = true
 		}
@@ -87,14 +92,14 @@ func (c *Cluster) lockConversation(ctx context.Context, k message.Key) error {
 
 // tryLock takes the lock if it is free, ours, or its holder has been gone
 // long enough; rev 0: holder has it.
-func (c *Cluster) tryLock(ctx context.Context, key string, absentSince *time.Time) (rev uint64, holder string, err error) {
-	me := []byte(c.cfg.Instance)
-	err = c.patiently(ctx, "lock "+key, func(ctx context.Context) error {
+func (ls *convLocks) tryLock(ctx context.Context, key string, absentSince *time.Time) (rev uint64, holder string, err error) {
+	me := []byte(ls.conn.cfg.Instance)
+	err = ls.conn.patiently(ctx, "lock "+key, func(ctx context.Context) error {
 		var err error
-		if rev, err = c.progress.Create(ctx, key, me); !errors.Is(err, jsapi.ErrKeyExists) {
+		if rev, err = ls.kv.Create(ctx, key, me); !errors.Is(err, jsapi.ErrKeyExists) {
 			return err
 		}
-		e, err := c.progress.Get(ctx, key)
+		e, err := ls.kv.Get(ctx, key)
 		if errors.Is(err, jsapi.ErrKeyNotFound) {
 			return nil // released meanwhile: next round
 		}
@@ -102,8 +107,8 @@ func (c *Cluster) tryLock(ctx context.Context, key string, absentSince *time.Tim
 			return err
 		}
 		holder = string(e.Value())
-		if holder != c.cfg.Instance {
-			alive, err := c.isMember(ctx, holder)
+		if holder != ls.conn.cfg.Instance {
+			alive, err := ls.members.isMember(ctx, holder)
 			switch {
 			case err != nil:
 				return err
@@ -113,12 +118,12 @@ func (c *Cluster) tryLock(ctx context.Context, key string, absentSince *time.Tim
 			case absentSince.IsZero():
 				*absentSince = time.Now()
 			}
-			if !c.health.quiet(c.cfg.MemberTTL) && time.Since(*absentSince) < c.cfg.MemberTTL {
+			if !ls.conn.health.quiet(ls.conn.cfg.MemberTTL) && time.Since(*absentSince) < ls.conn.cfg.MemberTTL {
 				return nil
 			}
-			c.log.Info("conversation lock of a gone instance taken over", zap.String("conversation", key), zap.String("holder", holder))
+			ls.conn.log.Info("conversation lock of a gone instance taken over", zap.String("conversation", key), zap.String("holder", holder))
 		}
-		rev, err = c.progress.Update(ctx, key, me, e.Revision())
+		rev, err = ls.kv.Update(ctx, key, me, e.Revision())
 		if isConflict(err) {
 			rev, err = 0, nil // someone else was quicker: next round
 		}
@@ -127,46 +132,31 @@ func (c *Cluster) tryLock(ctx context.Context, key string, absentSince *time.Tim
 	return rev, holder, err
 }
 
-// isMember reports whether instance is live: a member, or draining (a
-// stopping instance finishing its work).
-func (c *Cluster) isMember(ctx context.Context, instance string) (bool, error) {
-	for _, key := range []string{keyPart(instance), drainingPrefix + keyPart(instance)} {
-		_, err := c.members.Get(ctx, key)
-		if err == nil {
-			return true, nil
-		}
-		if !errors.Is(err, jsapi.ErrKeyNotFound) {
-			return false, err
-		}
-	}
-	return false, nil
-}
-
-// unlockConversation releases k's lock once its last holder here is done.
-func (c *Cluster) unlockConversation(k message.Key) {
+// unlock releases k's lock once its last holder here is done.
+func (ls *convLocks) unlock(k message.Key) {
 	key := convLockKey(k)
-	c.locks.mu.Lock()
-	l, ok := c.locks.held[key]
+	ls.mu.Lock()
+	l, ok := ls.held[key]
 	if ok {
 		l.n--
 	}
 	if !ok || l.n > 0 {
-		c.locks.mu.Unlock()
+		ls.mu.Unlock()
 		return
 	}
-	delete(c.locks.held, key)
-	c.locks.mu.Unlock()
+	delete(ls.held, key)
+	ls.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := c.patiently(ctx, "unlock "+key, func(ctx context.Context) error {
-		err := c.progress.Delete(ctx, key, jsapi.LastRevision(l.rev))
+	err := ls.conn.patiently(ctx, "unlock "+key, func(ctx context.Context) error {
+		err := ls.kv.Delete(ctx, key, jsapi.LastRevision(l.rev))
 		if isConflict(err) {
 			return nil // taken over meanwhile: not ours to delete
 		}
 		return err
 	})
 	if err != nil {
-		c.log.Warn("could not release the conversation's lock; another instance takes it over in seconds",
+		ls.conn.log.Warn("could not release the conversation's lock; another instance takes it over in seconds",
 			zap.String("conversation", key), zap.Error(err))
 	}
 }

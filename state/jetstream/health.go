@@ -3,7 +3,6 @@ package jetstream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -98,42 +97,4 @@ func unavailable(err error) bool {
 		return apiErr.Code == 503
 	}
 	return false
-}
-
-// attemptTimeout bounds one try of a call: JetStream answers in
-// milliseconds when it is there at all.
-const attemptTimeout = 2 * time.Second
-
-// patiently runs call until it is answered, and while NATS is
-// unavailable tries it again with backoff, within Config.Patience (or
-// ctx's deadline, if sooner). An outage that outlasts it is an error
-// wrapping state.ErrUnavailable: the message waiting on it is handed
-// back, not answered with an error. what names the call in errors.
-func (c *Cluster) patiently(ctx context.Context, what string, call func(ctx context.Context) error) error {
-	deadline := time.Now().Add(c.cfg.Patience)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	wait := 50 * time.Millisecond
-	for {
-		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
-		err := call(actx)
-		cancel()
-		if ctx.Err() != nil && err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		if !unavailable(err) {
-			c.health.answered()
-			if err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
-			return nil
-		}
-		c.health.failed(what, err)
-		if time.Now().Add(wait).After(deadline) {
-			return state.Unavailable("nats", fmt.Errorf("%s: %w: %w", what, state.ErrUnavailable, err))
-		}
-		sleep(ctx, wait)
-		wait = min(2*wait, time.Second)
-	}
 }

@@ -3,11 +3,24 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
+	"sync"
 	"time"
 
 	jsapi "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 )
+
+// leases keeps the poller leases in brainbot_leases, one per bot, and
+// which bots this instance polls.
+type leases struct {
+	conn *conn
+	kv   jsapi.KeyValue
+
+	mu     sync.Mutex
+	polled map[string]bool // bots whose lease this instance holds
+}
 
 // Lease runs poll while this instance holds bot's poller lease, and waits
 // for the lease whenever another instance holds it, until ctx ends or poll
@@ -17,30 +30,30 @@ import (
 // lease may be someone else's by then); after poll returns the lease is
 // released, so a graceful stop hands over at once. A dead instance's lease
 // expires within the TTL.
-func (c *Cluster) Lease(ctx context.Context, bot string, poll func(ctx context.Context) error) error {
+func (l *leases) Lease(ctx context.Context, bot string, poll func(ctx context.Context) error) error {
 	key := keyPart(bot)
-	log := c.log.With(zap.String("bot", bot))
-	retry := min(time.Second, c.cfg.LeaseTTL/3)
+	log := l.conn.log.With(zap.String("bot", bot))
+	retry := min(time.Second, l.conn.cfg.LeaseTTL/3)
 	for ctx.Err() == nil {
-		rev, err := c.leases.Create(ctx, key, []byte(c.cfg.Instance))
+		rev, err := l.kv.Create(ctx, key, []byte(l.conn.cfg.Instance))
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
 			case errors.Is(err, jsapi.ErrKeyExists):
-				c.awaitRelease(ctx, key, c.cfg.LeaseTTL)
+				l.awaitRelease(ctx, key, l.conn.cfg.LeaseTTL)
 				continue
 			case unavailable(err):
-				c.health.failed("take the poller lease", err) // logged once an outage
+				l.conn.health.failed("take the poller lease", err) // logged once an outage
 			default:
 				log.Warn("could not take the poller lease", zap.Error(err))
 			}
 			sleep(ctx, retry)
 			continue
 		}
-		log.Info("poller lease taken", zap.String("instance", c.cfg.Instance))
-		c.setPolled(bot, true)
-		err = c.holdLease(ctx, key, rev, poll, log)
-		c.setPolled(bot, false)
+		log.Info("poller lease taken", zap.String("instance", l.conn.cfg.Instance))
+		l.setPolled(bot, true)
+		err = l.holdLease(ctx, key, rev, poll, log)
+		l.setPolled(bot, false)
 		if err != nil {
 			return err
 		}
@@ -50,7 +63,7 @@ func (c *Cluster) Lease(ctx context.Context, bot string, poll func(ctx context.C
 
 // holdLease runs poll and refreshes the lease until either ends. It
 // returns poll's error, unless the lease was lost or ctx ended first.
-func (c *Cluster) holdLease(ctx context.Context, key string, rev uint64, poll func(context.Context) error, log *zap.Logger) error {
+func (l *leases) holdLease(ctx context.Context, key string, rev uint64, poll func(context.Context) error, log *zap.Logger) error {
 	pollCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var pollErr error
@@ -58,20 +71,20 @@ func (c *Cluster) holdLease(ctx context.Context, key string, rev uint64, poll fu
 		defer close(done)
 		pollErr = poll(pollCtx)
 	}()
-	tick := time.NewTicker(c.cfg.LeaseTTL / 3)
+	tick := time.NewTicker(l.conn.cfg.LeaseTTL / 3)
 	defer tick.Stop()
 	lost := false
 	for !lost {
 		select {
 		case <-done:
 			stop()
-			c.release(key, rev)
+			l.release(key, rev)
 			return pollErr
 		case <-ctx.Done():
 			lost = true
 		case <-tick.C:
-			rctx, cancel := context.WithTimeout(ctx, c.cfg.LeaseTTL/3)
-			next, err := c.leases.Update(rctx, key, []byte(c.cfg.Instance), rev)
+			rctx, cancel := context.WithTimeout(ctx, l.conn.cfg.LeaseTTL/3)
+			next, err := l.kv.Update(rctx, key, []byte(l.conn.cfg.Instance), rev)
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
@@ -85,7 +98,7 @@ func (c *Cluster) holdLease(ctx context.Context, key string, rev uint64, poll fu
 	}
 	stop()
 	<-done
-	c.release(key, rev)
+	l.release(key, rev)
 	return nil
 }
 
@@ -95,17 +108,17 @@ func (c *Cluster) holdLease(ctx context.Context, key string, rev uint64, poll fu
 // last refresh: that moment is waited for, not a whole ttl from now, so a
 // killed instance's bots are polled again a lease TTL after it last
 // refreshed, not up to twice that.
-func (c *Cluster) awaitRelease(ctx context.Context, key string, ttl time.Duration) {
+func (l *leases) awaitRelease(ctx context.Context, key string, ttl time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, ttl)
 	defer cancel()
-	w, err := c.leases.Watch(ctx, key, jsapi.UpdatesOnly())
+	w, err := l.kv.Watch(ctx, key, jsapi.UpdatesOnly())
 	if err != nil {
 		sleep(ctx, time.Second)
 		return
 	}
 	defer w.Stop()
 	// Released between the Create that failed and the watch: at once.
-	e, err := c.leases.Get(ctx, key)
+	e, err := l.kv.Get(ctx, key)
 	if errors.Is(err, jsapi.ErrKeyNotFound) {
 		return
 	}
@@ -143,27 +156,25 @@ func untilExpiry(e jsapi.KeyValueEntry, ttl time.Duration) time.Duration {
 }
 
 // release deletes the lease if it is still ours at rev.
-func (c *Cluster) release(key string, rev uint64) {
+func (l *leases) release(key string, rev uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = c.leases.Delete(ctx, key, jsapi.LastRevision(rev)) // gone or someone else's: nothing to do
+	_ = l.kv.Delete(ctx, key, jsapi.LastRevision(rev)) // gone or someone else's: nothing to do
 }
 
-func (c *Cluster) setPolled(bot string, on bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+func (l *leases) setPolled(bot string, on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if on {
-		c.polled[bot] = true
+		l.polled[bot] = true
 	} else {
-		delete(c.polled, bot)
+		delete(l.polled, bot)
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+// list is the bots this instance polls.
+func (l *leases) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Collect(maps.Keys(l.polled))
 }

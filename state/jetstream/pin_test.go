@@ -26,9 +26,9 @@ func TestHeldMessageStaysWithItsHolderAcrossAHandover(t *testing.T) {
 	}
 	d, letGo := holdInProgress(t, a, partitionOf(t, a))
 	var handed atomic.Int32
-	b.mu.Lock()
+	b.updates.mu.Lock()
 	b.handle = func(*Delivery) { handed.Add(1) }
-	b.mu.Unlock()
+	b.updates.mu.Unlock()
 	wb, err := b.startWorker(d.w.p)
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +117,9 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var handed atomic.Int32
-	b.mu.Lock()
+	b.updates.mu.Lock()
 	b.handle = func(d *Delivery) { handed.Add(1); go d.Done(true) }
-	b.mu.Unlock()
+	b.updates.mu.Unlock()
 	wb, err := b.startWorker(d.w.p)
 	if err != nil {
 		t.Fatal(err)
@@ -164,9 +164,9 @@ func TestOtherConversationsGoOnWhileTheLastOwnerHoldsOne(t *testing.T) {
 	other := chatOfPartition(t, 8, part, 1)
 	d, letGo := holdInProgress(t, a, part)
 	g := newGot()
-	b.mu.Lock()
+	b.updates.mu.Lock()
 	b.handle = func(d *Delivery) { g.record("b", d); go d.Done(true) }
-	b.mu.Unlock()
+	b.updates.mu.Unlock()
 	wb, err := b.startWorker(part)
 	if err != nil {
 		t.Fatal(err)
@@ -268,9 +268,9 @@ func TestAbandonedWhileLeavingGoesToTheNextOwnerAtOnce(t *testing.T) {
 func holdInProgress(t *testing.T, c *Cluster, part int) (d *Delivery, letGo func()) {
 	t.Helper()
 	got := make(chan *Delivery, 1)
-	c.mu.Lock()
+	c.updates.mu.Lock()
 	c.handle = func(d *Delivery) { got <- d }
-	c.mu.Unlock()
+	c.updates.mu.Unlock()
 	w, err := c.startWorker(part)
 	if err != nil {
 		t.Fatal(err)

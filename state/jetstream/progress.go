@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	jsapi "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
@@ -30,25 +31,79 @@ type progress struct {
 
 func progressKey(env message.Envelope) string { return answeredKey(env.Bot, env.UpdateID) }
 
-// readProgress is what earlier deliveries of env recorded (none if it
-// cannot be read: the update is then tried as if new).
-func (c *Cluster) readProgress(ctx context.Context, env message.Envelope) progress {
+func answeredKey(bot string, update int64) string {
+	return keyPart(bot) + "." + strconv.FormatInt(update, 10)
+}
+
+// marks keeps the marks the work on each update leaves: its progress
+// (brainbot_progress) until it is answered, and that it was answered
+// (brainbot_answered). A delivery writes its marks here.
+type marks struct {
+	conn               *conn
+	answered, progress jsapi.KeyValue
+}
+
+// read is what earlier deliveries of env recorded (none if it cannot be
+// read: the update is then tried as if new).
+func (m *marks) read(ctx context.Context, env message.Envelope) progress {
 	var p progress
-	e, err := c.progress.Get(ctx, progressKey(env))
+	e, err := m.progress.Get(ctx, progressKey(env))
 	switch {
 	case errors.Is(err, jsapi.ErrKeyNotFound):
 	case err != nil:
-		c.log.Warn("could not read the progress of a redelivered update; trying it as new", zap.String("bot", env.Bot),
+		m.conn.log.Warn("could not read the progress of a redelivered update; trying it as new", zap.String("bot", env.Bot),
 			zap.Int64("update_id", env.UpdateID), zap.Error(err))
 	default:
-		_ = json.Unmarshal(e.Value(), &p) // written by change below: a struct of plain fields
+		_ = json.Unmarshal(e.Value(), &p) // written by record below: a struct of plain fields
 	}
 	return p
 }
 
-// recordProgress applies step to env's recorded progress.
-func (c *Cluster) recordProgress(ctx context.Context, env message.Envelope, step func(*progress)) error {
-	err := c.change(ctx, c.progress, progressKey(env), func(old []byte, _ bool) ([]byte, bool) {
+// charge records that env was counted against the daily limit, to be
+// answered in mode.
+func (m *marks) charge(ctx context.Context, env message.Envelope, mode string) error {
+	return m.record(ctx, env, func(p *progress) { p.Mode = mode })
+}
+
+// attempt records that the work of env's delivery number delivered
+// starts now, in mode, unless env was answered already or a newer
+// delivery's work started: then superseded is true.
+func (m *marks) attempt(ctx context.Context, env message.Envelope, delivered uint64, mode string) (superseded bool, err error) {
+	_, answered, err := m.conn.get(ctx, m.answered, answeredKey(env.Bot, env.UpdateID))
+	if err != nil || answered {
+		return answered, err
+	}
+	err = m.record(ctx, env, func(p *progress) {
+		if superseded = p.Delivery > delivered; !superseded {
+			p.Mode, p.Attempts, p.Delivery = mode, p.Attempts+1, delivered
+		}
+	})
+	return superseded, err
+}
+
+// answer marks env answered, within Config.Patience: an outage pauses
+// the conversation here.
+func (m *marks) answer(env message.Envelope) {
+	bot, id := env.Bot, env.UpdateID
+	err := m.conn.patiently(context.Background(), "mark answered", func(ctx context.Context) error {
+		_, err := m.answered.Put(ctx, answeredKey(bot, id), []byte(m.conn.cfg.Instance))
+		return err
+	})
+	if err != nil {
+		m.conn.log.Warn("could not mark the update answered", zap.String("bot", bot), zap.Int64("update_id", id), zap.Error(err))
+	}
+}
+
+// wasAnswered reports whether env is marked answered (false when that
+// cannot be read).
+func (m *marks) wasAnswered(ctx context.Context, env message.Envelope) bool {
+	_, err := m.answered.Get(ctx, answeredKey(env.Bot, env.UpdateID))
+	return err == nil
+}
+
+// record applies step to env's recorded progress.
+func (m *marks) record(ctx context.Context, env message.Envelope, step func(*progress)) error {
+	err := m.conn.change(ctx, m.progress, progressKey(env), func(old []byte, _ bool) ([]byte, bool) {
 		var p progress
 		_ = json.Unmarshal(old, &p) // none yet: zero
 		step(&p)

@@ -28,12 +28,12 @@ const ownWait = 30 * time.Second
 // used first, at most limit: the ones whose next message comes here, and
 // likeliest soon. A starting instance owns none yet: it waits for its
 // first partition (ownWait at most), and for the others to settle.
-func (s *State) RecentSessions(ctx context.Context, since time.Time, limit int) ([]state.RecentSession, error) {
-	owned := s.c.waitOwned(ctx)
+func (r *records) RecentSessions(ctx context.Context, since time.Time, limit int) ([]state.RecentSession, error) {
+	owned := r.updates.waitOwned(ctx)
 	if len(owned) == 0 {
 		return nil, nil
 	}
-	w, err := s.c.state.WatchFiltered(ctx, []string{"session.>"}, jsapi.IgnoreDeletes())
+	w, err := r.kv.WatchFiltered(ctx, []string{"session.>"}, jsapi.IgnoreDeletes())
 	if err != nil {
 		return nil, fmt.Errorf("read recent sessions: %w", err)
 	}
@@ -51,7 +51,7 @@ func (s *State) RecentSessions(ctx context.Context, since time.Time, limit int) 
 		}
 		var v sessionValue
 		if json.Unmarshal(e.Value(), &v) != nil || v.Conversation == nil || v.LastUsed.Before(since) ||
-			!owned[partition(*v.Conversation, s.c.cfg.Partitions)] {
+			!owned[partition(*v.Conversation, r.conn.cfg.Partitions)] {
 			continue
 		}
 		out = append(out, state.RecentSession{Conversation: *v.Conversation,
@@ -64,13 +64,13 @@ func (s *State) RecentSessions(ctx context.Context, since time.Time, limit int) 
 // waitOwned waits until this instance owns a partition and its share has
 // not changed for a while, and returns the partitions it owns then (none
 // after ownWait, or when ctx ends).
-func (c *Cluster) waitOwned(ctx context.Context) map[int]bool {
+func (u *updates) waitOwned(ctx context.Context) map[int]bool {
 	const settle = time.Second
 	deadline := time.Now().Add(ownWait)
 	var last []int
 	steady := time.Now()
 	for time.Now().Before(deadline) {
-		now := c.ownedList()
+		now := u.ownedList()
 		slices.Sort(now)
 		if !slices.Equal(now, last) {
 			last, steady = now, time.Now()

@@ -19,7 +19,8 @@ import (
 
 func TestStateIsSharedAndCountsExactly(t *testing.T) {
 	url := natstest.Start(t)
-	a, b := join(t, url, "a").State(), join(t, url, "b").State()
+	ca, cb := join(t, url, "a"), join(t, url, "b")
+	a, b := ca.State(), cb.State()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	conv := message.Key{Bot: "bot", Chat: -100123, Thread: 7}
@@ -85,13 +86,13 @@ func TestStateIsSharedAndCountsExactly(t *testing.T) {
 		t.Errorf("bot spent %v, want 1.9", usd)
 	}
 
-	if err := a.c.setOffset(ctx, "bot@123", 50); err != nil {
+	if err := ca.setOffset(ctx, "bot@123", 50); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.c.setOffset(ctx, "bot@123", 40); err != nil { // a late poller never moves it back
+	if err := cb.setOffset(ctx, "bot@123", 40); err != nil { // a late poller never moves it back
 		t.Fatal(err)
 	}
-	if off, err := b.c.Offset(ctx, "bot@123"); err != nil || off != 50 {
+	if off, err := cb.Offset(ctx, "bot@123"); err != nil || off != 50 {
 		t.Fatalf("offset %d %v", off, err)
 	}
 }

@@ -33,7 +33,9 @@ var ErrStaleTranscript = errors.New("cluster: a newer transcript of the session 
 // left fails its revision check), and a restore does not depend on which
 // write reached the servers first.
 type Transcripts struct {
-	c *Cluster
+	conn    *conn
+	records jsapi.KeyValue // brainbot_state
+	objects jsapi.ObjectStore
 	// path is where the CLI keeps a bot's session on this machine.
 	path func(bot, session string) string
 
@@ -46,7 +48,7 @@ type Transcripts struct {
 // Transcripts returns the transcript store; path locates a session's file
 // on this machine (claude.Driver.SessionFile).
 func (c *Cluster) Transcripts(path func(bot, session string) string) *Transcripts {
-	return &Transcripts{c: c, path: path, local: map[string]uint64{}}
+	return &Transcripts{conn: c.conn, records: c.stateKV, objects: c.objects, path: path, local: map[string]uint64{}}
 }
 
 // transcriptRecord is the session's latest stored transcript.
@@ -61,7 +63,7 @@ func transcriptKey(bot, session string) string {
 
 func (t *Transcripts) record(ctx context.Context, bot, session string) (transcriptRecord, error) {
 	var rec transcriptRecord
-	e, err := t.c.state.Get(ctx, transcriptKey(bot, session))
+	e, err := t.records.Get(ctx, transcriptKey(bot, session))
 	if errors.Is(err, jsapi.ErrKeyNotFound) {
 		return rec, nil
 	}
@@ -107,17 +109,17 @@ func (t *Transcripts) Save(ctx context.Context, bot, session string) error {
 	}
 	base, _ := t.localVersion(bot, session)
 	next := transcriptRecord{Version: base + 1,
-		Object: keyPart(bot) + "/" + session + "/" + strconv.FormatUint(base+1, 10) + "-" + keyPart(t.c.cfg.Instance)}
-	err = t.c.patiently(ctx, "store transcript", func(ctx context.Context) error {
-		_, err := t.c.objects.PutBytes(ctx, next.Object, data)
+		Object: keyPart(bot) + "/" + session + "/" + strconv.FormatUint(base+1, 10) + "-" + keyPart(t.conn.cfg.Instance)}
+	err = t.conn.patiently(ctx, "store transcript", func(ctx context.Context) error {
+		_, err := t.objects.PutBytes(ctx, next.Object, data)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	stale, prev := false, ""
-	err = t.c.patiently(ctx, "store transcript version", func(ctx context.Context) error {
-		return t.c.change(ctx, t.c.state, transcriptKey(bot, session), func(old []byte, found bool) ([]byte, bool) {
+	err = t.conn.patiently(ctx, "store transcript version", func(ctx context.Context) error {
+		return t.conn.change(ctx, t.records, transcriptKey(bot, session), func(old []byte, found bool) ([]byte, bool) {
 			var cur transcriptRecord
 			if found {
 				_ = json.Unmarshal(old, &cur)
@@ -155,7 +157,7 @@ func (t *Transcripts) dropObject(name string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
 	defer cancel()
-	_ = t.c.objects.Delete(ctx, name) // an orphan costs space, not history
+	_ = t.objects.Delete(ctx, name) // an orphan costs space, not history
 }
 
 // legacy is the copy an earlier release stored under the session's name
@@ -165,7 +167,7 @@ func (t *Transcripts) legacy(ctx context.Context, bot, session string) ([]byte, 
 	if _, err := os.Stat(t.path(bot, session)); err == nil {
 		return nil, nil
 	}
-	data, err := t.c.objects.GetBytes(ctx, keyPart(bot)+"/"+session)
+	data, err := t.objects.GetBytes(ctx, keyPart(bot)+"/"+session)
 	if errors.Is(err, jsapi.ErrObjectNotFound) {
 		return nil, nil
 	}
@@ -182,7 +184,7 @@ func (t *Transcripts) legacy(ctx context.Context, bot, session string) ([]byte, 
 func (t *Transcripts) Restore(ctx context.Context, bot, session string, release func()) error {
 	var rec transcriptRecord
 	var data []byte
-	err := t.c.patiently(ctx, "fetch transcript", func(ctx context.Context) error {
+	err := t.conn.patiently(ctx, "fetch transcript", func(ctx context.Context) error {
 		var err error
 		if rec, err = t.record(ctx, bot, session); err != nil {
 			return err
@@ -194,7 +196,7 @@ func (t *Transcripts) Restore(ctx context.Context, bot, session string, release 
 		if v, ok := t.localVersion(bot, session); ok && v == rec.Version {
 			return nil
 		}
-		data, err = t.c.objects.GetBytes(ctx, rec.Object)
+		data, err = t.objects.GetBytes(ctx, rec.Object)
 		if errors.Is(err, jsapi.ErrObjectNotFound) {
 			// Replaced by a newer version since the record was read.
 			return fmt.Errorf("transcript version %d (%s) not found: %w", rec.Version, rec.Object, state.ErrUnavailable)
