@@ -148,3 +148,29 @@ func TestSpeechFailureWhileStreamingSitsOut(t *testing.T) {
 		t.Errorf("b's voice finished with %v, want nothing kept", v.finished)
 	}
 }
+
+// What keeps hands over at any point of the stream is a prefix of what
+// read and clip make of the whole text, whether the whole ends there, at
+// the cap, or past it; and it grows with the stream.
+func TestKeepsIsAPrefixOfTheKeptText(t *testing.T) {
+	const limit = 60
+	for _, whole := range []string{
+		" " + speech("a", 3),
+		"Short words end here.\nA new line comes next and a long tail of words follows it on and on",
+		strings.Repeat("x", 40) + " " + strings.Repeat("y", 30),
+		strings.Repeat("word ", 11) + "exact.", // 61 characters: one past the cap
+	} {
+		for end := 0; end <= len(whole); end++ {
+			full := whole[:end]
+			final := clip(strings.TrimSpace(full), limit)
+			last := ""
+			for i := 0; i <= len(full); i++ {
+				got := keeps(full[:i], limit)
+				if !strings.HasPrefix(final, got) || !strings.HasPrefix(got, last) {
+					t.Fatalf("keeps(%q) = %q: not a prefix of the kept %q, or shorter than %q", full[:i], got, final, last)
+				}
+				last = got
+			}
+		}
+	}
+}
