@@ -100,6 +100,10 @@ type Config struct {
 	// is over rather than as soon as its tool reports the file
 	// (BRAINBOT_SPEECH_EARLY=off: the flow before 2026-11, to compare).
 	FileAfterTurn bool
+	// SpeakEarly speaks panel members' turns while the model writes
+	// them; nil (no OpenAI key, or BRAINBOT_SPEECH_EARLY=off): once they
+	// are written, with Speaker.
+	SpeakEarly host.SpeakEarly
 	// State keeps the bots' updates until answered and their state
 	// (sessions, toggles, counters, usage, buttons, panel runs,
 	// transcripts), and says which instance polls each bot: one process's
@@ -221,7 +225,7 @@ func New(cfg Config) (*Manager, error) {
 	})
 	m.panels = host.New(host.Config{
 		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.State, Brain: m.brain,
-		Speaker: cfg.Speaker, Launch: m.launch, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+		Speaker: cfg.Speaker, SpeakEarly: cfg.SpeakEarly, Launch: m.launch, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
 	m.pipeline.UsePanels(m.panels)
 	m.intake = intake.New(intake.Config{

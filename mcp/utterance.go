@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/sashabaranov/go-openai"
@@ -55,6 +56,8 @@ type Utterance struct {
 // part is one speech call of an utterance.
 type part struct {
 	text string
+	// end is where the part ends in the text written (bytes).
+	end  int
 	clip []byte
 	err  error
 	made chan struct{} // closed when clip or err is set
@@ -94,15 +97,20 @@ func (u *Utterance) startComplete(text string) {
 		if n == 0 {
 			return
 		}
-		u.start(text[len(u.cut) : len(u.cut)+n])
+		p := u.start(text[len(u.cut) : len(u.cut)+n])
 		u.cut = text[:len(u.cut)+n]
+		if p != nil {
+			p.end = len(u.cut)
+		}
 	}
 }
 
-// Finish takes the whole text and starts speaking what is left of it. If
-// the text does not go on from what Write cut (the model's final text
-// differs from its stream), the parts made so far are dropped, still
-// counted as spoken, and the whole text is spoken anew.
+// Finish takes the whole text and starts speaking what is left of it.
+// The parts the text goes on from are kept; if it parts from what Write
+// cut (the model's final text differs from its stream, or its writer
+// shortened it: a panel's length cap), the parts after that point are
+// dropped, still counted as spoken once made, and the rest of the text is
+// spoken anew: the audio holds the final text's words and no others.
 func (u *Utterance) Finish(text string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -111,19 +119,33 @@ func (u *Utterance) Finish(text string) {
 	}
 	u.done = true
 	defer close(u.finished)
-	if !strings.HasPrefix(text, u.cut) {
-		u.parts, u.cut = nil, ""
-	}
+	u.keepPartsOf(text)
 	u.startComplete(text)
 	u.start(text[len(u.cut):]) // the last sentence, now complete
 	u.cut = text
 }
 
-// start speaks piece as the next part (the caller holds u.mu).
-func (u *Utterance) start(piece string) {
+// keepPartsOf drops the last parts until text goes on from the ones
+// left, whitespace at their end aside (a text cut at a line break ends
+// before it), and leaves u.cut at their end (the caller holds u.mu).
+func (u *Utterance) keepPartsOf(text string) {
+	for ; len(u.parts) > 0; u.parts = u.parts[:len(u.parts)-1] {
+		kept := strings.TrimRightFunc(u.cut[:u.parts[len(u.parts)-1].end], unicode.IsSpace)
+		if strings.HasPrefix(text, kept) {
+			u.cut = kept
+			return
+		}
+	}
+	u.cut = ""
+}
+
+// start speaks piece as the next part, unless it has nothing to say:
+// whitespace and punctuation alone (a cap's closing "…") are no speech
+// call. The caller holds u.mu.
+func (u *Utterance) start(piece string) *part {
 	piece = strings.TrimSpace(piece)
-	if piece == "" {
-		return
+	if strings.IndexFunc(piece, func(r rune) bool { return !unicode.IsPunct(r) && !unicode.IsSpace(r) }) < 0 {
+		return nil
 	}
 	p := &part{text: piece, made: make(chan struct{})}
 	u.parts = append(u.parts, p)
@@ -149,6 +171,7 @@ func (u *Utterance) start(piece string) {
 			u.t.cfg.Log.Debug("speech part made", zap.Int("characters", chars), zap.Int("bytes", len(p.clip)))
 		}
 	}()
+	return p
 }
 
 // Audio waits for the text to be complete and every part made, and

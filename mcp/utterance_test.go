@@ -191,3 +191,45 @@ func TestUtteranceLongerThanOneNoteMakesSeveral(t *testing.T) {
 		t.Errorf("the notes last %v together, the whole %v", total, whole)
 	}
 }
+
+// A final text shortened after it was streamed (a panel's length cap)
+// keeps the parts it goes on from, even one cut at a line break the
+// final text no longer has, and speaks only the rest: no part twice, no
+// word past the cut, and a remainder with nothing to say (the cap's "…"
+// alone) is not sent. What was spoken for the dropped text counts.
+func TestUtteranceFinishedShorterKeepsThePartsItGoesOnFrom(t *testing.T) {
+	f := newFixture(t)
+	u := NewSpeaker(f.cfg).Begin(context.Background(), toolspec.SpeechSettings{})
+	defer u.Cancel()
+	para := strings.Repeat("Cars clog the streets and the air ", 2) + "in every city\n"
+	streamed := para + story(8) + " More words follow"
+	u.Write(streamed)
+	u.mu.Lock()
+	early := slices.Clone(u.parts)
+	u.mu.Unlock()
+	if len(early) < 2 {
+		t.Fatalf("%d parts begun while streaming, want 2 or more", len(early))
+	}
+	for _, p := range early {
+		<-p.made // made, then dropped: billed all the same
+	}
+	u.Finish(strings.TrimSpace(para) + "…")
+	notes, parts, err := u.Audio(context.Background(), 0)
+	if err != nil || len(notes) != 1 || parts != 1 {
+		t.Fatalf("%d notes of %d parts, %v: want the kept paragraph, as streamed", len(notes), parts, err)
+	}
+	var inputs []string
+	for _, r := range f.oa.Requests() {
+		inputs = append(inputs, r.Input)
+	}
+	if slices.Contains(inputs, "…") || slices.Contains(inputs, strings.TrimSpace(para)+"…") {
+		t.Errorf("spoken again or the cap's mark alone: %q", inputs)
+	}
+	made := 0
+	for _, in := range inputs {
+		made += utf8.RuneCountInString(in)
+	}
+	if got := u.Spoken(); got != made || got <= utf8.RuneCountInString(para) {
+		t.Errorf("Spoken() = %d, want all %d characters made, the dropped parts' too", got, made)
+	}
+}

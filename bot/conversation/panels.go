@@ -102,6 +102,7 @@ func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, er
 func (p *Pipeline) questionRequest(q host.Question) claude.Request {
 	req := p.baseRequest(q.Brain, q.Bot, q.Prompt, sysprompt.Facts{UserFirstName: q.UserName, ChatType: "supergroup"}, q.Log)
 	req.JSONSchema = q.Schema
+	req.OnText = q.OnText
 	return req
 }
 

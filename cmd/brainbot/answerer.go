@@ -33,6 +33,9 @@ type answerer struct {
 	toolsURL    string
 	// close stops it all, the driver first.
 	close func()
+	// speakEarly speaks a voice answer or a panel member's turn while
+	// the model writes it; nil when speech is not early.
+	speakEarly func(context.Context, toolspec.SpeechSettings) claude.Utterance
 }
 
 // startAnswerer starts the answerer on cfg; close it when the bots stopped.
@@ -87,6 +90,7 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
 		speaker = mcpserver.NewSpeaker(mcpserver.Config{DataDir: cfg.DataDir, OpenAI: openAIConfig(cfg), Log: log.Named("speech")})
 		e.speaker = speaker
 	}
+	e.speakEarly = speakEarly(cfg, speaker)
 	e.bare = claudeBare(cfg.ClaudeBare, m.getenv)
 	e.driver, err = claude.New(claude.Config{
 		Command:  cfg.ClaudeCmd,
@@ -98,7 +102,7 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
 		Reaper:   procs,
 		Bare:     e.bare,
 		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},
-		Speak:    speakEarly(cfg, speaker),
+		Speak:    e.speakEarly,
 		Log:      log.Named("claude"),
 	})
 	if err != nil {

@@ -101,6 +101,7 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		Transcriber:   ans.transcriber,
 		Speaker:       ans.speaker,
 		FileAfterTurn: cfg.SpeechEarly == "off",
+		SpeakEarly:    ans.speakEarly,
 		State:         backend,
 		Log:           log,
 		Metrics:       reg,

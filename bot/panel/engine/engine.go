@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"go.uber.org/zap"
@@ -33,9 +34,25 @@ import (
 type Members interface {
 	// Ask runs one member's turn through the model.
 	Ask(ctx context.Context, run *Run, q Question) (Answer, error)
-	// Speak turns a member's text into a voice note in its own voice;
-	// ext is the file's extension (".mp3").
-	Speak(ctx context.Context, run *Run, member, text string) (data []byte, ext string, usd float64, err error)
+	// Voice speaks one turn of member in its own voice (a panel that
+	// speaks).
+	Voice(ctx context.Context, run *Run, member string) Voice
+}
+
+// Voice is one member's turn spoken: the text the engine keeps of it is
+// handed over while the model writes it (Write), so that its speech can
+// start before the turn ends, then whole (Finish).
+type Voice interface {
+	// Write takes the text written so far that the engine keeps whatever
+	// the model writes next. It is called from the model's stream and
+	// must not block.
+	Write(text string)
+	// Finish takes the turn's text as the engine keeps it, "" when it
+	// keeps none (the turn failed), and returns its voice note and the
+	// file's extension (".mp3"). usd is what all the speech made for the
+	// turn cost, that of text the engine then dropped included, with an
+	// error too.
+	Finish(ctx context.Context, text string) (data []byte, ext string, usd float64, err error)
 }
 
 // Chat is where the panel happens.
@@ -61,6 +78,9 @@ type Question struct {
 	// Schema, when set, is the JSON Schema the answer must follow
 	// (Answer.Structured).
 	Schema string
+	// OnText, when set, takes the answer's text so far each time the
+	// model writes more of it; it does not block.
+	OnText func(text string)
 }
 
 // Answer is what the model made of a Question.
@@ -384,10 +404,20 @@ func (s *runState) plan(turn int) []*Item {
 // returns an error only when shutdown cut it short.
 func (s *runState) work(ctx context.Context, it *Item) error {
 	start := time.Now()
+	var voice Voice
+	if s.run.Speak {
+		voice = s.e.Members.Voice(ctx, s.run, it.Member)
+	}
 	s.mu.Lock()
 	q := s.question(it, "")
 	it.Attempts++
 	s.mu.Unlock()
+	if voice != nil && it.Turn != 2 {
+		// Turn 2's comment comes whole, in its structured choice, once
+		// the choice is in; turns 1 and 3 are spoken as they are written.
+		limit := s.run.MaxChars[it.Turn-1]
+		q.OnText = func(text string) { voice.Write(keeps(text, limit)) }
+	}
 	ans, err := s.e.Members.Ask(ctx, s.run, q)
 	var text, target string
 	if err == nil {
@@ -405,21 +435,21 @@ func (s *runState) work(ctx context.Context, it *Item) error {
 			}
 		}
 	}
-	if interrupted(ctx, err) {
-		return ErrInterrupted
-	}
 	var file string
 	var usd float64
-	if err == nil {
-		file, usd, err = s.saveFile(ctx, it, target, text)
-		if interrupted(ctx, err) {
-			return ErrInterrupted
-		}
+	switch {
+	case err == nil:
+		file, usd, err = s.saveFile(ctx, it, voice, target, text)
+	case voice != nil:
+		_, _, usd, _ = voice.Finish(ctx, "") // nothing kept; what was spoken is billed
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	it.CostUSD += ans.CostUSD
 	it.OpenAIUSD += usd
+	if interrupted(ctx, err) {
+		return ErrInterrupted
+	}
+	it.CostUSD += ans.CostUSD
 	it.DurationMS = time.Since(start).Milliseconds()
 	switch {
 	case errors.Is(err, errInvalidTarget):
@@ -491,24 +521,42 @@ func clip(text string, max int) string {
 	if max <= 0 || utf8.RuneCountInString(text) <= max {
 		return text
 	}
-	r := []rune(text)[:max-1]
-	cut := string(r)
+	return clipped(text, max) + "…"
+}
+
+// clipped is what clip keeps of a text longer than max characters: it
+// depends on its first max-1 characters only.
+func clipped(text string, max int) string {
+	cut := string([]rune(text)[:max-1])
 	if i := strings.LastIndexAny(cut, " \n"); i > len(cut)/2 {
 		cut = cut[:i]
 	}
-	return strings.TrimSpace(cut) + "…"
+	return strings.TrimSpace(cut)
 }
 
-// saveFile writes the item's file: its voice note, or its text.
-func (s *runState) saveFile(ctx context.Context, it *Item, target, text string) (string, float64, error) {
+// keeps is what read and clip surely keep of a turn's text so far,
+// whatever the model writes next: a prefix of the text they will make of
+// the whole. Under limit characters, the words up to the last space (clip
+// may cut a longer text there); from limit on, what clip keeps of it.
+func keeps(text string, limit int) string {
+	text = strings.TrimLeftFunc(text, unicode.IsSpace)
+	if limit > 0 && utf8.RuneCountInString(text) >= limit {
+		return clipped(text, limit)
+	}
+	end := max(strings.LastIndexAny(text, " \n"), 0)
+	return strings.TrimRightFunc(text[:end], unicode.IsSpace)
+}
+
+// saveFile writes the item's file: its voice note (voice), or its text.
+func (s *runState) saveFile(ctx context.Context, it *Item, voice Voice, target, text string) (string, float64, error) {
 	var data []byte
 	ext := ".txt"
 	var usd float64
-	if s.run.Speak {
+	if voice != nil {
 		var err error
-		data, ext, usd, err = s.e.Members.Speak(ctx, s.run, it.Member, text)
+		data, ext, usd, err = voice.Finish(ctx, text)
 		if err != nil {
-			return "", 0, fmt.Errorf("speech: %w", err)
+			return "", usd, fmt.Errorf("speech: %w", err)
 		}
 	} else {
 		data = []byte(text + "\n")

@@ -29,6 +29,10 @@ type fakes struct {
 	notes    []string
 	journal  []byte // the last saved run
 	speakErr map[string]error
+	voices   []*fakeVoice
+	// beforeLast is what each member's voice was given of a turn
+	// ("member/turn") before the model's last words of it.
+	beforeLast map[string][]string
 }
 
 type sent struct {
@@ -40,7 +44,8 @@ type sent struct {
 }
 
 func newFakes() *fakes {
-	return &fakes{delay: map[string]time.Duration{}, asked: map[string]int{}, speakErr: map[string]error{}}
+	return &fakes{delay: map[string]time.Duration{}, asked: map[string]int{}, speakErr: map[string]error{},
+		beforeLast: map[string][]string{}}
 }
 
 func (f *fakes) Ask(ctx context.Context, run *Run, q Question) (Answer, error) {
@@ -55,10 +60,15 @@ func (f *fakes) Ask(ctx context.Context, run *Run, q Question) (Answer, error) {
 	case <-ctx.Done():
 		return Answer{}, ctx.Err()
 	}
+	answer := defaultAnswer
 	if f.answer != nil {
-		return f.answer(ctx, q.Member, q.Turn, attempt)
+		answer = func(*Run, Question) (Answer, error) { return f.answer(ctx, q.Member, q.Turn, attempt) }
 	}
-	return defaultAnswer(run, q)
+	ans, err := answer(run, q)
+	if q.OnText != nil {
+		f.stream(q, ans.Text) // as the model writes it (speakwhile_test.go)
+	}
+	return ans, err
 }
 
 // defaultAnswer comments on the first answer turn 2's prompt lists, as
@@ -85,11 +95,42 @@ func structured(target, text string) Answer {
 	return Answer{Structured: data, CostUSD: 0.01}
 }
 
-func (f *fakes) Speak(ctx context.Context, run *Run, member, text string) ([]byte, string, float64, error) {
-	if err := f.speakErr[member]; err != nil {
-		return nil, "", 0, err
+func (f *fakes) Voice(ctx context.Context, run *Run, member string) Voice {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := &fakeVoice{f: f, member: member}
+	f.voices = append(f.voices, v)
+	return v
+}
+
+// fakeVoice speaks a member's turn: what was written to it, and its
+// note; each piece written costs 0.001.
+type fakeVoice struct {
+	f      *fakes
+	member string
+	// writes are the texts written, finished the text finished ("": none).
+	writes   []string
+	finished *string
+}
+
+func (v *fakeVoice) Write(text string) {
+	v.f.mu.Lock()
+	defer v.f.mu.Unlock()
+	v.writes = append(v.writes, text)
+}
+
+func (v *fakeVoice) Finish(ctx context.Context, text string) ([]byte, string, float64, error) {
+	v.f.mu.Lock()
+	defer v.f.mu.Unlock()
+	v.finished = &text
+	usd := 0.001 * float64(len(v.writes))
+	if err := v.f.speakErr[v.member]; err != nil {
+		return nil, "", usd, err
 	}
-	return []byte("voice:" + text), ".mp3", 0.001, nil
+	if text == "" {
+		return nil, "", usd, nil
+	}
+	return []byte("voice:" + text), ".mp3", usd + 0.001, nil
 }
 
 func (f *fakes) Send(ctx context.Context, run *Run, it *Item, replyTo int) (int, error) {

@@ -70,6 +70,9 @@ type Question struct {
 	Prompt   string
 	// Schema, when set, is the JSON Schema the answer must follow.
 	Schema string
+	// OnText, when set, takes the answer's text so far as the model
+	// writes it (claude.Request.OnText).
+	OnText func(text string)
 	Log    *zap.Logger
 }
 
@@ -102,7 +105,7 @@ type Speaker interface {
 	Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error)
 }
 
-// Config is what a host needs; Speaker may be nil.
+// Config is what a host needs; Speaker and SpeakEarly may be nil.
 type Config struct {
 	// Dir holds the panel files (BRAINBOT_PANELS), read on every /panel.
 	Dir string
@@ -114,6 +117,10 @@ type Config struct {
 	// Brain returns a bot's current brain (nil once removed).
 	Brain   func(bot string) *brain.Brain
 	Speaker Speaker
+	// SpeakEarly, when set, speaks a member's turn while the model
+	// writes it (voice.go); nil (BRAINBOT_SPEECH_EARLY=off): once it is
+	// written, with Speaker.
+	SpeakEarly SpeakEarly
 	// Launch runs fn as work of the owner: shutdown waits for it within
 	// the grace period, then cancels ctx.
 	Launch  func(fn func(ctx context.Context))

@@ -101,7 +101,11 @@ func (h *Host) Ask(ctx context.Context, run *engine.Run, q engine.Question) (eng
 	}
 	log := h.cfg.Log.With(zap.String("panel_run", run.ID), zap.String("bot", q.Member), zap.Int("turn", q.Turn),
 		zap.Int64("chat", run.Chat), zap.Int64("user", run.Starter))
-	res, err := h.cfg.Pipeline.Ask(ctx, h.question(run, q.Member, b, log, q.Prompt, q.Schema))
+	pq := h.question(run, q.Member, b, log, q.Prompt, q.Schema)
+	if h.cfg.SpeakEarly != nil {
+		pq.OnText = q.OnText // only its voice takes the text as it streams
+	}
+	res, err := h.cfg.Pipeline.Ask(ctx, pq)
 	var ans engine.Answer
 	if res != nil {
 		ans = engine.Answer{Text: res.Text, Structured: res.Structured, CostUSD: res.CostUSD}
@@ -115,8 +119,9 @@ func (h *Host) question(run *engine.Run, member string, b *brain.Brain, log *zap
 		User: run.Starter, UserName: run.StarterName, Prompt: prompt, Schema: schema, Log: log}
 }
 
-// Speak speaks a member's text with its brain's voice settings.
-func (h *Host) Speak(ctx context.Context, run *engine.Run, member, text string) ([]byte, string, float64, error) {
+// speak speaks a member's text with its brain's voice settings, once the
+// text is complete.
+func (h *Host) speak(ctx context.Context, run *engine.Run, member, text string) ([]byte, string, float64, error) {
 	b := h.cfg.Brain(member)
 	if b == nil {
 		return nil, "", 0, fmt.Errorf("brain %s is gone", member)
@@ -124,14 +129,25 @@ func (h *Host) Speak(ctx context.Context, run *engine.Run, member, text string) 
 	if h.cfg.Speaker == nil {
 		return nil, "", 0, errors.New("no speech without an OpenAI key")
 	}
-	data, ext, err := h.cfg.Speaker.Speak(ctx, text, toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format})
+	data, ext, err := h.cfg.Speaker.Speak(ctx, text, speechSettings(b))
 	if err != nil {
 		return nil, "", 0, err
 	}
-	usd, _ := pricing.Speech(cmp.Or(b.TTS.Model, toolspec.DefaultSpeechModel), utf8.RuneCountInString(text))
+	return data, ext, h.spent(ctx, run, member, b, utf8.RuneCountInString(text)), nil
+}
+
+// spent records the speech of chars characters made for member (brain
+// b) in run, and returns what it cost.
+func (h *Host) spent(ctx context.Context, run *engine.Run, member string, b *brain.Brain, chars int) float64 {
+	usd, _ := pricing.Speech(cmp.Or(b.TTS.Model, toolspec.DefaultSpeechModel), chars)
 	log := h.cfg.Log.With(zap.String("panel_run", run.ID), zap.String("bot", member))
-	h.cfg.Pipeline.Spent(ctx, h.question(run, member, b, log, "", ""), usd)
-	return data, ext, usd, nil
+	h.cfg.Pipeline.Spent(context.WithoutCancel(ctx), h.question(run, member, b, log, "", ""), usd)
+	return usd
+}
+
+// speechSettings are brain b's voice settings.
+func speechSettings(b *brain.Brain) toolspec.SpeechSettings {
+	return toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
 }
 
 // outbox sends as member to the run's chat, replying to message replyTo.
