@@ -114,7 +114,7 @@ var settings = []setting{
 		func(c *Config, v string) error { c.OpenAIBaseURL = v; return nil }},
 	{"OPENAI_API_KEY", "", "OpenAI API key for the voice and image tools and voice messages in", "",
 		func(c *Config, v string) error { c.OpenAIKey = v; return nil }},
-	{"BRAINBOT_SPEECH_EARLY", "speech-early", "on: speak a voice answer while the model writes it, and send it as soon as it is made; off: speak it after the answer is written, and send it after the model's closing words (slower; for comparison)", "on",
+	{"BRAINBOT_SPEECH_EARLY", "speech-early", "on: speak a voice answer (and a speaking panel member's answer and reply) while the model writes it, and send it as soon as it is made; off: speak it after the answer is written, and send it after the model's closing words (slower; for comparison)", "on",
 		func(c *Config, v string) error { c.SpeechEarly = v; return nil }},
 	{"BRAINBOT_LOG_LEVEL", "log-level", "debug, info, warn or error", "info",
 		func(c *Config, v string) error { c.LogLevel = v; return nil }},

@@ -35,7 +35,7 @@
 //	CLAUDE_CMD (-claude-cmd)                     the Claude Code CLI [claude]
 //	BRAINBOT_CLAUDE_BARE (-claude-bare)          run the CLI with --bare: on, off, or auto (on with an API key or a cloud provider) [auto]
 //	OPENAI_BASE_URL (-openai-base-url)           OpenAI API base URL [OpenAI's]
-//	BRAINBOT_SPEECH_EARLY (-speech-early)        on: speak a voice answer while the model writes it; off: after [on]
+//	BRAINBOT_SPEECH_EARLY (-speech-early)        on: speak voice answers (and panels) while the model writes; off: after [on]
 //	BRAINBOT_LOG_LEVEL (-log-level)              debug, info, warn or error [info]
 //	BRAINBOT_LOG_FORMAT (-log-format)            json or console [console on a terminal, else json]
 //	BRAINBOT_LOG_FILE (-log-file)                also write logs to this file, rotated
