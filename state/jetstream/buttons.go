@@ -107,7 +107,7 @@ func (bs *buttonSets) CloseQuestions(ctx context.Context, c message.Key, user in
 	id := string(e.Value())
 	if user != 0 {
 		q, _, err := bs.LookupButtons(ctx, id)
-		if err != nil || q.User != 0 && q.User != user {
+		if err != nil || q.User != user { // open to anyone: closed by no one user
 			return nil, err
 		}
 	}

@@ -59,6 +59,9 @@ func (p *panelRuns) StartPanel(ctx context.Context, r state.PanelRun) error {
 		return fmt.Errorf("start panel: %w", err)
 	}
 	if _, err := p.kv.Create(ctx, panelChatKey(r.Chat), []byte(r.ID)); err != nil {
+		// Refused, the message claims nothing: asked again once the chat
+		// is free, it starts.
+		_ = p.kv.Delete(ctx, panelStartKey(r.Chat, r.MessageID))
 		if errors.Is(err, jsapi.ErrKeyExists) {
 			return state.ErrPanelBusy
 		}

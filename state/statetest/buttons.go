@@ -96,6 +96,14 @@ var buttonTests = []behaviour{
 		wantClosed(t, closed, q.ID, 0)
 		wantUse(t, s, read.ID, 301, true) // only questions close
 	}},
+	{"QuestionToAnyoneStaysOpenForOneUser", func(t *testing.T, s *subject) {
+		q := question(0, "yes", "no")
+		must(t, s.SaveButtons(ctx(t), q))
+		if closed, err := s.CloseQuestions(ctx(t), q.Conversation, 7); err != nil || len(closed) != 0 {
+			t.Fatalf("CloseQuestions by user 7 of a question to anyone = %+v, %v; want none", closed, err)
+		}
+		wantUse(t, s, q.ID, 302, true)
+	}},
 }
 
 func wantButtons(t *testing.T, s *subject, want state.Buttons) {
@@ -163,6 +171,16 @@ var panelTests = []behaviour{
 		must(t, s.StartPanel(ctx(t), panelRun("p5", -100, 5)))
 		if err := s.StartPanel(ctx(t), panelRun("p1-late", -100, 1)); !errors.Is(err, state.ErrPanelStarted) {
 			t.Errorf("StartPanel for a finished run's message = %v, want ErrPanelStarted", err)
+		}
+	}},
+	{"RefusedAsBusyClaimsNothing", func(t *testing.T, s *subject) {
+		must(t, s.StartPanel(ctx(t), panelRun("p1", -100, 1)))
+		if err := s.StartPanel(ctx(t), panelRun("p2", -100, 2)); !errors.Is(err, state.ErrPanelBusy) {
+			t.Fatalf("StartPanel in a busy chat = %v, want ErrPanelBusy", err)
+		}
+		must(t, s.SavePanel(ctx(t), "p1", []byte(`{}`), true, base()))
+		if err := s.StartPanel(ctx(t), panelRun("p2", -100, 2)); err != nil {
+			t.Errorf("StartPanel of the refused message once the chat is free = %v, want it started", err)
 		}
 	}},
 	{"SaveUnknownFails", func(t *testing.T, s *subject) {
