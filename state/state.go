@@ -53,7 +53,8 @@ type Leases interface {
 	// ctx ends or poll returns an error, which Lease returns (nil when ctx
 	// ended). A backend of one process holds every lease: poll runs at
 	// once. A shared one waits while another instance holds the lease,
-	// ends poll's context when the lease is lost and waits for it again.
+	// ends poll's context when the lease is lost and waits for it again
+	// (also after a poll that returned nil before ctx ended).
 	Lease(ctx context.Context, bot string, poll func(ctx context.Context) error) error
 }
 
@@ -69,7 +70,8 @@ type Sessions interface {
 	// starts a new one. ended is the session it had ("" for none).
 	ResetSession(ctx context.Context, c message.Key, now time.Time) (ended string, err error)
 	// RecentSessions lists the current sessions used at since or later,
-	// the most recently used first, at most limit.
+	// the most recently used first, at most limit (a shared backend: of
+	// the conversations this instance answers).
 	RecentSessions(ctx context.Context, since time.Time, limit int) ([]RecentSession, error)
 }
 
@@ -112,8 +114,9 @@ type ButtonSets interface {
 	// UseButtons marks the buttons used by the tap in update, once: false
 	// if they were used (or closed) already.
 	UseButtons(ctx context.Context, id string, update int64) (bool, error)
-	// CloseQuestions closes the conversation's open questions to user (0:
-	// to anyone) and returns them.
+	// CloseQuestions closes the conversation's open questions asked of
+	// user (user 0: every open question) and returns them. A question open
+	// to anyone is closed by user 0 alone.
 	CloseQuestions(ctx context.Context, c message.Key, user int64) ([]Buttons, error)
 	// KeepButtonsFile records the voice note a read-aloud tap made.
 	KeepButtonsFile(ctx context.Context, id, path string) error
@@ -123,7 +126,7 @@ type ButtonSets interface {
 type Panels interface {
 	// StartPanel records a new running run, unless one exists for the same
 	// /panel message (ErrPanelStarted) or one still runs in the chat
-	// (ErrPanelBusy).
+	// (ErrPanelBusy). A start refused claims nothing.
 	StartPanel(ctx context.Context, r PanelRun) error
 	// SavePanel stores the run's state after a step; finished ends it.
 	SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error
