@@ -16,7 +16,7 @@ import (
 // backup) is replaced at once, when the copy is complete: a failed backup
 // leaves it as it was. dest may not be the database or one of its own
 // files.
-func (s *Store) Backup(ctx context.Context, dest string) (err error) {
+func (s *Maintenance) Backup(ctx context.Context, dest string) (err error) {
 	// Absolute, so that SQLite never reads a "file:" name as a URI.
 	dest, err = filepath.Abs(dest)
 	if err != nil {
@@ -53,8 +53,8 @@ func (s *Store) Backup(ctx context.Context, dest string) (err error) {
 // notOwnFile refuses dest when it is the database or one of the files
 // SQLite and the store keep beside it: replacing one under the running
 // service would lose its data.
-func (s *Store) notOwnFile(dest string) error {
-	db, err := filepath.Abs(s.path)
+func (s *Maintenance) notOwnFile(dest string) error {
+	db, err := filepath.Abs(s.db.path)
 	if err != nil {
 		return err
 	}

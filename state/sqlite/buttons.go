@@ -11,11 +11,17 @@ import (
 	"brainbot/state"
 )
 
+// ButtonSets keeps what the buttons under the bots' messages mean
+// (state.ButtonSets).
+type ButtonSets struct{ db *db }
+
+var _ state.ButtonSets = (*ButtonSets)(nil)
+
 // SaveButtons records b. A question closes the conversation's questions
 // still open: only the latest may be answered by a tap.
-func (s *Store) SaveButtons(ctx context.Context, b state.Buttons) error {
+func (s *ButtonSets) SaveButtons(ctx context.Context, b state.Buttons) error {
 	options, _ := json.Marshal(b.Options) // strings: cannot fail
-	return s.withTx(ctx, func(tx *sql.Tx) error {
+	return s.db.withTx(ctx, func(tx *sql.Tx) error {
 		if b.Kind == state.ButtonsQuestion {
 			if _, err := closeQuestions(ctx, tx, b.Conversation, 0); err != nil {
 				return fmt.Errorf("save buttons: %w", err)
@@ -32,7 +38,7 @@ func (s *Store) SaveButtons(ctx context.Context, b state.Buttons) error {
 }
 
 // LookupButtons returns the buttons with id; ok is false for none.
-func (s *Store) LookupButtons(ctx context.Context, id string) (b state.Buttons, ok bool, err error) {
+func (s *ButtonSets) LookupButtons(ctx context.Context, id string) (b state.Buttons, ok bool, err error) {
 	var options string
 	var created int64
 	err = s.db.QueryRowContext(ctx, `SELECT id, kind, bot, chat_id, thread_id, message_id, user_id, options, text, created, used_by, file
@@ -54,7 +60,7 @@ func (s *Store) LookupButtons(ctx context.Context, id string) (b state.Buttons, 
 // UseButtons marks buttons id used by the tap in update; false when
 // another tap used them first, or they are closed. The same update again
 // (a replay after a restart) uses them again.
-func (s *Store) UseButtons(ctx context.Context, id string, update int64) (bool, error) {
+func (s *ButtonSets) UseButtons(ctx context.Context, id string, update int64) (bool, error) {
 	res, err := s.db.ExecContext(ctx, `UPDATE buttons SET used_by = ? WHERE id = ? AND used_by IN (0, ?)`, update, id, update)
 	if err != nil {
 		return false, fmt.Errorf("use buttons: %w", err)
@@ -66,7 +72,7 @@ func (s *Store) UseButtons(ctx context.Context, id string, update int64) (bool, 
 // CloseQuestions closes the conversation's questions still open that
 // asked user (who answered in words) and returns them, so their buttons
 // can go.
-func (s *Store) CloseQuestions(ctx context.Context, c message.Key, user int64) (closed []state.Buttons, err error) {
+func (s *ButtonSets) CloseQuestions(ctx context.Context, c message.Key, user int64) (closed []state.Buttons, err error) {
 	// Most messages find none: a read, not a write, for them.
 	var open int
 	err = s.db.QueryRowContext(ctx, `SELECT count(*) FROM buttons WHERE bot = ? AND chat_id = ? AND thread_id = ? AND kind = ? AND used_by = 0`,
@@ -77,7 +83,7 @@ func (s *Store) CloseQuestions(ctx context.Context, c message.Key, user int64) (
 	if open == 0 {
 		return nil, nil
 	}
-	err = s.withTx(ctx, func(tx *sql.Tx) error {
+	err = s.db.withTx(ctx, func(tx *sql.Tx) error {
 		closed, err = closeQuestions(ctx, tx, c, user)
 		return err
 	})
@@ -109,7 +115,7 @@ func closeQuestions(ctx context.Context, tx *sql.Tx, c message.Key, user int64) 
 
 // PlaceButtons records the message buttons id went out under: they are
 // kept before their message is sent, so a tap never comes first.
-func (s *Store) PlaceButtons(ctx context.Context, id string, messageID int) error {
+func (s *ButtonSets) PlaceButtons(ctx context.Context, id string, messageID int) error {
 	if _, err := s.db.ExecContext(ctx, `UPDATE buttons SET message_id = ? WHERE id = ?`, messageID, id); err != nil {
 		return fmt.Errorf("place buttons: %w", err)
 	}
@@ -117,7 +123,7 @@ func (s *Store) PlaceButtons(ctx context.Context, id string, messageID int) erro
 }
 
 // KeepButtonsFile records the file a tap on buttons id made.
-func (s *Store) KeepButtonsFile(ctx context.Context, id, path string) error {
+func (s *ButtonSets) KeepButtonsFile(ctx context.Context, id, path string) error {
 	if _, err := s.db.ExecContext(ctx, `UPDATE buttons SET file = ? WHERE id = ?`, path, id); err != nil {
 		return fmt.Errorf("keep the buttons' file: %w", err)
 	}

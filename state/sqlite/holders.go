@@ -4,11 +4,18 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"brainbot/state"
 )
+
+// Holders keeps which brain has each Telegram bot (state.Holders).
+type Holders struct{ db *db }
+
+var _ state.Holders = (*Holders)(nil)
 
 // HoldTelegramBot records that brain (its id) has the Telegram bot number
 // (the part of a token before the colon), from now on.
-func (s *Store) HoldTelegramBot(ctx context.Context, number, brain string, now time.Time) error {
+func (s *Holders) HoldTelegramBot(ctx context.Context, number, brain string, now time.Time) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO telegram_bots (bot_number, brain, since) VALUES (?, ?, ?)
 		ON CONFLICT (bot_number) DO UPDATE SET brain = excluded.brain, since = excluded.since WHERE brain != excluded.brain`,
 		number, brain, ms(now))
@@ -20,7 +27,7 @@ func (s *Store) HoldTelegramBot(ctx context.Context, number, brain string, now t
 
 // TelegramBotHolders returns the brain that has each Telegram bot, by bot
 // number.
-func (s *Store) TelegramBotHolders(ctx context.Context) (map[string]string, error) {
+func (s *Holders) TelegramBotHolders(ctx context.Context) (map[string]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT bot_number, brain FROM telegram_bots`)
 	if err != nil {
 		return nil, fmt.Errorf("read the brains of the Telegram bots: %w", err)

@@ -1,10 +1,14 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,14 +16,14 @@ import (
 	"brainbot/bot/telegram"
 )
 
-func openJournal(t *testing.T) (*Journal, *Store) {
+func openJournal(t *testing.T) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Retries(time.Millisecond, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s.journal, s
+	return s
 }
 
 func envelope(id int64) message.Envelope {
@@ -31,9 +35,9 @@ func envelope(id int64) message.Envelope {
 // with its marks; then each append as it is stored, with the offset.
 func TestConsumeHandsTheLeftoversFirst(t *testing.T) {
 	ctx := context.Background()
-	j, s := openJournal(t)
+	s := openJournal(t)
 	for id := int64(1); id <= 2; id++ {
-		if err := j.Append(ctx, "b@1001", envelope(id)); err != nil {
+		if err := s.Append(ctx, "b@1001", envelope(id)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,11 +45,12 @@ func TestConsumeHandsTheLeftoversFirst(t *testing.T) {
 	if err := s.Attempt(ctx, left[1].ID, "text"); err != nil {
 		t.Fatal(err)
 	}
-	var got []message.Delivery
-	j.Consume(ctx, func(d message.Delivery) { got = append(got, d) })
-	if err := j.Append(ctx, "b@1001", envelope(3)); err != nil {
+	handed := make(chan message.Delivery, 3)
+	s.Consume(ctx, func(d message.Delivery) { handed <- d })
+	if err := s.Append(ctx, "b@1001", envelope(3)); err != nil {
 		t.Fatal(err)
 	}
+	got := []message.Delivery{<-handed, <-handed, <-handed}
 	var ids []int64
 	for _, d := range got {
 		ids = append(ids, d.Envelope().UpdateID)
@@ -65,6 +70,105 @@ func TestConsumeHandsTheLeftoversFirst(t *testing.T) {
 	}
 	if p, _ := s.Pending(ctx); len(p) != 0 {
 		t.Errorf("left after Done: %+v", p)
+	}
+}
+
+// Append never calls the consumer back: it returns while the consumer's
+// handle is still busy with an earlier delivery (the intake may append
+// from inside its own work), and the consumer gets the next one after.
+func TestAppendReturnsWhileHandleIsBusy(t *testing.T) {
+	ctx := context.Background()
+	s := openJournal(t)
+	handed, release := make(chan message.Delivery), make(chan struct{})
+	s.Consume(ctx, func(d message.Delivery) {
+		handed <- d
+		<-release
+	})
+	if err := s.Append(ctx, "b@1001", envelope(1)); err != nil {
+		t.Fatal(err)
+	}
+	first := <-handed // handle now waits for release
+	if err := s.Append(ctx, "b@1001", envelope(2)); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if second := <-handed; first.Envelope().UpdateID != 1 || second.Envelope().UpdateID != 2 {
+		t.Fatalf("handed %d, then %d; want 1, then 2", first.Envelope().UpdateID, second.Envelope().UpdateID)
+	}
+}
+
+// Appends from many goroutines, some before Consume starts and some while
+// it does, are each handed over once, in the order they were stored
+// (earlier entries as left by "an earlier process"), one at a time.
+func TestConsumeKeepsTheOrderOfConcurrentAppends(t *testing.T) {
+	const writers, each = 4, 25
+	ctx := context.Background()
+	s := openJournal(t)
+	var appending sync.WaitGroup
+	for w := range writers {
+		appending.Add(1)
+		go func() {
+			defer appending.Done()
+			for i := range each {
+				env := envelope(int64(w*each + i + 1))
+				env.Key.Chat = int64(w)
+				if err := s.Append(ctx, fmt.Sprintf("b%d", w), env); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	handed := make(chan *delivery, writers*each)
+	var busy atomic.Int32
+	s.Consume(ctx, func(d message.Delivery) {
+		if busy.Add(1) != 1 {
+			t.Error("handle called while it was busy")
+		}
+		handed <- d.(*delivery)
+		busy.Add(-1)
+	})
+	appending.Wait()
+	var last int64
+	next := map[int64]int64{} // per conversation, the update expected next
+	for range writers * each {
+		d := <-handed
+		if d.id <= last {
+			t.Fatalf("entry %d handed after entry %d", d.id, last)
+		}
+		last = d.id
+		chat, update := d.env.Key.Chat, d.env.UpdateID
+		if want := cmp.Or(next[chat], chat*each+1); update != want {
+			t.Fatalf("conversation %d: update %d handed, want %d", chat, update, want)
+		}
+		next[chat] = update + 1
+	}
+}
+
+// Once the consumer stopped, nothing more is handed over: an entry
+// appended then stays in the journal for the next start.
+func TestNothingIsHandedAfterTheConsumerStopped(t *testing.T) {
+	s := openJournal(t)
+	ctx, stop := context.WithCancel(context.Background())
+	handed := make(chan message.Delivery, 1)
+	s.Consume(ctx, func(d message.Delivery) { handed <- d })
+	stop()
+	if err := s.Append(context.Background(), "b@1001", envelope(1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // the hand-over has ended when Close returns
+	select {
+	case d := <-handed:
+		t.Fatalf("update %d handed after the consumer stopped", d.Envelope().UpdateID)
+	default:
+	}
+	next, err := Open(context.Background(), s.db.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if p, _ := next.Pending(context.Background()); len(p) != 1 {
+		t.Fatalf("%d entries pending at the next start, want the one appended", len(p))
 	}
 }
 
@@ -120,11 +224,11 @@ func mustJSON(t *testing.T, files []message.Attachment) string {
 // the next is a retry); once the consumer stopped, it stays for the next
 // start.
 func TestAbandonHandsBackWhileRunning(t *testing.T) {
-	j, s := openJournal(t)
+	s := openJournal(t)
 	ctx, stop := context.WithCancel(context.Background())
 	handed := make(chan message.Delivery, 4)
-	j.Consume(ctx, func(d message.Delivery) { handed <- d })
-	if err := j.Append(ctx, "b@1001", envelope(1)); err != nil {
+	s.Consume(ctx, func(d message.Delivery) { handed <- d })
+	if err := s.Append(ctx, "b@1001", envelope(1)); err != nil {
 		t.Fatal(err)
 	}
 	first := <-handed

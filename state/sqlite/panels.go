@@ -10,11 +10,20 @@ import (
 	"brainbot/state"
 )
 
+// Panels journals panel runs (state.Panels), and which of them this
+// process runs.
+type Panels struct {
+	db   *db
+	runs runsHere
+}
+
+var _ state.Panels = (*Panels)(nil)
+
 // StartPanel records a new running panel run, unless one exists for the
 // same message (ErrPanelStarted) or one still runs in the chat
 // (ErrPanelBusy).
-func (s *Store) StartPanel(ctx context.Context, r state.PanelRun) error {
-	err := s.withTx(ctx, func(tx *sql.Tx) error {
+func (s *Panels) StartPanel(ctx context.Context, r state.PanelRun) error {
+	err := s.db.withTx(ctx, func(tx *sql.Tx) error {
 		var same, running int
 		err := tx.QueryRowContext(ctx, `SELECT
 			(SELECT count(*) FROM panel_runs WHERE chat_id = ? AND message_id = ?),
@@ -39,7 +48,7 @@ func (s *Store) StartPanel(ctx context.Context, r state.PanelRun) error {
 }
 
 // SavePanel stores a run's state; finished marks it no longer running.
-func (s *Store) SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error {
+func (s *Panels) SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error {
 	running := 1
 	if finished {
 		running = 0
@@ -62,7 +71,7 @@ func (s *Store) SavePanel(ctx context.Context, id string, run []byte, finished b
 // run yet, oldest first: at a start, the ones an earlier process left.
 // The runs it lists are this process's from then on, as are the runs it
 // starts: a second look lists none of them.
-func (s *Store) RunningPanels(ctx context.Context) ([]state.PanelRun, error) {
+func (s *Panels) RunningPanels(ctx context.Context) ([]state.PanelRun, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, chat_id, thread_id, message_id, run, created FROM panel_runs
 		WHERE running = 1 ORDER BY created, id`)
 	if err != nil {

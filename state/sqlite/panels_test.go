@@ -34,7 +34,7 @@ func TestPanelRuns(t *testing.T) {
 		t.Fatalf("running = %+v, %v; want none: this process runs them", runs, err)
 	}
 	// The next process takes them up, once.
-	next, err := Open(ctx, s.path)
+	next, err := Open(ctx, s.db.path)
 	if err != nil {
 		t.Fatal(err)
 	}

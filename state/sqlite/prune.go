@@ -8,11 +8,18 @@ import (
 	"brainbot/state"
 )
 
+// Maintenance keeps the database file in shape: it drops what the
+// retention no longer keeps (state.Maintenance) and copies the file for a
+// backup.
+type Maintenance struct{ db *db }
+
+var _ state.Maintenance = (*Maintenance)(nil)
+
 // Prune deletes the daily counters, ended sessions, usage records and
 // buttons that r no longer
 // keeps at now. Current sessions, voice toggles and the journal are never
 // pruned.
-func (s *Store) Prune(ctx context.Context, now time.Time, r state.Retention) (state.Pruned, error) {
+func (s *Maintenance) Prune(ctx context.Context, now time.Time, r state.Retention) (state.Pruned, error) {
 	var p state.Pruned
 	if r.DailyDays > 0 {
 		oldest := day(now.UTC().AddDate(0, 0, 1-r.DailyDays))

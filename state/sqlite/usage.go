@@ -9,8 +9,13 @@ import (
 	"brainbot/state"
 )
 
+// Spending keeps what requests cost (state.Spending).
+type Spending struct{ db *db }
+
+var _ state.Spending = (*Spending)(nil)
+
 // RecordUsage stores what a request cost.
-func (s *Store) RecordUsage(ctx context.Context, u state.Usage) error {
+func (s *Spending) RecordUsage(ctx context.Context, u state.Usage) error {
 	_, err := s.db.ExecContext(ctx,
 		`INSERT INTO usage (at, bot, chat_id, user_id, request_id, mode, outcome, input_tokens, output_tokens,
 		 cache_read_tokens, cache_write_tokens, claude_usd, openai_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -23,7 +28,7 @@ func (s *Store) RecordUsage(ctx context.Context, u state.Usage) error {
 }
 
 // UsageReport sums the usage f selects per bot (and user) and mode.
-func (s *Store) UsageReport(ctx context.Context, f state.UsageFilter) ([]state.UsageLine, error) {
+func (s *Spending) UsageReport(ctx context.Context, f state.UsageFilter) ([]state.UsageLine, error) {
 	user := "0"
 	if f.ByUser {
 		user = "user_id"
@@ -60,7 +65,7 @@ func (s *Store) UsageReport(ctx context.Context, f state.UsageFilter) ([]state.U
 
 // SpentToday is what a bot's requests cost on now's UTC day, Claude and
 // OpenAI together; with user > 0, only that user's.
-func (s *Store) SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error) {
+func (s *Spending) SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error) {
 	y, m, d := now.UTC().Date()
 	midnight := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
 	where := []string{"bot = ?", "at >= ?"}
