@@ -68,8 +68,8 @@ func (s *Spending) UsageReport(ctx context.Context, f state.UsageFilter) ([]stat
 func (s *Spending) SpentToday(ctx context.Context, bot string, user int64, now time.Time) (float64, error) {
 	y, m, d := now.UTC().Date()
 	midnight := time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-	where := []string{"bot = ?", "at >= ?"}
-	args := []any{bot, ms(midnight)}
+	where := []string{"bot = ?", "at >= ?", "at < ?"}
+	args := []any{bot, ms(midnight), ms(state.NextReset(now))}
 	if user > 0 {
 		where = append(where, "user_id = ?")
 		args = append(args, user)

@@ -234,6 +234,12 @@ var spendingTests = []behaviour{
 		s.restarted()
 		wantSpent(t, s, "alice", 7, now, 0.875)
 	}},
+	{"SpentTodayIsThatDayOnly", func(t *testing.T, s *subject) {
+		now := base()
+		record(t, s, state.Usage{At: now, Bot: "alice", User: 7, Mode: "text", ClaudeUSD: 1})
+		wantSpent(t, s, "alice", 7, now.AddDate(0, 0, -1), 0)
+		wantSpent(t, s, "alice", 7, now.AddDate(0, 0, 1), 0)
+	}},
 	{"SpentTodayOfUserZeroIsTheBots", func(t *testing.T, s *subject) {
 		now := base()
 		record(t, s, state.Usage{At: now, Bot: "alice", User: 7, Mode: "text", ClaudeUSD: 0.5})

@@ -136,6 +136,30 @@ func wantMarks(t *testing.T, d message.Delivery, redelivered bool, attempts int,
 }
 
 var logTests = []behaviour{
+	{"AppendNeverWaitsForTheConsumer", func(t *testing.T, s *subject) {
+		// A consumer still busy with a delivery (the intake's callback
+		// holds no lock of the log's) must not hold Append up: the log
+		// hands over from its own goroutine, never from inside Append.
+		release, handed := make(chan struct{}), make(chan message.Delivery, 1)
+		consuming, stop := context.WithCancel(context.Background())
+		t.Cleanup(stop)
+		s.Consume(consuming, func(d message.Delivery) { <-release; handed <- d })
+		appended := make(chan error, 1)
+		go func() { appended <- s.Append(ctx(t), poller, update(chat, 1)) }()
+		select {
+		case err := <-appended:
+			must(t, err)
+		case <-time.After(hangGuard):
+			t.Fatalf("Append did not return within %v while the consumer's handle waited", hangGuard)
+		}
+		close(release)
+		select {
+		case d := <-handed:
+			d.Done(true)
+		case <-time.After(hangGuard):
+			t.Fatalf("no delivery within %v", hangGuard)
+		}
+	}},
 	{"AppendThenConsumeInOrderPerConversation", func(t *testing.T, s *subject) {
 		c := startConsume(t, s)
 		envs := []message.Envelope{update(chat, 1), update(topic, 2), update(chat, 3), update(guest, 4), update(topic, 5),
