@@ -30,6 +30,7 @@ import (
 	"brainbot/metrics"
 	"brainbot/state"
 	"brainbot/state/sqlite"
+	"brainbot/state/sqlite/sqlitefresh"
 )
 
 // Who talks to the kit's bot.
@@ -99,11 +100,7 @@ func newKit(t *testing.T, extra string, cfg ...func(*Config)) *kit {
 	}
 	ev := &events{}
 	data := t.TempDir()
-	st, err := sqlite.Open(context.Background(), filepath.Join(data, "brainbot.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := sqlitefresh.Open(t, filepath.Join(data, sqlite.FileName))
 	core, logs := observer.New(zap.DebugLevel)
 	k := &kit{t: t, ev: ev, data: data, logs: logs, brain: b,
 		agent: &fakeAgent{ev: ev},

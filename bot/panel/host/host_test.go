@@ -31,6 +31,7 @@ import (
 	"brainbot/metrics"
 	"brainbot/state"
 	"brainbot/state/sqlite"
+	"brainbot/state/sqlite/sqlitefresh"
 	"brainbot/toolspec"
 )
 
@@ -105,7 +106,7 @@ func newHostKit(t *testing.T, panelYAML string) *hostKit {
 	}
 	ev := &events{}
 	core, logs := observer.New(zap.InfoLevel)
-	k := &hostKit{t: t, ev: ev, db: filepath.Join(data, "brainbot.db"), logs: logs, brains: brains,
+	k := &hostKit{t: t, ev: ev, db: filepath.Join(data, sqlite.FileName), logs: logs, brains: brains,
 		pipe:     &fakePipeline{ev: ev, admit: map[string][3]any{}},
 		members:  &fakeMembers{ev: ev, connected: map[string]bool{"alpha": true, "beta": true}, inChat: map[string]bool{"alpha": true, "beta": true}},
 		launched: make(chan func(ctx context.Context), 4)}
@@ -121,12 +122,7 @@ func newHostKit(t *testing.T, panelYAML string) *hostKit {
 // openRuns opens the kit's database, as a process starting would.
 func (k *hostKit) openRuns() *recRuns {
 	k.t.Helper()
-	st, err := sqlite.Open(context.Background(), k.db)
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	k.t.Cleanup(func() { st.Close() })
-	return &recRuns{Store: st, ev: k.ev}
+	return &recRuns{Store: sqlitefresh.Open(k.t, k.db), ev: k.ev}
 }
 
 // restart is a new host on the same database, as after a restart.
