@@ -26,6 +26,7 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/message"
+	"brainbot/bot/porttest"
 	"brainbot/claude"
 	"brainbot/metrics"
 	"brainbot/state"
@@ -45,43 +46,10 @@ const (
 const baseBrain = "name: Alpha\nsystem_prompt: Be brief with {{user_first_name}}.\ntelegram:\n  token_env: ALPHA_TOKEN\n" +
 	"stream: false\nrich: \"off\"\n"
 
-// events is the ordered log every fake writes to, as "port: what".
-type events struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (e *events) add(format string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, fmt.Sprintf(format, args...))
-}
-
-// of lists the events of one port ("out", "agent", "state", "progress"),
-// without its prefix.
-func (e *events) of(port string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []string
-	for _, ev := range e.list {
-		if rest, ok := strings.CutPrefix(ev, port+": "); ok {
-			out = append(out, rest)
-		}
-	}
-	return out
-}
-
-// index is where the first event equal to ev is (-1: none).
-func (e *events) index(ev string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Index(e.list, ev)
-}
-
 type kit struct {
 	t     *testing.T
 	p     *Pipeline
-	ev    *events
+	ev    *porttest.Log
 	agent *fakeAgent
 	store *recStore
 	chats *fakeChats
@@ -98,7 +66,7 @@ func newKit(t *testing.T, extra string, cfg ...func(*Config)) *kit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &events{}
+	ev := &porttest.Log{}
 	data := t.TempDir()
 	st := sqlitefresh.Open(t, filepath.Join(data, sqlite.FileName))
 	core, logs := observer.New(zap.DebugLevel)
@@ -182,7 +150,7 @@ func (k *kit) outcome(requestID string) string {
 // want checks that port's events are exactly want.
 func (k *kit) want(port string, want ...string) {
 	k.t.Helper()
-	if got := k.ev.of(port); !slices.Equal(got, want) {
+	if got := k.ev.Of(port); !slices.Equal(got, want) {
 		k.t.Errorf("%s events:\n got  %q\n want %q", port, got, want)
 	}
 }
@@ -190,9 +158,9 @@ func (k *kit) want(port string, want ...string) {
 // before checks that event a came before event b.
 func (k *kit) before(a, b string) {
 	k.t.Helper()
-	ia, ib := k.ev.index(a), k.ev.index(b)
+	ia, ib := k.ev.Index(a), k.ev.Index(b)
 	if ia < 0 || ib < 0 || ia > ib {
-		k.t.Errorf("want %q (at %d) before %q (at %d) in %q", a, ia, b, ib, k.ev.of(""))
+		k.t.Errorf("want %q (at %d) before %q (at %d) in %q", a, ia, b, ib, k.ev.Of(""))
 	}
 }
 
@@ -209,7 +177,7 @@ func (k *kit) usage() []state.UsageLine {
 // fakeAgent plays the Claude driver: answer (by default a text reply in
 // the request's session, or a new one) decides each run.
 type fakeAgent struct {
-	ev        *events
+	ev        *porttest.Log
 	mu        sync.Mutex
 	reqs      []claude.Request
 	answer    func(ctx context.Context, req claude.Request) (*claude.Result, error)
@@ -221,7 +189,7 @@ func (a *fakeAgent) Run(ctx context.Context, req claude.Request) (*claude.Result
 	a.reqs = append(a.reqs, req)
 	answer := a.answer
 	a.mu.Unlock()
-	a.ev.add("agent: run %s session=%q resume=%v retry=%v", req.Mode, req.SessionID, req.Resume, req.Retry)
+	a.ev.Add("agent: run %s session=%q resume=%v retry=%v", req.Mode, req.SessionID, req.Resume, req.Retry)
 	if answer != nil {
 		return answer(ctx, req)
 	}
@@ -230,11 +198,11 @@ func (a *fakeAgent) Run(ctx context.Context, req claude.Request) (*claude.Result
 }
 
 func (a *fakeAgent) Interrupt(conversation string) bool {
-	a.ev.add("agent: interrupt %s", conversation)
+	a.ev.Add("agent: interrupt %s", conversation)
 	return a.interrupt != nil && a.interrupt(conversation)
 }
 
-func (a *fakeAgent) End(conversation string) { a.ev.add("agent: end %s", conversation) }
+func (a *fakeAgent) End(conversation string) { a.ev.Add("agent: end %s", conversation) }
 
 func (a *fakeAgent) requests() []claude.Request {
 	a.mu.Lock()
@@ -247,7 +215,7 @@ func (a *fakeAgent) requests() []claude.Request {
 // (fail: method name → its error).
 type recStore struct {
 	*sqlite.Store
-	ev   *events
+	ev   *porttest.Log
 	mu   sync.Mutex
 	fail map[string]error
 	// newerCopy: Restore brings a newer transcript, as a cluster's does
@@ -275,7 +243,7 @@ func (s *recStore) Session(ctx context.Context, c message.Key) (state.Session, b
 }
 
 func (s *recStore) UseSession(ctx context.Context, c message.Key, id string, now time.Time) error {
-	s.ev.add("state: use session %s", id)
+	s.ev.Add("state: use session %s", id)
 	if err := s.failing("UseSession"); err != nil {
 		return err
 	}
@@ -290,7 +258,7 @@ func (s *recStore) TakeDaily(ctx context.Context, bot string, user int64, limit 
 }
 
 func (s *recStore) Restore(ctx context.Context, bot, session string, release func()) error {
-	s.ev.add("state: restore %s %s", bot, session)
+	s.ev.Add("state: restore %s %s", bot, session)
 	if s.newerCopy {
 		release()
 	}
@@ -301,7 +269,7 @@ func (s *recStore) Restore(ctx context.Context, bot, session string, release fun
 }
 
 func (s *recStore) Save(ctx context.Context, bot, session string) error {
-	s.ev.add("state: save %s %s", bot, session)
+	s.ev.Add("state: save %s %s", bot, session)
 	if err := s.failing("Save"); err != nil {
 		return err
 	}
@@ -309,7 +277,7 @@ func (s *recStore) Save(ctx context.Context, bot, session string) error {
 }
 
 func (s *recStore) Forget(bot, session string) {
-	s.ev.add("state: forget %s %s", bot, session)
+	s.ev.Add("state: forget %s %s", bot, session)
 	s.Store.Forget(bot, session)
 }
 
@@ -317,7 +285,7 @@ func (s *recStore) Forget(bot, session string) {
 // ("out: ..."; a guest query's as "out: guest q: ..."); admins says who
 // administers kitGroup.
 type fakeChats struct {
-	ev      *events
+	ev      *porttest.Log
 	data    string // files sent are named relative to it
 	mu      sync.Mutex
 	admins  map[int64]bool
@@ -345,14 +313,14 @@ func (c *fakeChats) Fetch(ctx context.Context, bot, fileID string, limit int64) 
 }
 
 func (c *fakeChats) AnswerTap(ctx context.Context, bot, query, notice string) error {
-	c.ev.add("out: tap answered %q", notice)
+	c.ev.Add("out: tap answered %q", notice)
 	return nil
 }
 
 func (c *fakeChats) IsAdmin(ctx context.Context, bot string, chat, user int64) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ev.add("out: is %d an admin of %d", user, chat)
+	c.ev.Add("out: is %d an admin of %d", user, chat)
 	return chat == kitGroup && c.admins[user], nil
 }
 
@@ -372,7 +340,7 @@ type fakeOutbox struct {
 	sent   []int
 }
 
-func (o *fakeOutbox) add(format string, args ...any) { o.chats.ev.add(o.prefix+format, args...) }
+func (o *fakeOutbox) add(format string, args ...any) { o.chats.ev.Add(o.prefix+format, args...) }
 
 func (o *fakeOutbox) sendOne() {
 	id := o.chats.newID()
@@ -409,7 +377,7 @@ func (o *fakeOutbox) File(ctx context.Context, kind message.FileKind, path strin
 }
 
 func (o *fakeOutbox) KeepAction(ctx context.Context, action message.Action) (stop func()) {
-	o.chats.ev.add("action: %v", action)
+	o.chats.ev.Add("action: %v", action)
 	return func() {}
 }
 
@@ -470,7 +438,7 @@ func (s *fakeStream) UseRich(always bool) {}
 // fakeProgress is a message's deliveries: attempts and charged are what
 // the log read back; markErr refuses a mark ("charged", "attempt").
 type fakeProgress struct {
-	ev       *events
+	ev       *porttest.Log
 	attempts int
 	charged  bool
 	markErr  map[string]error
@@ -481,19 +449,19 @@ func (p *fakeProgress) Attempts() int { return p.attempts }
 func (p *fakeProgress) Charged() bool { return p.charged }
 
 func (p *fakeProgress) MarkCharged(ctx context.Context, mode string) error {
-	p.ev.add("progress: charged %s", mode)
+	p.ev.Add("progress: charged %s", mode)
 	return p.markErr["charged"]
 }
 
 func (p *fakeProgress) MarkAttempt(ctx context.Context, mode string) error {
-	p.ev.add("progress: attempt %s", mode)
+	p.ev.Add("progress: attempt %s", mode)
 	return p.markErr["attempt"]
 }
 
-func (p *fakeProgress) Answered() { p.ev.add("progress: answered") }
+func (p *fakeProgress) Answered() { p.ev.Add("progress: answered") }
 
 func (p *fakeProgress) Finish(keep bool) {
-	p.ev.add("progress: finish keep=%v", keep)
+	p.ev.Add("progress: finish keep=%v", keep)
 	close(p.done)
 }
 

@@ -183,12 +183,12 @@ func TestCommands(t *testing.T) {
 		{"/frobnicate", "I don't know that command. Send /help to see what I can do."},
 	} {
 		k.serve(k.private(c.command))
-		if out := k.ev.of("out"); out[len(out)-1] != fmt.Sprintf("text %q formatted=false", c.reply) {
+		if out := k.ev.Of("out"); out[len(out)-1] != fmt.Sprintf("text %q formatted=false", c.reply) {
 			t.Errorf("%s answered %q, want %q", c.command, out[len(out)-1], c.reply)
 		}
 	}
 	k.serve(k.private("/help"))
-	if out := k.ev.of("out"); !strings.Contains(out[len(out)-1], "/voice - ") || strings.Contains(out[len(out)-1], "/panel") {
+	if out := k.ev.Of("out"); !strings.Contains(out[len(out)-1], "/voice - ") || strings.Contains(out[len(out)-1], "/panel") {
 		t.Errorf("/help of a bot with /voice on no panel: %s", out[len(out)-1])
 	}
 	k.want("agent", "end "+key.String()) // /reset ends the warm CLI; nothing runs
@@ -247,7 +247,7 @@ func TestFileReply(t *testing.T) {
 				if req.OnFile != nil {
 					req.OnFile(res)
 				}
-				k.ev.add("agent: turn two over")
+				k.ev.Add("agent: turn two over")
 				return res, nil
 			}
 			in := k.private(c.text)
@@ -256,7 +256,7 @@ func TestFileReply(t *testing.T) {
 			if reqs := k.agent.requests(); len(reqs) != 1 || reqs[0].Mode != c.mode {
 				t.Fatalf("requests %+v, want one in mode %v", reqs, c.mode)
 			}
-			out := k.ev.of("out")
+			out := k.ev.Of("out")
 			if len(out) != 1 || !strings.HasPrefix(out[0], fmt.Sprintf("file %d %s/bot-alpha/user-7/", c.kind, c.dir)) ||
 				!strings.HasSuffix(out[0], c.ext) {
 				t.Fatalf("sent %q, want the one file", out)
@@ -293,7 +293,7 @@ func TestFailureGetsTheBrainsErrorText(t *testing.T) {
 	if u := k.usage(); len(u) != 1 || u[0].Errors != 1 {
 		t.Errorf("usage %+v, want one error", u)
 	}
-	if ev := k.ev.of("progress"); ev[len(ev)-1] != "finish keep=false" {
+	if ev := k.ev.Of("progress"); ev[len(ev)-1] != "finish keep=false" {
 		t.Errorf("progress %q, want finished", ev)
 	}
 }
@@ -334,7 +334,7 @@ func TestUnavailableStateHandsTheMessageBack(t *testing.T) {
 			if got := k.outcome(in.RequestID); got != "paused" {
 				t.Errorf("outcome %q", got)
 			}
-			if c.method == "Save" && k.ev.index("agent: end "+in.Key.String()) < 0 {
+			if c.method == "Save" && k.ev.Index("agent: end "+in.Key.String()) < 0 {
 				t.Error("the warm CLI holding the unstored turn was not ended")
 			}
 		})
@@ -456,7 +456,7 @@ func TestStopInterruptsTheTurn(t *testing.T) {
 	}
 
 	k.p.Stop(context.Background(), k.private("/stop"))
-	if out := k.ev.of("out"); out[len(out)-1] != `text "There is nothing to stop." formatted=false` {
+	if out := k.ev.Of("out"); out[len(out)-1] != `text "There is nothing to stop." formatted=false` {
 		t.Errorf("a /stop with nothing running answered %q", out[len(out)-1])
 	}
 }
@@ -472,7 +472,7 @@ func TestGroupStopByAnotherMember(t *testing.T) {
 		t.Errorf("a group's message reached the model as %q, %v", req.Prompt, req.PromptVars)
 	}
 	k.p.Stop(context.Background(), k.inGroup(8, "Bob", "/stop"))
-	if k.ev.index("agent: interrupt "+in.Key.String()) >= 0 {
+	if k.ev.Index("agent: interrupt "+in.Key.String()) >= 0 {
 		t.Fatal("another member's /stop stopped the answer")
 	}
 	k.p.Stop(context.Background(), k.inGroup(9, "Cy", "/stop"))

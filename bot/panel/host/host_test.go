@@ -27,6 +27,7 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/message"
 	"brainbot/bot/panel/engine"
+	"brainbot/bot/porttest"
 	"brainbot/claude"
 	"brainbot/metrics"
 	"brainbot/state"
@@ -40,43 +41,12 @@ const (
 	starter = int64(7)
 )
 
-// events is the ordered log every fake writes to, as "port: what".
-type events struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (e *events) add(format string, args ...any) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.list = append(e.list, fmt.Sprintf(format, args...))
-}
-
-// of lists the events of one port, without its prefix.
-func (e *events) of(port string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var out []string
-	for _, ev := range e.list {
-		if rest, ok := strings.CutPrefix(ev, port+": "); ok {
-			out = append(out, rest)
-		}
-	}
-	return out
-}
-
-func (e *events) all() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.list)
-}
-
 // hostKit is a host of the bots alpha and beta, on the panel duo.
 type hostKit struct {
 	t       *testing.T
 	h       *Host
 	cfg     Config
-	ev      *events
+	ev      *porttest.Log
 	pipe    *fakePipeline
 	members *fakeMembers
 	runs    *recRuns
@@ -104,7 +74,7 @@ func newHostKit(t *testing.T, panelYAML string) *hostKit {
 		}
 		brains[id] = b
 	}
-	ev := &events{}
+	ev := &porttest.Log{}
 	core, logs := observer.New(zap.InfoLevel)
 	k := &hostKit{t: t, ev: ev, db: filepath.Join(data, sqlite.FileName), logs: logs, brains: brains,
 		pipe:     &fakePipeline{ev: ev, admit: map[string][3]any{}},
@@ -172,7 +142,7 @@ func (k *hostKit) noneLaunched() {
 // fakePipeline answers every turn: a text, or turn 2's comment on the
 // other member.
 type fakePipeline struct {
-	ev *events
+	ev *porttest.Log
 	mu sync.Mutex
 	// admit is what Admit says of a member: outcome, reply, error.
 	admit     map[string][3]any
@@ -191,7 +161,7 @@ func (p *fakePipeline) Admit(ctx context.Context, b *brain.Brain, bot string, us
 }
 
 func (p *fakePipeline) Charge(ctx context.Context, bot string, user int64) error {
-	p.ev.add("pipeline: charge %s %d", bot, user)
+	p.ev.Add("pipeline: charge %s %d", bot, user)
 	return nil
 }
 
@@ -211,7 +181,7 @@ func (p *fakePipeline) Ask(ctx context.Context, q Question) (*claude.Result, err
 }
 
 func (p *fakePipeline) Spent(ctx context.Context, q Question, openAIUSD float64) {
-	p.ev.add("pipeline: spent %s", q.Bot)
+	p.ev.Add("pipeline: spent %s", q.Bot)
 }
 
 func (p *fakePipeline) KeepQuestionSpares(set string, q Question, n int) {}
@@ -219,7 +189,7 @@ func (p *fakePipeline) KeepQuestionSpares(set string, q Question, n int) {}
 // fakeMembers: connected and inChat say where each bot is; each message
 // sent gets a new id.
 type fakeMembers struct {
-	ev        *events
+	ev        *porttest.Log
 	mu        sync.Mutex
 	connected map[string]bool
 	inChat    map[string]bool
@@ -255,7 +225,7 @@ func (o *fakeOutbox) send(what string) {
 	id := 1000 + o.m.nextID
 	o.m.mu.Unlock()
 	o.sent = append(o.sent, id)
-	o.m.ev.add("out: %d %s %s replying to %d", id, o.bot, what, o.replyTo)
+	o.m.ev.Add("out: %d %s %s replying to %d", id, o.bot, what, o.replyTo)
 }
 
 func (o *fakeOutbox) Text(ctx context.Context, text string, formatted bool) error {
@@ -276,19 +246,19 @@ func (o *fakeOutbox) Sent() []int                                               
 // and whether it finished.
 type recRuns struct {
 	*sqlite.Store
-	ev *events
+	ev *porttest.Log
 }
 
 func (r *recRuns) StartPanel(ctx context.Context, pr state.PanelRun) error {
 	err := r.Store.StartPanel(ctx, pr)
-	r.ev.add("runs: start message %d: %v", pr.MessageID, err)
+	r.ev.Add("runs: start message %d: %v", pr.MessageID, err)
 	return err
 }
 
 func (r *recRuns) SavePanel(ctx context.Context, id string, data []byte, finished bool, now time.Time) error {
 	var run engine.Run
 	if json.Unmarshal(data, &run) != nil {
-		r.ev.add("runs: save unreadable finished=%v", finished)
+		r.ev.Add("runs: save unreadable finished=%v", finished)
 	} else {
 		var sent []string
 		for _, it := range run.Items {
@@ -296,7 +266,7 @@ func (r *recRuns) SavePanel(ctx context.Context, id string, data []byte, finishe
 				sent = append(sent, fmt.Sprint(it.MessageID))
 			}
 		}
-		r.ev.add("runs: save turn %d sent [%s] finished=%v", run.Turn, strings.Join(sent, " "), finished)
+		r.ev.Add("runs: save turn %d sent [%s] finished=%v", run.Turn, strings.Join(sent, " "), finished)
 	}
 	return r.Store.SavePanel(ctx, id, data, finished, now)
 }
@@ -324,7 +294,7 @@ func TestPanelRunsOnceAndIsJournaledAfterEachStep(t *testing.T) {
 	if outcome, reply, err := k.start(k.h, beta); outcome != "duplicate" || reply != "" || err != nil {
 		t.Fatalf("the second member bot answered: %q, %q, %v", outcome, reply, err)
 	}
-	if got := k.ev.of("pipeline"); !slices.Equal(got, []string{"charge alpha 7", "charge beta 7"}) {
+	if got := k.ev.Of("pipeline"); !slices.Equal(got, []string{"charge alpha 7", "charge beta 7"}) {
 		t.Errorf("charged %q, want each member once", got)
 	}
 	k.runLaunched()
@@ -333,7 +303,7 @@ func TestPanelRunsOnceAndIsJournaledAfterEachStep(t *testing.T) {
 	// Between a message sent and the next, a save knows every message
 	// sent so far: a restart never sends one twice.
 	var sent []string
-	all := k.ev.all()
+	all := k.ev.All()
 	for i, ev := range all {
 		var id int
 		if _, err := fmt.Sscanf(ev, "out: %d", &id); err != nil {
@@ -354,13 +324,13 @@ func TestPanelRunsOnceAndIsJournaledAfterEachStep(t *testing.T) {
 		}
 	}
 	if len(sent) != 6 { // two answers, two comments, two replies
-		t.Errorf("%d messages sent, want 6: %q", len(sent), k.ev.of("out"))
+		t.Errorf("%d messages sent, want 6: %q", len(sent), k.ev.Of("out"))
 	}
-	saves := k.ev.of("runs")
+	saves := k.ev.Of("runs")
 	if last := saves[len(saves)-1]; !strings.HasSuffix(last, "finished=true") {
 		t.Errorf("last save %q, want the run finished", last)
 	}
-	if strings.Count(strings.Join(k.ev.of("runs"), "\n"), "start message") != 1 {
+	if strings.Count(strings.Join(k.ev.Of("runs"), "\n"), "start message") != 1 {
 		t.Errorf("runs %q, want one started", saves)
 	}
 	if got := k.logs.FilterMessage("panel").FilterField(zap.String("outcome", "ok")).Len(); got != 1 {
@@ -391,7 +361,7 @@ func TestPanelStartedOrBusyInTheStore(t *testing.T) {
 		t.Errorf("second /panel answered %q, %q, %v", outcome, reply, err)
 	}
 	k.noneLaunched()
-	if got := k.ev.of("pipeline"); len(got) != 2 {
+	if got := k.ev.Of("pipeline"); len(got) != 2 {
 		t.Errorf("charged %q, want only the first run's two members", got)
 	}
 }
@@ -437,7 +407,7 @@ func TestPanelRefusals(t *testing.T) {
 				t.Errorf("answered %q, %q, %v; want %q, %q", outcome, reply, err, c.outcome, want)
 			}
 			k.noneLaunched()
-			if got := k.ev.all(); len(got) != 0 {
+			if got := k.ev.All(); len(got) != 0 {
 				t.Errorf("events %q, want none: nothing journaled or charged", got)
 			}
 		})
@@ -463,14 +433,14 @@ func TestSpeakingPanel(t *testing.T) {
 				t.Fatalf("started: %q, %v", outcome, err)
 			}
 			k.runLaunched()
-			out := k.ev.of("out")
+			out := k.ev.Of("out")
 			for _, o := range out {
 				if f := strings.Fields(o); f[2] != c.sends {
 					t.Errorf("sent %q, want each a %s", o, c.sends)
 				}
 			}
 			spent := 0
-			for _, p := range k.ev.of("pipeline") {
+			for _, p := range k.ev.Of("pipeline") {
 				if strings.HasPrefix(p, "spent ") {
 					spent++
 				}
@@ -523,10 +493,10 @@ func TestResume(t *testing.T) {
 	h.Resume(context.Background(), make(chan struct{}))
 	k.runLaunched()
 	k.noneLaunched()
-	if got := k.ev.of("runs"); !slices.Contains(got, "save unreadable finished=true") {
+	if got := k.ev.Of("runs"); !slices.Contains(got, "save unreadable finished=true") {
 		t.Errorf("runs %q: the unreadable run was not dropped", got)
 	}
-	if n := len(k.ev.of("out")); n != 6 {
+	if n := len(k.ev.Of("out")); n != 6 {
 		t.Errorf("the resumed run sent %d messages, want 6", n)
 	}
 	if got := k.logs.FilterMessage("panel").FilterField(zap.Int("resumes", 1)).Len(); got != 1 {
