@@ -47,15 +47,16 @@ const baseBrain = "name: Alpha\nsystem_prompt: Be brief with {{user_first_name}}
 	"stream: false\nrich: \"off\"\n"
 
 type kit struct {
-	t     *testing.T
-	p     *Pipeline
-	ev    *porttest.Log
-	agent *fakeAgent
-	store *recStore
-	chats *fakeChats
-	data  string
-	logs  *observer.ObservedLogs
-	brain *brain.Brain
+	t      *testing.T
+	p      *Pipeline
+	ev     *porttest.Log
+	agent  *fakeAgent
+	store  *recStore
+	chats  *fakeChats
+	data   string
+	logs   *observer.ObservedLogs
+	brain  *brain.Brain
+	panels *fakePanels
 }
 
 // newKit makes a pipeline whose bot kitBot has the base brain with extra
@@ -87,7 +88,8 @@ func newKit(t *testing.T, extra string, cfg ...func(*Config)) *kit {
 		f(&c)
 	}
 	k.p = New(c)
-	k.p.UsePanels(&fakePanels{})
+	k.panels = &fakePanels{}
+	k.p.UsePanels(k.panels)
 	return k
 }
 
@@ -292,6 +294,10 @@ type fakeChats struct {
 	nextID  int
 	drafts  bool // private chats show drafts (streams have a DraftID)
 	fetched map[string][]byte
+	// buttons are the callback data of every button attached, in order;
+	// draft is the last stream's draft.
+	buttons []string
+	draft   int64
 }
 
 func (c *fakeChats) Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) Outbox {
@@ -385,6 +391,9 @@ func (o *fakeOutbox) Stream(ctx context.Context) Stream {
 	var draft int64
 	if o.drafts {
 		draft = int64(o.chats.newID())
+		o.chats.mu.Lock()
+		o.chats.draft = draft
+		o.chats.mu.Unlock()
 	}
 	o.add("stream draft=%d", draft)
 	return &fakeStream{o: o, draft: draft}
@@ -403,11 +412,14 @@ func (o *fakeOutbox) Sent() []int {
 
 func (o *fakeOutbox) Attach(kb message.Keyboard) {
 	var labels []string
+	o.chats.mu.Lock()
 	for _, row := range kb {
 		for _, b := range row {
 			labels = append(labels, b.Text)
+			o.chats.buttons = append(o.chats.buttons, b.Data)
 		}
 	}
+	o.chats.mu.Unlock()
 	o.add("attach %q", labels)
 }
 
@@ -468,11 +480,17 @@ func (p *fakeProgress) Finish(keep bool) {
 // progressOf is in's fake progress, to preset what its log read back.
 func progressOf(in *message.Inbound) *fakeProgress { return in.Progress.(*fakeProgress) }
 
-// fakePanels: the kit's bot sits on no panel.
-type fakePanels struct{ onPanel bool }
+// fakePanels: the kit's bot sits on no panel; start answers /panel.
+type fakePanels struct {
+	onPanel bool
+	start   func() (outcome, reply string, err error)
+}
 
 func (f *fakePanels) Start(ctx context.Context, m *message.Inbound, b *brain.Brain, log *zap.Logger) (string, string, error) {
-	return "ignored", "", nil
+	if f.start == nil {
+		return "ignored", "", nil
+	}
+	return f.start()
 }
 
 func (f *fakePanels) OnPanel(bot string) bool { return f.onPanel }
