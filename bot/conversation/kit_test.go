@@ -309,9 +309,13 @@ func (c *fakeChats) GuestOutbox(bot, queryID string, log *zap.Logger) Outbox {
 }
 
 func (c *fakeChats) Fetch(ctx context.Context, bot, fileID string, limit int64) ([]byte, error) {
+	c.ev.Add("out: fetch %s within %d", fileID, limit)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	data, ok := c.fetched[fileID]
+	if ok && int64(len(data)) > limit {
+		return nil, message.ErrTooBig
+	}
 	if !ok {
 		return nil, fmt.Errorf("no file %s", fileID)
 	}
