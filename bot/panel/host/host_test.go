@@ -184,7 +184,9 @@ func (p *fakePipeline) Spent(ctx context.Context, q Question, openAIUSD float64)
 	p.ev.Add("pipeline: spent %s", q.Bot)
 }
 
-func (p *fakePipeline) KeepQuestionSpares(set string, q Question, n int) {}
+func (p *fakePipeline) KeepQuestionSpares(set string, q Question, n int) {
+	p.ev.Add("spares: %s %d of schema %v", set, n, q.Schema != "")
+}
 
 // fakeMembers: connected and inChat say where each bot is; each message
 // sent gets a new id.
@@ -333,6 +335,12 @@ func TestPanelRunsOnceAndIsJournaledAfterEachStep(t *testing.T) {
 	if strings.Count(strings.Join(k.ev.Of("runs"), "\n"), "start message") != 1 {
 		t.Errorf("runs %q, want one started", saves)
 	}
+	for _, q := range k.pipe.questions {
+		if q.Chat != group || q.User != starter || q.UserName != "Ann" || q.Run == "" || q.Brain != k.brains[q.Bot] ||
+			q.Speak || (q.Schema != "") != (q.Schema == engine.CommentSchema) {
+			t.Errorf("asked %+v", q)
+		}
+	}
 	if got := k.logs.FilterMessage("panel").FilterField(zap.String("outcome", "ok")).Len(); got != 1 {
 		t.Errorf("%d summary lines with outcome ok", got)
 	}
@@ -407,8 +415,10 @@ func TestPanelRefusals(t *testing.T) {
 				t.Errorf("answered %q, %q, %v; want %q, %q", outcome, reply, err, c.outcome, want)
 			}
 			k.noneLaunched()
-			if got := k.ev.All(); len(got) != 0 {
-				t.Errorf("events %q, want none: nothing journaled or charged", got)
+			for _, port := range []string{"runs", "pipeline", "out"} {
+				if got := k.ev.Of(port); len(got) != 0 {
+					t.Errorf("%s: %q, want nothing journaled, charged or sent", port, got)
+				}
 			}
 		})
 	}
@@ -504,5 +514,49 @@ func TestResume(t *testing.T) {
 	}
 	if left, err := k.restart().cfg.Runs.RunningPanels(context.Background()); err != nil || len(left) != 0 {
 		t.Errorf("left running: %v, %v", left, err)
+	}
+}
+
+// A member whose bot is gone by the time its turn is sent sits out the
+// later turns; the closing note says so, from a member still there.
+func TestMemberGoneDuringTheRun(t *testing.T) {
+	k := newHostKit(t, "members: [alpha, beta]\n")
+	m := panelMessage("alpha", "/panel tea?")
+	if outcome, _, err := k.start(k.h, m); outcome != "panel" || err != nil {
+		t.Fatalf("started: %q, %v", outcome, err)
+	}
+	k.members.mu.Lock()
+	k.members.connected["beta"] = false
+	k.members.mu.Unlock()
+	k.runLaunched()
+	// How far alpha gets alone depends on when beta's send fails (turn
+	// 2's work overlaps turn 1's sending); beta never speaks, and the note
+	// comes last.
+	out := k.ev.Of("out")
+	for _, o := range out {
+		if strings.Fields(o)[1] != "alpha" {
+			t.Errorf("sent %q: only alpha is there", o)
+		}
+	}
+	if last := out[len(out)-1]; len(out) < 2 || !strings.Contains(last, `text "Sat out: Beta (turn 1)`) ||
+		!strings.HasSuffix(last, fmt.Sprintf("replying to %d", m.MessageID)) {
+		t.Errorf("sent %q, want alpha's answer and the note last, replying to the question", out)
+	}
+	if got := k.logs.FilterMessage("panel").FilterField(zap.String("outcome", "partial")).Len(); got != 1 {
+		t.Errorf("%d summary lines with outcome partial", got)
+	}
+}
+
+// Each member keeps spares of its two shapes of turn while it sits on a
+// panel with a brain; they end when it does not.
+func TestSpares(t *testing.T) {
+	k := newHostKit(t, "members: [alpha, beta]\n")
+	k.h.KeepSpares("alpha")
+	delete(k.brains, "beta")
+	k.h.KeepSpares("beta")
+	want := []string{"panel/alpha 2 of schema false", "panel/alpha/2 1 of schema true",
+		"panel/beta 0 of schema false", "panel/beta/2 0 of schema false"}
+	if got := k.ev.Of("spares"); !slices.Equal(got, want) {
+		t.Errorf("spares %q, want %q", got, want)
 	}
 }
