@@ -121,6 +121,22 @@ func (k *hostKit) start(h *Host, m *message.Inbound) (outcome, reply string, err
 	return h.Start(context.Background(), m, k.brains[m.Key.Bot], zap.NewNop())
 }
 
+// began starts m on the kit's host, which must launch its run.
+func (k *hostKit) began(m *message.Inbound) {
+	k.t.Helper()
+	if outcome, reply, err := k.start(k.h, m); outcome != "panel" || reply != "" || err != nil {
+		k.t.Fatalf("started: %q, %q, %v", outcome, reply, err)
+	}
+}
+
+// noneLeftRunning checks that a later process has nothing to resume.
+func (k *hostKit) noneLeftRunning() {
+	k.t.Helper()
+	if left, err := k.restart().cfg.Runs.RunningPanels(context.Background()); err != nil || len(left) != 0 {
+		k.t.Errorf("left running: %v, %v", left, err)
+	}
+}
+
 // runLaunched runs the run the host launched last, to its end.
 func (k *hostKit) runLaunched() {
 	k.t.Helper()
@@ -196,6 +212,13 @@ type fakeMembers struct {
 	connected map[string]bool
 	inChat    map[string]bool
 	nextID    int
+}
+
+// connect says whether bot is connected from now on.
+func (m *fakeMembers) connect(bot string, connected bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.connected[bot] = connected
 }
 
 func (m *fakeMembers) Connected(bot string) bool {
@@ -288,9 +311,7 @@ func (fakeSpeaker) Speak(ctx context.Context, text string, settings toolspec.Spe
 func TestPanelRunsOnceAndIsJournaledAfterEachStep(t *testing.T) {
 	k := newHostKit(t, "members: [alpha, beta]\n")
 	m := panelMessage("alpha", "/panel tea or coffee?")
-	if outcome, reply, err := k.start(k.h, m); outcome != "panel" || reply != "" || err != nil {
-		t.Fatalf("started: %q, %q, %v", outcome, reply, err)
-	}
+	k.began(m)
 	beta := panelMessage("beta", m.Text)
 	beta.MessageID = m.MessageID
 	if outcome, reply, err := k.start(k.h, beta); outcome != "duplicate" || reply != "" || err != nil {
@@ -344,10 +365,7 @@ func TestPanelRunsOnceAndIsJournaledAfterEachStep(t *testing.T) {
 	if got := k.logs.FilterMessage("panel").FilterField(zap.String("outcome", "ok")).Len(); got != 1 {
 		t.Errorf("%d summary lines with outcome ok", got)
 	}
-	// Finished: a later process has nothing to resume.
-	if left, err := k.restart().cfg.Runs.RunningPanels(context.Background()); err != nil || len(left) != 0 {
-		t.Errorf("left running: %v, %v", left, err)
-	}
+	k.noneLeftRunning() // finished
 }
 
 // The same /panel message handed out again after a restart finds its run
@@ -356,9 +374,7 @@ func TestPanelRunsOnceAndIsJournaledAfterEachStep(t *testing.T) {
 func TestPanelStartedOrBusyInTheStore(t *testing.T) {
 	k := newHostKit(t, "members: [alpha, beta]\n")
 	m := panelMessage("alpha", "/panel tea or coffee?")
-	if outcome, _, err := k.start(k.h, m); outcome != "panel" || err != nil {
-		t.Fatalf("started: %q, %v", outcome, err)
-	}
+	k.began(m)
 	<-k.launched // cut short by the restart
 	h := k.restart()
 	if outcome, reply, err := k.start(h, m); outcome != "duplicate" || reply != "" || err != nil {
@@ -439,9 +455,7 @@ func TestSpeakingPanel(t *testing.T) {
 			k := newHostKit(t, "members: [alpha, beta]\nspeak: true\n")
 			k.cfg.Speaker = c.speaker
 			k.h = New(k.cfg)
-			if outcome, _, err := k.start(k.h, panelMessage("alpha", "/panel tea?")); outcome != "panel" || err != nil {
-				t.Fatalf("started: %q, %v", outcome, err)
-			}
+			k.began(panelMessage("alpha", "/panel tea?"))
 			k.runLaunched()
 			out := k.ev.Of("out")
 			for _, o := range out {
@@ -472,9 +486,7 @@ func TestSpeakingPanel(t *testing.T) {
 // while members are away the host waits, and stops waiting at shutdown.
 func TestResume(t *testing.T) {
 	k := newHostKit(t, "members: [alpha, beta]\n")
-	if outcome, _, err := k.start(k.h, panelMessage("alpha", "/panel tea?")); outcome != "panel" || err != nil {
-		t.Fatalf("started: %q, %v", outcome, err)
-	}
+	k.began(panelMessage("alpha", "/panel tea?"))
 	<-k.launched // cut short by the restart
 	if err := k.runs.StartPanel(context.Background(), state.PanelRun{ID: "broken", Chat: group - 1, MessageID: 1,
 		Run: []byte("{not json"), Created: time.Now()}); err != nil {
@@ -482,9 +494,7 @@ func TestResume(t *testing.T) {
 	}
 
 	// Away: nothing is taken up until shutdown.
-	k.members.mu.Lock()
-	k.members.connected["beta"] = false
-	k.members.mu.Unlock()
+	k.members.connect("beta", false)
 	h := k.restart()
 	stopping := make(chan struct{})
 	resumed := make(chan struct{})
@@ -496,9 +506,7 @@ func TestResume(t *testing.T) {
 	<-resumed
 	k.noneLaunched()
 
-	k.members.mu.Lock()
-	k.members.connected["beta"] = true
-	k.members.mu.Unlock()
+	k.members.connect("beta", true)
 	h = k.restart()
 	h.Resume(context.Background(), make(chan struct{}))
 	k.runLaunched()
@@ -512,9 +520,7 @@ func TestResume(t *testing.T) {
 	if got := k.logs.FilterMessage("panel").FilterField(zap.Int("resumes", 1)).Len(); got != 1 {
 		t.Errorf("%d summary lines of a run resumed once", got)
 	}
-	if left, err := k.restart().cfg.Runs.RunningPanels(context.Background()); err != nil || len(left) != 0 {
-		t.Errorf("left running: %v, %v", left, err)
-	}
+	k.noneLeftRunning()
 }
 
 // A member whose bot is gone by the time its turn is sent sits out the
@@ -522,12 +528,8 @@ func TestResume(t *testing.T) {
 func TestMemberGoneDuringTheRun(t *testing.T) {
 	k := newHostKit(t, "members: [alpha, beta]\n")
 	m := panelMessage("alpha", "/panel tea?")
-	if outcome, _, err := k.start(k.h, m); outcome != "panel" || err != nil {
-		t.Fatalf("started: %q, %v", outcome, err)
-	}
-	k.members.mu.Lock()
-	k.members.connected["beta"] = false
-	k.members.mu.Unlock()
+	k.began(m)
+	k.members.connect("beta", false)
 	k.runLaunched()
 	// How far alpha gets alone depends on when beta's send fails (turn
 	// 2's work overlaps turn 1's sending); beta never speaks, and the note
