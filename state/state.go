@@ -32,6 +32,7 @@ type Backend interface {
 	Holders
 	Transcripts
 	Maintenance
+	Conversations
 }
 
 // Log keeps the bots' updates until they are answered.
@@ -156,6 +157,29 @@ type Transcripts interface {
 	// Forget: the local copy holds a turn that was not stored (the
 	// message is handed back); the next Restore replaces it.
 	Forget(bot, session string)
+}
+
+// Conversations lists the conversations kept, for an admin, and forgets
+// a user's, on their word or an admin's.
+type Conversations interface {
+	// Conversations lists the conversations with a current session that
+	// f selects, the most recently used first.
+	Conversations(ctx context.Context, f ConversationFilter) ([]Conversation, error)
+	// ForgetUser deletes what is kept of user's with bot ("": with every
+	// bot): their conversations (message.Key.User is user), with their
+	// sessions, past ones too, and stored transcripts, the buttons under
+	// them, the updates not answered yet in them; the /voice choice and
+	// the daily counts. Usage records stay, with the user's id (and a
+	// private chat's id) removed, so costs still add up. It returns what
+	// it deleted, for the caller to delete what lives beside the backend
+	// (the CLI's own transcripts, generated files) and to end its warm
+	// CLIs, and tells the other instances (WatchForgets).
+	ForgetUser(ctx context.Context, bot string, user int64) (Forgotten, error)
+	// WatchForgets calls fn, until ctx ends, with every ForgetUser done
+	// from now on through another instance sharing the backend, so this
+	// one too ends its warm CLIs and deletes its copies of what was
+	// forgotten. A backend of one process has no other: it returns.
+	WatchForgets(ctx context.Context, fn func(Forgotten))
 }
 
 // Maintenance drops what the retention no longer keeps.

@@ -185,3 +185,25 @@ const MaxButtonsAge = 30 * 24 * time.Hour
 type Pruned struct {
 	Daily, History, Usage, Buttons int64
 }
+
+// ConversationFilter selects conversations; a zero field selects all.
+type ConversationFilter struct {
+	Bot  string
+	User int64 // message.Key.User
+}
+
+// Conversation is one conversation with its current session.
+type Conversation struct {
+	Key     message.Key
+	Session Session
+}
+
+// Forgotten is what a ForgetUser deleted.
+type Forgotten struct {
+	Bot  string // "": every bot
+	User int64
+	// Conversations are the conversations deleted, and Sessions the ids
+	// of their sessions, current and past: their transcripts go.
+	Conversations []message.Key
+	Sessions      []string
+}

@@ -42,6 +42,19 @@ func GuestKey(bot string, chat, caller int64) Key {
 	return Key{Bot: bot, Chat: chat, Thread: int(thread)}
 }
 
+// User is the one user the conversation is with: a private chat's other
+// party, or a guest conversation's caller; 0 for a group's, a channel's or
+// an anonymous caller's.
+func (k Key) User() int64 {
+	switch {
+	case k.Thread < 0 && k.Thread > -(1<<52):
+		return int64(-k.Thread)
+	case k.Thread >= 0 && k.Chat > 0:
+		return k.Chat
+	}
+	return 0
+}
+
 // String is the key as one word, "bot/chat/thread": how the Claude driver
 // tells its warm CLI processes apart.
 func (k Key) String() string {

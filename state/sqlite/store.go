@@ -48,6 +48,7 @@ type Store struct {
 	Leases
 	Transcripts
 	*Maintenance
+	*UserData
 
 	db *db
 }
@@ -153,7 +154,7 @@ func newStore(d *db, a *answered) *Store {
 		Sessions: &Sessions{db: d}, Voices: &Voices{db: d}, Counters: &Counters{db: d}, Spending: &Spending{db: d},
 		ButtonSets: &ButtonSets{db: d}, Panels: &Panels{db: d}, Holders: &Holders{db: d},
 		Entries: entries, Deliveries: &Deliveries{entries: entries}, Maintenance: &Maintenance{db: d},
-		db: d,
+		UserData: &UserData{db: d}, db: d,
 	}
 }
 
