@@ -122,6 +122,11 @@ func (f *fakeClaude) End(conversation string) {
 	f.ended = append(f.ended, conversation)
 }
 
+// SessionFile is where the fake would keep a transcript (it writes none).
+func (f *fakeClaude) SessionFile(bot, session string) string {
+	return filepath.Join(f.dataDir, "transcripts", bot, session+".jsonl")
+}
+
 func newFakeClaude(dataDir string) *fakeClaude {
 	return &fakeClaude{dataDir: dataDir, sessions: map[string]bool{}, release: make(chan struct{}), stop: make(chan struct{}),
 		spares: map[string]keptSpares{}}

@@ -269,6 +269,17 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.pruneStore(pollCtx)
 	}()
 	m.cfg.State.Consume(pollCtx, m.intake.Deliver)
+	// A forget done through another instance is done here too: its warm
+	// CLIs end, its transcripts and files on this machine go.
+	m.pollers.Add(1)
+	go func() {
+		defer m.pollers.Done()
+		m.cfg.State.WatchForgets(pollCtx, func(f state.Forgotten) {
+			transcripts, files := m.pipeline.ForgetHere(f)
+			m.log.Info("user forgotten through another instance", zap.String("bot", f.Bot), zap.Int64("user", f.User),
+				zap.Int("conversations", len(f.Conversations)), zap.Int("transcripts", transcripts), zap.Int("files", files))
+		})
+	}()
 	m.panels.Report()
 	m.launch(func(context.Context) { m.resumePanels(pollCtx) })
 	m.holders.load(pollCtx, m.cfg.State, m.log)
@@ -317,6 +328,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		return fmt.Errorf("bot: %w", err)
 	}
 	return nil
+}
+
+// Forget deletes what is kept of user's with bot ("": every bot), on an
+// admin's word, as the user's own /forget does.
+func (m *Manager) Forget(ctx context.Context, bot string, user int64) (state.Forgotten, error) {
+	return m.pipeline.Forget(ctx, bot, user, "admin")
 }
 
 // resumePanels takes up the panel runs an earlier process left, and then,

@@ -18,6 +18,7 @@ func Commands(b *brain.Brain, onPanel bool) []message.Command {
 		{Name: "help", Description: "What I do and my commands"},
 		{Name: "reset", Description: "Start a new conversation"},
 		{Name: "stop", Description: "Stop the answer I am writing"},
+		{Name: "forget", Description: "Forget our conversation and what I keep of you"},
 	}
 	if b.TTS.UserToggle {
 		cmds = append(cmds, message.Command{Name: "voice", Description: "Switch voice replies on or off"})

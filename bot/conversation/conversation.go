@@ -157,6 +157,8 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 	case p.media.refused(r):
 	case in.Command == "panel":
 		p.startPanel(r)
+	case in.Command == "forget":
+		p.offerForget(r)
 	case in.Command != "":
 		r.say("command", p.command(r))
 	default:

@@ -72,7 +72,7 @@ func newKit(t *testing.T, extra string, cfg ...func(*Config)) *kit {
 	st := sqlitefresh.Open(t, filepath.Join(data, sqlite.FileName))
 	core, logs := observer.New(zap.DebugLevel)
 	k := &kit{t: t, ev: ev, data: data, logs: logs, brain: b,
-		agent: &fakeAgent{ev: ev},
+		agent: &fakeAgent{ev: ev, transcripts: filepath.Join(data, "transcripts")},
 		store: &recStore{Store: st, ev: ev, fail: map[string]error{}},
 		chats: &fakeChats{ev: ev, data: data, admins: map[int64]bool{}}}
 	c := Config{DataDir: data, State: k.store, Agent: k.agent, Chats: k.chats,
@@ -184,6 +184,8 @@ type fakeAgent struct {
 	reqs      []claude.Request
 	answer    func(ctx context.Context, req claude.Request) (*claude.Result, error)
 	interrupt func(conversation string) bool
+	// transcripts is the folder of SessionFile.
+	transcripts string
 }
 
 func (a *fakeAgent) Run(ctx context.Context, req claude.Request) (*claude.Result, error) {
@@ -205,6 +207,12 @@ func (a *fakeAgent) Interrupt(conversation string) bool {
 }
 
 func (a *fakeAgent) End(conversation string) { a.ev.Add("agent: end %s", conversation) }
+
+// SessionFile keeps the fake's transcripts, which tests write, in the
+// kit's data folder.
+func (a *fakeAgent) SessionFile(bot, session string) string {
+	return filepath.Join(a.transcripts, bot, session+".jsonl")
+}
 
 func (a *fakeAgent) requests() []claude.Request {
 	a.mu.Lock()

@@ -26,6 +26,9 @@ type Agent interface {
 	// runs. End ends a conversation's warm CLI process.
 	Interrupt(conversation string) bool
 	End(conversation string)
+	// SessionFile is where the CLI keeps the transcript of bot's session
+	// on this machine (/forget deletes it).
+	SessionFile(bot, session string) string
 }
 
 // State is what conversations keep between messages (package state: its
@@ -37,6 +40,7 @@ type State interface {
 	state.Spending
 	state.ButtonSets
 	state.Transcripts
+	state.Conversations
 }
 
 // Chats is the pipeline's way to Telegram, as a given bot (the

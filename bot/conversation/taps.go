@@ -111,6 +111,8 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 		p.readTap(ctx, t)
 	case b.Kind == state.ButtonsStop:
 		p.stopTap(ctx, t)
+	case b.Kind == ButtonsForget:
+		p.forgetTap(ctx, t, place)
 	}
 	return "", false
 }

@@ -1,0 +1,162 @@
+package conversation
+
+// /forget: a user's right to be forgotten. The command says what goes and
+// asks for a tap to confirm; the tap (or an admin's brainbot forget, or a
+// forget done through another instance of a cluster) runs Forget, the one
+// procedure: the backend deletes what it keeps, then this process what
+// lives beside it.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"brainbot/bot/message"
+	"brainbot/output"
+	"brainbot/state"
+)
+
+// ButtonsForget is the kind of the buttons under /forget's question:
+// place 0 confirms, place 1 cancels.
+const ButtonsForget = "forget"
+
+// The labels of /forget's buttons.
+const (
+	ForgetLabel       = "🗑 Forget everything"
+	ForgetCancelLabel = "Cancel"
+)
+
+// What /forget says, and the notices of its taps.
+const (
+	ForgetOffer = "This deletes what I keep of you:\n" +
+		"• our conversation and its history\n" +
+		"• the voice notes and pictures I made for you\n" +
+		"• the buttons under my messages and your /voice choice\n" +
+		"• messages I have not answered yet and today's message count\n\n" +
+		"What your messages cost stays in the usage records, without your id. Forget it all?"
+	ForgetInGroup     = "/forget works in a private chat with me: a group's conversation is everyone's."
+	ForgetDone        = "Done: I have forgotten our conversation and what I kept of you. Your next message starts a new conversation."
+	ForgetCancelled   = "→ Cancelled: nothing was deleted."
+	NoticeForgetting  = "Forgetting…"
+	NoticeCancelled   = "Cancelled."
+	NoticeNotTheirs   = "Only the person who asked can use these buttons."
+	NoticeForgetFired = "This was done already."
+)
+
+// offerForget answers /forget: in the user's private chat with what will
+// go, under a button to confirm and one to cancel; anywhere else (a
+// group's conversation is everyone's), with where it works.
+func (p *Pipeline) offerForget(r *request) {
+	if r.in.InGroup() || r.in.Key.User() != r.in.Sender || r.in.Sender <= 0 {
+		r.say("command", ForgetInGroup)
+		return
+	}
+	b := state.Buttons{ID: state.NewButtonsID(), Kind: ButtonsForget, User: r.in.Sender, Options: []string{"forget", "cancel"}, Text: ForgetOffer}
+	r.sum.outcome = "command"
+	r.replyUnder(b, message.Keyboard{
+		{{Text: ForgetLabel, Data: callbackData(b.ID, 0)}},
+		{{Text: ForgetCancelLabel, Data: callbackData(b.ID, 1)}},
+	})
+}
+
+// forgetTap takes a tap under /forget's question: the first tap of the
+// user who asked confirms (place 0) or cancels.
+func (p *Pipeline) forgetTap(ctx context.Context, t *tap, place int) {
+	if t.buttons.User != t.in.Sender {
+		t.outcome, t.notice = "not_asker", NoticeNotTheirs
+		return
+	}
+	used, err := p.store.UseButtons(ctx, t.buttons.ID, t.in.ID)
+	switch {
+	case err != nil:
+		t.outcome, t.notice = "error", NoticeTrouble
+		t.log.Warn("could not record a tap under /forget", zap.Error(err))
+		return
+	case !used:
+		t.outcome, t.notice = "used", NoticeForgetFired
+		return
+	}
+	out := p.cfg.Chats.Outbox(t.in.Key, false, 0, t.log)
+	if place != 0 {
+		t.outcome, t.notice = "cancelled", NoticeCancelled
+		t.then = func(ctx context.Context) {
+			if err := out.Amend(ctx, t.in.MessageID, t.buttons.Text, ForgetCancelled); err != nil {
+				t.log.Warn("could not show the cancel under /forget", zap.Error(err))
+			}
+		}
+		return
+	}
+	t.outcome, t.notice = "forgotten", NoticeForgetting
+	t.then = func(ctx context.Context) {
+		reply := ForgetDone
+		if _, err := p.Forget(ctx, t.in.Key.Bot, t.in.Sender, "user"); err != nil {
+			reply = t.brain.Messages.Error
+		} else if err := out.DropButtons(ctx, t.in.MessageID); err != nil {
+			t.log.Info("could not take /forget's buttons away", zap.Error(err))
+		}
+		if err := out.Text(ctx, reply, false); err != nil && !errors.Is(err, message.ErrBlocked) {
+			t.log.Warn("could not say the user is forgotten", zap.Error(err))
+		}
+	}
+}
+
+// Forget deletes what is kept of user's with bot ("": every bot): the
+// backend's records (state.Conversations.ForgetUser), then here the CLI's
+// transcripts, the files generated for them and their conversations'
+// warm CLIs. by says who asked ("user", "admin") for the log line, which
+// holds counts only.
+func (p *Pipeline) Forget(ctx context.Context, bot string, user int64, by string) (state.Forgotten, error) {
+	f, err := p.store.ForgetUser(ctx, bot, user)
+	if err != nil {
+		p.log.Error("could not forget a user", zap.String("bot", bot), zap.Int64("user", user), zap.String("by", by), zap.Error(err))
+		return f, fmt.Errorf("forget: %w", err)
+	}
+	transcripts, files := p.ForgetHere(f)
+	p.log.Info("user forgotten", zap.String("bot", bot), zap.Int64("user", user), zap.String("by", by),
+		zap.Int("conversations", len(f.Conversations)), zap.Int("sessions", len(f.Sessions)),
+		zap.Int("transcripts", transcripts), zap.Int("files", files))
+	return f, nil
+}
+
+// ForgetHere deletes this process's part of what f forgot: the warm CLIs
+// of its conversations, the CLI's transcripts of its sessions and the
+// files generated for its user. An instance of a cluster runs it for a
+// forget done through another (state.Conversations.WatchForgets). It
+// returns how many transcripts and files it deleted.
+func (p *Pipeline) ForgetHere(f state.Forgotten) (transcripts, files int) {
+	var bots []string
+	for _, k := range f.Conversations {
+		p.claude.End(k.String())
+		if !slices.Contains(bots, k.Bot) {
+			bots = append(bots, k.Bot)
+		}
+	}
+	// A session is named without its bot: its transcript is in the folder
+	// of one of the bots of the conversations forgotten.
+	for _, bot := range bots {
+		for _, s := range f.Sessions {
+			path := p.claude.SessionFile(bot, s)
+			// Beside the transcript, the CLI may keep a folder of the
+			// session's own (large tool results, subagents).
+			_ = os.RemoveAll(strings.TrimSuffix(path, filepath.Ext(path)))
+			err := os.Remove(path)
+			switch {
+			case err == nil:
+				transcripts++
+			case !errors.Is(err, os.ErrNotExist):
+				p.log.Warn("could not delete a forgotten session's transcript", zap.String("bot", bot), zap.String("session", s), zap.Error(err))
+			}
+		}
+	}
+	files, err := output.RemoveUser(p.cfg.DataDir, f.Bot, f.User)
+	if err != nil {
+		p.log.Warn("could not delete a forgotten user's files", zap.String("bot", f.Bot), zap.Int64("user", f.User), zap.Error(err))
+	}
+	return transcripts, files
+}
