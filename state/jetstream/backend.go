@@ -14,6 +14,7 @@ type Backend struct {
 	*Cluster
 	*State
 	*Transcripts
+	*userData
 }
 
 // Two embedded types promoting the same method would lose it here.
@@ -22,7 +23,10 @@ var _ state.Backend = (*Backend)(nil)
 // Backend returns the cluster as a backend; sessionFile locates a
 // session's transcript on this machine (claude.Driver.SessionFile).
 func (c *Cluster) Backend(sessionFile func(bot, session string) string) *Backend {
-	return &Backend{Cluster: c, State: c.State(), Transcripts: c.Transcripts(sessionFile)}
+	t := c.Transcripts(sessionFile)
+	s := c.State()
+	return &Backend{Cluster: c, State: s, Transcripts: t, userData: &userData{conn: c.conn, records: s.records.kv,
+		daily: s.tally.daily, button: s.buttonSets.kv, objects: t.objects, updates: c.updates.stream}}
 }
 
 // Prune prunes nothing: the buckets and streams expire their records by

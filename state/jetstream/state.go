@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,13 +67,37 @@ func (r *records) Session(ctx context.Context, c message.Key) (state.Session, bo
 
 // UseSession makes id the conversation's session, used now.
 func (r *records) UseSession(ctx context.Context, c message.Key, id string, now time.Time) error {
-	return r.conn.change(ctx, r.kv, sessionKey(c), func(old []byte, found bool) ([]byte, bool) {
+	var replaced string
+	err := r.conn.change(ctx, r.kv, sessionKey(c), func(old []byte, found bool) ([]byte, bool) {
 		v := sessionValue{ID: id, Created: now.UTC(), LastUsed: now.UTC(), Conversation: &c}
 		var prev sessionValue
-		if found && json.Unmarshal(old, &prev) == nil && prev.ID == id {
-			v.Created = prev.Created
+		replaced = ""
+		if found && json.Unmarshal(old, &prev) == nil {
+			if prev.ID == id {
+				v.Created = prev.Created
+			} else {
+				replaced = prev.ID
+			}
 		}
 		b, _ := json.Marshal(v)
+		return b, true
+	})
+	if err != nil || replaced == "" {
+		return err
+	}
+	return r.keepPast(ctx, c, replaced)
+}
+
+// keepPast adds session, replaced or reset, to c's past sessions, so a
+// forget finds their transcripts.
+func (r *records) keepPast(ctx context.Context, c message.Key, session string) error {
+	return r.conn.change(ctx, r.kv, pastKey(c), func(old []byte, _ bool) ([]byte, bool) {
+		var past []string
+		_ = json.Unmarshal(old, &past) // none yet, or unreadable: start anew
+		if slices.Contains(past, session) {
+			return nil, false
+		}
+		b, _ := json.Marshal(append(past, session))
 		return b, true
 	})
 }
@@ -88,7 +113,7 @@ func (r *records) ResetSession(ctx context.Context, c message.Key, now time.Time
 	if err != nil {
 		return "", err
 	}
-	return sess.ID, nil
+	return sess.ID, r.keepPast(ctx, c, sess.ID)
 }
 
 func voiceKey(bot string, user int64) string { return fmt.Sprintf("voice.%s.%d", keyPart(bot), user) }

@@ -52,6 +52,7 @@ func Run(t *testing.T, h Harness) {
 		{"Transcripts", transcriptTests},
 		{"Maintenance", maintenanceTests},
 		{"AtOnce", raceTests},
+		{"Conversations", forgetTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -1,0 +1,140 @@
+package statetest
+
+import (
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"brainbot/bot/message"
+	"brainbot/state"
+)
+
+// The conversations an admin lists, and a user's forgotten.
+
+// Ann (user 7) talks to alice in private, as a guest in a group, and to
+// bob; Bo (user 8) to alice; the group talks to alice.
+var (
+	annAlice = message.Key{Bot: "alice", Chat: 7}
+	annGuest = message.GuestKey("alice", -1002003004005, 7)
+	annBob   = message.Key{Bot: "bob", Chat: 7}
+	boAlice  = message.Key{Bot: "alice", Chat: 8}
+	group    = message.Key{Bot: "alice", Chat: -1002003004005}
+)
+
+// talk gives each conversation a session, the first used last.
+func talk(t *testing.T, s *subject, keys ...message.Key) time.Time {
+	t0 := base()
+	for i, k := range keys {
+		must(t, s.UseSession(ctx(t), k, "s-"+k.String(), t0.Add(-time.Duration(i)*time.Minute)))
+	}
+	return t0
+}
+
+var forgetTests = []behaviour{
+	{"ListedByBotAndUser", func(t *testing.T, s *subject) {
+		talk(t, s, annAlice, annGuest, annBob, boAlice, group)
+		wantConversations(t, s, state.ConversationFilter{}, annAlice, annGuest, annBob, boAlice, group)
+		wantConversations(t, s, state.ConversationFilter{Bot: "alice"}, annAlice, annGuest, boAlice, group)
+		wantConversations(t, s, state.ConversationFilter{User: 7}, annAlice, annGuest, annBob)
+		wantConversations(t, s, state.ConversationFilter{Bot: "alice", User: 7}, annAlice, annGuest)
+		wantConversations(t, s, state.ConversationFilter{Bot: "carol"})
+		_, err := s.ResetSession(ctx(t), annBob, base())
+		must(t, err)
+		wantConversations(t, s, state.ConversationFilter{User: 7}, annAlice, annGuest)
+	}},
+	{"ForgetDeletesTheUsersAndKeepsTheCosts", func(t *testing.T, s *subject) {
+		now := talk(t, s, annAlice, annGuest, annBob, boAlice, group)
+		// Ann's private conversation had a session before (a /reset).
+		must(t, s.UseSession(ctx(t), annAlice, "s-before", now.Add(-time.Hour)))
+		must(t, s.UseSession(ctx(t), annAlice, "s-"+annAlice.String(), now))
+		writeTranscript(t, s, "alice", "s-"+annAlice.String(), transcript)
+		must(t, s.Save(ctx(t), "alice", "s-"+annAlice.String()))
+		for _, bot := range []string{"alice", "bob"} {
+			must(t, s.SetVoice(ctx(t), bot, 7, true))
+			must1(t, s, bot, 7, 0, now)
+			record(t, s, state.Usage{At: now, Bot: bot, Chat: 7, User: 7, Mode: "text", Outcome: "ok", ClaudeUSD: 0.5})
+		}
+		record(t, s, state.Usage{At: now, Bot: "alice", Chat: 8, User: 8, Mode: "text", Outcome: "ok", ClaudeUSD: 0.25})
+		theirs, others := question(7, "yes"), question(7, "no")
+		theirs.Conversation, others.Conversation = annAlice, group
+		must(t, s.SaveButtons(ctx(t), theirs))
+		must(t, s.SaveButtons(ctx(t), others))
+		before, err := s.UsageReport(ctx(t), state.UsageFilter{Since: now.Add(-time.Hour)})
+		must(t, err)
+
+		forgot, err := s.ForgetUser(ctx(t), "alice", 7)
+		must(t, err)
+		if !sameKeys(forgot.Conversations, annAlice, annGuest) || !slices.Contains(forgot.Sessions, "s-before") ||
+			!slices.Contains(forgot.Sessions, "s-"+annAlice.String()) || !slices.Contains(forgot.Sessions, "s-"+annGuest.String()) {
+			t.Errorf("ForgetUser = %+v, want Ann's two conversations with alice and their three sessions", forgot)
+		}
+		s.restarted()
+		wantConversations(t, s, state.ConversationFilter{User: 7}, annBob)
+		wantConversations(t, s, state.ConversationFilter{Bot: "alice"}, boAlice, group)
+		wantVoice(t, s, "alice", 7, false, false)
+		wantVoice(t, s, "bob", 7, true, true)
+		wantCount(t, s, "alice", 7, now, 0)
+		wantCount(t, s, "bob", 7, now, 1)
+		wantSpent(t, s, "alice", 7, now, 0)
+		wantSpent(t, s, "alice", 0, now, 0.75) // the bot's own spending still adds up
+		if _, found, err := s.LookupButtons(ctx(t), theirs.ID); err != nil || found {
+			t.Errorf("Ann's buttons after the forget: found %v, %v", found, err)
+		}
+		wantButtons(t, s, others) // the group's stay
+		after, err := s.UsageReport(ctx(t), state.UsageFilter{Since: now.Add(-time.Hour)})
+		must(t, err)
+		if !slices.Equal(before, after) {
+			t.Errorf("usage report after the forget =\n%+v\nwant as before\n%+v", after, before)
+		}
+		byUser, err := s.UsageReport(ctx(t), state.UsageFilter{Since: now.Add(-time.Hour), Bot: "alice", ByUser: true})
+		must(t, err)
+		for _, l := range byUser {
+			if l.User == 7 {
+				t.Errorf("usage still names Ann: %+v", l)
+			}
+		}
+		// What the backend stored of the transcript is gone: the caller
+		// deleted the CLI's own copy, and nothing brings it back.
+		must(t, os.Remove(s.sessionFile("alice", "s-"+annAlice.String())))
+		must(t, s.Restore(ctx(t), "alice", "s-"+annAlice.String(), func() {}))
+		wantTranscript(t, s, "alice", "s-"+annAlice.String(), "")
+	}},
+	{"ForgetOfEveryBot", func(t *testing.T, s *subject) {
+		talk(t, s, annAlice, annBob, boAlice)
+		forgot, err := s.ForgetUser(ctx(t), "", 7)
+		must(t, err)
+		if !sameKeys(forgot.Conversations, annAlice, annBob) {
+			t.Errorf("ForgetUser of every bot: %v, want Ann's with alice and bob", forgot.Conversations)
+		}
+		wantConversations(t, s, state.ConversationFilter{}, boAlice)
+	}},
+	{"ForgetOfNoUserIsRefused", func(t *testing.T, s *subject) {
+		talk(t, s, group)
+		if _, err := s.ForgetUser(ctx(t), "alice", 0); err == nil {
+			t.Error("ForgetUser of user 0 = nil, want an error: a group's conversation is no one user's")
+		}
+		wantConversations(t, s, state.ConversationFilter{}, group)
+	}},
+}
+
+// wantConversations checks the conversations f lists, in order.
+func wantConversations(t *testing.T, s *subject, f state.ConversationFilter, want ...message.Key) {
+	t.Helper()
+	got, err := s.Conversations(ctx(t), f)
+	must(t, err)
+	var keys []message.Key
+	for _, c := range got {
+		keys = append(keys, c.Key)
+		if c.Session.ID != "s-"+c.Key.String() {
+			t.Errorf("conversation %v has session %q", c.Key, c.Session.ID)
+		}
+	}
+	if !slices.Equal(keys, want) {
+		t.Errorf("Conversations(%+v) = %v, want %v", f, keys, want)
+	}
+}
+
+func sameKeys(got []message.Key, want ...message.Key) bool {
+	return len(got) == len(want) && !slices.ContainsFunc(want, func(k message.Key) bool { return !slices.Contains(got, k) })
+}
