@@ -245,8 +245,9 @@ type noModel struct{}
 func (noModel) Run(context.Context, claude.Request) (*claude.Result, error) {
 	return nil, errors.New("no model in this test")
 }
-func (noModel) Interrupt(string) bool { return false }
-func (noModel) End(string)            {}
+func (noModel) Interrupt(string) bool                  { return false }
+func (noModel) End(string)                             {}
+func (noModel) SessionFile(bot, session string) string { return "" }
 
 // openDescriptors counts the process's open file descriptors.
 func openDescriptors(t *testing.T) int {

@@ -63,6 +63,8 @@ Usage:
   brainbot check [-connect] [PATH]  validate brain files (default: $BRAINBOT_BRAINS or ./brains); -connect tries their MCP servers
   brainbot backup FILE              copy the state database to FILE while brainbot runs
   brainbot usage [-since 7d]        what the bots cost: requests, tokens and USD per brain
+  brainbot conversations [show]     list the running service's conversations, or show one (-bot, -chat)
+  brainbot forget [-bot B] -user U  have the running service forget a user, as their /forget does
   brainbot mcp tts|image-gen|clock  serve an MCP server on stdio: our tools for other MCP clients, a clock for brains
   brainbot mcp exec -- COMMAND      run a brain's MCP server with only its own environment (brainbot's MCP configs use it)
   brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
@@ -97,6 +99,10 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.backup(ctx, rest)
 	case "usage":
 		err = m.usage(ctx, rest)
+	case "conversations":
+		err = m.conversations(ctx, rest)
+	case "forget":
+		err = m.forget(ctx, rest)
 	case "version", "-version", "--version":
 		err = m.version(ctx, rest)
 	case "-h", "-help", "--help", "help":

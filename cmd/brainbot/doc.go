@@ -13,6 +13,8 @@
 //	check    validate brain and panel files (file:line per problem); -connect starts their MCP servers and lists their tools
 //	backup   copy the state database to a file while brainbot runs
 //	usage    what the bots cost: requests, tokens and USD per brain (-since 7d)
+//	conversations  list the running service's conversations; conversations show prints one (asks its admin address)
+//	forget   have the running service forget a user, as their /forget does (asks its admin address)
 //	mcp      serve tts, image-gen or clock on stdio; mcp exec starts a brain's MCP server with only its own environment
 //	version  print brainbot's version and the Claude Code CLI's (also -version, --version)
 //	help     print the usage (also -h, -help, --help)

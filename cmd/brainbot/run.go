@@ -142,7 +142,8 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace_ms", cfg.Grace))
 	log.Info(checks.summary("running"))
 	if cfg.HTTPAddr != "" {
-		stop, err := adminEndpoint(reg.Handler(), ready, info...).withBearer(cfg.AdminToken).serve(cfg.HTTPAddr, log)
+		talk := conversationsAPI{state: backend, claude: driver, forget: manager.Forget, log: log}
+		stop, err := adminEndpoint(reg.Handler(), ready, info...).withConversations(talk).withBearer(cfg.AdminToken).serve(cfg.HTTPAddr, log)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
 		}
