@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"brainbot/bot/conversation"
+	"brainbot/bot/telegramtest"
+	"brainbot/claude/claudetest"
+	"brainbot/cmd/internal/stack"
+)
+
+// The end-to-end suite of an admin's window onto conversations and of a
+// user's /forget: brainbot run with the real Claude Code CLI, in both
+// modes (the cluster one on a real nats-server), and the commands
+// brainbot conversations, show and forget against its admin address.
+
+// forgetAdminToken is the admin endpoint's token in these tests.
+const forgetAdminToken = "forget-e2e-admin-token-0123456789"
+
+func TestEndToEndForget(t *testing.T) { eachMode(t, testForget) }
+
+func testForget(t *testing.T, env []string) {
+	s := startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
+		Brains: map[string]string{"asker.yaml": askerBrain},
+		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0", "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken}, env...),
+	}, nil)
+	admin := adminEnv(t, s)
+	const user = 9
+
+	// A conversation, and a voice note made for the user (🔊).
+	answer, _, data := question(t, ask(t, s, "asker", user, "Remember the lighthouse"))
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", user, user, answer.MessageID, data[0])); notice != conversation.NoticeReading {
+		t.Fatalf("a tap on 🔊 answered %q", notice)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := s.Telegram.WaitCall(ctx, stack.Token("asker"), func(c telegramtest.Call) bool { return c.Method == "sendVoice" }); err != nil {
+		t.Fatal(err)
+	}
+	voices := filepath.Join(s.DataDir, "audio-output", "bot-asker", "user-9")
+
+	// The admin lists it and reads it.
+	list := listConversations(t, admin, "-user", "9")
+	if len(list) != 1 || list[0].Bot != "asker" || list[0].Chat != user || list[0].User != user || list[0].Turns < 2 || list[0].Bytes == 0 {
+		t.Fatalf("conversations -user 9: %+v", list)
+	}
+	session := list[0].Session
+	transcripts := filesNamed(t, s.DataDir, session+".jsonl")
+	if len(transcripts) == 0 {
+		t.Fatalf("no transcript of session %s under %s", session, s.DataDir)
+	}
+	code, shown, stderr := runMain(t, admin, "conversations", "show", "-bot", "asker", "-chat", "9")
+	if code != exitOK || !strings.Contains(shown, "user:\n  Remember the lighthouse") || !strings.Contains(shown, "assistant:\n  You said: Remember the lighthouse") {
+		t.Errorf("conversations show = %d:\n%s%s", code, shown, stderr)
+	}
+	code, _, stderr = runMain(t, []string{admin[0], "BRAINBOT_ADMIN_TOKEN=not-the-service-token-at-all"}, "conversations")
+	if code != exitError || !strings.Contains(stderr, "refused the admin token") {
+		t.Errorf("a wrong token: exit %d, %s", code, stderr)
+	}
+	before := usageTotals(t, s, env)
+
+	// /forget says what goes, under a confirm button; the tap forgets.
+	offer, labels, data := question(t, ask(t, s, "asker", user, "/forget"))
+	if stack.Rendered(offer) != conversation.ForgetOffer || !slices.Equal(labels, []string{conversation.ForgetLabel, conversation.ForgetCancelLabel}) {
+		t.Fatalf("/forget answered %q under %v", stack.Rendered(offer), labels)
+	}
+	mark := s.Logs().Len()
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", user, user, offer.MessageID, data[0])); notice != conversation.NoticeForgetting {
+		t.Errorf("the confirm tap answered %q", notice)
+	}
+	forgot := waitLine(ctx, t, s, mark, func(l stack.Line) bool { return l.Msg == "user forgotten" })
+	if forgot.Str("bot") != "asker" || forgot.Int("user") != user || forgot.Int("conversations") != 1 || forgot.Int("files") == 0 {
+		t.Errorf("logged %v", forgot)
+	}
+	if _, err := s.Telegram.WaitCall(ctx, stack.Token("asker"), func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.Param("text") == conversation.ForgetDone
+	}); err != nil {
+		t.Fatalf("never told it is done: %v", err)
+	}
+	for _, gone := range append(transcripts, voices) {
+		if _, err := os.Stat(gone); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", gone, err)
+		}
+	}
+	if after := usageTotals(t, s, env); after != before {
+		t.Errorf("usage totals %+v, were %+v", after, before)
+	}
+	if list := listConversations(t, admin, "-user", "9"); len(list) != 0 {
+		t.Errorf("still listed: %+v", list)
+	}
+
+	// The next message starts a new conversation: the model sees no
+	// earlier turn.
+	if got := wantText(t, ask(t, s, "asker", user, "Do you remember?")); got != "You said: Do you remember? (message 1)" {
+		t.Errorf("after /forget the model answered %q", got)
+	}
+
+	// brainbot forget: the same for an admin, every bot.
+	code, out, stderr := runMain(t, admin, "forget", "-user", "9")
+	if code != exitOK || !strings.Contains(out, "user 9 forgotten with every bot: 1 conversations") {
+		t.Errorf("forget = %d: %s%s", code, out, stderr)
+	}
+	if list := listConversations(t, admin); len(list) != 0 {
+		t.Errorf("after brainbot forget: %+v", list)
+	}
+	if l := waitLine(ctx, t, s, mark, func(l stack.Line) bool { return l.Msg == "user forgotten" && l.Str("by") == "admin" }); l.Int("user") != user {
+		t.Errorf("logged %v", l)
+	}
+}
+
+// The commands say what to do when the service does not answer.
+func TestConversationsWithoutTheService(t *testing.T) {
+	code, _, stderr := runMain(t, []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:9"}, "conversations")
+	if code != exitError || !strings.Contains(stderr, "the service does not answer at http://127.0.0.1:9") {
+		t.Errorf("exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runMain(t, nil, "forget", "-user", "9")
+	if code != exitUsage || !strings.Contains(stderr, "BRAINBOT_HTTP_ADDR") {
+		t.Errorf("without an address: exit %d: %s", code, stderr)
+	}
+}
+
+// adminEnv is the environment of a command that asks s's admin address.
+func adminEnv(t *testing.T, s *stack.Stack) []string {
+	t.Helper()
+	lines := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+	if len(lines) == 0 {
+		t.Fatal("no admin endpoint log line")
+	}
+	return []string{"BRAINBOT_HTTP_ADDR=" + lines[len(lines)-1].Str("addr"), "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken}
+}
+
+func listConversations(t *testing.T, env []string, args ...string) []conversationInfo {
+	t.Helper()
+	code, out, stderr := runMain(t, env, append([]string{"conversations", "-json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("conversations = %d: %s", code, stderr)
+	}
+	var list []conversationInfo
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("conversations -json: %v\n%s", err, out)
+	}
+	return list
+}
+
+// usageTotal is what brainbot usage says all requests cost.
+type usageTotal struct {
+	Requests int64
+	USD      float64
+}
+
+func usageTotals(t *testing.T, s *stack.Stack, env []string) usageTotal {
+	t.Helper()
+	code, out, stderr := runMain(t, append([]string{"BRAINBOT_DATA=" + s.DataDir}, env...), "usage", "-json")
+	if code != exitOK {
+		t.Fatalf("usage = %d: %s", code, stderr)
+	}
+	var total usageTotal
+	dec := json.NewDecoder(strings.NewReader(out))
+	for dec.More() {
+		var l struct {
+			Requests int64   `json:"requests"`
+			USD      float64 `json:"total_usd"`
+		}
+		if err := dec.Decode(&l); err != nil {
+			t.Fatal(err)
+		}
+		total.Requests += l.Requests
+		total.USD += l.USD
+	}
+	return total
+}
+
+// filesNamed lists the files named name below dir.
+func filesNamed(t *testing.T, dir, name string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == name {
+			found = append(found, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
