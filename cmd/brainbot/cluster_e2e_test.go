@@ -462,22 +462,28 @@ func (c *testCluster) outage(d time.Duration) {
 // (BRAINBOT_HTTP_ADDR).
 func adminGet(t testing.TB, in *instance, path string) (int, string) {
 	t.Helper()
-	var admin string
-	in.logs.each(func(l map[string]any) {
-		if l["msg"] == "admin endpoint listening" {
-			admin = "http://" + l["addr"].(string)
-		}
-	})
-	if admin == "" {
-		t.Fatalf("%s has no admin endpoint", in.name)
-	}
-	resp, err := http.Get(admin + path)
+	resp, err := http.Get("http://" + adminAddr(t, in) + path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
+}
+
+// adminAddr is the address of the instance's admin endpoint.
+func adminAddr(t testing.TB, in *instance) string {
+	t.Helper()
+	var addr string
+	in.logs.each(func(l map[string]any) {
+		if l["msg"] == "admin endpoint listening" {
+			addr = l["addr"].(string)
+		}
+	})
+	if addr == "" {
+		t.Fatalf("%s has no admin endpoint", in.name)
+	}
+	return addr
 }
 
 // summaries counts the summary lines of answered requests the instances
