@@ -51,9 +51,10 @@ const (
 
 // offerForget answers /forget: in the user's private chat with what will
 // go, under a button to confirm and one to cancel; anywhere else (a
-// group's conversation is everyone's), with where it works.
+// group's conversation is everyone's; a guest answer carries no buttons),
+// with where it works.
 func (p *Pipeline) offerForget(r *request) {
-	if r.in.InGroup() || r.in.Key.User() != r.in.Sender || r.in.Sender <= 0 {
+	if !r.in.Private() || r.in.Guest != nil || r.in.Key.User() != r.in.Sender || r.in.Sender <= 0 {
 		r.say("command", ForgetInGroup)
 		return
 	}
