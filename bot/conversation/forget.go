@@ -47,6 +47,7 @@ const (
 	NoticeCancelled   = "Cancelled."
 	NoticeNotTheirs   = "Only the person who asked can use these buttons."
 	NoticeForgetFired = "This was done already."
+	NoticeForgetBusy  = "I am still answering you: tap again once my answer is out."
 )
 
 // offerForget answers /forget: in the user's private chat with what will
@@ -69,8 +70,14 @@ func (p *Pipeline) offerForget(r *request) {
 // forgetTap takes a tap under /forget's question: the first tap of the
 // user who asked confirms (place 0) or cancels.
 func (p *Pipeline) forgetTap(ctx context.Context, t *tap, place int) {
-	if t.buttons.User != t.in.Sender {
+	switch {
+	case t.buttons.User != t.in.Sender:
 		t.outcome, t.notice = "not_asker", NoticeNotTheirs
+		return
+	case p.answers.current(t.in.Key.String()) != nil:
+		// The answer would keep its session, and store its transcript,
+		// after they were deleted.
+		t.outcome, t.notice = "busy", NoticeForgetBusy
 		return
 	}
 	used, err := p.store.UseButtons(ctx, t.buttons.ID, t.in.ID)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/message"
+	"brainbot/claude"
 	"brainbot/state"
 )
 
@@ -169,5 +170,34 @@ func TestForgetByAdmin(t *testing.T) {
 	}
 	if l := k.logs.FilterMessage("user forgotten").FilterField(zap.String("by", "admin")).Len(); l != 1 {
 		t.Errorf("%d admin forgets logged", l)
+	}
+}
+
+// A confirm tapped while an answer is being written waits for it: the
+// answer would keep the session it ends.
+func TestForgetWaitsForTheAnswer(t *testing.T) {
+	k := newKit(t, "")
+	k.serve(k.private("/forget"))
+	offer, confirm := k.chats.newestSent(), k.chats.buttons[0]
+	started, release := make(chan struct{}), make(chan struct{})
+	k.agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
+		close(started)
+		<-release
+		return &claude.Result{Text: "Hello, Ann.", Answered: true, SessionID: "session-1"}, nil
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); k.serve(k.private("hello")) }()
+	<-started
+	_, _, notice := k.tap(k.privateTap(offer, confirm))
+	close(release)
+	<-done
+	if notice != NoticeForgetBusy {
+		t.Errorf("a confirm during an answer answered %q", notice)
+	}
+	if _, _, notice := k.tap(k.privateTap(offer, confirm)); notice != NoticeForgetting {
+		t.Errorf("the confirm after the answer answered %q", notice)
+	}
+	if _, ok, _ := k.store.Session(context.Background(), message.Key{Bot: kitBot, Chat: kitUser}); ok {
+		t.Error("the session was kept")
 	}
 }
