@@ -85,6 +85,15 @@ func (m *Manager) Status(ctx context.Context) (bots []BotStatus, usageErr error)
 		spent[l.Bot] = d
 	}
 
+	bots = m.botStates(spent)
+	for i := range bots { // outside m.mu: the intake calls the Manager under its own lock
+		bots[i].Backlog = m.intake.Backlog(bots[i].ID)
+	}
+	return bots, usageErr
+}
+
+// botStates is Status but for the backlogs.
+func (m *Manager) botStates(spent map[string]BotDay) (bots []BotStatus) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	problems := map[string][]string{} // bot → its files' problems
@@ -102,7 +111,7 @@ func (m *Manager) Status(ctx context.Context) (bots []BotStatus, usageErr error)
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		s := BotStatus{ID: id, File: files[id], Today: spent[id], Backlog: m.intake.Backlog(id)}
+		s := BotStatus{ID: id, File: files[id], Today: spent[id]}
 		if b := m.brains[id]; b != nil {
 			s.File, s.Caps = b.Path, b.Limits
 		}
@@ -115,7 +124,7 @@ func (m *Manager) Status(ctx context.Context) (bots []BotStatus, usageErr error)
 		m.describe(&s, len(problems[id]) > 0)
 		bots = append(bots, s)
 	}
-	return bots, usageErr
+	return bots
 }
 
 // describe fills in s's state and Telegram's side; broken: its file has

@@ -288,7 +288,7 @@ func testWatcherMove(t *testing.T, copyAtStart bool) {
 	}
 }
 
-func TestWatcherReportsInvalidFilesAtStart(t *testing.T) {
+func TestWatcherReportsInvalidFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"good.yaml": brainWithEnv("Good", "GOOD_TOKEN"),
@@ -303,20 +303,11 @@ func TestWatcherReportsInvalidFilesAtStart(t *testing.T) {
 	if !strings.Contains(entry.Message, "bot not started") {
 		t.Errorf("log message %q does not say the bot did not start", entry.Message)
 	}
-}
 
-// The files with problems are reported with their problems as
-// file:line (an admin's status page shows them): at the start, when an
-// edit breaks a file (its last good version running on), and when it is
-// fixed.
-func TestWatcherReportsProblems(t *testing.T) {
-	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{
-		"good.yaml": brainWithEnv("Good", "GOOD_TOKEN"),
-		"bad.yaml":  "name: Bad\n",
-	})
-	w := startWatcher(t, dir)
-	w.nextBrain("good", "Good")
+	// The files with problems are reported with their problems as
+	// file:line (an admin's status page shows them): at the start, when
+	// an edit breaks a file (its last good version running on), and when
+	// it is fixed.
 	next := func() map[string]error {
 		t.Helper()
 		select {
