@@ -146,3 +146,63 @@ func browserDOM(t *testing.T, url string) string {
 	}
 	return string(out)
 }
+
+// In a cluster, /status on each instance says which instance polls each
+// bot and which partitions each holds: between them, every bot is polled
+// by exactly one instance, which names itself, and the partitions are
+// held once each.
+func TestClusterStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two brainbot processes")
+	}
+	bots := []string{"alpha", "beta", "gamma"}
+	c := newCluster(t, bots, 0)
+	ins := []*instance{c.start("s0", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"), c.start("s1", "BRAINBOT_HTTP_ADDR=127.0.0.1:0")}
+	var last []statusReport
+	settled := func() bool {
+		last = last[:0]
+		polled, held := map[string]int{}, map[int]int{}
+		for _, in := range ins {
+			code, body := adminGet(t, in, "/status?format=json")
+			var r statusReport
+			if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil {
+				t.Fatalf("%s /status = %d %q: %v", in.name, code, body, err)
+			}
+			last = append(last, r)
+			if r.Instance != in.name || r.Cluster == nil || r.Cluster.Partitions != 8 || len(r.Bots) != len(bots) {
+				return false
+			}
+			for _, m := range r.Cluster.Members {
+				if m.Name == in.name {
+					for _, p := range m.Partitions {
+						held[p]++
+					}
+				}
+			}
+			for _, b := range r.Bots {
+				switch {
+				case b.Telegram == bot.TelegramPolling && b.PolledBy == in.name:
+					polled[b.ID]++
+				case b.Telegram != bot.TelegramStandby || b.PolledBy == in.name:
+					return false
+				}
+			}
+		}
+		for p := range 8 {
+			if held[p] != 1 {
+				return false
+			}
+		}
+		for _, id := range bots {
+			if polled[id] != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(waitLong); !settled(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the instances' /status never agreed on who polls each bot and holds each partition: %+v", last)
+		}
+	}
+}
