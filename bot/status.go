@@ -71,8 +71,8 @@ type BotDay struct {
 // requests and costs come from the state's usage records; when they
 // cannot be read, usageErr says why and the bots' Today is zero.
 func (m *Manager) Status(ctx context.Context) (bots []BotStatus, usageErr error) {
-	now := m.cfg.Now().UTC()
-	today := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	// The day the daily counters and spending caps count (UTC).
+	today := state.NextReset(m.cfg.Now()).AddDate(0, 0, -1)
 	lines, usageErr := m.cfg.State.UsageReport(ctx, state.UsageFilter{Since: today})
 	if usageErr != nil {
 		usageErr = fmt.Errorf("today's usage: %w", usageErr)
