@@ -63,6 +63,7 @@ Usage:
   brainbot check [-connect] [PATH]  validate brain files (default: $BRAINBOT_BRAINS or ./brains); -connect tries their MCP servers
   brainbot backup FILE              copy the state database to FILE while brainbot runs
   brainbot usage [-since 7d]        what the bots cost: requests, tokens and USD per brain
+  brainbot status [-json]           what each bot of the running service does (its admin address's /status)
   brainbot mcp tts|image-gen|clock  serve an MCP server on stdio: our tools for other MCP clients, a clock for brains
   brainbot mcp exec -- COMMAND      run a brain's MCP server with only its own environment (brainbot's MCP configs use it)
   brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
@@ -97,6 +98,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.backup(ctx, rest)
 	case "usage":
 		err = m.usage(ctx, rest)
+	case "status":
+		err = m.status(ctx, rest)
 	case "version", "-version", "--version":
 		err = m.version(ctx, rest)
 	case "-h", "-help", "--help", "help":
