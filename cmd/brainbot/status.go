@@ -64,20 +64,11 @@ type botStatus struct {
 }
 
 // clusterView is what /status reads of the cluster this instance is a
-// member of (state/jetstream's Cluster).
-type clusterView interface {
-	Instance() string
-	Partitions() int
-	Status() jetstream.Status
-}
-
-// clusterRoster is what /status needs of the cluster to show every
-// member, not this instance alone: the live members (as Assign takes
+// member of (state/jetstream's Cluster): the live members (as Assign takes
 // them, so that each one's partitions are what it computes itself) and
-// the instance holding a bot's poller lease ("": none). state/jetstream's
-// Cluster is to provide it; until then /status shows this instance's own
-// partitions and bots.
-type clusterRoster interface {
+// the instance holding a bot's poller lease ("": none).
+type clusterView interface {
+	Partitions() int
 	Members(ctx context.Context) ([]string, error)
 	Poller(ctx context.Context, bot string) (instance string, err error)
 }
@@ -122,19 +113,8 @@ func (s statusSource) report(ctx context.Context) statusReport {
 // clusterReport lists the cluster's members with their partitions, and
 // has each bot say which instance polls it.
 func clusterReport(ctx context.Context, c clusterView, bots []botStatus) *clusterStatus {
-	own := c.Status()
 	r := &clusterStatus{Partitions: c.Partitions()}
-	roster, ok := c.(clusterRoster)
-	if !ok {
-		r.Members = []clusterMember{{Name: own.Instance, Partitions: slices.Sorted(slices.Values(own.Partitions))}}
-		for i := range bots {
-			if slices.Contains(own.Polled, bots[i].ID) {
-				bots[i].PolledBy = own.Instance
-			}
-		}
-		return r
-	}
-	members, err := roster.Members(ctx)
+	members, err := c.Members(ctx)
 	if err != nil {
 		r.Error = "members: " + err.Error()
 	}
@@ -146,7 +126,7 @@ func clusterReport(ctx context.Context, c clusterView, bots []botStatus) *cluste
 		if bots[i].State == bot.StateNotStarted {
 			continue
 		}
-		poller, err := roster.Poller(ctx, bots[i].ID)
+		poller, err := c.Poller(ctx, bots[i].ID)
 		if err != nil {
 			r.Error = cmp.Or(r.Error, "pollers: "+err.Error())
 			continue

@@ -37,23 +37,12 @@ func statusBots(context.Context) ([]bot.BotStatus, error) {
 	}, nil
 }
 
-// ownCluster is a cluster of which this instance is "b", as
-// state/jetstream says it now: it cannot list its members, so /status
-// shows this instance's own partitions and bots.
-type ownCluster struct{}
-
-func (ownCluster) Instance() string { return "b" }
-func (ownCluster) Partitions() int  { return 8 }
-func (ownCluster) Status() jetstream.Status {
-	return jetstream.Status{Instance: "b", Polled: []string{"narrator"}, Partitions: []int{5, 1}}
-}
-
 // fakeCluster lists its members, a, b and c, and who polls each bot.
 type fakeCluster struct {
-	ownCluster
 	pollers map[string]string
 }
 
+func (fakeCluster) Partitions() int                           { return 8 }
 func (fakeCluster) Members(context.Context) ([]string, error) { return []string{"c", "a", "b"}, nil }
 func (f fakeCluster) Poller(_ context.Context, bot string) (string, error) {
 	return f.pollers[bot], nil
@@ -135,21 +124,6 @@ func TestStatusJSON(t *testing.T) {
 	slices.Sort(held)
 	if r.Cluster.Partitions != 8 || len(r.Cluster.Members) != 3 || !slices.Equal(held, []int{0, 1, 2, 3, 4, 5, 6, 7}) {
 		t.Errorf("cluster: %+v, want a, b and c holding the 8 partitions between them", r.Cluster)
-	}
-}
-
-// Until the cluster lists its members, /status shows what this instance
-// holds and polls itself.
-func TestStatusJSONOwnPartitions(t *testing.T) {
-	addr := serveStatus(t, testStatusSource(ownCluster{}))
-	_, body := getStatus(t, "http://"+addr+"/status", "", statusToken)
-	var r statusReport
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		t.Fatal(err)
-	}
-	if c := r.Cluster; len(c.Members) != 1 || c.Members[0].Name != "b" || !slices.Equal(c.Members[0].Partitions, []int{1, 5}) ||
-		r.Bots[0].PolledBy != "b" || r.Bots[1].PolledBy != "" {
-		t.Errorf("cluster %+v, bots %+v: want b with partitions 1 and 5, polling narrator", c, r.Bots)
 	}
 }
 
