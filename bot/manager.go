@@ -152,6 +152,11 @@ type Manager struct {
 	// brains not started because a running one has their token.
 	holders holders
 	refused map[string]bool
+	// notStarted says why each bot with a brain but no client has none
+	// (no token, or another brain's); problems are the brain files with
+	// problems (file → them), for Status.
+	notStarted map[string]error
+	problems   map[string]error
 
 	// stopping is closed when Run's context ends: no new work starts.
 	stopping chan struct{}
@@ -211,6 +216,7 @@ func New(cfg Config) (*Manager, error) {
 		bots:       map[string]*runner{},
 		clients:    map[string]*telegram.Client{},
 		refused:    map[string]bool{},
+		notStarted: map[string]error{},
 		stopping:   make(chan struct{}),
 		workCtx:    workCtx,
 		cancelWork: cancel,
@@ -303,7 +309,7 @@ func (m *Manager) Run(ctx context.Context) error {
 		})
 	}
 	w := brain.Watcher{Dir: m.cfg.BrainsDir, Log: m.log, Held: m.holders.holds, Loaded: prewarm,
-		Invalid: func(files int) { m.cfg.Metrics.BrainFilesInvalid.Set(float64(files)) }}
+		Problems: m.brainProblems}
 	err := w.Run(pollCtx, func(c brain.Change) { m.apply(pollCtx, c) })
 
 	stopPolling()
@@ -400,6 +406,7 @@ func (m *Manager) apply(ctx context.Context, c brain.Change) {
 func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 	log := m.log.With(zap.String("bot", c.ID))
 	old := m.bots[c.ID]
+	delete(m.notStarted, c.ID)
 	if c.Brain == nil {
 		m.cfg.Metrics.SpendingCap.DeleteLabelValues(c.ID)
 		delete(m.brains, c.ID)
@@ -417,6 +424,7 @@ func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 		var noToken *brain.NoTokenError
 		errors.As(err, &noToken) // else a token file that cannot be read: its error says which
 		log.Warn("bot not started: no token", zap.Error(err), zap.String("fix", noTokenFix(noToken)))
+		m.notStarted[c.ID] = fmt.Errorf("no token: %w", err)
 		if old != nil {
 			delete(m.bots, c.ID)
 			m.stopRunner(old)
@@ -427,10 +435,11 @@ func (m *Manager) applyLocked(ctx context.Context, c brain.Change) {
 		m.cfg.OnSecret(token)
 	}
 	if holder := m.holderOf(c.ID, token); holder != nil {
+		held := brain.SameToken(c.Brain, holder)
 		if !m.refused[c.ID] {
-			log.Error("brain file has problems; bot not started", zap.String("file", c.Brain.Path),
-				zap.Error(brain.SameToken(c.Brain, holder)))
+			log.Error("brain file has problems; bot not started", zap.String("file", c.Brain.Path), zap.Error(held))
 		}
+		m.notStarted[c.ID] = held
 		m.refused[c.ID] = true
 		if old != nil {
 			delete(m.bots, c.ID)

@@ -194,12 +194,12 @@ type Access struct {
 
 // Limits caps use per Telegram user. PerUserPerDay 0 means unlimited.
 type Limits struct {
-	PerUserPerDay int `yaml:"per_user_per_day"`
+	PerUserPerDay int `yaml:"per_user_per_day" json:"per_user_per_day"`
 	// DailyUSD caps what the whole bot may spend per UTC day, and
 	// PerUserDailyUSD what one user's messages may (0: no cap). Claude's
 	// reported cost and OpenAI's (package pricing) count together.
-	DailyUSD        float64 `yaml:"daily_usd"`
-	PerUserDailyUSD float64 `yaml:"per_user_daily_usd"`
+	DailyUSD        float64 `yaml:"daily_usd" json:"daily_usd"`
+	PerUserDailyUSD float64 `yaml:"per_user_daily_usd" json:"per_user_daily_usd"`
 }
 
 // Claude holds settings passed through to the Claude Code CLI.

@@ -72,6 +72,10 @@ func fileID(name string) string {
 	return strings.TrimSuffix(strings.TrimSuffix(name, ".yaml"), ".yml")
 }
 
+// IDOf is the bot id of the brain file at path: brains/narrator.yaml →
+// narrator.
+func IDOf(path string) string { return fileID(filepath.Base(path)) }
+
 // yamlErrorLine matches yaml.v3's syntax errors, "yaml: line 3: ...".
 var yamlErrorLine = regexp.MustCompile(`^yaml: (?:line \d+: )?(.*)$`)
 

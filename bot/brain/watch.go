@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -43,10 +44,11 @@ type Watcher struct {
 	// Loaded, when set, is called once the brains already there have been
 	// reported, before the first edit.
 	Loaded func()
-	// Invalid, when set, is told how many brain files have problems (each
-	// logged with them): once the brains already there are reported, then
-	// whenever the number changes.
-	Invalid func(files int)
+	// Problems, when set, is told every brain file with problems and what
+	// they are (file path → the error logged, each problem as
+	// file:line: field: message): once the brains already there are
+	// reported, then whenever they change. The map is the callee's.
+	Problems func(map[string]error)
 }
 
 // Run reports the folder's brains to onChange until ctx ends, then returns
@@ -69,7 +71,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 		return fmt.Errorf("watch brains folder: %w", err)
 	}
 
-	s := &watchState{dir: w.Dir, log: w.Log, known: make(map[string]*Brain), waiting: make(map[string]bool), invalid: make(map[string]bool)}
+	s := &watchState{dir: w.Dir, log: w.Log, known: make(map[string]*Brain), waiting: make(map[string]bool), invalid: make(map[string]error)}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -90,8 +92,7 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 	if w.Loaded != nil {
 		w.Loaded()
 	}
-	invalid := len(s.invalid)
-	w.reportInvalid(invalid)
+	reported := w.reportProblems(nil, s.invalid)
 
 	debounce := w.Debounce
 	if debounce <= 0 {
@@ -151,18 +152,21 @@ func (w *Watcher) Run(ctx context.Context, onChange func(Change)) error {
 			if len(due) > 0 {
 				timer.Reset(time.Until(earliest(due)))
 			}
-			if n := len(s.invalid); n != invalid {
-				invalid = n
-				w.reportInvalid(n)
-			}
+			reported = w.reportProblems(reported, s.invalid)
 		}
 	}
 }
 
-func (w *Watcher) reportInvalid(files int) {
-	if w.Invalid != nil {
-		w.Invalid(files)
+// reportProblems tells Problems about now unless it is what was reported
+// before (nil: nothing yet), and returns what was reported.
+func (w *Watcher) reportProblems(before, now map[string]error) map[string]error {
+	same := before != nil && maps.EqualFunc(before, now, func(a, b error) bool { return a.Error() == b.Error() })
+	if same || w.Problems == nil {
+		return before
 	}
+	reported := maps.Clone(now)
+	w.Problems(maps.Clone(reported))
+	return reported
 }
 
 // watchState is what Run knows: the last good brain of every bot.
@@ -173,8 +177,8 @@ type watchState struct {
 	// waiting holds the files refused because another bot has their
 	// token: they are read again after every change.
 	waiting map[string]bool
-	// invalid holds the files with problems, as last read.
-	invalid map[string]bool
+	// invalid holds the files with problems, as last read, and them.
+	invalid map[string]error
 }
 
 // refresh re-reads the bot whose file is at path (either of id.yaml and
@@ -248,7 +252,7 @@ func (s *watchState) allPaths() []string {
 }
 
 func (s *watchState) logInvalid(path string, err error) {
-	s.invalid[path] = true
+	s.invalid[path] = err
 	id := fileID(filepath.Base(path))
 	msg := "brain file has problems; bot not started"
 	if s.known[id] != nil {

@@ -23,16 +23,19 @@ type watching struct {
 	t       *testing.T
 	dir     string
 	changes chan Change
-	logs    *observer.ObservedLogs
+	// problems gets what the watcher reports of the files with problems.
+	problems chan map[string]error
+	logs     *observer.ObservedLogs
 }
 
 func startWatcher(t *testing.T, dir string) *watching {
 	t.Helper()
 	core, logs := observer.New(zapcore.InfoLevel)
-	w := &watching{t: t, dir: dir, changes: make(chan Change, 100), logs: logs}
+	w := &watching{t: t, dir: dir, changes: make(chan Change, 100), problems: make(chan map[string]error, 100), logs: logs}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	watcher := &Watcher{Dir: dir, Log: zap.New(core), Debounce: 20 * time.Millisecond}
+	watcher := &Watcher{Dir: dir, Log: zap.New(core), Debounce: 20 * time.Millisecond,
+		Problems: func(p map[string]error) { w.problems <- p }}
 	go func() { done <- watcher.Run(ctx, func(c Change) { w.changes <- c }) }()
 	t.Cleanup(func() {
 		cancel()
@@ -285,7 +288,7 @@ func testWatcherMove(t *testing.T, copyAtStart bool) {
 	}
 }
 
-func TestWatcherReportsInvalidFilesAtStart(t *testing.T) {
+func TestWatcherReportsInvalidFiles(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
 		"good.yaml": brainWithEnv("Good", "GOOD_TOKEN"),
@@ -299,6 +302,41 @@ func TestWatcherReportsInvalidFilesAtStart(t *testing.T) {
 	}
 	if !strings.Contains(entry.Message, "bot not started") {
 		t.Errorf("log message %q does not say the bot did not start", entry.Message)
+	}
+
+	// The files with problems are reported with their problems as
+	// file:line (an admin's status page shows them): at the start, when
+	// an edit breaks a file (its last good version running on), and when
+	// it is fixed.
+	next := func() map[string]error {
+		t.Helper()
+		select {
+		case got := <-w.problems:
+			return got
+		case <-time.After(hangGuard):
+			t.Fatal("no problems reported")
+			return nil
+		}
+	}
+	want := func(file, problem string) {
+		t.Helper()
+		if got := next(); len(got) != 1 || got[w.path(file)] == nil || !strings.Contains(got[w.path(file)].Error(), w.path(file)+":"+problem) {
+			t.Fatalf("problems reported %v, want only %s's: %s", got, file, problem)
+		}
+	}
+	want("bad.yaml", "1: system_prompt: is required")
+
+	w.saveAtomically("good.yaml", "name: Good\ntelegram:\n  token_env: GOOD_TOKEN\nsystem_prompt: hi\ntts:\n  speed: 9\n")
+	w.waitForError(w.path("good.yaml"))
+	if got := next(); len(got) != 2 || !strings.Contains(got[w.path("good.yaml")].Error(), w.path("good.yaml")+":6: tts.speed") {
+		t.Fatalf("after a broken edit: %v, want good.yaml:6 as well", got)
+	}
+	if err := os.Remove(w.path("bad.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	w.saveAtomically("good.yaml", brainWithEnv("Good 2", "GOOD_TOKEN"))
+	w.nextBrain("good", "Good 2")
+	for len(next()) > 0 { // fixed and removed: none left in the end
 	}
 }
 

@@ -18,6 +18,7 @@ package intake
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -82,12 +83,14 @@ type Intake struct {
 	// draining: a goroutine routes a bot's parked deliveries now.
 	parked   map[string][]message.Delivery
 	draining map[string]bool
+	// last is when each bot's latest update handed over here came in.
+	last map[string]time.Time
 }
 
 // New makes an intake.
 func New(cfg Config) *Intake {
 	in := &Intake{cfg: cfg, queues: map[message.Key]*queue{}, ready: map[string]message.Identity{},
-		parked: map[string][]message.Delivery{}, draining: map[string]bool{}}
+		parked: map[string][]message.Delivery{}, draining: map[string]bool{}, last: map[string]time.Time{}}
 	in.albums = newAlbums(in.enqueue, cfg.Work)
 	return in
 }
@@ -101,8 +104,12 @@ func (in *Intake) Deliver(d message.Delivery) {
 		d.Abandon()
 		return
 	}
-	bot := d.Envelope().Bot
+	env := d.Envelope()
+	bot := env.Bot
 	in.mu.Lock()
+	if env.Received.After(in.last[bot]) {
+		in.last[bot] = env.Received
+	}
 	me, ready := in.ready[bot]
 	if !ready || in.draining[bot] || len(in.parked[bot]) > 0 {
 		if len(in.parked[bot]) == 0 {

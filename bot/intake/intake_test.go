@@ -95,3 +95,27 @@ func TestWaitingDeliveriesGoBackAtTheStop(t *testing.T) {
 		t.Errorf("waiting: abandoned %v, done %v; late: abandoned %v", waiting.abandoned, waiting.done, late.abandoned)
 	}
 }
+
+// A bot's backlog counts its own conversations' queues and its updates
+// kept aside, and says when its latest update came in.
+func TestBacklog(t *testing.T) {
+	var work sync.WaitGroup
+	stopping := make(chan struct{})
+	in := New(Config{QueueSize: 5, Handler: &busyHandler{}, Work: &work, Ctx: context.Background(), Stopping: stopping,
+		Metrics: metrics.New(), Log: zap.NewNop()})
+	defer func() { close(stopping); in.Stop(); work.Wait() }()
+	received := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	in.Deliver(&recorded{env: message.Envelope{Bot: "beta", Raw: []byte(`{"update_id":1}`), Received: received}})
+	in.Deliver(&recorded{env: message.Envelope{Bot: "beta", Raw: []byte(`{"update_id":2}`), Received: received.Add(-time.Minute)}})
+	msg := &message.Inbound{}
+	in.queues[message.Key{Bot: "beta", Chat: 1}] = &queue{running: msg, waiting: []*message.Inbound{msg, msg}}
+	in.queues[message.Key{Bot: "beta", Chat: 2}] = &queue{waiting: []*message.Inbound{msg}}
+	in.queues[message.Key{Bot: "gamma", Chat: 1}] = &queue{running: msg, waiting: []*message.Inbound{msg}}
+	want := Backlog{Waiting: 3, Answering: 1, Parked: 2, LastUpdate: received}
+	if got := in.Backlog("beta"); got != want {
+		t.Errorf("Backlog(beta) = %+v, want %+v", got, want)
+	}
+	in.mu.Lock()
+	clear(in.queues) // never drained: no goroutine of theirs
+	in.mu.Unlock()
+}

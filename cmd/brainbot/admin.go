@@ -74,6 +74,15 @@ func adminEndpoint(metrics http.Handler, ready func() error, info ...func() stri
 	return endpoint{name: "admin endpoint", handler: mux, limits: endpointLimits(256, 16)}
 }
 
+// withStatus adds /status (statusHandler) to the admin endpoint.
+func (e endpoint) withStatus(status http.Handler) endpoint {
+	mux := http.NewServeMux()
+	mux.Handle("GET /status", status)
+	mux.Handle("/", e.handler)
+	e.handler = mux
+	return e
+}
+
 // withBearer has every call but /healthz bring token as "Authorization:
 // Bearer <token>" (BRAINBOT_ADMIN_TOKEN), else 401; "" asks nothing, for
 // an endpoint on loopback. /healthz stays open: it says only that the

@@ -16,17 +16,23 @@ import (
 // joinCluster connects to the NATS JetStream the instances share
 // (BRAINBOT_NATS_URL).
 func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*jetstream.Cluster, error) {
-	name := cfg.Instance
-	if name == "" {
-		host, _ := os.Hostname()
-		name = fmt.Sprintf("%s-%d", host, os.Getpid())
-	}
+	name := instanceName(cfg)
 	c, err := jetstream.Connect(ctx, jetstream.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Replicas: cfg.NATSReplicas, Instance: name,
 		SpoolDir: filepath.Join(cfg.DataDir, "cluster-spool"), Log: log.Named("cluster")})
 	if err != nil {
 		return nil, fmt.Errorf("BRAINBOT_NATS_URL (-nats-url): %w", err)
 	}
 	return c, nil
+}
+
+// instanceName is this instance's name (BRAINBOT_INSTANCE), by default its
+// host's name and process id.
+func instanceName(cfg Config) string {
+	if cfg.Instance != "" {
+		return cfg.Instance
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
 // checkNATS checks, with BRAINBOT_NATS_URL, that NATS answers and has

@@ -462,7 +462,7 @@ func (c *testCluster) outage(d time.Duration) {
 // (BRAINBOT_HTTP_ADDR).
 func adminGet(t testing.TB, in *instance, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + adminAddr(t, in) + path)
+	resp, err := http.Get("http://" + instanceAdminAddr(t, in) + path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,8 +471,8 @@ func adminGet(t testing.TB, in *instance, path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// adminAddr is the address of the instance's admin endpoint.
-func adminAddr(t testing.TB, in *instance) string {
+// instanceAdminAddr is the address of the instance's admin endpoint.
+func instanceAdminAddr(t testing.TB, in *instance) string {
 	t.Helper()
 	var addr string
 	in.logs.each(func(l map[string]any) {

@@ -61,7 +61,7 @@ type Config struct {
 	WarmIdle  time.Duration
 	Spares    int
 	SpareIdle time.Duration
-	// HTTPAddr is where /healthz, /readyz and /metrics are served ("":
+	// HTTPAddr is where /healthz, /readyz, /metrics and /status are served ("":
 	// off). AdminToken, which an address off loopback needs, is the
 	// bearer token every call but /healthz must bring. It has no flag:
 	// flags show in ps.
@@ -143,7 +143,7 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.Spares, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_SPARE_IDLE", "spare-idle", "how long an unused spare is kept before a fresh one replaces it", "10m",
 		func(c *Config, v string) (err error) { c.SpareIdle, err = time.ParseDuration(v); return err }},
-	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz and /metrics at this address, e.g. 127.0.0.1:9464 (empty: off)", "",
+	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz, /metrics and /status at this address, e.g. 127.0.0.1:9464 (empty: off); off loopback it needs BRAINBOT_ADMIN_TOKEN", "",
 		func(c *Config, v string) error { c.HTTPAddr = v; return nil }},
 	{"BRAINBOT_ADMIN_TOKEN", "", "bearer token the admin endpoint asks of every call but /healthz; needed to serve it anywhere but loopback", "",
 		func(c *Config, v string) error { c.AdminToken = v; return nil }},

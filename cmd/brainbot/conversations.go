@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -238,15 +239,18 @@ func (m *Main) conversations(ctx context.Context, args []string) error {
 	bot := fs.String("bot", "", "only this bot (its brain file's name without .yaml)")
 	user := fs.Int64("user", 0, "only the conversations with this Telegram user's id")
 	asJSON := fs.Bool("json", false, "print JSON, for programs")
-	call, err := m.adminCaller(fs, args)
+	cfg, err := m.adminConfig(fs, args)
 	if err != nil {
 		return err
 	}
-	q := map[string]string{"bot": *bot}
-	if *user != 0 {
-		q["user"] = strconv.FormatInt(*user, 10)
+	q := url.Values{}
+	if *bot != "" {
+		q.Set("bot", *bot)
 	}
-	body, err := call.do(ctx, http.MethodGet, "/conversations", q)
+	if *user != 0 {
+		q.Set("user", strconv.FormatInt(*user, 10))
+	}
+	body, err := askAdmin(ctx, cfg, http.MethodGet, "/conversations", q)
 	if err != nil {
 		return err
 	}
@@ -279,18 +283,18 @@ func (m *Main) showConversation(ctx context.Context, args []string) error {
 	chat := fs.Int64("chat", 0, "the chat's id (a private chat's is the user's)")
 	thread := fs.Int("thread", 0, "the forum topic, or a guest conversation's (as conversations lists it)")
 	asJSON := fs.Bool("json", false, "print JSON, for programs")
-	call, err := m.adminCaller(fs, args)
+	cfg, err := m.adminConfig(fs, args)
 	if err != nil {
 		return err
 	}
 	if *bot == "" || *chat == 0 {
 		return usageError{errors.New("-bot and -chat are needed (brainbot conversations lists them)")}
 	}
-	q := map[string]string{"bot": *bot, "chat": strconv.FormatInt(*chat, 10), "thread": strconv.Itoa(*thread)}
+	q := url.Values{"bot": {*bot}, "chat": {strconv.FormatInt(*chat, 10)}, "thread": {strconv.Itoa(*thread)}}
 	if *asJSON {
-		q["format"] = "json"
+		q.Set("format", "json")
 	}
-	body, err := call.do(ctx, http.MethodGet, "/conversations/show", q)
+	body, err := askAdmin(ctx, cfg, http.MethodGet, "/conversations/show", q)
 	if err != nil {
 		return err
 	}
@@ -305,14 +309,18 @@ func (m *Main) forget(ctx context.Context, args []string) error {
 		"voice notes and pictures, buttons, /voice choice, pending messages and daily counts. Usage records stay, without their id.")
 	bot := fs.String("bot", "", "only this bot (default: every bot)")
 	user := fs.Int64("user", 0, "the Telegram user's id")
-	call, err := m.adminCaller(fs, args)
+	cfg, err := m.adminConfig(fs, args)
 	if err != nil {
 		return err
 	}
 	if *user <= 0 {
 		return usageError{errors.New("-user is needed: the Telegram user's id")}
 	}
-	body, err := call.do(ctx, http.MethodPost, "/forget", map[string]string{"bot": *bot, "user": strconv.FormatInt(*user, 10)})
+	q := url.Values{"user": {strconv.FormatInt(*user, 10)}}
+	if *bot != "" {
+		q.Set("bot", *bot)
+	}
+	body, err := askAdmin(ctx, cfg, http.MethodPost, "/forget", q)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@
 //	usage    what the bots cost: requests, tokens and USD per brain (-since 7d)
 //	conversations  list the running service's conversations; conversations show prints one (asks its admin address)
 //	forget   have the running service forget a user, as their /forget does (asks its admin address)
+//	status   what each bot of the running service does, from its admin address (/status); exits 1 when one does not run as its brain says
 //	mcp      serve tts, image-gen or clock on stdio; mcp exec starts a brain's MCP server with only its own environment
 //	version  print brainbot's version and the Claude Code CLI's (also -version, --version)
 //	help     print the usage (also -h, -help, --help)
@@ -48,7 +49,7 @@
 //	BRAINBOT_WARM_IDLE (-warm-idle)              how long an unused warm process is kept [10m]
 //	BRAINBOT_SPARES (-spares)                    CLI processes each bot starts ahead of new conversations [1]
 //	BRAINBOT_SPARE_IDLE (-spare-idle)            how long an unused spare is kept [10m]
-//	BRAINBOT_HTTP_ADDR (-http-addr)              serve /healthz, /readyz and /metrics here [off]
+//	BRAINBOT_HTTP_ADDR (-http-addr)              serve /healthz, /readyz, /metrics and /status here; loopback unless BRAINBOT_ADMIN_TOKEN [off]
 //	BRAINBOT_GRACE (-grace)                      on SIGTERM, how long requests in flight may finish [30s]
 //	BRAINBOT_AUDIO_MAX_AGE (-audio-max-age)      delete voice notes older than this [0: keep]
 //	BRAINBOT_AUDIO_MAX_MB (-audio-max-mb)        keep at most this many MB of voice notes [0: no limit]

@@ -139,11 +139,7 @@ func startStack(tb testing.TB, cfg stack.Config, prepare func(*stack.Stack)) *st
 // metricsOf is what brainbot's /metrics serves now.
 func metricsOf(t *testing.T, s *stack.Stack) string {
 	t.Helper()
-	admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
-	if len(admin) == 0 {
-		t.Fatal("no admin endpoint log line")
-	}
-	_, body := get(t, "http://"+admin[len(admin)-1].Str("addr")+"/metrics")
+	_, body := get(t, "http://"+adminAddr(t, s)+"/metrics")
 	return body
 }
 

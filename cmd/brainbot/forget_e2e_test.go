@@ -62,7 +62,7 @@ func testForget(t *testing.T, env []string) {
 		t.Errorf("conversations show = %d:\n%s%s", code, shown, stderr)
 	}
 	code, _, stderr = runMain(t, []string{admin[0], "BRAINBOT_ADMIN_TOKEN=not-the-service-token-at-all"}, "conversations")
-	if code != exitError || !strings.Contains(stderr, "refused the admin token") {
+	if code != exitError || !strings.Contains(stderr, "the service refused BRAINBOT_ADMIN_TOKEN") {
 		t.Errorf("a wrong token: exit %d, %s", code, stderr)
 	}
 	before := usageTotals(t, s, env)
@@ -119,7 +119,7 @@ func testForget(t *testing.T, env []string) {
 // The commands say what to do when the service does not answer.
 func TestConversationsWithoutTheService(t *testing.T) {
 	code, _, stderr := runMain(t, []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:9"}, "conversations")
-	if code != exitError || !strings.Contains(stderr, "the service does not answer at http://127.0.0.1:9") {
+	if code != exitError || !strings.Contains(stderr, "no answer from brainbot at http://127.0.0.1:9/conversations") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}
 	code, _, stderr = runMain(t, nil, "forget", "-user", "9")
@@ -131,11 +131,7 @@ func TestConversationsWithoutTheService(t *testing.T) {
 // adminEnv is the environment of a command that asks s's admin address.
 func adminEnv(t *testing.T, s *stack.Stack) []string {
 	t.Helper()
-	lines := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
-	if len(lines) == 0 {
-		t.Fatal("no admin endpoint log line")
-	}
-	return []string{"BRAINBOT_HTTP_ADDR=" + lines[len(lines)-1].Str("addr"), "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken}
+	return []string{"BRAINBOT_HTTP_ADDR=" + adminAddr(t, s), "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken}
 }
 
 func listConversations(t *testing.T, env []string, args ...string) []conversationInfo {

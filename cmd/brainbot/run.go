@@ -21,6 +21,7 @@ import (
 // run serves every bot in the brains folder until ctx ends (SIGINT or
 // SIGTERM), then lets requests in flight finish within the grace period.
 func (m *Main) run(ctx context.Context, args []string) error {
+	started := time.Now()
 	fs := m.newFlagSet("run", "run [flags]\n\nRuns every bot in the brains folder. Each flag has an environment variable of the same meaning; the flag wins.")
 	cfg, err := m.runConfig(fs, args)
 	if err != nil {
@@ -142,8 +143,13 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace_ms", cfg.Grace))
 	log.Info(checks.summary("running"))
 	if cfg.HTTPAddr != "" {
-		talk := conversationsAPI{state: backend, claude: driver, forget: manager.Forget, log: log}
-		stop, err := adminEndpoint(reg.Handler(), ready, info...).withConversations(talk).withBearer(cfg.AdminToken).serve(cfg.HTTPAddr, log)
+		status := statusSource{bots: manager.Status, claude: claudeStats(driver), started: started, instance: instanceName(cfg), now: time.Now}
+		if shared != nil {
+			status.cluster = shared
+		}
+		admin := adminEndpoint(reg.Handler(), ready, info...).withStatus(statusHandler(status)).
+			withConversations(conversationsAPI{state: backend, claude: driver, forget: manager.Forget, log: log})
+		stop, err := admin.withBearer(cfg.AdminToken).serve(cfg.HTTPAddr, log)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
 		}

@@ -290,6 +290,16 @@ type Status struct {
 	Outages          uint64
 }
 
+// Members lists the instances sharing the partitions, named as Assign
+// takes them (each one's partitions are Assign(members, it, Partitions)).
+func (c *Cluster) Members(ctx context.Context) ([]string, error) {
+	members, err := c.updates.members.live(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the members: %w", err)
+	}
+	return members, nil
+}
+
 // Status reports the bots polled, the partitions owned and the NATS
 // connection.
 func (c *Cluster) Status() Status {

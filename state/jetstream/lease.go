@@ -3,6 +3,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -177,4 +178,16 @@ func (l *leases) list() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return slices.Collect(maps.Keys(l.polled))
+}
+
+// Poller is the instance holding bot's poller lease ("": none).
+func (l *leases) Poller(ctx context.Context, bot string) (string, error) {
+	e, err := l.kv.Get(ctx, keyPart(bot))
+	switch {
+	case errors.Is(err, jsapi.ErrKeyNotFound):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read the poller lease of %s: %w", bot, err)
+	}
+	return string(e.Value()), nil
 }

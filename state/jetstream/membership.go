@@ -45,15 +45,24 @@ func (m *membership) heartbeat(ctx context.Context) {
 func (m *membership) assigned(ctx context.Context) (parts []int, ok bool) {
 	lctx, cancel := context.WithTimeout(ctx, m.conn.cfg.MemberTTL/2)
 	defer cancel()
-	keys, err := m.kv.Keys(lctx)
-	if err != nil && !errors.Is(err, jsapi.ErrNoKeysFound) {
+	members, err := m.live(lctx)
+	if err != nil {
 		if ctx.Err() == nil && !unavailable(err) {
 			m.conn.log.Warn("could not list the members; keeping the partitions", zap.Error(err))
 		}
 		return nil, false
 	}
-	members := slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, drainingPrefix) })
 	return Assign(members, keyPart(m.conn.cfg.Instance), m.conn.cfg.Partitions), true
+}
+
+// live lists the members sharing the partitions, named as Assign takes
+// them; a member draining (stopping) shares none.
+func (m *membership) live(ctx context.Context) ([]string, error) {
+	keys, err := m.kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jsapi.ErrNoKeysFound) {
+		return nil, err
+	}
+	return slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, drainingPrefix) }), nil
 }
 
 // watchLeaving signals when an instance leaves the membership on its own

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"brainbot/bot"
+	"brainbot/claude/claudetest"
+	"brainbot/cmd/internal/stack"
+)
+
+// An admin's window onto the service: /status says each bot runs its
+// brain file, polling, and what it did today; a broken edit of the file
+// shows as the older version running, with file:line, on the JSON, the
+// page a browser renders and `brainbot status`, which then exits 1.
+func TestEndToEndStatus(t *testing.T) {
+	s := startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
+		Brains: map[string]string{"narrator.yaml": narratorBrain, "speaker.yaml": speakerBrain},
+		// On loopback without a token, as by default: a browser can
+		// bring no bearer token.
+		Env:  []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"},
+		Logs: testLogs(t),
+	}, nil)
+	addr := adminAddr(t, s)
+	wantText(t, ask(t, s, "narrator", 101, "hello there"))
+
+	narrator := waitStatus(t, addr, "narrator", func(b botStatus) bool { return b.Today.Requests == 1 })
+	if !narrator.OK || narrator.State != bot.StateRunning || narrator.Telegram != bot.TelegramPolling ||
+		narrator.File != filepath.Join(s.BrainsDir, "narrator.yaml") || narrator.LastUpdate.IsZero() || narrator.Today.USD <= 0 {
+		t.Errorf("narrator = %+v, want running its file, polling, with today's request and cost", narrator)
+	}
+	if code, out := statusCommand(t, addr); code != 0 || !strings.Contains(out, "narrator  running  ") {
+		t.Errorf("brainbot status = exit %d:\n%s\nwant 0, narrator running", code, out)
+	}
+	page := browserDOM(t, "http://"+addr+"/status")
+	for _, want := range []string{`narrator: <span class="state">running</span>`, `speaker: <span class="state">running</span>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page the browser rendered lacks %q:\n%s", want, page)
+		}
+	}
+
+	mark := s.Logs().Len()
+	if err := s.WriteBrain("narrator.yaml", narratorBrain+"tts:\n  speed: 9\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain file has problems; keeping the last good version" })
+	problem := filepath.Join(s.BrainsDir, "narrator.yaml") + ":7: tts.speed: must be between 0.25 and 4.0, got 9"
+	narrator = waitStatus(t, addr, "narrator", func(b botStatus) bool { return b.State == bot.StateOlder })
+	if narrator.OK || narrator.Problem != problem || narrator.Telegram != bot.TelegramPolling {
+		t.Errorf("narrator = %+v, want the older version polling, its problem %q", narrator, problem)
+	}
+	code, out := statusCommand(t, addr)
+	if code != exitError || !strings.Contains(out, "narrator  running an older version  ") || !strings.Contains(out, problem) ||
+		!strings.Contains(out, "not running as their brain files say: narrator") {
+		t.Errorf("brainbot status = exit %d:\n%s\nwant 1, naming narrator and its problem", code, out)
+	}
+	page = browserDOM(t, "http://"+addr+"/status")
+	for _, want := range []string{`narrator: <span class="state">running an older version</span>`, problem, `speaker: <span class="state">running</span>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page the browser rendered lacks %q:\n%s", want, page)
+		}
+	}
+	// The older version answers on.
+	if got := wantText(t, ask(t, s, "narrator", 101, "still there?")); got != "You said: still there? (message 2)" {
+		t.Errorf("reply = %q", got)
+	}
+}
+
+// adminAddr is where brainbot serves its admin endpoint.
+func adminAddr(t *testing.T, s *stack.Stack) string {
+	t.Helper()
+	admin := s.Logs().Find(0, func(l stack.Line) bool { return l.Msg == "admin endpoint listening" })
+	if len(admin) == 0 {
+		t.Fatal("no admin endpoint log line")
+	}
+	return admin[len(admin)-1].Str("addr")
+}
+
+// waitStatus waits until /status says of bot what done wants, and
+// returns it.
+func waitStatus(t *testing.T, addr, name string, done func(botStatus) bool) botStatus {
+	t.Helper()
+	var last botStatus
+	for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		code, body := get(t, "http://"+addr+"/status")
+		var r statusReport
+		if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil {
+			t.Fatalf("/status = %d %q: %v", code, body, err)
+		}
+		for _, b := range r.Bots {
+			if b.ID == name {
+				if last = b; done(b) {
+					return b
+				}
+			}
+		}
+	}
+	t.Fatalf("/status never said what was awaited of %s; last %+v", name, last)
+	return last
+}
+
+// statusCommand runs `brainbot status` against addr: its exit code and
+// output (stdout, then stderr).
+func statusCommand(t *testing.T, addr string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(brainbotBinary(t), "status")
+	cmd.Env = []string{"BRAINBOT_HTTP_ADDR=" + addr}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
+	}
+	return cmd.ProcessState.ExitCode(), string(out)
+}
+
+// browserDOM is the DOM a real headless browser (Debian's chromium)
+// renders of url. Without chromium the test is skipped, unless on CI
+// (CI=true), where .ci/run installs it.
+func browserDOM(t *testing.T, url string) string {
+	t.Helper()
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium is missing on CI: .ci/run installs it (apt-get install chromium)")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium): the page is not checked in a browser")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", url)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom %s: %v\n%s", url, err, stderr.String())
+	}
+	return string(out)
+}
+
+// In a cluster, /status on each instance says which instance polls each
+// bot and which partitions each holds: between them, every bot is polled
+// by exactly one instance, which names itself, and the partitions are
+// held once each.
+func TestClusterStatus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two brainbot processes")
+	}
+	bots := []string{"alpha", "beta", "gamma"}
+	c := newCluster(t, bots, 0)
+	ins := []*instance{c.start("s0", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"), c.start("s1", "BRAINBOT_HTTP_ADDR=127.0.0.1:0")}
+	var last []statusReport
+	settled := func() bool {
+		last = last[:0]
+		polled, held := map[string]int{}, map[int]int{}
+		for _, in := range ins {
+			code, body := adminGet(t, in, "/status?format=json")
+			var r statusReport
+			if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil {
+				t.Fatalf("%s /status = %d %q: %v", in.name, code, body, err)
+			}
+			last = append(last, r)
+			if r.Instance != in.name || r.Cluster == nil || r.Cluster.Partitions != 8 || len(r.Bots) != len(bots) {
+				return false
+			}
+			for _, m := range r.Cluster.Members {
+				if m.Name == in.name {
+					for _, p := range m.Partitions {
+						held[p]++
+					}
+				}
+			}
+			for _, b := range r.Bots {
+				switch {
+				case b.Telegram == bot.TelegramPolling && b.PolledBy == in.name:
+					polled[b.ID]++
+				case b.Telegram != bot.TelegramStandby || b.PolledBy == in.name:
+					return false
+				}
+			}
+		}
+		for p := range 8 {
+			if held[p] != 1 {
+				return false
+			}
+		}
+		for _, id := range bots {
+			if polled[id] != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(waitLong); !settled(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the instances' /status never agreed on who polls each bot and holds each partition: %+v", last)
+		}
+	}
+}
