@@ -571,12 +571,38 @@ func TestTTSOnePartFailing(t *testing.T) {
 	}
 }
 
+// A long text whose last part OpenAI refuses: the parts before it were
+// spoken (four at a time, so the fifth starts only once one is made), and
+// Speak says how much, for the bill.
+func TestSpeakerReportsWhatWasSpokenBeforeAFailure(t *testing.T) {
+	f := newFixture(t)
+	s := NewSpeaker(f.cfg)
+	sentence := strings.Repeat("Cars out, trees in, and the streets are ours again. ", 4) // past one part's 160 characters
+	text := strings.Repeat(sentence, 4) + "And the last part fails #openai-500."
+	_, _, spoken, err := s.Speak(context.Background(), text, toolspec.SpeechSettings{})
+	if err == nil {
+		t.Fatal("a refused part gave no error")
+	}
+	var made int
+	for _, r := range f.oa.Requests() {
+		if !strings.Contains(r.Input, "#openai-500") {
+			made += len(r.Input)
+		}
+	}
+	if spoken == 0 || spoken > made {
+		t.Errorf("spoken %d characters, want those of the parts made before the failure (at most %d, more than none)", spoken, made)
+	}
+}
+
 func TestSpeakerSpeaksWithTheGivenSettings(t *testing.T) {
 	f := newFixture(t)
 	s := NewSpeaker(f.cfg)
-	data, ext, err := s.Speak(context.Background(), "Cars out, trees in.", toolspec.SpeechSettings{Voice: "onyx", Format: "opus"})
+	data, ext, spoken, err := s.Speak(context.Background(), "Cars out, trees in.", toolspec.SpeechSettings{Voice: "onyx", Format: "opus"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if spoken != len("Cars out, trees in.") {
+		t.Errorf("spoken %d characters, want the text's %d", spoken, len("Cars out, trees in."))
 	}
 	if d, err := audio.OggOpusDuration(data); ext != ".ogg" || err != nil || d <= 0 {
 		t.Errorf("ext %s, not playable Ogg Opus: %v %v", ext, d, err)
@@ -586,7 +612,7 @@ func TestSpeakerSpeaksWithTheGivenSettings(t *testing.T) {
 		t.Errorf("OpenAI saw %+v", reqs)
 	}
 	f.oa.FailNext(500, "server_error", "boom")
-	if _, _, err := s.Speak(context.Background(), "again", toolspec.SpeechSettings{}); err == nil {
+	if _, _, _, err := s.Speak(context.Background(), "again", toolspec.SpeechSettings{}); err == nil {
 		t.Error("a failed speech call gave no error")
 	}
 }

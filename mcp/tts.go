@@ -198,21 +198,23 @@ func NewSpeaker(cfg Config) *Speaker { return &Speaker{t: newTTS(cfg)} }
 
 // Speak returns text spoken with settings (toolspec's defaults fill in
 // what is unset) and the audio's file extension: in parts, as an answer
-// is spoken while it is written (Begin).
-func (s *Speaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error) {
+// is spoken while it is written (Begin). spoken is how many characters
+// OpenAI spoke, what it bills: after an error too, for the parts made.
+func (s *Speaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, spoken int, err error) {
 	settings = withSpeechDefaults(settings)
 	ext, ok := toolspec.SpeechExt(settings.Format)
 	if !ok {
-		return nil, "", fmt.Errorf("unknown speech format %q", settings.Format)
+		return nil, "", 0, fmt.Errorf("unknown speech format %q", settings.Format)
 	}
 	u := s.Begin(ctx, settings)
 	defer u.Cancel()
 	u.Finish(text)
 	notes, _, err := u.Audio(ctx, -1) // one file, however long
+	u.Cancel()                         // what was spoken is all that is billed
 	if err != nil {
-		return nil, "", err
+		return nil, "", u.Spoken(), err
 	}
-	return notes[0], ext, nil
+	return notes[0], ext, u.Spoken(), nil
 }
 
 // withSpeechDefaults fills in toolspec's defaults for what settings leave

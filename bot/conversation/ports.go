@@ -96,7 +96,9 @@ type Outbox interface {
 // Speaker speaks text with a brain's speech settings (*mcp.Speaker): an
 // answer read aloud.
 type Speaker interface {
-	Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error)
+	// Speak returns text spoken, and spoken, the characters OpenAI spoke
+	// (what it bills; after an error too).
+	Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, spoken int, err error)
 }
 
 // Stream is a reply shown while the model writes it.

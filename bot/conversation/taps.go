@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -184,11 +183,16 @@ func (p *Pipeline) readAloud(ctx context.Context, t *tap) {
 	out := p.cfg.Chats.Outbox(t.in.Key, t.in.InGroup(), 0, t.log)
 	defer out.KeepAction(ctx, message.RecordVoice)()
 	b := t.brain
-	path, err := p.speak(ctx, t)
+	path, spoken, err := p.speak(ctx, t)
+	// What OpenAI spoke is billed, on a failure too.
+	usd, _ := pricing.Speech(b.TTS.Model, spoken)
+	outcome := "read aloud"
+	if err != nil {
+		outcome = "error"
+	}
+	p.recordUsage(ctx, state.Usage{Bot: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
+		Mode: claude.Speech.String(), Outcome: outcome, OpenAIUSD: usd}, claude.Tokens{}, t.log)
 	if err == nil {
-		usd, _ := pricing.Speech(b.TTS.Model, utf8.RuneCountInString(t.buttons.Text))
-		p.recordUsage(ctx, state.Usage{Bot: t.in.Key.Bot, Chat: t.in.Key.Chat, User: t.in.Sender, RequestID: t.in.RequestID,
-			Mode: claude.Speech.String(), Outcome: "read aloud", OpenAIUSD: usd}, claude.Tokens{}, t.log)
 		p.describeReading(t, path, usd)
 		out.Quote(t.in.MessageID)
 		err = out.File(ctx, message.VoiceNote, path)
@@ -210,21 +214,22 @@ func (p *Pipeline) readAloud(ctx context.Context, t *tap) {
 
 // speak speaks the tapped answer with the brain's voice and keeps the
 // note where the voice answers are kept (audio-output/bot-<id>/user-<id>/).
-func (p *Pipeline) speak(ctx context.Context, t *tap) (string, error) {
+func (p *Pipeline) speak(ctx context.Context, t *tap) (path string, spoken int, err error) {
 	s := t.brain.TTS
-	data, ext, err := p.cfg.Speaker.Speak(ctx, t.buttons.Text, toolspec.SpeechSettings{Voice: s.Voice, Speed: s.Speed, Model: s.Model, Format: s.Format})
+	data, ext, spoken, err := p.cfg.Speaker.Speak(ctx, t.buttons.Text, toolspec.SpeechSettings{Voice: s.Voice, Speed: s.Speed, Model: s.Model, Format: s.Format})
 	if err != nil {
-		return "", fmt.Errorf("speak: %w", err)
+		return "", spoken, fmt.Errorf("speak: %w", err)
 	}
 	dir := filepath.Join(p.cfg.DataDir, output.Audio.Dir())
 	if err := os.MkdirAll(dir, output.DirMode); err != nil {
-		return "", err
+		return "", spoken, err
 	}
-	path := filepath.Join(dir, output.Prefix(t.in.Key.Bot, t.in.Sender, p.cfg.Now())+"-read"+ext)
+	path = filepath.Join(dir, output.Prefix(t.in.Key.Bot, t.in.Sender, p.cfg.Now())+"-read"+ext)
 	if err := os.WriteFile(path, data, output.FileMode); err != nil {
-		return "", err
+		return "", spoken, err
 	}
-	return output.Organize(p.cfg.DataDir, path, output.Audio, t.in.Key.Bot, t.in.Sender)
+	path, err = output.Organize(p.cfg.DataDir, path, output.Audio, t.in.Key.Bot, t.in.Sender)
+	return path, spoken, err
 }
 
 // describeReading writes the sidecar of the voice note at path that

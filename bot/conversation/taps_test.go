@@ -6,6 +6,7 @@ package conversation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/pricing"
 	"brainbot/toolspec"
 )
 
@@ -93,8 +95,35 @@ func TestQuestionTaps(t *testing.T) {
 // fakeSpeaker speaks any text as a few bytes of "MP3".
 type fakeSpeaker struct{}
 
-func (fakeSpeaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) ([]byte, string, error) {
-	return []byte("mp3 " + text), ".mp3", nil
+func (fakeSpeaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) ([]byte, string, int, error) {
+	return []byte("mp3 " + text), ".mp3", len(text), nil
+}
+
+// failingSpeaker has OpenAI speak some of the text, then fail.
+type failingSpeaker struct{ spoken int }
+
+func (f failingSpeaker) Speak(context.Context, string, toolspec.SpeechSettings) ([]byte, string, int, error) {
+	return nil, "", f.spoken, errors.New("speech: server_error")
+}
+
+// A reading that fails after OpenAI spoke part of the answer still pays
+// for what it spoke, and the user is told of the failure.
+func TestReadAloudFailurePaysForWhatWasSpoken(t *testing.T) {
+	k := newKit(t, "tts:\n  user_toggle: true\n", func(c *Config) { c.Speaker = failingSpeaker{spoken: 400} })
+	k.serve(k.inGroup(kitUser, "Ann", "hello"))
+	read := k.chats.buttons[0]
+	k.tap(k.tapOn(8, 1, read))
+	var paid float64
+	var failed int64
+	for _, u := range k.usage() {
+		if u.Mode == claude.Speech.String() {
+			paid += u.OpenAIUSD
+			failed += u.Errors
+		}
+	}
+	if want, _ := pricing.Speech(toolspec.DefaultSpeechModel, 400); paid != want || failed != 1 {
+		t.Errorf("paid %v for a failed reading (%d errors), want %v for the 400 characters spoken", paid, failed, want)
+	}
 }
 
 // A text answer of a bot that speaks goes under 🔊; its first tap reads it

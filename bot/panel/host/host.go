@@ -102,7 +102,9 @@ type Outbox interface {
 // Speaker speaks a panel member's words in its brain's voice
 // (*mcp.Speaker); without one, panels that speak write instead.
 type Speaker interface {
-	Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, err error)
+	// Speak returns text spoken, and spoken, the characters OpenAI spoke
+	// (what it bills; after an error too).
+	Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) (data []byte, ext string, spoken int, err error)
 }
 
 // Config is what a host needs; Speaker and SpeakEarly may be nil.

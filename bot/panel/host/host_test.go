@@ -299,8 +299,8 @@ func (r *recRuns) SavePanel(ctx context.Context, id string, data []byte, finishe
 // fakeSpeaker speaks anything.
 type fakeSpeaker struct{}
 
-func (fakeSpeaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) ([]byte, string, error) {
-	return []byte("ogg " + text), ".ogg", nil
+func (fakeSpeaker) Speak(ctx context.Context, text string, settings toolspec.SpeechSettings) ([]byte, string, int, error) {
+	return []byte("ogg " + text), ".ogg", len(text), nil
 }
 
 // A /panel message reaches every member bot: the first to take it up

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -129,11 +128,12 @@ func (h *Host) speak(ctx context.Context, run *engine.Run, member, text string) 
 	if h.cfg.Speaker == nil {
 		return nil, "", 0, errors.New("no speech without an OpenAI key")
 	}
-	data, ext, err := h.cfg.Speaker.Speak(ctx, text, speechSettings(b))
+	data, ext, spoken, err := h.cfg.Speaker.Speak(ctx, text, speechSettings(b))
+	usd := h.spent(ctx, run, member, b, spoken) // made, so billed: on a failure too
 	if err != nil {
-		return nil, "", 0, err
+		return nil, "", usd, err
 	}
-	return data, ext, h.spent(ctx, run, member, b, utf8.RuneCountInString(text)), nil
+	return data, ext, usd, nil
 }
 
 // spent records the speech of chars characters made for member (brain
