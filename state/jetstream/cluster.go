@@ -163,6 +163,10 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", Redact(cfg.URL), err)
 	}
+	if err := checkServerVersion(nc.ConnectedServerVersion()); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: NATS at %s: %w", Redact(cfg.URL), err)
+	}
 	js, err := jsapi.New(nc)
 	if err != nil {
 		nc.Close()
@@ -236,21 +240,27 @@ func (c *Cluster) Partitions() int { return c.cfg.Partitions }
 // State returns the shared state.
 func (c *Cluster) State() *State { return c.state }
 
-// Ping connects to url and checks JetStream, for `brainbot doctor`.
-func Ping(ctx context.Context, url string) error {
-	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+// Ping connects to url and checks the server's version and JetStream, for
+// `brainbot doctor` and run's preflight. It returns the server's version.
+func Ping(ctx context.Context, url string) (version string, err error) {
+	// Its errors come back from the calls: none is written to stderr.
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", Redact(url), err)
+		return "", fmt.Errorf("connect to %s: %w", Redact(url), err)
 	}
 	defer nc.Close()
+	version = nc.ConnectedServerVersion()
+	if err := checkServerVersion(version); err != nil {
+		return version, fmt.Errorf("NATS at %s: %w", Redact(url), err)
+	}
 	js, err := jsapi.New(nc)
 	if err != nil {
-		return err
+		return version, err
 	}
 	if _, err := js.AccountInfo(ctx); err != nil {
-		return fmt.Errorf("JetStream at %s: %w", Redact(url), err)
+		return version, fmt.Errorf("JetStream at %s: %w", Redact(url), err)
 	}
-	return nil
+	return version, nil
 }
 
 // Redact drops credentials from NATS URLs, for messages.
