@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,4 +48,32 @@ func TestClusterRefusalEndsTheStart(t *testing.T) {
 	if n := in.logs.count(func(l map[string]any) bool { return strings.Contains(fmt.Sprint(l["msg"]), "trying again") }); n != 0 {
 		t.Errorf("%d retries logged", n)
 	}
+}
+
+// Every line an instance writes in JSON mode is JSON, through a NATS
+// outage too (the NATS client's own complaints included), and a clean
+// stop says nothing of an outage.
+func TestClusterLogsAreJSONAndAStopIsNoOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two brainbot processes")
+	}
+	c := newCluster(t, []string{"alpha"}, 0)
+	admin := "BRAINBOT_HTTP_ADDR=127.0.0.1:0"
+	first := c.start("i0", admin)
+	second := c.start("i1", admin)
+	outage := func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), "NATS unavailable") }
+
+	c.kill("i1", syscall.SIGTERM)
+	if n := second.logs.count(outage); n != 0 {
+		t.Errorf("a clean stop logged %d NATS outages; log: %s", n, c.tail("i1"))
+	}
+
+	c.outage(2 * time.Second)
+	before := first.logs.count(outage)
+	c.kill("i0", syscall.SIGTERM)
+	if n := first.logs.count(outage); n != before {
+		t.Errorf("a clean stop after an outage logged %d NATS outages more; log: %s", n-before, c.tail("i0"))
+	}
+	notJSON(t, first)
+	notJSON(t, second)
 }

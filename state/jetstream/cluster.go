@@ -157,9 +157,16 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, errors.New("cluster: Config.Instance is empty")
 	}
 	h := &health{log: cfg.Log}
-	nc, err := nats.Connect(cfg.URL, nats.Name("brainbot "+cfg.Instance), nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { h.failed("connection", cmp.Or(err, nats.ErrDisconnected)) }))
+	closed := make(chan struct{})
+	opts := append([]nats.Option{nats.Name("brainbot " + cfg.Instance), nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond), nats.Timeout(5 * time.Second),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if !nc.IsClosed() { // closed by Close: a stop, not an outage
+				h.failed("connection", cmp.Or(err, nats.ErrDisconnected))
+			}
+		})}, clientLog(cfg.Log)...)
+	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", Redact(cfg.URL), err)
 	}
@@ -172,7 +179,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	cn := &conn{cfg: cfg, nc: nc, js: js, log: cfg.Log, health: h}
+	cn := &conn{cfg: cfg, nc: nc, js: js, log: cfg.Log, health: h, closed: closed}
 	b, err := cn.ensure(ctx)
 	if err != nil {
 		nc.Close()
@@ -225,10 +232,33 @@ func assemble(cn *conn, b buckets) *Cluster {
 // spoolInterval is how often kept usage records are tried again.
 const spoolInterval = 2 * time.Second
 
-// Close stops writing kept records and closes the connection.
+// Close stops writing kept records and closes the connection. It returns
+// once the connection's last callbacks have run: nothing is logged of it
+// after.
 func (c *Cluster) Close() {
 	c.stopBackground()
 	c.nc.Close()
+	<-c.closed
+}
+
+// clientLog routes what the NATS client would otherwise write to stderr
+// on its own (its errors without a call to return them to: a slow
+// consumer, a write to a reset connection, a consumer gone inactive), and
+// its reconnections, through log: every line is one of brainbot's.
+func clientLog(log *zap.Logger) []nats.Option {
+	return []nats.Option{
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			fields := []zap.Field{zap.String("server", nc.ConnectedUrlRedacted()), zap.Error(err)}
+			if sub != nil {
+				fields = append(fields, zap.String("subject", sub.Subject))
+			}
+			log.Warn("NATS client error", fields...)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("NATS reconnected", zap.String("server", nc.ConnectedUrlRedacted()),
+				zap.Uint64("reconnects", nc.Stats().Reconnects))
+		}),
+	}
 }
 
 // Instance is this instance's name.
