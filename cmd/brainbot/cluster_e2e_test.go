@@ -424,6 +424,7 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 				t.Errorf("%s logged an error: %v", name, l)
 			}
 		})
+		notJSON(t, in) // the NATS client's complaints through the outage included
 	}
 }
 
