@@ -77,3 +77,24 @@ func TestConnectDoesNotRetryAPermanentRefusal(t *testing.T) {
 		t.Errorf("%d retries logged for a permanent refusal", n)
 	}
 }
+
+// What a forming cluster says passes; a refusal of the configuration or
+// a feature the server lacks does not.
+func TestPermanentRefusals(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{&jsapi.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}, true},
+		{&jsapi.APIError{Code: 400, ErrorCode: 10052, Description: "stream configuration is invalid"}, true},
+		{jsapi.ErrStreamSubjectTransformNotSupported, true},
+		{&jsapi.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement"}, false},
+		{&jsapi.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, false},
+		{context.DeadlineExceeded, false},
+		{errors.New("nats: timeout"), false},
+	} {
+		if got := permanent(c.err); got != c.want {
+			t.Errorf("permanent(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
