@@ -35,19 +35,21 @@ func instanceName(cfg Config) string {
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
-// checkNATS checks, with BRAINBOT_NATS_URL, that NATS answers and has
-// JetStream: without them no instance can work.
+// checkNATS checks, with BRAINBOT_NATS_URL, that NATS answers, is recent
+// enough and has JetStream: without them no instance can work.
 func checkNATS(ctx context.Context, cfg Config, r *report) {
 	if cfg.NATSURL == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	if err := jetstream.Ping(ctx, cfg.NATSURL); err != nil {
+	version, err := jetstream.Ping(ctx, cfg.NATSURL)
+	if err != nil {
 		r.fatal("NATS", fmt.Sprintf("%s: %v", lookupSetting("BRAINBOT_NATS_URL").name(), err))
 		return
 	}
-	detail := "JetStream at " + jetstream.Redact(cfg.NATSURL)
+	detail := fmt.Sprintf("JetStream at %s (nats-server %s; brainbot needs %s or newer)",
+		jetstream.Redact(cfg.NATSURL), version, jetstream.MinServerVersion)
 	if cfg.WebhookURL != "" {
 		detail += "; updates by webhook at " + cfg.WebhookURL
 	}

@@ -50,10 +50,12 @@ type instance struct {
 	done chan struct{}
 }
 
-// logLines collects an instance's JSON log lines.
+// logLines collects an instance's JSON log lines, and apart those of its
+// stderr lines that are not JSON.
 type logLines struct {
-	mu    sync.Mutex
-	lines []map[string]any
+	mu      sync.Mutex
+	lines   []map[string]any
+	notJSON []string
 }
 
 func (l *logLines) count(match func(map[string]any) bool) int {
@@ -120,6 +122,13 @@ func newCluster(t testing.TB, bots []string, delay time.Duration) *testCluster {
 
 // start runs instance name and waits until it consumes partitions.
 func (c *testCluster) start(name string, extraEnv ...string) *instance {
+	in := c.launch(name, extraEnv...)
+	c.waitLog(in, time.Minute, "its first partition", func(l map[string]any) bool { return l["msg"] == "partition taken" }, 1)
+	return in
+}
+
+// launch runs instance name.
+func (c *testCluster) launch(name string, extraEnv ...string) *instance {
 	t := c.t
 	home := filepath.Join(c.dir, name, "home")
 	data := filepath.Join(c.dir, name, "data")
@@ -161,18 +170,19 @@ func (c *testCluster) start(name string, extraEnv ...string) *instance {
 		for sc.Scan() {
 			fmt.Fprintln(logFile, sc.Text())
 			var line map[string]any
+			in.logs.mu.Lock()
 			if json.Unmarshal(sc.Bytes(), &line) == nil {
-				in.logs.mu.Lock()
 				in.logs.lines = append(in.logs.lines, line)
-				in.logs.mu.Unlock()
+			} else {
+				in.logs.notJSON = append(in.logs.notJSON, sc.Text())
 			}
+			in.logs.mu.Unlock()
 		}
 		_ = cmd.Wait()
 	}()
 	c.mu.Lock()
 	c.procs[name] = in
 	c.mu.Unlock()
-	c.waitLog(in, time.Minute, "its first partition", func(l map[string]any) bool { return l["msg"] == "partition taken" }, 1)
 	return in
 }
 
@@ -414,6 +424,7 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 				t.Errorf("%s logged an error: %v", name, l)
 			}
 		})
+		notJSON(t, in) // the NATS client's complaints through the outage included
 	}
 }
 

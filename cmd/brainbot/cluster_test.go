@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+
 	"brainbot/state"
 	"brainbot/state/jetstream"
 	"brainbot/state/jetstream/natstest"
@@ -48,6 +50,10 @@ func TestDoctorChecksNATS(t *testing.T) {
 	checkNATS(context.Background(), Config{NATSURL: url}, r)
 	if r.refused() || len(r.findings) != 1 || !strings.Contains(r.findings[0].detail, "JetStream at") {
 		t.Fatalf("findings %+v", r.findings)
+	}
+	// The admin reads which server answered and which one brainbot needs.
+	if d := r.findings[0].detail; !strings.Contains(d, "nats-server "+natsserver.VERSION) || !strings.Contains(d, "needs "+jetstream.MinServerVersion) {
+		t.Errorf("detail %q, want the server's version and the one needed", d)
 	}
 	r = &report{}
 	checkNATS(context.Background(), Config{NATSURL: "nats://u:secret@127.0.0.1:9"}, r)

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,7 +21,7 @@ import (
 
 // run serves every bot in the brains folder until ctx ends (SIGINT or
 // SIGTERM), then lets requests in flight finish within the grace period.
-func (m *Main) run(ctx context.Context, args []string) error {
+func (m *Main) run(ctx context.Context, args []string) (err error) {
 	started := time.Now()
 	fs := m.newFlagSet("run", "run [flags]\n\nRuns every bot in the brains folder. Each flag has an environment variable of the same meaning; the flag wins.")
 	cfg, err := m.runConfig(fs, args)
@@ -39,6 +40,9 @@ func (m *Main) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }() // a failed flush of stderr has nowhere to be reported
+	// From here on the error that ends run is a log line like the others
+	// (JSON in JSON mode), with its causes.
+	defer func() { err = logFailure(log, err) }()
 	if !logPreflight(log, checks) {
 		return errNotStarted
 	}
@@ -171,6 +175,16 @@ func (m *Main) run(ctx context.Context, args []string) error {
 	}
 	log.Info("brainbot stopped")
 	return nil
+}
+
+// logFailure logs err, the error that ended run, and returns it as
+// reported; one already reported stays as it is.
+func logFailure(log *zap.Logger, err error) error {
+	if err == nil || errors.Is(err, errReported) || errors.Is(err, errNotStarted) {
+		return err
+	}
+	log.Error("brainbot stopped", zap.Error(err))
+	return errReported
 }
 
 // pruneEvery is how often retention limits are applied.

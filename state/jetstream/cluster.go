@@ -157,18 +157,29 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, errors.New("cluster: Config.Instance is empty")
 	}
 	h := &health{log: cfg.Log}
-	nc, err := nats.Connect(cfg.URL, nats.Name("brainbot "+cfg.Instance), nats.MaxReconnects(-1),
-		nats.ReconnectWait(500*time.Millisecond), nats.Timeout(5*time.Second),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { h.failed("connection", cmp.Or(err, nats.ErrDisconnected)) }))
+	closed := make(chan struct{})
+	opts := append([]nats.Option{nats.Name("brainbot " + cfg.Instance), nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond), nats.Timeout(5 * time.Second),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if !nc.IsClosed() { // closed by Close: a stop, not an outage
+				h.failed("connection", cmp.Or(err, nats.ErrDisconnected))
+			}
+		})}, clientLog(cfg.Log)...)
+	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", Redact(cfg.URL), err)
+	}
+	if err := checkServerVersion(nc.ConnectedServerVersion()); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("cluster: NATS at %s: %w", Redact(cfg.URL), err)
 	}
 	js, err := jsapi.New(nc)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	cn := &conn{cfg: cfg, nc: nc, js: js, log: cfg.Log, health: h}
+	cn := &conn{cfg: cfg, nc: nc, js: js, log: cfg.Log, health: h, closed: closed}
 	b, err := cn.ensure(ctx)
 	if err != nil {
 		nc.Close()
@@ -221,10 +232,33 @@ func assemble(cn *conn, b buckets) *Cluster {
 // spoolInterval is how often kept usage records are tried again.
 const spoolInterval = 2 * time.Second
 
-// Close stops writing kept records and closes the connection.
+// Close stops writing kept records and closes the connection. It returns
+// once the connection's last callbacks have run: nothing is logged of it
+// after.
 func (c *Cluster) Close() {
 	c.stopBackground()
 	c.nc.Close()
+	<-c.closed
+}
+
+// clientLog routes what the NATS client would otherwise write to stderr
+// on its own (its errors without a call to return them to: a slow
+// consumer, a write to a reset connection, a consumer gone inactive), and
+// its reconnections, through log: every line is one of brainbot's.
+func clientLog(log *zap.Logger) []nats.Option {
+	return []nats.Option{
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			fields := []zap.Field{zap.String("server", nc.ConnectedUrlRedacted()), zap.Error(err)}
+			if sub != nil {
+				fields = append(fields, zap.String("subject", sub.Subject))
+			}
+			log.Warn("NATS client error", fields...)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("NATS reconnected", zap.String("server", nc.ConnectedUrlRedacted()),
+				zap.Uint64("reconnects", nc.Stats().Reconnects))
+		}),
+	}
 }
 
 // Instance is this instance's name.
@@ -236,21 +270,27 @@ func (c *Cluster) Partitions() int { return c.cfg.Partitions }
 // State returns the shared state.
 func (c *Cluster) State() *State { return c.state }
 
-// Ping connects to url and checks JetStream, for `brainbot doctor`.
-func Ping(ctx context.Context, url string) error {
-	nc, err := nats.Connect(url, nats.Timeout(5*time.Second))
+// Ping connects to url and checks the server's version and JetStream, for
+// `brainbot doctor` and run's preflight. It returns the server's version.
+func Ping(ctx context.Context, url string) (version string, err error) {
+	// Its errors come back from the calls: none is written to stderr.
+	nc, err := nats.Connect(url, nats.Timeout(5*time.Second), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", Redact(url), err)
+		return "", fmt.Errorf("connect to %s: %w", Redact(url), err)
 	}
 	defer nc.Close()
+	version = nc.ConnectedServerVersion()
+	if err := checkServerVersion(version); err != nil {
+		return version, fmt.Errorf("NATS at %s: %w", Redact(url), err)
+	}
 	js, err := jsapi.New(nc)
 	if err != nil {
-		return err
+		return version, err
 	}
 	if _, err := js.AccountInfo(ctx); err != nil {
-		return fmt.Errorf("JetStream at %s: %w", Redact(url), err)
+		return version, fmt.Errorf("JetStream at %s: %w", Redact(url), err)
 	}
-	return nil
+	return version, nil
 }
 
 // Redact drops credentials from NATS URLs, for messages.

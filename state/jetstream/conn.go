@@ -22,6 +22,8 @@ type conn struct {
 	js     jsapi.JetStream
 	log    *zap.Logger
 	health *health
+	// closed is closed once the connection's last callbacks have run.
+	closed <-chan struct{}
 }
 
 // Check reports whether NATS is connected and JetStream answers (for

@@ -54,7 +54,7 @@ func (h *health) answered() {
 	if h.down.IsZero() {
 		return
 	}
-	h.log.Info("NATS available again: the cluster goes on", zap.Duration("outage", time.Since(h.down).Round(time.Millisecond)),
+	h.log.Info("NATS available again: the cluster goes on", zap.Duration("outage_ms", time.Since(h.down).Round(time.Millisecond)),
 		zap.String("last_op", h.op), zap.NamedError("last_error", h.cause))
 	h.down, h.cause, h.op, h.up = time.Time{}, nil, "", time.Now()
 }

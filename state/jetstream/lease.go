@@ -89,7 +89,7 @@ func (l *leases) holdLease(ctx context.Context, key string, rev uint64, poll fun
 			cancel()
 			if err != nil {
 				if ctx.Err() == nil {
-					log.Warn("poller lease lost: polling stops", zap.Error(err))
+					log.Warn("poller lease lost: polling stops", zap.String("cause", leaseLossCause(err)), zap.Error(err))
 				}
 				lost = true
 				break
@@ -190,4 +190,17 @@ func (l *leases) Poller(ctx context.Context, bot string) (string, error) {
 		return "", fmt.Errorf("read the poller lease of %s: %w", bot, err)
 	}
 	return string(e.Value()), nil
+}
+
+// leaseLossCause says why a lease's refresh failed, for the admin: NATS
+// did not answer in time, or the lease is no longer this instance's
+// (expired, and taken by another instance or deleted).
+func leaseLossCause(err error) string {
+	switch {
+	case unavailable(err):
+		return "nats unavailable"
+	case isConflict(err), errors.Is(err, jsapi.ErrKeyNotFound), errors.Is(err, jsapi.ErrKeyDeleted):
+		return "lease expired or taken over"
+	}
+	return "nats refused the refresh"
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	jsapi "github.com/nats-io/nats.go/jetstream"
@@ -131,12 +132,15 @@ func (c *conn) createOrUpdateStream(ctx context.Context, cfg jsapi.StreamConfig)
 const creatingTimeout = 10 * time.Second
 
 // creating runs the creation step what until it succeeds or ctx ends,
-// trying again after any error: until then the servers may be electing a
-// leader, or answering another instance that creates the same. The first
-// failure is logged, so an admin whose NATS does not answer sees why the
-// start waits.
+// trying again after an error that may pass: until then the servers may
+// be electing a leader, or answering another instance that creates the
+// same. A refusal that no retry changes (permanent) ends it at once. The
+// first failure is logged, so an admin whose NATS does not answer sees
+// why the start waits; the error returned is the servers' last word, not
+// the deadline that cut the last try.
 func (c *conn) creating(ctx context.Context, what string, do func(ctx context.Context) error) error {
 	wait := 100 * time.Millisecond
+	var last error
 	for tries := 1; ; tries++ {
 		actx, cancel := context.WithTimeout(ctx, creatingTimeout)
 		err := do(actx)
@@ -144,17 +148,53 @@ func (c *conn) creating(ctx context.Context, what string, do func(ctx context.Co
 		if err == nil {
 			return nil
 		}
+		if permanent(err) {
+			return fmt.Errorf("cluster: NATS JetStream at %s refused to create %s: %w", Redact(c.cfg.URL), what, err)
+		}
+		if last == nil || !errors.Is(err, context.DeadlineExceeded) {
+			last = err
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("cluster: NATS JetStream at %s did not create %s within %v (%d tries): %w",
-				Redact(c.cfg.URL), what, c.cfg.StartWait, tries, err)
+				Redact(c.cfg.URL), what, c.cfg.StartWait, tries, last)
 		}
 		if tries == 1 {
 			c.log.Warn("waiting for NATS JetStream: could not create "+what+" yet; trying again",
-				zap.Duration("for_up_to", c.cfg.StartWait), zap.Error(err))
+				zap.Duration("for_up_to_ms", c.cfg.StartWait), zap.Error(err))
 		}
 		sleep(ctx, wait)
 		wait = min(2*wait, 2*time.Second)
 	}
+}
+
+// passingCodes are the JetStream API errors, other than 503, that a
+// cluster still forming gives: peers not known yet, a leader not elected.
+var passingCodes = []jsapi.ErrorCode{
+	10005, // no suitable peers for placement
+	10007, // JetStream cluster not assigned to this server
+	10009, // JetStream cluster can not handle request
+	10044, // server is not a member of the cluster
+	10202, // cluster member change is in progress
+	10059, // stream not found: another instance's creation not applied yet
+	10014, // consumer not found: likewise
+}
+
+// permanent reports whether err is a refusal that trying again does not
+// change: the server lacks a feature (the client found it dropped from
+// the answer), or JetStream refused the configuration itself.
+func permanent(err error) bool {
+	var apiErr *jsapi.APIError
+	switch {
+	case errors.Is(err, jsapi.ErrStreamSubjectTransformNotSupported), errors.Is(err, jsapi.ErrStreamSourceSubjectTransformNotSupported),
+		errors.Is(err, jsapi.ErrStreamSourceNotSupported), errors.Is(err, jsapi.ErrConsumerMultipleFilterSubjectsNotSupported),
+		errors.Is(err, jsapi.ErrLimitMarkerTTLNotSupported):
+		return true
+	case unavailable(err):
+		return false
+	case errors.As(err, &apiErr):
+		return !slices.Contains(passingCodes, apiErr.ErrorCode)
+	}
+	return false
 }
 
 func consumerName(p int) string { return fmt.Sprintf("partition-%d", p) }
