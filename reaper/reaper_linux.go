@@ -25,6 +25,18 @@ func parentDeathSignal(sig syscall.Signal) error {
 	return os.NewSyscallError("prctl(PR_SET_PDEATHSIG)", unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0))
 }
 
+// lowerThread lowers the calling thread's priority by LowNice (to 19 at
+// most): on Linux a nice value is a thread's, and what the thread starts
+// inherits it. Raising one's nice needs no privilege.
+func lowerThread() error {
+	tid := unix.Gettid()
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid) // 20 - nice
+	if err != nil {
+		return os.NewSyscallError("getpriority", err)
+	}
+	return os.NewSyscallError("setpriority", unix.Setpriority(unix.PRIO_PROCESS, tid, min(20-prio+LowNice, 19)))
+}
+
 func becomeSubreaper() error {
 	return os.NewSyscallError("prctl(PR_SET_CHILD_SUBREAPER)", unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))
 }

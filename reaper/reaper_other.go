@@ -16,6 +16,8 @@ func tie(*exec.Cmd) {}
 
 func parentDeathSignal(syscall.Signal) error { return nil }
 
+func lowerThread() error { return nil }
+
 func becomeSubreaper() error { return errors.ErrUnsupported }
 
 func childrenOf(int) []orphan { return nil }
