@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,6 +51,13 @@ type Config struct {
 	Launcher string
 	// Warm keeps conversations' CLI processes alive between requests.
 	Warm WarmConfig
+	// Waiting says how many requests wait for a Claude slot (the caller's
+	// queue, ahead of Run): spares start only when none does. Nil: none
+	// ever waits.
+	Waiting func() int
+	// cpuBusy stands in for cpuContended in tests: whether the machine's
+	// CPUs are all wanted.
+	cpuBusy func() bool
 	// Reaper starts the CLIs, each tied to this process's life, and takes
 	// care of what they leave behind when it adopts (package reaper):
 	// brainbot's, which outlives the driver. Without one the driver has
@@ -142,7 +150,13 @@ func New(cfg Config) (*Driver, error) {
 		}
 		d.ownProcs = true
 	}
-	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape)) })
+	if cfg.Waiting != nil {
+		d.pool.spares.waiting = cfg.Waiting
+	}
+	if cfg.cpuBusy != nil {
+		d.pool.spares.cpuBusy = cfg.cpuBusy
+	}
+	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape), d.procs.StartLow) })
 	if d.pool.sparesOn() {
 		d.log.Info("claude: spares on: "+spareCost(d.pool.cfg), zap.Int("spares", d.pool.cfg.Spares),
 			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle_ms", d.pool.cfg.SpareIdle))
@@ -396,13 +410,13 @@ func (d *Driver) acquire(ctx context.Context, req Request, allowWarm bool) (cli 
 		}
 		req.SessionID = uuid.NewString()
 	}
-	cli, err = d.spawn(req, fingerprint)
+	cli, err = d.spawn(req, fingerprint, d.procs.Start)
 	return cli, false, err
 }
 
 // spawn starts a CLI for req. It runs detached from the request's context,
 // so it can outlive the request as a warm process: the driver ends it.
-func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
+func (d *Driver) spawn(req Request, fingerprint string, start func(*exec.Cmd) error) (*live, error) {
 	if err := d.prepareBot(req.BotID); err != nil {
 		return nil, err
 	}
@@ -421,7 +435,7 @@ func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
 	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
-	if cli.p, err = startProcess(context.Background(), d.procs, d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
+	if cli.p, err = startProcess(context.Background(), d.procs, start, d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
 		cli.release()
 		return nil, err
 	}
