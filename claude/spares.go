@@ -926,7 +926,6 @@ func spareCost(w WarmConfig) string {
 		w.Spares, max(w.Spares, w.MaxSpares), SpareMB, w.Max)
 }
 
-
 // cpuContended reports whether more threads are runnable than the machine
 // has CPUs, the one reading aside: /proc/loadavg's fourth field, now
 // rather than an average, so that spares start as soon as the CPUs are
