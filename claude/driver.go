@@ -327,6 +327,12 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		results: map[string]block{},
 		turn:    1,
 		begun:   time.Now(),
+		started: func() {},
+	}
+	if !warm && !cli.spare {
+		// Its start takes the CPU spares would: they wait for it.
+		x.started = d.pool.coldStart()
+		defer x.started()
 	}
 	x.toolLog = newToolLog(x.log)
 	x.turnStart = x.begun
@@ -523,9 +529,11 @@ type exchange struct {
 	begun, turnStart time.Time
 	turn             int
 	seenInit         bool
-	streamed         string // turn 1's text so far, from the deltas
-	events           int    // stdout events read about the request
-	turn1Text        []string
+	// started tells the pool that the CLI has started (its init).
+	started   func()
+	streamed  string // turn 1's text so far, from the deltas
+	events    int    // stdout events read about the request
+	turn1Text []string
 	// speech speaks turn one's text as it streams (Config.Speak); nil
 	// when the tool call speaks.
 	speech Utterance
@@ -616,6 +624,7 @@ func (x *exchange) handle(ev event) {
 	case kindInit:
 		if !x.seenInit {
 			x.seenInit = true
+			x.started()
 			x.res.Startup = time.Since(x.begun)
 			x.turnStart = time.Now()
 		}

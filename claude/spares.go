@@ -37,7 +37,8 @@ package claude
 //
 // And spares yield to real work: none starts while a request waits for a
 // Claude slot (Config.Waiting), however long a set has lacked one, nor
-// while the machine's CPUs are all wanted (more threads runnable than
+// while a request's CLI is starting, nor while the machine's CPUs are all
+// wanted (more threads runnable than
 // CPUs, /proc/loadavg; up to spareCPUPatience); and the spares' CLIs run at a lower CPU priority (nice +10,
 // reaper.StartLow), which a spare taken for a conversation keeps: an
 // unprivileged process cannot raise it back. Measured under saturation,
@@ -56,6 +57,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -126,6 +128,8 @@ type spares struct {
 	// wait for both to be over.
 	waiting func() int
 	cpuBusy func() bool
+	// cold counts the CLIs starting for requests (coldStart).
+	cold int
 }
 
 func newSpares() spares {
@@ -589,10 +593,25 @@ func (p *pool) planStarts(now time.Time) []*spareSet {
 
 // yield reports whether real work wants the machine now, for a set that
 // has lacked a spare for lacked: a request waits for a Claude slot, or
-// for a CPU (up to spareCPUPatience: a machine busy with other work
-// still gets spares, which run below it). Called with p.mu held.
+// for a CPU: a request's CLI is starting, or (up to spareCPUPatience: a
+// machine busy with other work still gets spares, which run below it)
+// more threads are runnable than CPUs. Called with p.mu held.
 func (p *pool) yield(lacked time.Duration) bool {
-	return p.spares.waiting() > 0 || lacked < spareCPUPatience && p.spares.cpuBusy()
+	return p.spares.waiting() > 0 || p.spares.cold > 0 || lacked < spareCPUPatience && p.spares.cpuBusy()
+}
+
+// coldStart counts a CLI started for a request until the returned func
+// is called (more calls do nothing): once it has started.
+func (p *pool) coldStart() func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spares.cold++
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		p.spares.cold--
+		p.mu.Unlock()
+		p.wake()
+	})
 }
 
 // memoryRoom is how many more spares SpareMemoryMB has room for.

@@ -652,9 +652,10 @@ func TestSparesYieldToWaitingRequests(t *testing.T) {
 	}
 }
 
-// Nor does one start while the CPUs are all wanted (more threads runnable
-// than CPUs, as /proc/loadavg counts them now), unless a set has lacked it
-// for spareCPUPatience: the machine is busy with other work.
+// Nor does one start while a request's CLI starts, or while the CPUs are
+// all wanted (more threads runnable than CPUs, as /proc/loadavg counts
+// them now) unless a set has lacked it for spareCPUPatience: the machine
+// is busy with other work.
 func TestSparesYieldToTheCPU(t *testing.T) {
 	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
 		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
@@ -671,6 +672,11 @@ func TestSparesYieldToTheCPU(t *testing.T) {
 	}
 	set.pending = 0
 	busy = false
+	started := p.coldStart() // a request's CLI starting
+	if n := len(p.planStarts(now.Add(time.Hour))); n != 0 {
+		t.Errorf("%d started while a request's CLI starts", n)
+	}
+	started()
 	if n := len(p.planStarts(now)); n != 1 {
 		t.Errorf("%d started once the CPUs are free, want 1", n)
 	}
