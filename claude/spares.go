@@ -941,8 +941,12 @@ func shapeOf(req Request) Request {
 
 // spareCost is how an admin reads what spares cost, at start-up.
 func spareCost(w WarmConfig) string {
-	return fmt.Sprintf("each bot keeps %d started Claude CLI (up to %d when new conversations come fast, and as many again for each other shape of its new conversations while they come, as guest answers), an idle process of ~%d MB each, within max warm %d; spares are ended first when it is full",
-		w.Spares, max(w.Spares, w.MaxSpares), SpareMB, w.Max)
+	bound := ""
+	if w.SpareMemoryMB > 0 {
+		bound = fmt.Sprintf(" and %d MB of memory (%d spares)", w.SpareMemoryMB, SparesIn(w.SpareMemoryMB))
+	}
+	return fmt.Sprintf("each bot keeps %d started Claude CLI (up to %d when new conversations come fast, and as many again for each other shape of its new conversations while they come, as guest answers), an idle process of ~%d MB each, within max warm %d%s; spares are ended first when it is full, and start at a lower CPU priority when no request waits",
+		w.Spares, max(w.Spares, w.MaxSpares), SpareMB, w.Max, bound)
 }
 
 // cpuContended reports whether more threads are runnable than the machine
