@@ -99,6 +99,8 @@ type Driver struct {
 	procs  *reaper.Reaper
 	// ownProcs: procs is the driver's own, closed with it.
 	ownProcs bool
+	// raiseFailed says once that a spare taken keeps its low priority.
+	raiseFailed sync.Once
 	// prepared holds the bots whose sessions were moved in (prepareBot).
 	prepared struct {
 		mu   sync.Mutex

@@ -38,13 +38,13 @@ package claude
 // And spares yield to real work: none starts while a request waits for a
 // Claude slot (Config.Waiting), however long a set has lacked one, nor
 // while a request's CLI is starting, nor while the machine's CPUs are all
-// wanted (more threads runnable than
-// CPUs, /proc/loadavg; up to spareCPUPatience); and the spares' CLIs run at a lower CPU priority (nice +10,
-// reaper.StartLow), which a spare taken for a conversation keeps: an
-// unprivileged process cannot raise it back. Measured under saturation,
-// spares starting at normal priority made the median answer 1.7 to 2.1
-// times as long (issue 38). Memory bounds them too: all spares together
-// hold at most WarmConfig.SpareMemoryMB.
+// wanted (more threads runnable than CPUs, /proc/loadavg; up to
+// spareCPUPatience). Spare CLIs run at a lower CPU priority (nice +10,
+// reaper.StartLow) until a conversation takes one: it is raised back
+// where the rlimit allows (raise). Measured under saturation, spares
+// starting at normal priority made the median answer 1.7 to 2.1 times as
+// long (issue 38). Memory bounds them too: all spares together hold at
+// most WarmConfig.SpareMemoryMB.
 
 import (
 	"cmp"
@@ -63,6 +63,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/reaper"
 	"brainbot/sysprompt"
 )
 
@@ -895,6 +896,7 @@ func (d *Driver) takeSpare(ctx context.Context, fingerprint string) *live {
 	for {
 		cli, wait, worth := d.pool.takeSpare(fingerprint)
 		if cli != nil {
+			d.raise(cli)
 			return cli
 		}
 		if wait == nil {
@@ -916,6 +918,22 @@ func (d *Driver) takeSpare(ctx context.Context, fingerprint string) *live {
 	}
 	d.pool.missed(fingerprint)
 	return nil
+}
+
+// raise brings a spare taken for a conversation back to brainbot's CPU
+// priority, in the background (it reads /proc): where the rlimit allows
+// it (systemd's LimitNICE=+0, as in deploy/brainbot.service) or
+// privilege. Else the conversation's CLI stays at nice +10, said once.
+func (d *Driver) raise(cli *live) {
+	d.pool.ending.Add(1)
+	go func() {
+		defer d.pool.ending.Done()
+		if err := d.procs.Raise(cli.p.cmd.Process.Pid); err != nil && !errors.Is(err, reaper.ErrClosed) {
+			d.raiseFailed.Do(func() {
+				d.log.Info("claude: spares taken for a conversation keep their lower CPU priority (nice +10): brainbot may not raise them back (LimitNICE=+0 in its systemd unit allows it)", zap.Error(err))
+			})
+		}
+	}()
 }
 
 // shapeOf is what of req a process is started with, but its session: a

@@ -620,7 +620,8 @@ func niceOf(t *testing.T, pid int) int {
 
 // A spare yields to real work: none starts while a request waits for a
 // Claude slot, however long; once none waits, it starts, below the
-// priority of the conversations' CLIs (nice +10).
+// priority of the conversations' CLIs (nice +10), and is raised back once
+// a conversation takes it.
 func TestSparesYieldToWaitingRequests(t *testing.T) {
 	var waiting atomic.Int64
 	waiting.Store(1)
@@ -650,6 +651,17 @@ func TestSparesYieldToWaitingRequests(t *testing.T) {
 			}
 		}
 	}
+	// Taken, it is raised back, where this process may lower a nice value.
+	res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2"))
+	var rlimit unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Spare || unix.Geteuid() != 0 && 20-int(rlimit.Cur) > own {
+		t.Logf("spare %v; no lowering a nice value here: not checked", res.Spare)
+		return
+	}
+	waitFor(t, func() bool { return niceOf(t, cliSessions(e.data)[res.SessionID]) == own })
 }
 
 // Nor does one start while a request's CLI starts, or while the CPUs are

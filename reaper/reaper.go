@@ -147,9 +147,25 @@ func (r *Reaper) Start(cmd *exec.Cmd) error { return r.start(r.normal, cmd) }
 
 // StartLow is Start for a child whose work may wait for everything else
 // this process does: it runs at nice LowNice above this process's (on
-// Linux; elsewhere as Start). An unprivileged process cannot raise the
-// child back.
+// Linux; elsewhere as Start). Raise brings it back.
 func (r *Reaper) StartLow(cmd *exec.Cmd) error { return r.start(r.low, cmd) }
+
+// Raise brings a child StartLow started back to this process's priority:
+// every thread of every process in its process group (the child's pid,
+// when it leads one), as far as they are there now. Lowering a nice
+// value needs RLIMIT_NICE to allow it (systemd's LimitNICE=+0) or
+// CAP_SYS_NICE: without, it fails and the child stays low. It does
+// nothing elsewhere than on Linux.
+func (r *Reaper) Raise(pgid int) error {
+	var nice int
+	r.mu.Lock()
+	err := r.onThread(r.normal, func() (err error) { nice, err = threadNice(); return err })
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return setGroupNice(pgid, nice)
+}
 
 func (r *Reaper) start(s starter, cmd *exec.Cmd) error {
 	tie(cmd)

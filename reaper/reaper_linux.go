@@ -29,12 +29,37 @@ func parentDeathSignal(sig syscall.Signal) error {
 // most): on Linux a nice value is a thread's, and what the thread starts
 // inherits it. Raising one's nice needs no privilege.
 func lowerThread() error {
-	tid := unix.Gettid()
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, tid) // 20 - nice
+	nice, err := threadNice()
 	if err != nil {
-		return os.NewSyscallError("getpriority", err)
+		return err
 	}
-	return os.NewSyscallError("setpriority", unix.Setpriority(unix.PRIO_PROCESS, tid, min(20-prio+LowNice, 19)))
+	return os.NewSyscallError("setpriority", unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), min(nice+LowNice, 19)))
+}
+
+// threadNice is the calling thread's nice value.
+func threadNice() (int, error) {
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()) // 20 - nice
+	return 20 - prio, os.NewSyscallError("getpriority", err)
+}
+
+// setGroupNice sets every thread of the processes in group pgid to nice.
+func setGroupNice(pgid, nice int) error {
+	for _, p := range processes() {
+		if p.pgid != pgid {
+			continue
+		}
+		tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(p.pid), "task"))
+		for _, task := range tasks {
+			tid, err := strconv.Atoi(task.Name())
+			if err != nil {
+				continue
+			}
+			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, nice); err != nil && err != unix.ESRCH {
+				return os.NewSyscallError("setpriority", err)
+			}
+		}
+	}
+	return nil
 }
 
 func becomeSubreaper() error {
@@ -44,8 +69,25 @@ func becomeSubreaper() error {
 // childrenOf lists the children of parent from /proc (every process's
 // stat: /proc/<pid>/task/<tid>/children is not in every kernel).
 func childrenOf(parent int) []orphan {
-	entries, _ := os.ReadDir("/proc")
 	var found []orphan
+	for _, p := range processes() {
+		if p.ppid == parent {
+			found = append(found, p.orphan)
+		}
+	}
+	return found
+}
+
+// process is a live process as /proc/<pid>/stat says.
+type process struct {
+	orphan
+	ppid int
+}
+
+// processes lists every process from /proc.
+func processes() []process {
+	entries, _ := os.ReadDir("/proc")
+	var found []process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -67,9 +109,7 @@ func childrenOf(parent int) []orphan {
 		}
 		ppid, _ := strconv.Atoi(string(f[1]))
 		pgid, _ := strconv.Atoi(string(f[2]))
-		if ppid == parent {
-			found = append(found, orphan{pid: pid, pgid: pgid, exited: string(f[0]) == "Z"})
-		}
+		found = append(found, process{orphan: orphan{pid: pid, pgid: pgid, exited: string(f[0]) == "Z"}, ppid: ppid})
 	}
 	return found
 }

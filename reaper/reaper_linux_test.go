@@ -1,11 +1,13 @@
 package reaper
 
 import (
+	"bufio"
 	"bytes"
 	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -67,4 +69,64 @@ func statNice(t *testing.T, stat string) int {
 		t.Fatal(err)
 	}
 	return nice
+}
+
+// Raise brings StartLow's child, its threads and what it started back to
+// this process's nice, where the rlimit or a capability allows it;
+// elsewhere it fails and leaves them low.
+func TestRaise(t *testing.T) {
+	r, err := New(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	own := ownNice(t)
+	cmd := exec.Command("/bin/sh", "-c", `sleep 600 & echo $!; exec sleep 600`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StartLow(cmd); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = r.Wait(cmd)
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, _ := strconv.Atoi(strings.TrimSpace(line))
+	var rlimit unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
+		t.Fatal(err)
+	}
+	allowed := unix.Geteuid() == 0 || 20-int(rlimit.Cur) <= own
+	err = r.Raise(cmd.Process.Pid)
+	want := own
+	if !allowed {
+		want = min(own+LowNice, 19)
+		if err == nil {
+			t.Error("Raise lowered a nice value without the rlimit or the privilege")
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{cmd.Process.Pid, grandchild} {
+		if got := niceOf(t, pid); got != want {
+			t.Errorf("process %d at nice %d after Raise, want %d", pid, got, want)
+		}
+	}
+}
+
+// niceOf is the nice value of process pid (its main thread's).
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid) // 20 - nice
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 20 - prio
 }

@@ -18,6 +18,10 @@ func parentDeathSignal(syscall.Signal) error { return nil }
 
 func lowerThread() error { return nil }
 
+func threadNice() (int, error) { return 0, nil }
+
+func setGroupNice(int, int) error { return nil }
+
 func becomeSubreaper() error { return errors.ErrUnsupported }
 
 func childrenOf(int) []orphan { return nil }
