@@ -550,22 +550,13 @@ func claudeBare(setting string, getenv func(string) string) bool {
 const warmProcessMB = 300
 
 // defaultMaxWarm keeps warm processes in a quarter of the machine's
-// memory (4 where the memory cannot be read).
+// memory (machineMemory; 4 where the memory cannot be read).
 func defaultMaxWarm() int {
-	info, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
+	memory, _ := machineMemory()
+	if memory <= 0 {
 		return 4
 	}
-	for line := range strings.Lines(string(info)) {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			if err != nil {
-				return 4
-			}
-			return max(1, kb/1024/4/warmProcessMB)
-		}
-	}
-	return 4
+	return max(1, int(memory>>20)/4/warmProcessMB)
 }
 
 // minAdminToken is the shortest BRAINBOT_ADMIN_TOKEN taken: a guessable
