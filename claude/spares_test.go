@@ -611,11 +611,11 @@ func idleCPUs() bool { return false }
 // niceOf is the nice value of process pid, as the kernel says.
 func niceOf(t *testing.T, pid int) int {
 	t.Helper()
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid) // 20 - nice
+	nice, err := reaper.Nice(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return 20 - prio
+	return nice
 }
 
 // A spare yields to real work: none starts while a request waits for a

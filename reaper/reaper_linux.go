@@ -36,11 +36,14 @@ func lowerThread() error {
 	return os.NewSyscallError("setpriority", unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), min(nice+LowNice, 19)))
 }
 
-// threadNice is the calling thread's nice value.
-func threadNice() (int, error) {
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()) // 20 - nice
+// Nice is the nice value of thread pid, or of process pid's main thread.
+func Nice(pid int) (int, error) {
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid) // 20 - nice
 	return 20 - prio, os.NewSyscallError("getpriority", err)
 }
+
+// threadNice is the calling thread's nice value.
+func threadNice() (int, error) { return Nice(unix.Gettid()) }
 
 // setGroupNice sets every thread of the processes in group pgid to nice.
 func setGroupNice(pgid, nice int) error {

@@ -19,11 +19,7 @@ func ownNice(t *testing.T) int {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, unix.Gettid()) // 20 - nice
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 20 - prio
+	return niceOf(t, unix.Gettid())
 }
 
 // StartLow's child, and what it starts, run LowNice below this process;
@@ -124,9 +120,9 @@ func TestRaise(t *testing.T) {
 // niceOf is the nice value of process pid (its main thread's).
 func niceOf(t *testing.T, pid int) int {
 	t.Helper()
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, pid) // 20 - nice
+	nice, err := Nice(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return 20 - prio
+	return nice
 }
