@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -50,6 +51,13 @@ type Config struct {
 	Launcher string
 	// Warm keeps conversations' CLI processes alive between requests.
 	Warm WarmConfig
+	// Waiting says how many requests wait for a Claude slot (the caller's
+	// queue, ahead of Run): spares start only when none does. Nil: none
+	// ever waits.
+	Waiting func() int
+	// cpuBusy stands in for cpuContended in tests: whether the machine's
+	// CPUs are all wanted.
+	cpuBusy func() bool
 	// Reaper starts the CLIs, each tied to this process's life, and takes
 	// care of what they leave behind when it adopts (package reaper):
 	// brainbot's, which outlives the driver. Without one the driver has
@@ -91,6 +99,8 @@ type Driver struct {
 	procs  *reaper.Reaper
 	// ownProcs: procs is the driver's own, closed with it.
 	ownProcs bool
+	// raiseFailed says once that a spare taken keeps its low priority.
+	raiseFailed sync.Once
 	// prepared holds the bots whose sessions were moved in (prepareBot).
 	prepared struct {
 		mu   sync.Mutex
@@ -142,7 +152,13 @@ func New(cfg Config) (*Driver, error) {
 		}
 		d.ownProcs = true
 	}
-	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape)) })
+	if cfg.Waiting != nil {
+		d.pool.spares.waiting = cfg.Waiting
+	}
+	if cfg.cpuBusy != nil {
+		d.pool.spares.cpuBusy = cfg.cpuBusy
+	}
+	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape), d.procs.StartLow) })
 	if d.pool.sparesOn() {
 		d.log.Info("claude: spares on: "+spareCost(d.pool.cfg), zap.Int("spares", d.pool.cfg.Spares),
 			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle_ms", d.pool.cfg.SpareIdle))
@@ -313,6 +329,12 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		results: map[string]block{},
 		turn:    1,
 		begun:   time.Now(),
+		started: func() {},
+	}
+	if !warm && !cli.spare {
+		// Its start takes the CPU spares would: they wait for it.
+		x.started = d.pool.coldStart()
+		defer x.started()
 	}
 	x.toolLog = newToolLog(x.log)
 	x.turnStart = x.begun
@@ -396,13 +418,13 @@ func (d *Driver) acquire(ctx context.Context, req Request, allowWarm bool) (cli 
 		}
 		req.SessionID = uuid.NewString()
 	}
-	cli, err = d.spawn(req, fingerprint)
+	cli, err = d.spawn(req, fingerprint, d.procs.Start)
 	return cli, false, err
 }
 
 // spawn starts a CLI for req. It runs detached from the request's context,
 // so it can outlive the request as a warm process: the driver ends it.
-func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
+func (d *Driver) spawn(req Request, fingerprint string, start func(*exec.Cmd) error) (*live, error) {
 	if err := d.prepareBot(req.BotID); err != nil {
 		return nil, err
 	}
@@ -421,7 +443,7 @@ func (d *Driver) spawn(req Request, fingerprint string) (*live, error) {
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
 	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
-	if cli.p, err = startProcess(context.Background(), d.procs, d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
+	if cli.p, err = startProcess(context.Background(), d.procs, start, d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
 		cli.release()
 		return nil, err
 	}
@@ -509,9 +531,11 @@ type exchange struct {
 	begun, turnStart time.Time
 	turn             int
 	seenInit         bool
-	streamed         string // turn 1's text so far, from the deltas
-	events           int    // stdout events read about the request
-	turn1Text        []string
+	// started tells the pool that the CLI has started (its init).
+	started   func()
+	streamed  string // turn 1's text so far, from the deltas
+	events    int    // stdout events read about the request
+	turn1Text []string
 	// speech speaks turn one's text as it streams (Config.Speak); nil
 	// when the tool call speaks.
 	speech Utterance
@@ -602,6 +626,7 @@ func (x *exchange) handle(ev event) {
 	case kindInit:
 		if !x.seenInit {
 			x.seenInit = true
+			x.started()
 			x.res.Startup = time.Since(x.begun)
 			x.turnStart = time.Now()
 		}

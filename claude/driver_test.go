@@ -79,6 +79,7 @@ func newFakeEnvWith(t *testing.T, adjust func(*Config)) *fakeEnv {
 		Env:      claudetest.FakeCLIEnv(),
 		Launcher: fakeLauncher,
 		Log:      log,
+		cpuBusy:  idleCPUs,
 	}
 	adjust(&cfg)
 	d, err := New(cfg)

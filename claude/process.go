@@ -56,11 +56,11 @@ type lineEvent struct {
 	err error
 }
 
-// startProcess starts command in dir, through procs: tied to brainbot's
-// life. The pipes are our own (not cmd.StdoutPipe), so reading them does
+// startProcess starts command in dir with start, one of procs' (Start,
+// or StartLow for a spare): tied to brainbot's life. The pipes are our own (not cmd.StdoutPipe), so reading them does
 // not race with cmd.Wait and we can close them ourselves if a stray
 // process keeps them open.
-func startProcess(ctx context.Context, procs *reaper.Reaper, command string, args []string, dir string, env []string) (_ *process, err error) {
+func startProcess(ctx context.Context, procs *reaper.Reaper, start func(*exec.Cmd) error, command string, args []string, dir string, env []string) (_ *process, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	cmd := exec.CommandContext(ctx, command, args...)
 	cmd.Dir, cmd.Env = dir, env
@@ -101,7 +101,7 @@ func startProcess(ctx context.Context, procs *reaper.Reaper, command string, arg
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	if err := procs.Start(cmd); err != nil {
+	if err := start(cmd); err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return nil, fmt.Errorf("%w: %q: %w", errCLINotFound, command, err)
 		}

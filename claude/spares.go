@@ -34,6 +34,17 @@ package claude
 // (a panel's turns follow one another within that, and are not slowed by
 // the spares they took being replaced); and no more start at once than
 // the machine has CPUs.
+//
+// And spares yield to real work: none starts while a request waits for a
+// Claude slot (Config.Waiting), however long a set has lacked one, nor
+// while a request's CLI is starting, nor while the machine's CPUs are all
+// wanted (more threads runnable than CPUs, /proc/loadavg; up to
+// spareCPUPatience). Spare CLIs run at a lower CPU priority (nice +10,
+// reaper.StartLow) until a conversation takes one: it is raised back
+// where the rlimit allows (raise). Measured under saturation, spares
+// starting at normal priority made the median answer 1.7 to 2.1 times as
+// long (issue 38). Memory bounds them too: all spares together hold at
+// most WarmConfig.SpareMemoryMB.
 
 import (
 	"cmp"
@@ -41,14 +52,18 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/reaper"
 	"brainbot/sysprompt"
 )
 
@@ -79,6 +94,10 @@ const (
 	// request ended the moment is quiet.
 	spareQuiet  = 2 * time.Second
 	spareSettle = 300 * time.Millisecond
+	// spareCPUPatience is how long a spare a set lacks waits for the CPUs
+	// to be free: on a machine kept busy by other work it starts then
+	// anyway, at its lower priority.
+	spareCPUPatience = 10 * time.Second
 	// maxRetryPause bounds the pause before a set whose spares keep
 	// failing tries again.
 	maxRetryPause = 5 * time.Minute
@@ -105,11 +124,18 @@ type spares struct {
 	active      int
 	lastActive  time.Time
 	maxStarting int
+	// waiting is how many requests wait for a Claude slot (Config.Waiting),
+	// cpuBusy whether more threads want to run than there are CPUs: spares
+	// wait for both to be over.
+	waiting func() int
+	cpuBusy func() bool
+	// cold counts the CLIs starting for requests (coldStart).
+	cold int
 }
 
 func newSpares() spares {
 	return spares{sets: map[setKey]*spareSet{}, kick: make(chan struct{}, 1), readied: make(chan struct{}), stopped: make(chan struct{}),
-		maxStarting: runtime.NumCPU()}
+		maxStarting: runtime.NumCPU(), waiting: func() int { return 0 }, cpuBusy: cpuContended}
 }
 
 // setKey names a set: a name holds sets of several shapes.
@@ -528,8 +554,9 @@ func (p *pool) tend() {
 // again, they would end a spare started meanwhile. Called with p.mu held;
 // each pick is counted as pending.
 func (p *pool) planStarts(now time.Time) []*spareSet {
-	room := min(p.room(), p.spares.maxStarting-p.spares.starting())
+	room := min(p.room(), p.spares.maxStarting-p.spares.starting(), p.memoryRoom())
 	busy := p.spares.active > 0 || now.Sub(p.spares.lastActive) < spareSettle
+	asked := false // whether real work wants the machine: asked once
 	var starts []*spareSet
 	for ; room > 0; room-- {
 		var next *spareSet
@@ -545,6 +572,7 @@ func (p *pool) planStarts(now time.Time) []*spareSet {
 				continue
 			}
 			if next == nil || cmp.Or(cmp.Compare(set.rank(), next.rank()), cmp.Compare(set.have(), next.have()),
+				lastWanted(next).Compare(lastWanted(set)),
 				strings.Compare(set.name, next.name), strings.Compare(set.fingerprint, next.fingerprint)) < 0 {
 				next = set
 			}
@@ -552,10 +580,48 @@ func (p *pool) planStarts(now time.Time) []*spareSet {
 		if next == nil || busy && now.Sub(next.short) < spareQuiet {
 			break
 		}
+		if !asked {
+			if p.yield(now.Sub(next.short)) {
+				break
+			}
+			asked = true
+		}
 		next.pending++
 		starts = append(starts, next)
 	}
 	return starts
+}
+
+// yield reports whether real work wants the machine now, for a set that
+// has lacked a spare for lacked: a request waits for a Claude slot, or
+// for a CPU: a request's CLI is starting, or (up to spareCPUPatience: a
+// machine busy with other work still gets spares, which run below it)
+// more threads are runnable than CPUs. Called with p.mu held.
+func (p *pool) yield(lacked time.Duration) bool {
+	return p.spares.waiting() > 0 || p.spares.cold > 0 || lacked < spareCPUPatience && p.spares.cpuBusy()
+}
+
+// coldStart counts a CLI started for a request until the returned func
+// is called (more calls do nothing): once it has started.
+func (p *pool) coldStart() func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spares.cold++
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		p.spares.cold--
+		p.mu.Unlock()
+		p.wake()
+	})
+}
+
+// memoryRoom is how many more spares SpareMemoryMB has room for.
+// Called with p.mu held.
+func (p *pool) memoryRoom() int {
+	if p.cfg.SpareMemoryMB <= 0 {
+		return p.cfg.Max
+	}
+	return SparesIn(p.cfg.SpareMemoryMB) - p.spares.held()
 }
 
 // room is how many more processes the budget has room for. Called with
@@ -789,7 +855,7 @@ func (d *Driver) PrewarmResume(req Request) error {
 	case !room:
 		return ErrNoRoom
 	}
-	cli, err := d.spawn(req, d.fingerprint(req))
+	cli, err := d.spawn(req, d.fingerprint(req), d.procs.Start)
 	if err != nil {
 		return err
 	}
@@ -830,6 +896,7 @@ func (d *Driver) takeSpare(ctx context.Context, fingerprint string) *live {
 	for {
 		cli, wait, worth := d.pool.takeSpare(fingerprint)
 		if cli != nil {
+			d.raise(cli)
 			return cli
 		}
 		if wait == nil {
@@ -851,6 +918,22 @@ func (d *Driver) takeSpare(ctx context.Context, fingerprint string) *live {
 	}
 	d.pool.missed(fingerprint)
 	return nil
+}
+
+// raise brings a spare taken for a conversation back to brainbot's CPU
+// priority, in the background (it reads /proc): where the rlimit allows
+// it (systemd's LimitNICE=+0, as in deploy/brainbot.service) or
+// privilege. Else the conversation's CLI stays at nice +10, said once.
+func (d *Driver) raise(cli *live) {
+	d.pool.ending.Add(1)
+	go func() {
+		defer d.pool.ending.Done()
+		if err := d.procs.Raise(cli.p.cmd.Process.Pid); err != nil && !errors.Is(err, reaper.ErrClosed) {
+			d.raiseFailed.Do(func() {
+				d.log.Info("claude: spares taken for a conversation keep their lower CPU priority (nice +10): brainbot may not raise them back (LimitNICE=+0 in its systemd unit allows it)", zap.Error(err))
+			})
+		}
+	}()
 }
 
 // shapeOf is what of req a process is started with, but its session: a
@@ -876,10 +959,31 @@ func shapeOf(req Request) Request {
 
 // spareCost is how an admin reads what spares cost, at start-up.
 func spareCost(w WarmConfig) string {
-	return fmt.Sprintf("each bot keeps %d started Claude CLI (up to %d when new conversations come fast, and as many again for each other shape of its new conversations while they come, as guest answers), an idle process of ~%d MB each, within max warm %d; spares are ended first when it is full",
-		w.Spares, max(w.Spares, w.MaxSpares), spareMB, w.Max)
+	bound := ""
+	if w.SpareMemoryMB > 0 {
+		bound = fmt.Sprintf(" and %d MB of memory (%d spares)", w.SpareMemoryMB, SparesIn(w.SpareMemoryMB))
+	}
+	return fmt.Sprintf("each bot keeps %d started Claude CLI (up to %d when new conversations come fast, and as many again for each other shape of its new conversations while they come, as guest answers), an idle process of ~%d MB each, within max warm %d%s; spares are ended first when it is full, and start at a lower CPU priority when no request waits",
+		w.Spares, max(w.Spares, w.MaxSpares), SpareMB, w.Max, bound)
 }
 
-// spareMB is about what one spare holds: an idle CLI's resident memory
-// (measured by BenchmarkNewConversation on 2.1.328).
-const spareMB = 175
+// cpuContended reports whether more threads are runnable than the machine
+// has CPUs, the one reading aside: /proc/loadavg's fourth field, now
+// rather than an average, so that spares start as soon as the CPUs are
+// free again. False where there is no such file.
+func cpuContended() bool {
+	loadavg, err := os.ReadFile("/proc/loadavg")
+	return err == nil && runnableOver(string(loadavg), runtime.NumCPU())
+}
+
+// runnableOver reports whether a /proc/loadavg line counts more threads
+// runnable than cpus, the reader aside.
+func runnableOver(loadavg string, cpus int) bool {
+	fields := strings.Fields(loadavg)
+	if len(fields) < 4 {
+		return false
+	}
+	runnable, _, _ := strings.Cut(fields[3], "/")
+	n, err := strconv.Atoi(runnable)
+	return err == nil && n-1 > cpus
+}

@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"brainbot/claude/claudetest"
+	"brainbot/reaper"
 	"brainbot/sysprompt"
 )
 
@@ -403,7 +406,7 @@ func TestPrewarmResume(t *testing.T) {
 func TestSparesStartInQuietMoments(t *testing.T) {
 	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
 		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
-	p.spares.maxStarting = 2
+	p.spares.maxStarting, p.spares.cpuBusy = 2, idleCPUs
 	set := &spareSet{name: "bot", base: 1, target: 3}
 	p.spares.sets[set.key()] = set
 	starts := func(at time.Time) int {
@@ -599,4 +602,138 @@ func TestOtherShapesSparesGoWhenUnused(t *testing.T) {
 	if res := e.mustRun(t, req); res.Spare {
 		t.Error("a guest answer after its shape's spares went was served by one")
 	}
+}
+
+// idleCPUs stands in for cpuContended: tests do not depend on what else
+// the machine runs.
+func idleCPUs() bool { return false }
+
+// niceOf is the nice value of process pid, as the kernel says.
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	nice, err := reaper.Nice(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nice
+}
+
+// A spare yields to real work: none starts while a request waits for a
+// Claude slot, however long; once none waits, it starts, below the
+// priority of the conversations' CLIs (nice +10), and is raised back once
+// a conversation takes it.
+func TestSparesYieldToWaitingRequests(t *testing.T) {
+	var waiting atomic.Int64
+	waiting.Store(1)
+	e := newFakeEnvWith(t, func(c *Config) {
+		c.Warm = WarmConfig{Max: 4, Spares: 1}
+		c.Waiting = func() int { return int(waiting.Load()) }
+	})
+	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
+	e.d.pool.mu.Lock()
+	e.d.pool.spares.lastActive = time.Time{} // long quiet, and lacking for long:
+	for _, set := range e.d.pool.spares.sets {
+		set.short = time.Now().Add(-time.Hour)
+	}
+	e.d.pool.mu.Unlock()
+	e.d.pool.tend() // what would start one, but for the request waiting
+	if s := e.d.SpareStats(); s.Started != 0 || s.Starting != 0 {
+		t.Fatalf("spares %+v while a request waits for a slot, want none started", s)
+	}
+	waiting.Store(0)
+	e.d.pool.wake()
+	waitSpares(t, e.d, readySpares(1))
+	own := niceOf(t, cliSessions(e.data)[first.SessionID])
+	for session, pid := range cliSessions(e.data) {
+		if session != first.SessionID {
+			if got, want := niceOf(t, pid), min(own+reaper.LowNice, 19); got != want {
+				t.Errorf("the spare runs at nice %d, want %d (the conversation's CLI: %d)", got, want, own)
+			}
+		}
+	}
+	// Taken, it is raised back, where this process may lower a nice value.
+	res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2"))
+	var rlimit unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Spare || unix.Geteuid() != 0 && 20-int(rlimit.Cur) > own {
+		t.Logf("spare %v; no lowering a nice value here: not checked", res.Spare)
+		return
+	}
+	waitFor(t, func() bool { return niceOf(t, cliSessions(e.data)[res.SessionID]) == own })
+}
+
+// Nor does one start while a request's CLI starts, or while the CPUs are
+// all wanted (more threads runnable than CPUs, as /proc/loadavg counts
+// them now) unless a set has lacked it for spareCPUPatience: the machine
+// is busy with other work.
+func TestSparesYieldToTheCPU(t *testing.T) {
+	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
+		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
+	busy := true
+	p.spares.cpuBusy = func() bool { return busy }
+	set := &spareSet{name: "bot", base: 1, target: 1}
+	p.spares.sets[set.key()] = set
+	now := time.Now()
+	if n := len(p.planStarts(now)); n != 0 {
+		t.Errorf("%d started while the CPUs are all wanted", n)
+	}
+	if n := len(p.planStarts(now.Add(spareCPUPatience))); n != 1 {
+		t.Errorf("%d started after lacking for spareCPUPatience on a busy machine, want 1", n)
+	}
+	set.pending = 0
+	busy = false
+	started := p.coldStart() // a request's CLI starting
+	if n := len(p.planStarts(now.Add(time.Hour))); n != 0 {
+		t.Errorf("%d started while a request's CLI starts", n)
+	}
+	started()
+	if n := len(p.planStarts(now)); n != 1 {
+		t.Errorf("%d started once the CPUs are free, want 1", n)
+	}
+	for line, want := range map[string]bool{
+		"7.30 9.51 9.55 5/182 18860\n": true, // 4 runnable besides the reader, on 2 CPUs
+		"0.10 0.20 0.30 3/182 18860\n": false,
+		"garbage":                      false,
+	} {
+		if got := runnableOver(line, 2); got != want {
+			t.Errorf("runnableOver(%q, 2) = %v, want %v", line, got, want)
+		}
+	}
+}
+
+// The memory spares may hold bounds their count: with room for two and
+// three sets lacking one, two start, for the sets wanted most recently;
+// a spare taken makes room for the set it was taken from.
+func TestSpareMemoryBoundsTheCount(t *testing.T) {
+	p := &pool{cfg: WarmConfig{Max: 8, Spares: 1, SpareMemoryMB: 2*SpareMB + SpareMB/2}.withDefaults(), log: zap.NewNop(),
+		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
+	p.spares.cpuBusy = idleCPUs
+	now := time.Now()
+	var sets []*spareSet
+	for i, name := range []string{"a", "b", "c"} {
+		set := &spareSet{name: name, base: 1, target: 1, lastTaken: now.Add(time.Duration(i) * time.Minute)}
+		p.spares.sets[set.key()] = set
+		sets = append(sets, set)
+	}
+	starts := p.planStarts(now.Add(time.Hour))
+	if len(starts) != 2 || starts[0] != sets[2] || starts[1] != sets[1] {
+		t.Fatalf("started for %v, want c and b: the two wanted last", names(starts))
+	}
+	if again := p.planStarts(now.Add(time.Hour)); len(again) != 0 {
+		t.Errorf("started for %v beyond the memory", names(again))
+	}
+	sets[2].pending, sets[2].lastTaken = 0, now.Add(time.Hour) // c's is taken
+	if again := p.planStarts(now.Add(time.Hour)); len(again) != 1 || again[0] != sets[2] {
+		t.Errorf("started for %v, want c's replacement", names(again))
+	}
+}
+
+func names(sets []*spareSet) []string {
+	var n []string
+	for _, set := range sets {
+		n = append(n, set.name)
+	}
+	return n
 }

@@ -23,7 +23,7 @@ func newWarmEnv(t *testing.T, warm WarmConfig) *fakeEnv {
 	log, logs := observedLog(t)
 	tools := toolstest.Start(t, data, log)
 	d, err := New(Config{Command: os.Args[0], DataDir: data, ToolsURL: tools.URL, Tickets: tools.Tickets,
-		Env: claudetest.FakeCLIEnv(), Launcher: fakeLauncher, Log: log, Warm: warm})
+		Env: claudetest.FakeCLIEnv(), Launcher: fakeLauncher, Log: log, Warm: warm, cpuBusy: idleCPUs})
 	if err != nil {
 		t.Fatal(err)
 	}

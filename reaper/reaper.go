@@ -13,6 +13,10 @@
 // instead of init's. The Reaper reaps those that exit and, at Close, ends
 // those still running. Only one Reaper per process may adopt.
 //
+// Children started with StartLow run below the priority of the rest (on
+// Linux at nice LowNice, from a second thread of that nice: a child
+// inherits its starting thread's, and so do its threads and children).
+//
 // Elsewhere children are started as they are, and nothing is adopted.
 package reaper
 
@@ -33,9 +37,9 @@ var ErrClosed = errors.New("reaper: closed")
 // Reaper starts children and adopts what they leave. Its methods are safe
 // for concurrent use.
 type Reaper struct {
-	starts  chan start
-	started chan struct{} // closed when the starting goroutine has ended
-	adopt   bool
+	// normal starts children at this process's priority, low below it.
+	normal, low starter
+	adopt       bool
 
 	// mu is held across each start and each reaping, so that a child
 	// this process started is never taken for an orphan: children counts
@@ -51,18 +55,34 @@ type Reaper struct {
 	ended     int
 }
 
-// start is work for the starting goroutine's thread.
+// starter is a goroutine locked to its thread, which starts children.
+type starter struct {
+	starts chan start
+	ended  chan struct{} // closed when the goroutine has ended
+}
+
+// start is work for a starting goroutine's thread.
 type start struct {
 	run func() error
 	err chan<- error
 }
 
+// LowNice is how much lower than the rest StartLow's children run: nice
+// +10 gets about a tenth of the CPU a nice-0 process competing for it
+// gets.
+const LowNice = 10
+
 // New starts the goroutine that starts children; with adopt, on Linux,
 // this process becomes its descendants' subreaper.
 func New(adopt bool) (*Reaper, error) {
-	r := &Reaper{starts: make(chan start), started: make(chan struct{}), children: map[int]int{}}
+	r := &Reaper{children: map[int]int{}}
+	var err error
+	if r.low, err = startStarter(lowerThread); err != nil {
+		return nil, err
+	}
 	if adopt && adoptable {
 		if err := becomeSubreaper(); err != nil {
+			r.low.stop()
 			return nil, err
 		}
 		r.adopt = true
@@ -70,38 +90,88 @@ func New(adopt bool) (*Reaper, error) {
 		signal.Notify(r.sigchld, syscall.SIGCHLD)
 		r.reapingWG.Go(r.reapExited)
 	}
-	go r.startChildren()
+	r.normal, _ = startStarter(nil) // nothing to prepare: cannot fail
 	return r, nil
+}
+
+// startStarter starts a starting goroutine, its thread first readied
+// with prepare (when not nil).
+func startStarter(prepare func() error) (starter, error) {
+	s := starter{starts: make(chan start), ended: make(chan struct{})}
+	ready := make(chan error, 1)
+	go s.startChildren(prepare, ready)
+	if err := <-ready; err != nil {
+		<-s.ended
+		return starter{}, err
+	}
+	return s, nil
 }
 
 // startChildren starts each child from this goroutine's thread. The
 // thread is never unlocked: it ends with the goroutine, at Close, and with
 // it the children still running get their parent-death signal.
-func (r *Reaper) startChildren() {
+func (s starter) startChildren(prepare func() error, ready chan<- error) {
 	runtime.LockOSThread()
-	defer close(r.started)
-	for s := range r.starts {
-		s.err <- s.run()
+	defer close(s.ended)
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			ready <- err
+			return
+		}
+	}
+	ready <- nil
+	for st := range s.starts {
+		st.err <- st.run()
 	}
 }
 
-// onThread runs f on the starting goroutine's thread. r.mu must be held.
-func (r *Reaper) onThread(f func() error) error {
+// stop ends the starting goroutine and waits for it.
+func (s starter) stop() {
+	close(s.starts)
+	<-s.ended
+}
+
+// onThread runs f on s's thread. r.mu must be held.
+func (r *Reaper) onThread(s starter, f func() error) error {
 	if r.closed {
 		return ErrClosed
 	}
 	errc := make(chan error, 1)
-	r.starts <- start{run: f, err: errc}
+	s.starts <- start{run: f, err: errc}
 	return <-errc
 }
 
 // Start starts cmd as a child tied to this process's life (on Linux its
 // parent-death signal is SIGKILL). Wait for it with Wait, not cmd.Wait.
-func (r *Reaper) Start(cmd *exec.Cmd) error {
+func (r *Reaper) Start(cmd *exec.Cmd) error { return r.start(r.normal, cmd) }
+
+// StartLow is Start for a child whose work may wait for everything else
+// this process does: it runs at nice LowNice above this process's (on
+// Linux; elsewhere as Start). Raise brings it back.
+func (r *Reaper) StartLow(cmd *exec.Cmd) error { return r.start(r.low, cmd) }
+
+// Raise brings a child StartLow started back to this process's priority:
+// every thread of every process in its process group (the child's pid,
+// when it leads one), as far as they are there now. Lowering a nice
+// value needs RLIMIT_NICE to allow it (systemd's LimitNICE=+0) or
+// CAP_SYS_NICE: without, it fails and the child stays low. It does
+// nothing elsewhere than on Linux.
+func (r *Reaper) Raise(pgid int) error {
+	var nice int
+	r.mu.Lock()
+	err := r.onThread(r.normal, func() (err error) { nice, err = threadNice(); return err })
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return setGroupNice(pgid, nice)
+}
+
+func (r *Reaper) start(s starter, cmd *exec.Cmd) error {
 	tie(cmd)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.onThread(cmd.Start); err != nil {
+	if err := r.onThread(s, cmd.Start); err != nil {
 		return err
 	}
 	r.children[cmd.Process.Pid]++
@@ -119,7 +189,7 @@ func (r *Reaper) Start(cmd *exec.Cmd) error {
 func (r *Reaper) OnParentDeath(sig syscall.Signal) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.onThread(func() error { return parentDeathSignal(sig) })
+	return r.onThread(r.normal, func() error { return parentDeathSignal(sig) })
 }
 
 // Wait waits for a child started with Start, as cmd.Wait does.
@@ -166,9 +236,9 @@ func (r *Reaper) Close() int {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
 		r.closed = true
-		close(r.starts)
 		r.mu.Unlock()
-		<-r.started
+		r.normal.stop()
+		r.low.stop()
 		if !r.adopt {
 			return
 		}

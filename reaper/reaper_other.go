@@ -16,6 +16,15 @@ func tie(*exec.Cmd) {}
 
 func parentDeathSignal(syscall.Signal) error { return nil }
 
+func lowerThread() error { return nil }
+
+// Nice is 0: elsewhere than on Linux, children run as they are.
+func Nice(int) (int, error) { return 0, nil }
+
+func threadNice() (int, error) { return 0, nil }
+
+func setGroupNice(int, int) error { return nil }
+
 func becomeSubreaper() error { return errors.ErrUnsupported }
 
 func childrenOf(int) []orphan { return nil }

@@ -38,8 +38,10 @@ type answerer struct {
 	speakEarly func(context.Context, toolspec.SpeechSettings) claude.Utterance
 }
 
-// startAnswerer starts the answerer on cfg; close it when the bots stopped.
-func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
+// startAnswerer starts the answerer on cfg; close it when the bots
+// stopped. waiting says how many requests wait for a Claude slot (nil:
+// none ever does), for the spares to yield to them.
+func (m *Main) startAnswerer(cfg Config, log *zap.Logger, waiting func() int) (*answerer, error) {
 	e := &answerer{}
 	var closers []func()
 	fail := func(err error) (*answerer, error) {
@@ -101,9 +103,11 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger) (*answerer, error) {
 		Environ:  m.Environ, // the env file's variables too, as doctor checked them
 		Reaper:   procs,
 		Bare:     e.bare,
-		Warm:     claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle},
-		Speak:    e.speakEarly,
-		Log:      log.Named("claude"),
+		Warm: claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle,
+			SpareMemoryMB: sparesMemoryMB(cfg)},
+		Waiting: waiting,
+		Speak:   e.speakEarly,
+		Log:     log.Named("claude"),
 	})
 	if err != nil {
 		return fail(err)

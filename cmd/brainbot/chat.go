@@ -90,7 +90,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	ans, err := m.startAnswerer(cfg, log)
+	ans, err := m.startAnswerer(cfg, log, nil)
 	if err != nil {
 		return err
 	}

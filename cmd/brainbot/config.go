@@ -61,6 +61,9 @@ type Config struct {
 	WarmIdle  time.Duration
 	Spares    int
 	SpareIdle time.Duration
+	// SparesMemory bounds the memory all spares hold: a share of the
+	// machine's ("25%") or a size ("400MB"); see sparesMemory.
+	SparesMemory string
 	// HTTPAddr is where /healthz, /readyz, /metrics and /status are served ("":
 	// off). AdminToken, which an address off loopback needs, is the
 	// bearer token every call but /healthz must bring. It has no flag:
@@ -141,6 +144,8 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.WarmIdle, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, ended first when it is full; 0: none", "1",
 		func(c *Config, v string) (err error) { c.Spares, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_SPARES_MEMORY", "spares-memory", "the most memory all spares together hold, at ~175 MB each: a share of the machine's memory (its cgroup's limit, as systemd's MemoryMax, when lower) or a size in MB (400MB); brainbot doctor says how many that is", defaultSparesMemory,
+		func(c *Config, v string) error { c.SparesMemory = v; return nil }},
 	{"BRAINBOT_SPARE_IDLE", "spare-idle", "how long an unused spare is kept before a fresh one replaces it", "10m",
 		func(c *Config, v string) (err error) { c.SpareIdle, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz, /metrics and /status at this address, e.g. 127.0.0.1:9464 (empty: off); off loopback it needs BRAINBOT_ADMIN_TOKEN", "",
@@ -441,6 +446,9 @@ func (c *Config) validate() error {
 	if c.Spares < 0 {
 		bad("BRAINBOT_SPARES", strconv.Itoa(c.Spares), "must be 0 (none) or more")
 	}
+	if _, _, err := sparesMemory(c.SparesMemory, 0, ""); err != nil {
+		bad("BRAINBOT_SPARES_MEMORY", c.SparesMemory, err.Error())
+	}
 	if c.SpareIdle <= 0 {
 		bad("BRAINBOT_SPARE_IDLE", c.SpareIdle.String(), "must be more than 0")
 	}
@@ -542,22 +550,13 @@ func claudeBare(setting string, getenv func(string) string) bool {
 const warmProcessMB = 300
 
 // defaultMaxWarm keeps warm processes in a quarter of the machine's
-// memory (4 where the memory cannot be read).
+// memory (machineMemory; 4 where the memory cannot be read).
 func defaultMaxWarm() int {
-	info, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
+	memory, _ := machineMemory()
+	if memory <= 0 {
 		return 4
 	}
-	for line := range strings.Lines(string(info)) {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			if err != nil {
-				return 4
-			}
-			return max(1, kb/1024/4/warmProcessMB)
-		}
-	}
-	return 4
+	return max(1, int(memory>>20)/4/warmProcessMB)
 }
 
 // minAdminToken is the shortest BRAINBOT_ADMIN_TOKEN taken: a guessable

@@ -48,6 +48,7 @@
 //	BRAINBOT_MAX_WARM (-max-warm)                conversations whose CLI process is kept between messages [a quarter of memory at 300 MB each]
 //	BRAINBOT_WARM_IDLE (-warm-idle)              how long an unused warm process is kept [10m]
 //	BRAINBOT_SPARES (-spares)                    CLI processes each bot starts ahead of new conversations [1]
+//	BRAINBOT_SPARES_MEMORY (-spares-memory)      most memory all spares hold: 25% of memory or 400MB [25%]
 //	BRAINBOT_SPARE_IDLE (-spare-idle)            how long an unused spare is kept [10m]
 //	BRAINBOT_HTTP_ADDR (-http-addr)              serve /healthz, /readyz, /metrics and /status here; loopback unless BRAINBOT_ADMIN_TOKEN [off]
 //	BRAINBOT_GRACE (-grace)                      on SIGTERM, how long requests in flight may finish [30s]

@@ -141,6 +141,7 @@ func (m *Main) preflight(ctx context.Context, cfg Config, onToken func(string)) 
 	m.checkClaude(ctx, cfg, r)
 	checkDataDir(cfg, r)
 	checkLogFile(cfg, r)
+	checkSpares(cfg, r)
 	checkNATS(ctx, cfg, r)
 	openAI := checkOpenAI(ctx, cfg, r)
 	if checkBrainsDir(cfg, r) {

@@ -56,7 +56,10 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
 	}
-	ans, err := m.startAnswerer(cfg, log)
+	reg := metrics.New()
+	reg.Build(buildVersion())
+	// Spares wait while requests wait for a Claude slot.
+	ans, err := m.startAnswerer(cfg, log, gaugeCount(reg.ClaudeWaiting))
 	if err != nil {
 		return err
 	}
@@ -80,8 +83,6 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		defer shared.Close()
 		backend = shared.Backend(driver.SessionFile)
 	}
-	reg := metrics.New()
-	reg.Build(buildVersion())
 	reg.TrackWarm(driver.Warm)
 	reg.TrackSpares(func() metrics.SpareCounts {
 		s := driver.SpareStats()
