@@ -18,7 +18,9 @@ import (
 // files is a machine's CLI folder: where a session's transcript is.
 type files string
 
-func (f files) path(bot, session string) string { return filepath.Join(string(f), bot, session+".jsonl") }
+func (f files) path(bot, session string) string {
+	return filepath.Join(string(f), bot, session+".jsonl")
+}
 
 func (f files) write(t *testing.T, bot, session, text string) {
 	t.Helper()
