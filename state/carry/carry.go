@@ -98,46 +98,61 @@ func (cfg Config) carry(ctx context.Context, c state.Conversation, into state.Tr
 	}
 	// SQLite keeps milliseconds.
 	if ok && !have.LastUsed.Before(s.LastUsed.Truncate(time.Millisecond)) {
-		if have.ID == s.ID {
+		if have.ID != s.ID {
+			return Newer, nil
+		}
+		if _, err := os.Stat(cfg.Local(k.Bot, s.ID)); err == nil {
 			return Already, nil
 		}
-		return Newer, nil
+		// Kept before without its transcript: try that again.
 	}
-	// The transcript first: a session kept without it would resume empty.
-	if err := cfg.From.Restore(ctx, k.Bot, s.ID, func() {}); err != nil {
-		return Failed, fmt.Errorf("fetch the transcript: %w", err)
-	}
-	data, err := os.ReadFile(cfg.Local(k.Bot, s.ID))
-	if errors.Is(err, fs.ErrNotExist) {
-		return Failed, errors.New("no transcript of the session is kept: the CLI could not resume it")
-	}
-	if err != nil {
-		return Failed, fmt.Errorf("read the transcript: %w", err)
-	}
-	if err := into.Restore(ctx, k.Bot, s.ID, func() {}); err != nil {
-		return Failed, fmt.Errorf("fetch the transcript kept there: %w", err)
-	}
-	path := scratch(k.Bot, s.ID)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return Failed, err
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return Failed, err
-	}
-	if err := into.Save(ctx, k.Bot, s.ID); err != nil {
-		return Failed, fmt.Errorf("store the transcript: %w", err)
-	}
+	lost := cfg.transcript(ctx, k.Bot, s.ID, into, scratch)
 	if err := cfg.voice(ctx, k.Bot, k.User()); err != nil {
 		return Failed, err
 	}
-	// UseSession keeps when a session began from its first use: first
-	// then, then when it was last used.
+	// The session is kept even without its transcript: the CLI then
+	// finds no such session and the user's next message starts a new one
+	// with the brain's messages.expired, not silently. UseSession keeps
+	// when a session began from its first use: first then, then when it
+	// was last used.
 	for _, at := range []time.Time{s.Created, s.LastUsed} {
 		if err := cfg.To.UseSession(ctx, k, s.ID, at); err != nil {
 			return Failed, fmt.Errorf("keep the session: %w", err)
 		}
 	}
+	if lost != nil {
+		return Failed, lost
+	}
 	return Carried, nil
+}
+
+// transcript carries the session's transcript: From's latest copy to this
+// machine, then stored in To over the copy To keeps.
+func (cfg Config) transcript(ctx context.Context, bot, session string, into state.Transcripts, scratch func(bot, session string) string) error {
+	if err := cfg.From.Restore(ctx, bot, session, func() {}); err != nil {
+		return fmt.Errorf("fetch the transcript: %w", err)
+	}
+	data, err := os.ReadFile(cfg.Local(bot, session))
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("no transcript of the session is kept: its next message starts a new session, with the brain's messages.expired")
+	}
+	if err != nil {
+		return fmt.Errorf("read the transcript: %w", err)
+	}
+	if err := into.Restore(ctx, bot, session, func() {}); err != nil {
+		return fmt.Errorf("fetch the transcript kept there: %w", err)
+	}
+	path := scratch(bot, session)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	if err := into.Save(ctx, bot, session); err != nil {
+		return fmt.Errorf("store the transcript: %w", err)
+	}
+	return nil
 }
 
 // voice carries user's /voice choice with bot, if they made one. The

@@ -92,8 +92,8 @@ func wantSession(t *testing.T, s state.Sessions, k message.Key, id string) {
 
 // Going back: the cluster's conversations, their latest transcripts and
 // /voice choices land in the SQLite file and this machine's CLI folder; a
-// session whose transcript the cluster never stored is not carried, and
-// says why; a second carry changes nothing.
+// session whose transcript the cluster never stored fails, and says why;
+// a second carry changes nothing.
 func TestCarryFromAClusterIntoSQLite(t *testing.T) {
 	ctx := context.Background()
 	url := natstest.Start(t)
@@ -125,8 +125,11 @@ func TestCarryFromAClusterIntoSQLite(t *testing.T) {
 		t.Fatalf("outcomes: %+v", got)
 	}
 	wantSession(t, db, alice, "s-alice")
-	if _, ok, _ := db.Session(ctx, bob); ok {
-		t.Error("bob's session is kept without its transcript: it would resume empty")
+	// Kept all the same: bob's next message finds no such session and
+	// starts a new one with messages.expired, instead of a new one without
+	// a word.
+	if got, ok, err := db.Session(ctx, bob); err != nil || !ok || got.ID != "s-bob" {
+		t.Errorf("bob's session: %+v, %v, %v", got, ok, err)
 	}
 	if text := here.read(t, "narrator", "s-alice"); text != "turn 1\nturn 2\n" {
 		t.Errorf("transcript here: %q", text)
