@@ -75,14 +75,49 @@ func TestEndToEndCarryFromAClusterIntoOneInstance(t *testing.T) {
 	}
 
 	wantText(t, ask(t, alone, "narrator", 7, "what is my name?"))
-	reqs := alone.Model.Requests()
-	if len(reqs) == 0 || !slices.ContainsFunc(reqs[len(reqs)-1].Messages, func(m claudetest.Message) bool {
-		return m.Role == "user" && slices.ContainsFunc(m.Content, func(b claudetest.Block) bool { return b.Text == "my name is Ada" })
-	}) {
-		t.Errorf("the resumed request does not hold the turn answered in the cluster\n%s", alone.Logs().Tail(10))
-	}
+	wantResumedWith(t, alone, "my name is Ada")
 	expired := "I had to start a new conversation, so I don't remember what we said before."
 	if texts := ask(t, alone, "narrator", 8, "hello again").Texts(); !slices.Contains(texts, expired) {
 		t.Errorf("bob got %q, not messages.expired", texts)
+	}
+}
+
+// Joining a cluster: a conversation of one instance, carried with
+// `brainbot carry -to cluster`, goes on with its history on an instance of
+// the cluster on another machine (its transcript restored from the
+// cluster).
+func TestEndToEndCarryFromOneInstanceIntoACluster(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	url := natstest.Start(t)
+	brains := map[string]string{"narrator.yaml": narratorBrain}
+	alone := startStack(t, stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir(), Brains: brains,
+		Env: []string{"BRAINBOT_GRACE=20s"}, Logs: testLogs(t)}, nil)
+	wantText(t, ask(t, alone, "narrator", 7, "my name is Ada"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if code, err := alone.Stop(ctx, syscall.SIGTERM); err != nil || code != 0 {
+		t.Fatalf("stop: exit %d, %v", code, err)
+	}
+	cmd := exec.Command(brainbotBinary(t), "carry", "-to", "cluster")
+	cmd.Env = append(alone.Env(), "BRAINBOT_NATS_URL="+url)
+	out, err := cmd.CombinedOutput()
+	if want := "1 conversations carried to cluster, 0 already there, 0 kept (newer there), 0 failed"; err != nil || !strings.Contains(string(out), want) {
+		t.Fatalf("carry: %v; printed no %q:\n%s", err, want, out)
+	}
+	clustered := startStack(t, stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir(), Brains: brains,
+		Env: []string{"BRAINBOT_GRACE=20s", "BRAINBOT_NATS_URL=" + url, "BRAINBOT_INSTANCE=c1"}, Logs: testLogs(t)}, nil)
+	wantText(t, ask(t, clustered, "narrator", 7, "what is my name?"))
+	wantResumedWith(t, clustered, "my name is Ada")
+}
+
+// wantResumedWith asserts the model's latest request holds the user's
+// earlier words text: the conversation resumed with its history.
+func wantResumedWith(t *testing.T, s *stack.Stack, text string) {
+	t.Helper()
+	reqs := s.Model.Requests()
+	if len(reqs) == 0 || !slices.ContainsFunc(reqs[len(reqs)-1].Messages, func(m claudetest.Message) bool {
+		return m.Role == "user" && slices.ContainsFunc(m.Content, func(b claudetest.Block) bool { return b.Text == text })
+	}) {
+		t.Errorf("the resumed request does not hold %q\n%s", text, s.Logs().Tail(10))
 	}
 }
