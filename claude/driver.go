@@ -936,6 +936,12 @@ func (d *Driver) SessionFile(botID, session string) string {
 	return SessionFile(b.config, "", b.work, session)
 }
 
+// SessionFileIn is Driver.SessionFile of a driver on dataDir (absolute),
+// for a command that runs no CLI (brainbot carry).
+func SessionFileIn(dataDir, botID, session string) string {
+	return (&Driver{cfg: Config{DataDir: dataDir}}).SessionFile(botID, session)
+}
+
 // SessionFile is the CLI's transcript of session for a CLI run in workDir
 // with this CLAUDE_CONFIG_DIR (may be empty) and HOME.
 func SessionFile(configDir, home, workDir, session string) string {

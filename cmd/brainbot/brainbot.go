@@ -66,6 +66,7 @@ Usage:
   brainbot conversations [show]     list the running service's conversations, or show one (-bot, -chat)
   brainbot forget [-bot B] -user U  have the running service forget a user, as their /forget does
   brainbot status [-json]           what each bot of the running service does (its admin address's /status)
+  brainbot carry -to sqlite|cluster carry the conversations from a cluster into one instance's SQLite file, or back
   brainbot mcp tts|image-gen|clock  serve an MCP server on stdio: our tools for other MCP clients, a clock for brains
   brainbot mcp exec -- COMMAND      run a brain's MCP server with only its own environment (brainbot's MCP configs use it)
   brainbot version                  print the versions of brainbot and of the Claude Code CLI (also --version)
@@ -106,6 +107,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.forget(ctx, rest)
 	case "status":
 		err = m.status(ctx, rest)
+	case "carry":
+		err = m.carryConversations(ctx, rest)
 	case "version", "-version", "--version":
 		err = m.version(ctx, rest)
 	case "-h", "-help", "--help", "help":

@@ -16,6 +16,7 @@
 //	conversations  list the running service's conversations; conversations show prints one (asks its admin address)
 //	forget   have the running service forget a user, as their /forget does (asks its admin address)
 //	status   what each bot of the running service does, from its admin address (/status); exits 1 when one does not run as its brain says
+//	carry    carry the conversations (sessions, transcripts, /voice choices) from a cluster into one instance's SQLite file (-to sqlite), or back (-to cluster), the service stopped
 //	mcp      serve tts, image-gen or clock on stdio; mcp exec starts a brain's MCP server with only its own environment
 //	version  print brainbot's version and the Claude Code CLI's (also -version, --version)
 //	help     print the usage (also -h, -help, --help)
