@@ -210,7 +210,7 @@ func (s *Speaker) Speak(ctx context.Context, text string, settings toolspec.Spee
 	defer u.Cancel()
 	u.Finish(text)
 	notes, _, err := u.Audio(ctx, -1) // one file, however long
-	u.Cancel()                         // what was spoken is all that is billed
+	u.Cancel()                        // what was spoken is all that is billed
 	if err != nil {
 		return nil, "", u.Spoken(), err
 	}
