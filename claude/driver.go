@@ -509,6 +509,11 @@ func (d *Driver) End(conversation string) {
 // Warm is how many idle CLI processes are kept now.
 func (d *Driver) Warm() int { return d.pool.warmCount() }
 
+// CLIsOf counts the CLI processes kept for bot: warm ones (a
+// conversation's, idle between its messages) and spares (ready or
+// starting).
+func (d *Driver) CLIsOf(bot string) (warm, spares int) { return d.pool.clisOf(bot) }
+
 // Close ends every warm process. Requests still running end theirs when
 // they finish.
 func (d *Driver) Close() {

@@ -184,6 +184,13 @@ func TestSparesServeTheirBotOnly(t *testing.T) {
 	if res := e.mustRun(t, newConversation(e.request(Text, "mine"), "test/1")); res.Spare {
 		t.Fatalf("bot test's conversation was served by bot other's spare (session %s)", res.SessionID)
 	}
+	// Each bot's CLIs, as an admin's /status shows them.
+	if warm, spares := e.d.CLIsOf("other"); warm != 0 || spares != 1 {
+		t.Errorf("bot other keeps %d warm and %d spare CLIs, want its one spare", warm, spares)
+	}
+	if warm, _ := e.d.CLIsOf("test"); warm != 1 {
+		t.Errorf("bot test keeps %d warm CLIs, want its conversation's", warm)
+	}
 }
 
 // A spare that died is never handed a message: noticed, it is replaced;

@@ -337,6 +337,24 @@ func (p *pool) warmCount() int {
 	return len(p.idle)
 }
 
+// clisOf counts bot's warm processes (by their conversation's key, which
+// begins with the bot) and spares.
+func (p *pool) clisOf(bot string) (warm, spares int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for key := range p.idle {
+		if strings.HasPrefix(key, bot+"/") {
+			warm++
+		}
+	}
+	for _, set := range p.spares.sets {
+		if set.shape.BotID == bot {
+			spares += len(set.spares)
+		}
+	}
+	return warm, spares
+}
+
 // interrupt asks the CLI serving conversation key to stop its running
 // turn; false when none runs.
 func (p *pool) interrupt(key string) bool {

@@ -148,7 +148,7 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace_ms", cfg.Grace))
 	log.Info(checks.summary("running"))
 	if cfg.HTTPAddr != "" {
-		status := statusSource{bots: manager.Status, claude: claudeStats(driver), started: started, instance: instanceName(cfg), now: time.Now}
+		status := statusSource{bots: manager.Status, claude: claudeStats(driver), clis: driver.CLIsOf, started: started, instance: instanceName(cfg), now: time.Now}
 		if shared != nil {
 			status.cluster = shared
 		}

@@ -61,6 +61,11 @@ type clusterMember struct {
 type botStatus struct {
 	bot.BotStatus
 	PolledBy string `json:"polled_by,omitempty"`
+	// Warm and Spares are the CLI processes this instance keeps for the
+	// bot: its conversations' between their messages, and ready for new
+	// ones.
+	Warm   int `json:"warm_clis"`
+	Spares int `json:"spare_clis"`
 }
 
 // clusterView is what /status reads of the cluster this instance is a
@@ -84,8 +89,10 @@ func claudeStats(d *claude.Driver) func() claudeStatus {
 
 // statusSource gathers a statusReport.
 type statusSource struct {
-	bots     func(ctx context.Context) ([]bot.BotStatus, error)
-	claude   func() claudeStatus
+	bots   func(ctx context.Context) ([]bot.BotStatus, error)
+	claude func() claudeStatus
+	// clis counts a bot's warm and spare CLIs (nil: none known).
+	clis     func(bot string) (warm, spares int)
 	started  time.Time
 	instance string
 	cluster  clusterView // nil: alone
@@ -102,7 +109,11 @@ func (s statusSource) report(ctx context.Context) statusReport {
 		r.UsageError = err.Error()
 	}
 	for _, b := range bots {
-		r.Bots = append(r.Bots, botStatus{BotStatus: b})
+		st := botStatus{BotStatus: b}
+		if s.clis != nil {
+			st.Warm, st.Spares = s.clis(b.ID)
+		}
+		r.Bots = append(r.Bots, st)
 	}
 	if s.cluster != nil {
 		r.Cluster = clusterReport(ctx, s.cluster, r.Bots)

@@ -49,7 +49,13 @@ func (f fakeCluster) Poller(_ context.Context, bot string) (string, error) {
 }
 
 func testStatusSource(cluster clusterView) statusSource {
-	return statusSource{bots: statusBots, started: statusStart, instance: "b", cluster: cluster,
+	clis := func(bot string) (int, int) {
+		if bot == "narrator" {
+			return 2, 1
+		}
+		return 0, 0
+	}
+	return statusSource{bots: statusBots, clis: clis, started: statusStart, instance: "b", cluster: cluster,
 		now:    func() time.Time { return statusStart.Add(90 * time.Minute) },
 		claude: func() claudeStatus { return claudeStatus{Warm: 3, SparesReady: 2, SparesWanted: 3, SparesTaken: 7} }}
 }
@@ -106,7 +112,7 @@ func TestStatusJSON(t *testing.T) {
 	if len(r.Bots) != 3 || r.Bots[0].ID != "narrator" || r.Bots[0].PolledBy != "b" || r.Bots[1].PolledBy != "c" || r.Bots[2].PolledBy != "" {
 		t.Errorf("bots: %+v, want narrator polled by b, voice by c, painter by none", r.Bots)
 	}
-	if n := r.Bots[0]; !n.OK || n.Waiting != 2 || n.Today.Requests != 12 || n.Caps.DailyUSD != 5 || !n.LastUpdate.Equal(statusStart.Add(time.Hour)) {
+	if n := r.Bots[0]; !n.OK || n.Warm != 2 || n.Spares != 1 || n.Waiting != 2 || n.Today.Requests != 12 || n.Caps.DailyUSD != 5 || !n.LastUpdate.Equal(statusStart.Add(time.Hour)) {
 		t.Errorf("narrator: %+v", n)
 	}
 	for _, want := range []string{`"state": "running an older version"`, `"problem": "/etc/brainbot/brains/voice.yaml:7: tts.speed`, `"daily_usd": 5`, `"last_update": "2026-11-27T06:00:00Z"`} {
@@ -179,10 +185,10 @@ func TestStatusCommand(t *testing.T) {
 		regexp.MustCompile(`(?m)^brainbot .+ \(revision .+\), instance b, up 1h30m0s$`),
 		regexp.MustCompile(`(?m)^Claude CLIs: 3 warm; spares 2 ready, 0 starting of 3 wanted \(7 taken, 0 missed\)$`),
 		regexp.MustCompile(`(?m)^Cluster: 8 partitions$`),
-		regexp.MustCompile(`(?m)^BOT +STATE +TELEGRAM +LAST UPDATE +WAITING +TODAY +CAPS$`),
-		regexp.MustCompile(`(?m)^narrator +running +polling \(b\) +2026-11-27 06:00:00 UTC +2 +12 requests, 0.3400 USD +5.0000 USD a day, 20 messages a day per user$`),
-		regexp.MustCompile(`(?m)^voice +running an older version +standby \(c\) +- +0 +0 requests, 0.0000 USD +-$`),
-		regexp.MustCompile(`(?m)^painter +not started +- +- +0 +0 requests, 0.0000 USD +-$`),
+		regexp.MustCompile(`(?m)^BOT +STATE +TELEGRAM +LAST UPDATE +WAITING +CLIS +TODAY +CAPS$`),
+		regexp.MustCompile(`(?m)^narrator +running +polling \(b\) +2026-11-27 06:00:00 UTC +2 +2 warm, 1 spare +12 requests, 0.3400 USD +5.0000 USD a day, 20 messages a day per user$`),
+		regexp.MustCompile(`(?m)^voice +running an older version +standby \(c\) +- +0 +0 warm, 0 spare +0 requests, 0.0000 USD +-$`),
+		regexp.MustCompile(`(?m)^painter +not started +- +- +0 +0 warm, 0 spare +0 requests, 0.0000 USD +-$`),
 		regexp.MustCompile(`(?m)^voice:\n  /etc/brainbot/brains/voice.yaml:7: tts.speed: must be between 0.25 and 4.0, got 9 <b>$`),
 		regexp.MustCompile(`(?m)^painter:\n  no token: PAINTER_TOKEN is not set$`),
 	} {

@@ -162,14 +162,14 @@ func writeStatusTable(w io.Writer, r statusReport) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOT\tSTATE\tTELEGRAM\tLAST UPDATE\tWAITING\tTODAY\tCAPS")
+	fmt.Fprintln(tw, "BOT\tSTATE\tTELEGRAM\tLAST UPDATE\tWAITING\tCLIS\tTODAY\tCAPS")
 	for _, b := range r.Bots {
 		telegram := b.Telegram
 		if b.PolledBy != "" {
 			telegram += " (" + b.PolledBy + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d requests, %s\t%s\n", b.ID, b.State, cmp.Or(telegram, "-"), formatWhen(b.LastUpdate),
-			b.Waiting+b.Parked, b.Today.Requests, formatUSD(b.Today.USD), formatCaps(b.Caps))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d warm, %d spare\t%d requests, %s\t%s\n", b.ID, b.State, cmp.Or(telegram, "-"),
+			formatWhen(b.LastUpdate), b.Waiting+b.Parked, b.Warm, b.Spares, b.Today.Requests, formatUSD(b.Today.USD), formatCaps(b.Caps))
 	}
 	_ = tw.Flush() // writes to m.Stdout: nowhere to report a failure
 	for _, b := range r.Bots {
