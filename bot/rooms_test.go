@@ -146,3 +146,18 @@ func TestStateBackendsKeepToThemselves(t *testing.T) {
 		}
 	}
 }
+
+// docs/architecture.md's table names every package and its job, so a
+// newcomer finds each one there.
+func TestEveryPackageHasItsRowInTheArchitecture(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range listModule(t) {
+		path := strings.TrimPrefix(p.ImportPath, "brainbot/")
+		if !bytes.Contains(doc, []byte("| `"+path+"` |")) {
+			t.Errorf("docs/architecture.md has no row for %s", path)
+		}
+	}
+}
