@@ -353,15 +353,35 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 	// clock: on a loaded machine the stand-in may record a reply well
 	// after the kill, and an instance mark one well after Telegram's
 	// answer.
-	moved, inFlight := 0, 0
-	for _, bot := range bots {
+	//
+	// A reply goes out a moment before its summary line is written: the
+	// live instances' last lines are waited for (until each chat has at
+	// most the one reply of the kill without one), within a bound.
+	repliesOf := func(bot string) map[int64][]telegramtest.Call {
 		byChat := map[int64][]telegramtest.Call{}
 		for _, call := range c.tg.Sent(stack.Token(bot), "sendMessage") {
 			if call.Code == 200 {
 				byChat[call.ChatID()] = append(byChat[call.ChatID()], call)
 			}
 		}
-		for chat, calls := range byChat {
+		return byChat
+	}
+	logged := func() bool {
+		for _, bot := range bots {
+			for chat, calls := range repliesOf(bot) {
+				if len(calls)-c.summaries(bot, chat) > 1 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(30 * time.Second); !logged() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	moved, inFlight := 0, 0
+	for _, bot := range bots {
+		for chat, calls := range repliesOf(bot) {
 			unlogged := len(calls) - c.summaries(bot, chat)
 			if unlogged < 0 || unlogged > 1 {
 				t.Errorf("%s to %d: %d replies without a summary line, want at most the one in flight at the kill", bot, chat, unlogged)
