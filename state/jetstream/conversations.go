@@ -209,38 +209,18 @@ func (u *userData) anonymiseUsage(ctx context.Context, bot string, user int64) e
 	if bot != "" {
 		subject = "brainbot.usage." + keyPart(bot)
 	}
-	cons, err := stream.OrderedConsumer(ctx, jsapi.OrderedConsumerConfig{FilterSubjects: []string{subject}})
-	if err != nil {
-		return fmt.Errorf("usage stream: %w", err)
-	}
 	type record struct {
 		seq uint64
 		u   state.Usage
 	}
 	var theirs []record
-	for {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return err
+	err = eachUsage(ctx, stream, jsapi.OrderedConsumerConfig{FilterSubjects: []string{subject}}, func(seq uint64, u state.Usage) {
+		if u.User == user {
+			theirs = append(theirs, record{seq, u})
 		}
-		n := 0
-		for msg := range batch.Messages() {
-			n++
-			meta, err := msg.Metadata()
-			if err != nil {
-				return err
-			}
-			var rec state.Usage
-			if json.Unmarshal(msg.Data(), &rec) == nil && rec.User == user {
-				theirs = append(theirs, record{meta.Sequence.Stream, rec})
-			}
-		}
-		if err := batch.Error(); err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
+	})
+	if err != nil {
+		return err
 	}
 	for _, r := range theirs {
 		r.u.User = 0

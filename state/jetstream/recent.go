@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	jsapi "github.com/nats-io/nats.go/jetstream"
-
 	"brainbot/bot/message"
 	"brainbot/state"
 )
@@ -33,29 +31,18 @@ func (r *records) RecentSessions(ctx context.Context, since time.Time, limit int
 	if len(owned) == 0 {
 		return nil, nil
 	}
-	w, err := r.kv.WatchFiltered(ctx, []string{"session.>"}, jsapi.IgnoreDeletes())
-	if err != nil {
-		return nil, fmt.Errorf("read recent sessions: %w", err)
-	}
-	defer w.Stop()
 	var out []state.RecentSession
-	for {
-		var e jsapi.KeyValueEntry
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case e = <-w.Updates():
-		}
-		if e == nil {
-			break // the current values are all read
-		}
+	err := scan(ctx, r.kv, "session.>", func(_ string, value []byte) {
 		var v sessionValue
-		if json.Unmarshal(e.Value(), &v) != nil || v.Conversation == nil || v.LastUsed.Before(since) ||
+		if json.Unmarshal(value, &v) != nil || v.Conversation == nil || v.LastUsed.Before(since) ||
 			!owned[partition(*v.Conversation, r.conn.cfg.Partitions)] {
-			continue
+			return
 		}
 		out = append(out, state.RecentSession{Conversation: *v.Conversation,
 			Session: state.Session{ID: v.ID, Created: v.Created, LastUsed: v.LastUsed}})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read recent sessions: %w", err)
 	}
 	slices.SortFunc(out, func(a, b state.RecentSession) int { return cmp.Compare(b.LastUsed.UnixNano(), a.LastUsed.UnixNano()) })
 	return out[:min(len(out), limit)], nil

@@ -150,18 +150,9 @@ func usageReport(ctx context.Context, js jsapi.JetStream, f state.UsageFilter) (
 	if err != nil {
 		return nil, fmt.Errorf("usage stream: %w", err)
 	}
-	info, err := stream.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("usage stream: %w", err)
-	}
 	subject := "brainbot.usage.>"
 	if f.Bot != "" {
 		subject = "brainbot.usage." + keyPart(f.Bot)
-	}
-	cons, err := stream.OrderedConsumer(ctx, jsapi.OrderedConsumerConfig{FilterSubjects: []string{subject},
-		DeliverPolicy: jsapi.DeliverByStartTimePolicy, OptStartTime: &f.Since})
-	if err != nil {
-		return nil, fmt.Errorf("usage stream: %w", err)
 	}
 	type key struct {
 		bot  string
@@ -169,41 +160,24 @@ func usageReport(ctx context.Context, js jsapi.JetStream, f state.UsageFilter) (
 		mode string
 	}
 	sums := map[key]*state.UsageLine{}
-	last := info.State.LastSeq
-	for seen := uint64(0); seen < last; {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			return nil, err
+	err = eachUsage(ctx, stream, jsapi.OrderedConsumerConfig{FilterSubjects: []string{subject},
+		DeliverPolicy: jsapi.DeliverByStartTimePolicy, OptStartTime: &f.Since}, func(_ uint64, u state.Usage) {
+		if f.Bot != "" && u.Bot != f.Bot || u.At.Before(f.Since) {
+			return
 		}
-		n := 0
-		for msg := range batch.Messages() {
-			n++
-			meta, err := msg.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			seen = meta.Sequence.Stream
-			var u state.Usage
-			if json.Unmarshal(msg.Data(), &u) != nil || f.Bot != "" && u.Bot != f.Bot || u.At.Before(f.Since) {
-				continue
-			}
-			k := key{bot: u.Bot, mode: u.Mode}
-			if f.ByUser {
-				k.user = u.User
-			}
-			l := sums[k]
-			if l == nil {
-				l = &state.UsageLine{Bot: k.bot, User: k.user, Mode: k.mode}
-				sums[k] = l
-			}
-			l.Add(u.Line())
+		k := key{bot: u.Bot, mode: u.Mode}
+		if f.ByUser {
+			k.user = u.User
 		}
-		if err := batch.Error(); err != nil {
-			return nil, err
+		l := sums[k]
+		if l == nil {
+			l = &state.UsageLine{Bot: k.bot, User: k.user, Mode: k.mode}
+			sums[k] = l
 		}
-		if n == 0 {
-			break // nothing more matches the filter
-		}
+		l.Add(u.Line())
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]state.UsageLine, 0, len(sums))
 	for _, l := range sums {
@@ -213,4 +187,44 @@ func usageReport(ctx context.Context, js jsapi.JetStream, f state.UsageFilter) (
 		return cmp.Or(cmp.Compare(a.Bot, b.Bot), cmp.Compare(a.User, b.User), cmp.Compare(a.Mode, b.Mode))
 	})
 	return out, nil
+}
+
+// eachUsage calls fn with each usage record of stream that the consumer
+// cfg selects, in order, up to the last one stored when it began.
+func eachUsage(ctx context.Context, stream jsapi.Stream, cfg jsapi.OrderedConsumerConfig, fn func(seq uint64, u state.Usage)) error {
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("usage stream: %w", err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("usage stream: %w", err)
+	}
+	last := info.State.LastSeq
+	for seen := uint64(0); seen < last; {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for msg := range batch.Messages() {
+			n++
+			meta, err := msg.Metadata()
+			if err != nil {
+				return err
+			}
+			seen = meta.Sequence.Stream
+			var u state.Usage
+			if json.Unmarshal(msg.Data(), &u) == nil {
+				fn(seen, u)
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return err
+		}
+		if n == 0 {
+			break // nothing more matches the filter
+		}
+	}
+	return nil
 }
