@@ -256,21 +256,30 @@ func TestAbandonHandsBackWhileRunning(t *testing.T) {
 	}
 }
 
+// consuming opens a journal whose hand-backs wait retry at first, and
+// consumes it until the test ends: what it hands out comes on handed.
+func consuming(t *testing.T, retry time.Duration) (*Store, chan message.Delivery) {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Retries(retry, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	handed := make(chan message.Delivery, 4)
+	s.Consume(ctx, func(d message.Delivery) { handed <- d })
+	return s, handed
+}
+
 // Deliveries handed back come back in the order they went back, whatever
 // their waits: a conversation's message handed back after its earlier
 // one (the intake hands a message's waiting successors back with it)
 // never overtakes it, though the earlier one, handed back before, waits
 // longer.
 func TestHandedBackInTheOrderTheyWentBack(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Retries(50*time.Millisecond, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	handed := make(chan message.Delivery, 4)
-	s.Consume(ctx, func(d message.Delivery) { handed <- d })
+	s, handed := consuming(t, 50*time.Millisecond)
+	ctx := context.Background()
 	for id := range int64(2) {
 		if err := s.Append(ctx, "b@1001", envelope(id+1)); err != nil {
 			t.Fatal(err)
@@ -290,15 +299,8 @@ func TestHandedBackInTheOrderTheyWentBack(t *testing.T) {
 // handed out again waits behind it (another conversation's is handed out
 // too, whenever).
 func TestAppendedWaitsBehindItsConversationHandedBack(t *testing.T) {
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Retries(200*time.Millisecond, 5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	handed := make(chan message.Delivery, 4)
-	s.Consume(ctx, func(d message.Delivery) { handed <- d })
+	s, handed := consuming(t, 200*time.Millisecond)
+	ctx := context.Background()
 	if err := s.Append(ctx, "b@1001", envelope(1)); err != nil {
 		t.Fatal(err)
 	}
