@@ -520,18 +520,18 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 
 // keepSession stores the session and its transcript before the answer
 // goes out, so the conversation's next message, on any instance, goes on
-// with all of it. A session the store does not save, and a transcript a
-// cluster cannot reach for now (state.ErrUnavailable), hand the message
-// back unanswered: an answer whose turn would be forgotten is not sent.
+// with all of it. A session or a transcript the store did not keep
+// (a cluster that cannot reach NATS for now, or that holds a newer copy
+// stored elsewhere meanwhile) hands the message back unanswered: an
+// answer whose turn would be forgotten is not sent. The local copy with
+// the turn, and the warm CLI holding it, are forgotten: the next attempt
+// starts from the stored copy.
 func (p *Pipeline) keepSession(r *request, id string) error {
 	ctx := context.WithoutCancel(r.ctx)
 	if err := p.store.Save(ctx, r.in.Key.Bot, id); err != nil {
-		if errors.Is(err, state.ErrUnavailable) {
-			p.store.Forget(r.in.Key.Bot, id)
-			p.claude.End(r.in.Key.String())
-			return fmt.Errorf("store the session's transcript: %w", err)
-		}
-		r.log.Warn("could not store the session's transcript", zap.Error(err))
+		p.store.Forget(r.in.Key.Bot, id)
+		p.claude.End(r.in.Key.String())
+		return fmt.Errorf("store the session's transcript: %w", handBack(err))
 	}
 	if err := p.store.UseSession(ctx, r.in.Key, id, p.cfg.Now()); err != nil {
 		// Whatever the store refused for (NATS away, SQLite locked past

@@ -313,6 +313,11 @@ func TestUnavailableStateHandsTheMessageBack(t *testing.T) {
 		{"session unreadable", "Session", unavailable, false, nil},
 		{"transcript not restored", "Restore", unavailable, false, []string{"restore alpha old"}},
 		{"transcript not stored", "Save", unavailable, true, []string{"restore alpha old", "save alpha old", "forget alpha old"}},
+		// Another instance stored a newer copy meanwhile: this answer did
+		// not see its turns, and the next owner would restore without
+		// this one's.
+		{"transcript refused", "Save", errors.New("cluster: a newer transcript of the session is stored"), true,
+			[]string{"restore alpha old", "save alpha old", "forget alpha old"}},
 		{"session not stored", "UseSession", errors.New("database is locked"), true,
 			[]string{"restore alpha old", "save alpha old", "use session old"}},
 	} {

@@ -15,6 +15,9 @@ type progress struct {
 	// done: the conversation is through with it (answered or not); read
 	// by the intake beside the worker (an edit coming too late).
 	done atomic.Bool
+	// behind, set while its queue answers it, takes the messages waiting
+	// behind it out of the queue: they go back to the log with it.
+	behind func() []*message.Inbound
 }
 
 func newProgress(ds ...message.Delivery) *progress { return &progress{deliveries: ds} }
@@ -66,9 +69,18 @@ func (p *progress) MarkAttempt(ctx context.Context, mode string) error {
 func (p *progress) Answered() { p.Finish(false) }
 
 // Finish gives every delivery not finished yet back to its log: done, or
-// with keep handed back for a later attempt.
+// with keep handed back for a later attempt. A message handed back from
+// its queue takes the ones waiting behind it along, after it: answered
+// before it, they would be answered in a session without its turn (as
+// if it had never been sent), and it would be answered after them. The
+// log hands them out again in the order they went back.
 func (p *progress) Finish(keep bool) {
 	p.done.Store(true)
+	var behind []*message.Inbound
+	if keep && p.behind != nil {
+		behind = p.behind() // out of the queue before the log can hand this one back into it
+	}
+	p.behind = nil
 	for _, d := range p.deliveries {
 		if keep {
 			d.Abandon()
@@ -77,4 +89,7 @@ func (p *progress) Finish(keep bool) {
 		}
 	}
 	p.deliveries = nil
+	for _, m := range behind {
+		m.Progress.Finish(true)
+	}
 }

@@ -3,6 +3,8 @@ package intake
 import (
 	"context"
 
+	"go.uber.org/zap"
+
 	"brainbot/bot/message"
 )
 
@@ -84,6 +86,9 @@ func (in *Intake) drain(key message.Key, q *queue) {
 		m := q.waiting[0]
 		q.waiting = q.waiting[1:]
 		q.running = m
+		if p, ok := m.Progress.(*progress); ok {
+			p.behind = func() []*message.Inbound { return in.takeWaiting(q, m) }
+		}
 		in.mu.Unlock()
 		if m.Progress.Attempts() >= 2 {
 			logger(in.cfg.Log, m).Warn("journaled message failed after a restart already: asking the user to resend")
@@ -96,4 +101,20 @@ func (in *Intake) drain(key message.Key, q *queue) {
 		q.running = nil
 		in.mu.Unlock()
 	}
+}
+
+// takeWaiting takes the messages waiting in q behind m, which is handed
+// back to its log: they go back with it, so that none is answered before
+// it.
+func (in *Intake) takeWaiting(q *queue, m *message.Inbound) []*message.Inbound {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	behind := q.waiting
+	q.waiting = nil
+	q.accepted -= len(behind)
+	if len(behind) > 0 {
+		logger(in.cfg.Log, m).Info("message handed back: the ones waiting behind it in its conversation go back with it, to keep their order",
+			zap.Int("behind", len(behind)))
+	}
+	return behind
 }

@@ -61,15 +61,53 @@ func (d *delivery) Abandon() {
 	}
 	again := &delivery{entries: d.entries, consumer: c, id: d.id, env: d.env, redelivered: true, attempts: attempts,
 		charged: d.charged, handedBack: d.handedBack + 1}
-	wait := db.retry.wait(d.handedBack)
-	go func() {
-		t := time.NewTimer(wait)
-		defer t.Stop()
+	c.handBack(again, db.retry.wait(d.handedBack), db.closing)
+}
+
+// handedBack is a delivery handed back, due again at due.
+type handedBack struct {
+	d   *delivery
+	due time.Time
+}
+
+// handBack queues d for the consumer once wait has passed, and after
+// every delivery handed back before it: a conversation's later message,
+// handed back after its earlier one (the intake hands a message's
+// waiting successors back with it), must not overtake it, though the
+// earlier one may wait longer (it was handed back before).
+func (c *consumer) handBack(d *delivery, wait time.Duration, closing context.Context) {
+	c.mu.Lock()
+	c.back = append(c.back, handedBack{d: d, due: time.Now().Add(wait)})
+	start := !c.handingBack
+	c.handingBack = true
+	c.mu.Unlock()
+	if start {
+		go c.handBackInOrder(closing)
+	}
+}
+
+// handBackInOrder queues the deliveries handed back, in order, each once
+// it is due, until none is left or the consumer or the store stopped.
+func (c *consumer) handBackInOrder(closing context.Context) {
+	for {
+		c.mu.Lock()
+		if len(c.back) == 0 || c.ctx.Err() != nil || closing.Err() != nil {
+			c.back, c.handingBack = nil, false // left in the journal for the next start
+			c.mu.Unlock()
+			return
+		}
+		next := c.back[0] // stays in back until queued: appends of its conversation wait behind it
+		c.mu.Unlock()
+		t := time.NewTimer(time.Until(next.due))
 		select {
 		case <-c.ctx.Done():
-		case <-db.closing.Done():
+		case <-closing.Done():
 		case <-t.C:
-			c.push(again)
+			c.mu.Lock()
+			c.back = c.back[1:]
+			c.mu.Unlock()
+			c.push(next.d)
 		}
-	}()
+		t.Stop()
+	}
 }

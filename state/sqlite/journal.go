@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -36,7 +38,7 @@ func (l *Deliveries) Append(ctx context.Context, poller string, env message.Enve
 		return err
 	}
 	if c := l.consumer; c != nil {
-		c.push(&delivery{entries: l.entries, consumer: c, id: id, env: env})
+		c.pushNew(&delivery{entries: l.entries, consumer: c, id: id, env: env})
 	}
 	return nil
 }
@@ -88,6 +90,10 @@ type consumer struct {
 
 	mu    sync.Mutex
 	queue []*delivery
+	// back are the deliveries handed back, in the order they were, until
+	// they are due again; handingBack: a goroutine queues them.
+	back        []handedBack
+	handingBack bool
 }
 
 // push queues d for handle, unless the consumer stopped: the entry then
@@ -101,6 +107,20 @@ func (c *consumer) push(d *delivery) {
 	select {
 	case c.wake <- struct{}{}:
 	default: // run is woken already
+	}
+}
+
+// pushNew queues an appended delivery, behind the deliveries of its
+// conversation handed back and not due yet: it is answered after them.
+func (c *consumer) pushNew(d *delivery) {
+	c.mu.Lock()
+	behind := slices.ContainsFunc(c.back, func(b handedBack) bool { return b.d.env.Key == d.env.Key })
+	if behind {
+		c.back = append(c.back, handedBack{d: d, due: time.Now()})
+	}
+	c.mu.Unlock()
+	if !behind {
+		c.push(d)
 	}
 }
 

@@ -255,3 +255,68 @@ func TestAbandonHandsBackWhileRunning(t *testing.T) {
 	default:
 	}
 }
+
+// consuming opens a journal whose hand-backs wait retry at first, and
+// consumes it until the test ends: what it hands out comes on handed.
+func consuming(t *testing.T, retry time.Duration) (*Store, chan message.Delivery) {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Retries(retry, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	handed := make(chan message.Delivery, 4)
+	s.Consume(ctx, func(d message.Delivery) { handed <- d })
+	return s, handed
+}
+
+// Deliveries handed back come back in the order they went back, whatever
+// their waits: a conversation's message handed back after its earlier
+// one (the intake hands a message's waiting successors back with it)
+// never overtakes it, though the earlier one, handed back before, waits
+// longer.
+func TestHandedBackInTheOrderTheyWentBack(t *testing.T) {
+	s, handed := consuming(t, 50*time.Millisecond)
+	ctx := context.Background()
+	for id := range int64(2) {
+		if err := s.Append(ctx, "b@1001", envelope(id+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, second := <-handed, <-handed
+	first.Abandon() // paused once already: its next wait is longer
+	first = <-handed
+	first.Abandon()
+	second.Abandon()
+	if a, b := <-handed, <-handed; a.Envelope().UpdateID != 1 || b.Envelope().UpdateID != 2 {
+		t.Errorf("handed again: updates %d, %d; want 1, 2", a.Envelope().UpdateID, b.Envelope().UpdateID)
+	}
+}
+
+// A message appended while an earlier one of its conversation waits to be
+// handed out again waits behind it (another conversation's is handed out
+// too, whenever).
+func TestAppendedWaitsBehindItsConversationHandedBack(t *testing.T) {
+	s, handed := consuming(t, 200*time.Millisecond)
+	ctx := context.Background()
+	if err := s.Append(ctx, "b@1001", envelope(1)); err != nil {
+		t.Fatal(err)
+	}
+	(<-handed).Abandon()
+	other := envelope(3)
+	other.Key.Chat = 8
+	for _, env := range []message.Envelope{envelope(2), other} {
+		if err := s.Append(ctx, "b@1001", env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []int64
+	for range 3 {
+		got = append(got, (<-handed).Envelope().UpdateID)
+	}
+	if slices.Index(got, 1) > slices.Index(got, 2) || !slices.Contains(got, 3) {
+		t.Errorf("handed out %v, want 1 before 2, and 3", got)
+	}
+}
