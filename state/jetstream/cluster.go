@@ -217,7 +217,7 @@ func assemble(cn *conn, b buckets) *Cluster {
 	return &Cluster{
 		conn:    cn,
 		updates: u,
-		leases:  &leases{conn: cn, kv: b.leases, polled: map[string]bool{}},
+		leases:  &leases{conn: cn, kv: b.leases, members: members, polled: map[string]bool{}},
 		state: &State{
 			records:    &records{conn: cn, kv: b.state, updates: u},
 			tally:      &tally{conn: cn, daily: b.daily},
