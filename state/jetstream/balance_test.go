@@ -8,6 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+
 	"brainbot/state/jetstream/natstest"
 )
 
@@ -64,57 +69,44 @@ func TestLeasesSpreadOverTheInstances(t *testing.T) {
 	}
 }
 
-// After an outage the instances keep the partitions they had: none takes
-// another's while the others' heartbeats are not back yet, to hand it
-// back a moment later.
-func TestPartitionsSettleAfterAnOutageWithoutChurn(t *testing.T) {
-	server := natstest.StartServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
+// joinWatched is join with the log lines kept and members awaited for
+// returnWait after an outage.
+func joinWatched(t *testing.T, url, name string, returnWait time.Duration) (*Cluster, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.InfoLevel)
+	cfg := testConfig(url, name, zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core)).Named(name))
+	cfg.ReturnWait = returnWait
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
-	var cs []*Cluster
-	for _, n := range []string{"a", "b", "c"} {
-		c := join(t, server.URL, n)
-		c.Work(ctx, func(d *Delivery) { go d.Done(true) })
-		cs = append(cs, c)
+	c, err := Connect(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	settled := func() bool {
-		members, err := cs[0].Members(ctx)
-		if err != nil || len(members) != 3 {
-			return false
-		}
-		for _, c := range cs {
-			if !slices.Equal(sorted(c.Status().Partitions), Assign(members, c.Instance(), 8)) {
-				return false
-			}
-		}
-		return true
-	}
-	waitFor(t, hangGuard, "the partitions spread", settled)
-	before := map[string][]int{}
-	for _, c := range cs {
-		before[c.Instance()] = sorted(c.Status().Partitions)
-	}
-	// Record every instance's partitions from now on.
-	var mu sync.Mutex
-	grew := map[string][]int{}
-	rec, stopRec := context.WithCancel(ctx)
-	recorded := make(chan struct{})
-	go func() {
-		defer close(recorded)
-		for rec.Err() == nil {
-			for _, c := range cs {
-				for _, p := range c.Status().Partitions {
-					if !slices.Contains(before[c.Instance()], p) {
-						mu.Lock()
-						grew[c.Instance()] = append(grew[c.Instance()], p)
-						mu.Unlock()
-					}
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	t.Cleanup(c.Close)
+	return c, logs
+}
 
+// outageWithOneLate spreads eight partitions over a, b and c, stops the
+// NATS server until every instance saw the outage and starts it again
+// with b still cut off (it reconnects when gate opens). It returns the
+// instances and their log lines since before the outage.
+func outageWithOneLate(t *testing.T, ctx context.Context, returnWait time.Duration) (cs []*Cluster, logs map[string]*observer.ObservedLogs, gate *natstest.Gate) {
+	server := natstest.StartServer(t)
+	gate = natstest.NewGate(t, server.URL)
+	logs = map[string]*observer.ObservedLogs{}
+	for _, n := range []string{"a", "b", "c"} {
+		url := server.URL
+		if n == "b" {
+			url = gate.URL
+		}
+		c, l := joinWatched(t, url, n, returnWait)
+		c.Work(ctx, func(d *Delivery) { go d.Done(true) })
+		cs, logs[n] = append(cs, c), l
+	}
+	waitFor(t, hangGuard, "the partitions spread", func() bool { return spreadOver(ctx, cs, 3) })
+	for _, l := range logs {
+		l.TakeAll()
+	}
 	server.Stop()
 	waitFor(t, hangGuard, "the outage seen", func() bool {
 		for _, c := range cs {
@@ -124,29 +116,80 @@ func TestPartitionsSettleAfterAnOutageWithoutChurn(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(3 * time.Second) // the outage: longer than the member TTL (1.5 s)
+	gate.Shut()
 	server.Restart()
-	waitFor(t, hangGuard, "the outage over", func() bool {
-		for _, c := range cs {
-			if !c.Status().UnavailableSince.IsZero() {
-				return false
+	return cs, logs, gate
+}
+
+// spreadOver reports whether the partitions are spread over n members
+// as Assign spreads them, each instance consuming its own.
+func spreadOver(ctx context.Context, cs []*Cluster, n int) bool {
+	members, err := cs[0].Members(ctx)
+	if err != nil || len(members) != n {
+		return false
+	}
+	for _, c := range cs {
+		if slices.Contains(members, c.Instance()) && !slices.Equal(sorted(c.Status().Partitions), Assign(members, c.Instance(), 8)) {
+			return false
+		}
+	}
+	return true
+}
+
+// logged reports whether logs hold message about member.
+func logged(logs *observer.ObservedLogs, message, member string) bool {
+	return logs.Filter(func(e observer.LoggedEntry) bool {
+		return e.Message == message && e.ContextMap()["member"] == member
+	}).Len() > 0
+}
+
+// After an outage the instances keep the partitions they had, also when
+// one of them comes back long after the others (b is held back until a
+// and c have had NATS for a member TTL, when the rule of one member TTL
+// let them take b's partitions): none takes another's, to hand it back a
+// moment later.
+func TestPartitionsSettleAfterAnOutageWithoutChurn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs, logs, gate := outageWithOneLate(t, ctx, hangGuard)
+	moved := func() []string {
+		var out []string
+		for n, l := range logs {
+			for _, e := range l.All() {
+				if e.Message == "partition taken" || e.Message == "partition released" {
+					out = append(out, fmt.Sprint(n, ": ", e.Message, " ", e.ContextMap()["partition"]))
+				}
 			}
 		}
-		return true
+		return out
+	}
+	const awaiting = "member not back yet after the NATS outage: its partitions wait for it"
+	waitFor(t, hangGuard, "a and c to wait for b", func() bool {
+		if m := moved(); len(m) > 0 {
+			t.Fatalf("partitions moved while b was not back: %v", m)
+		}
+		return logged(logs["a"], awaiting, "b") && logged(logs["c"], awaiting, "b")
 	})
-	waitFor(t, hangGuard, "the partitions settled", settled)
-	time.Sleep(3 * time.Second) // a while after: the member TTL twice
-	stopRec()
-	<-recorded
-	mu.Lock()
-	defer mu.Unlock()
-	for name, ps := range grew {
-		slices.Sort(ps)
-		t.Errorf("%s took partitions %v after the outage, not its own (%v)", name, slices.Compact(ps), before[name])
+	gate.Open()
+	waitFor(t, hangGuard, "b back", func() bool { return cs[1].Status().UnavailableSince.IsZero() })
+	waitFor(t, hangGuard, "the partitions settled", func() bool { return spreadOver(ctx, cs, 3) })
+	if m := moved(); len(m) > 0 {
+		t.Errorf("partitions moved after the outage: %v", m)
 	}
-	if !settled() {
-		t.Error("the partitions did not stay spread after the outage")
-	}
+}
+
+// A member that does not come back after an outage is taken for dead
+// once the others have had NATS for the return wait: its partitions go
+// to them.
+func TestAMemberNotBackAfterAnOutageLeavesItsPartitions(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs, logs, _ := outageWithOneLate(t, ctx, 3*time.Second)
+	const gone = "member not back after the NATS outage: its partitions go to the others"
+	waitFor(t, hangGuard, "a and c to drop b", func() bool {
+		return logged(logs["a"], gone, "b") && logged(logs["c"], gone, "b")
+	})
+	waitFor(t, hangGuard, "b's partitions taken", func() bool { return spreadOver(ctx, []*Cluster{cs[0], cs[2]}, 2) })
 }
 
 func sorted(ps []int) []int {

@@ -35,7 +35,7 @@ type leases struct {
 // expires within the TTL.
 //
 // The leases spread over the instances as the partitions do (spread over
-// the live members and the bots leased): a free lease is taken at once by
+// the members and the bots leased): a free lease is taken at once by
 // the instance it is given to, by the others a lease TTL later, and a
 // holder hands it to that instance once that one asks for it (a mark
 // beside the lease while it waits: an instance not running the bot is
@@ -127,12 +127,9 @@ const askPrefix = "ask."
 // instance's turn: at once if the lease is given to it (or that cannot be
 // told; mine is then true), a lease TTL later if not, so that the instance
 // it is given to takes it when that one is alive and any instance does
-// when not. Right after an outage it first waits a member TTL, for the
-// others' heartbeats to be back.
+// when not. Right after an outage the members not back yet keep their
+// bots for that TTL too (membership.view).
 func (l *leases) waitTurn(ctx context.Context, key string) (mine bool) {
-	if !l.conn.health.quiet(l.conn.cfg.MemberTTL) {
-		sleep(ctx, l.conn.cfg.MemberTTL)
-	}
 	if to, ok := l.givenTo(ctx, key); ok && to != keyPart(l.conn.cfg.Instance) {
 		sleep(ctx, l.conn.cfg.LeaseTTL)
 		return false
@@ -170,12 +167,12 @@ func (l *leases) handOver(ctx context.Context, key string, log *zap.Logger) bool
 }
 
 // givenTo is the member the lease at key is given to, spread like the
-// partitions over the live members (this instance among them) and the
-// bots leased; ok is false when they could not be listed.
+// partitions over the members (this instance among them) and the bots
+// leased; ok is false when they could not be listed.
 func (l *leases) givenTo(ctx context.Context, key string) (to string, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, l.conn.cfg.LeaseTTL/3)
 	defer cancel()
-	members, err := l.members.live(ctx)
+	members, err := l.members.view(ctx)
 	if err != nil {
 		return "", false
 	}

@@ -134,11 +134,8 @@ func (u *updates) Work(ctx context.Context, handle func(*Delivery)) {
 			}
 			u.members.heartbeat(ctx)
 			want, ok := u.members.assigned(ctx)
-			switch {
-			case !ok:
+			if !ok {
 				want = u.ownedList() // keeping the partitions
-			case !u.conn.health.quiet(u.conn.cfg.MemberTTL):
-				want = u.keepingOnly(want)
 			}
 			u.rebalance(want, false)
 			select {
@@ -176,17 +173,6 @@ func (u *updates) Release() {
 	}
 	u.claims.handBack()
 	u.members.leave()
-}
-
-// keepingOnly is want without the partitions this instance does not own
-// yet. Right after an outage the others' heartbeats may have expired and
-// not be back: the members listed then give this instance partitions
-// that are still theirs, and it would take them only to hand them back a
-// moment later. It grows again once NATS answered for a member TTL.
-func (u *updates) keepingOnly(want []int) []int {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return slices.DeleteFunc(want, func(p int) bool { return !u.owned[p] })
 }
 
 func (u *updates) ownedList() []int {
