@@ -62,8 +62,10 @@ func TestLeasesSpreadOverTheInstances(t *testing.T) {
 		}
 		return total == bots
 	}
-	// A few lease TTLs (1.5 s each): the bound is what is checked.
-	waitFor(t, 10*time.Second, "the leases spread", spread)
+	// A few lease TTLs (1.5 s each) on a quiet machine; longer on a loaded
+	// one, where heartbeats time out and a holder hands over only once
+	// NATS has answered it for a member TTL.
+	waitFor(t, hangGuard, "the leases spread", spread)
 	for _, c := range cs {
 		t.Logf("%s polls %v", c.Instance(), c.Status().Polled)
 	}
@@ -103,7 +105,19 @@ func outageWithOneLate(t *testing.T, ctx context.Context, returnWait time.Durati
 		c.Work(ctx, func(d *Delivery) { go d.Done(true) })
 		cs, logs[n] = append(cs, c), l
 	}
-	waitFor(t, hangGuard, "the partitions spread", func() bool { return spreadOver(ctx, cs, 3) })
+	// Spread, and every partition taken or released logged (the lines
+	// follow the change): the lines after are the outage's.
+	waitFor(t, hangGuard, "the partitions spread", func() bool {
+		if !spreadOver(ctx, cs, 3) {
+			return false
+		}
+		for _, c := range cs {
+			if !slices.Equal(loggedPartitions(logs[c.Instance()]), Assign([]string{"a", "b", "c"}, c.Instance(), 8)) {
+				return false
+			}
+		}
+		return true
+	})
 	for _, l := range logs {
 		l.TakeAll()
 	}
@@ -134,6 +148,27 @@ func spreadOver(ctx context.Context, cs []*Cluster, n int) bool {
 		}
 	}
 	return true
+}
+
+// loggedPartitions are the partitions an instance's lines say it took
+// and did not release.
+func loggedPartitions(logs *observer.ObservedLogs) []int {
+	owned := map[int64]bool{}
+	for _, e := range logs.All() {
+		p, _ := e.ContextMap()["partition"].(int64)
+		switch e.Message {
+		case "partition taken":
+			owned[p] = true
+		case "partition released":
+			delete(owned, p)
+		}
+	}
+	var out []int
+	for p := range owned {
+		out = append(out, int(p))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // logged reports whether logs hold message about member.
