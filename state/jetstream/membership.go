@@ -131,7 +131,9 @@ func (m *membership) await(k string) {
 // watchLeaving signals when an instance leaves the membership on its own
 // (a graceful stop deletes its key): its partitions are taken at once,
 // not at the next tick, also right after an outage (it is not awaited).
-// Ticks still find the ones that expired.
+// Ticks still find the ones that expired: an expiry leaves no mark to
+// watch (the bucket keeps no limit markers), so one is never taken for a
+// member that left.
 func (m *membership) watchLeaving(ctx context.Context) <-chan struct{} {
 	left := make(chan struct{}, 1)
 	w, err := m.kv.WatchAll(ctx, jsapi.UpdatesOnly(), jsapi.MetaOnly())
