@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Assign spreads partitions over members and returns me's (me counts as
@@ -21,42 +22,53 @@ import (
 // own share of partitions, and the few a changed share needs, not the
 // whole ring.
 func Assign(members []string, me string, partitions int) []int {
+	items := make([]string, partitions)
+	for p := range partitions {
+		items[p] = strconv.Itoa(p)
+	}
+	var mine []int
+	for p, m := range spread(members, me, items) {
+		if m == me {
+			mine = append(mine, p)
+		}
+	}
+	return mine
+}
+
+// spread is Assign's rule for any items (partitions, bots): it returns
+// each item's member, in the order of items.
+func spread(members []string, me string, items []string) []string {
 	if !slices.Contains(members, me) {
 		members = append(slices.Clone(members), me)
 	}
 	type pair struct {
-		score     uint64
-		member    string
-		partition int
+		score  uint64
+		member string
+		item   int
 	}
-	pairs := make([]pair, 0, len(members)*partitions)
+	pairs := make([]pair, 0, len(members)*len(items))
 	for _, m := range members {
-		for p := range partitions {
-			sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d", m, p))
-			pairs = append(pairs, pair{binary.BigEndian.Uint64(sum[:8]), m, p})
+		for i, it := range items {
+			sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s", m, it))
+			pairs = append(pairs, pair{binary.BigEndian.Uint64(sum[:8]), m, i})
 		}
 	}
 	slices.SortFunc(pairs, func(a, b pair) int {
-		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.member, b.member), cmp.Compare(a.partition, b.partition))
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.member, b.member), cmp.Compare(a.item, b.item))
 	})
-	share, extra := partitions/len(members), partitions%len(members)
+	share, extra := len(items)/len(members), len(items)%len(members)
 	load := map[string]int{}
-	taken := make([]bool, partitions)
-	var mine []int
+	owner := make([]string, len(items))
 	for _, pr := range pairs {
 		n := load[pr.member]
-		if taken[pr.partition] || n > share || n == share && extra == 0 {
+		if owner[pr.item] != "" || n > share || n == share && extra == 0 {
 			continue
 		}
 		if n == share {
 			extra--
 		}
-		taken[pr.partition] = true
+		owner[pr.item] = pr.member
 		load[pr.member] = n + 1
-		if pr.member == me {
-			mine = append(mine, pr.partition)
-		}
 	}
-	slices.Sort(mine)
-	return mine
+	return owner
 }

@@ -83,6 +83,11 @@ type Config struct {
 	// MemberTTL is how long an instance stays a member without a
 	// heartbeat (default 2s; it beats five times as often).
 	MemberTTL time.Duration
+	// ReturnWait is how long, after an outage of NATS, the members of
+	// the spread before it keep their partitions while they come back
+	// (default three member TTLs): the heartbeats expired with the
+	// outage, and a member slower to reconnect than this one is not dead.
+	ReturnWait time.Duration
 	// PinnedTTL is how long a partition stays pinned to an instance that
 	// stopped pulling (default 2s; it pulls every second).
 	PinnedTTL time.Duration
@@ -123,6 +128,7 @@ func (c *Config) defaults() {
 	}
 	def(&c.LeaseTTL, 3*time.Second)
 	def(&c.MemberTTL, 2*time.Second)
+	def(&c.ReturnWait, 3*c.MemberTTL)
 	def(&c.PinnedTTL, 2*time.Second)
 	def(&c.AckWait, 3*time.Second)
 	def(&c.StartWait, time.Minute)
@@ -217,7 +223,7 @@ func assemble(cn *conn, b buckets) *Cluster {
 	return &Cluster{
 		conn:    cn,
 		updates: u,
-		leases:  &leases{conn: cn, kv: b.leases, polled: map[string]bool{}},
+		leases:  &leases{conn: cn, kv: b.leases, members: members, polled: map[string]bool{}},
 		state: &State{
 			records:    &records{conn: cn, kv: b.state, updates: u},
 			tally:      &tally{conn: cn, daily: b.daily},
@@ -331,9 +337,10 @@ type Status struct {
 }
 
 // Members lists the instances sharing the partitions, named as Assign
-// takes them (each one's partitions are Assign(members, it, Partitions)).
+// takes them (each one's partitions are Assign(members, it, Partitions)):
+// the live ones and, right after an outage, the ones not back yet.
 func (c *Cluster) Members(ctx context.Context) ([]string, error) {
-	members, err := c.updates.members.live(ctx)
+	members, err := c.updates.members.view(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the members: %w", err)
 	}

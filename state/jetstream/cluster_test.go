@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"brainbot/bot/message"
@@ -20,14 +21,18 @@ func join(t *testing.T, url, name string) *Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, Config{URL: url, Instance: name, Partitions: 8, LeaseTTL: 1500 * time.Millisecond,
-		MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 2 * time.Second,
-		Log: zaptest.NewLogger(t).Named(name)})
+	c, err := Connect(ctx, testConfig(url, name, zaptest.NewLogger(t).Named(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	return c
+}
+
+// testConfig is the cluster's configuration in tests: short TTLs.
+func testConfig(url, name string, log *zap.Logger) Config {
+	return Config{URL: url, Instance: name, Partitions: 8, LeaseTTL: 1500 * time.Millisecond,
+		MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond, AckWait: 2 * time.Second, Log: log}
 }
 
 // hangGuard bounds a wait only a hang reaches: what the test waits for

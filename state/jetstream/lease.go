@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 // leases keeps the poller leases in brainbot_leases, one per bot, and
 // which bots this instance polls.
 type leases struct {
-	conn *conn
-	kv   jsapi.KeyValue
+	conn    *conn
+	kv      jsapi.KeyValue
+	members *membership
 
 	mu     sync.Mutex
 	polled map[string]bool // bots whose lease this instance holds
@@ -31,16 +33,27 @@ type leases struct {
 // lease may be someone else's by then); after poll returns the lease is
 // released, so a graceful stop hands over at once. A dead instance's lease
 // expires within the TTL.
+//
+// The leases spread over the instances as the partitions do (spread over
+// the members and the bots leased): a free lease is taken at once by
+// the instance it is given to, by the others a lease TTL later, and a
+// holder hands it to that instance once that one asks for it (a mark
+// beside the lease while it waits: an instance not running the bot is
+// never handed its lease).
 func (l *leases) Lease(ctx context.Context, bot string, poll func(ctx context.Context) error) error {
 	key := keyPart(bot)
 	log := l.conn.log.With(zap.String("bot", bot))
 	retry := min(time.Second, l.conn.cfg.LeaseTTL/3)
 	for ctx.Err() == nil {
+		mine := l.waitTurn(ctx, key)
 		rev, err := l.kv.Create(ctx, key, []byte(l.conn.cfg.Instance))
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
 			case errors.Is(err, jsapi.ErrKeyExists):
+				if mine {
+					l.ask(ctx, key)
+				}
 				l.awaitRelease(ctx, key, l.conn.cfg.LeaseTTL)
 				continue
 			case unavailable(err):
@@ -75,7 +88,7 @@ func (l *leases) holdLease(ctx context.Context, key string, rev uint64, poll fun
 	tick := time.NewTicker(l.conn.cfg.LeaseTTL / 3)
 	defer tick.Stop()
 	lost := false
-	for !lost {
+	for ticks := 1; !lost; ticks++ {
 		select {
 		case <-done:
 			stop()
@@ -95,12 +108,87 @@ func (l *leases) holdLease(ctx context.Context, key string, rev uint64, poll fun
 				break
 			}
 			rev = next
+			if ticks%3 == 0 && l.handOver(ctx, key, log) {
+				lost = true
+			}
 		}
 	}
 	stop()
 	<-done
 	l.release(key, rev)
 	return nil
+}
+
+// askPrefix marks, in brainbot_leases, the instance a held lease is given
+// to and that waits for it: its holder hands it over.
+const askPrefix = "ask."
+
+// waitTurn waits, before a free lease is taken, until it is this
+// instance's turn: at once if the lease is given to it (or that cannot be
+// told; mine is then true), a lease TTL later if not, so that the instance
+// it is given to takes it when that one is alive and any instance does
+// when not. Right after an outage the members not back yet keep their
+// bots for that TTL too (membership.view).
+func (l *leases) waitTurn(ctx context.Context, key string) (mine bool) {
+	if to, ok := l.givenTo(ctx, key); ok && to != keyPart(l.conn.cfg.Instance) {
+		sleep(ctx, l.conn.cfg.LeaseTTL)
+		return false
+	}
+	return true
+}
+
+// ask marks that this instance, which the lease at key is given to,
+// waits for it (the mark lasts a lease TTL; the wait renews it).
+func (l *leases) ask(ctx context.Context, key string) {
+	ctx, cancel := context.WithTimeout(ctx, l.conn.cfg.LeaseTTL/3)
+	defer cancel()
+	_, _ = l.kv.Put(ctx, askPrefix+key, []byte(keyPart(l.conn.cfg.Instance))) // unmarked: the lease stays where it is
+}
+
+// handOver reports whether this instance, holding the lease at key,
+// hands it over: it is given to another member, which asks for it, and
+// NATS answered for a member TTL (the members are all listed).
+func (l *leases) handOver(ctx context.Context, key string, log *zap.Logger) bool {
+	if !l.conn.health.quiet(l.conn.cfg.MemberTTL) {
+		return false
+	}
+	to, ok := l.givenTo(ctx, key)
+	if !ok || to == keyPart(l.conn.cfg.Instance) {
+		return false
+	}
+	actx, cancel := context.WithTimeout(ctx, l.conn.cfg.LeaseTTL/3)
+	defer cancel()
+	asked, err := l.kv.Get(actx, askPrefix+key)
+	if err != nil || string(asked.Value()) != to {
+		return false
+	}
+	log.Info("poller lease handed over to spread the bots", zap.String("instance", l.conn.cfg.Instance), zap.String("to", to))
+	return true
+}
+
+// givenTo is the member the lease at key is given to, spread like the
+// partitions over the members (this instance among them) and the bots
+// leased; ok is false when they could not be listed.
+func (l *leases) givenTo(ctx context.Context, key string) (to string, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, l.conn.cfg.LeaseTTL/3)
+	defer cancel()
+	members, err := l.members.view(ctx)
+	if err != nil {
+		return "", false
+	}
+	keys, err := l.kv.Keys(ctx)
+	if err != nil && !errors.Is(err, jsapi.ErrNoKeysFound) {
+		return "", false
+	}
+	// A bot asked for counts while its lease is released and not yet
+	// taken again, so that the asker sees the same bots as before.
+	for i, k := range keys {
+		keys[i] = strings.TrimPrefix(k, askPrefix)
+	}
+	keys = append(keys, key)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	return spread(members, keyPart(l.conn.cfg.Instance), keys)[slices.Index(keys, key)], true
 }
 
 // awaitRelease waits until the lease at key is released (a holder that

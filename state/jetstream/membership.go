@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	jsapi "github.com/nats-io/nats.go/jetstream"
@@ -13,11 +14,19 @@ import (
 
 // membership keeps this instance in brainbot_members (a heartbeat, and a
 // draining mark while it stops) and reads who else is there: the
-// partitions the live members give this instance, and whether an
-// instance holding a lock or a panel run is alive.
+// partitions the members give this instance, and whether an instance
+// holding a lock or a panel run is alive.
 type membership struct {
 	conn *conn
 	kv   jsapi.KeyValue
+
+	mu sync.Mutex
+	// known are the members of the last spread (view).
+	known []string
+	// awaited are the members kept in the spread after an outage although
+	// absent for a member TTL: each is logged once as awaited, and again
+	// when it is dropped.
+	awaited map[string]bool
 }
 
 // drainingPrefix marks, in brainbot_members, an instance that stopped
@@ -40,12 +49,12 @@ func (m *membership) heartbeat(ctx context.Context) {
 	}
 }
 
-// assigned returns the partitions the live members give this instance;
-// ok is false when the members could not be listed.
+// assigned returns the partitions the members give this instance; ok is
+// false when the members could not be listed.
 func (m *membership) assigned(ctx context.Context) (parts []int, ok bool) {
 	lctx, cancel := context.WithTimeout(ctx, m.conn.cfg.MemberTTL/2)
 	defer cancel()
-	members, err := m.live(lctx)
+	members, err := m.view(lctx)
 	if err != nil {
 		if ctx.Err() == nil && !unavailable(err) {
 			m.conn.log.Warn("could not list the members; keeping the partitions", zap.Error(err))
@@ -55,19 +64,76 @@ func (m *membership) assigned(ctx context.Context) (parts []int, ok bool) {
 	return Assign(members, keyPart(m.conn.cfg.Instance), m.conn.cfg.Partitions), true
 }
 
-// live lists the members sharing the partitions, named as Assign takes
-// them; a member draining (stopping) shares none.
-func (m *membership) live(ctx context.Context) ([]string, error) {
+// view lists the members the partitions and the leases are spread over,
+// named as Assign takes them: the live ones (a member draining shares
+// none) and, until this instance's NATS has answered for ReturnWait after
+// an outage, the members of the spread before it that are not back yet.
+//
+// An outage longer than a member TTL expires every heartbeat, and each
+// instance comes back at its own pace (its reconnection, its next beat, a
+// loaded CPU): one back first would list itself almost alone and take the
+// others' partitions, only to hand them back a moment later. Waiting one
+// member TTL after the outage was not enough on a loaded machine; so the
+// spread keeps every member it had until it is back, and the rendezvous
+// hash gives each one back exactly its old partitions. One that does not
+// come back within ReturnWait is taken for dead, as it would be without
+// an outage (a member draining is dropped at once).
+func (m *membership) view(ctx context.Context) ([]string, error) {
 	keys, err := m.kv.Keys(ctx)
 	if err != nil && !errors.Is(err, jsapi.ErrNoKeysFound) {
 		return nil, err
 	}
-	return slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, drainingPrefix) }), nil
+	var live, draining []string
+	for _, k := range keys {
+		if name, ok := strings.CutPrefix(k, drainingPrefix); ok {
+			draining = append(draining, name)
+		} else {
+			live = append(live, k)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	returning := !m.conn.health.quiet(m.conn.cfg.ReturnWait)
+	for _, k := range m.known {
+		switch {
+		case slices.Contains(live, k), slices.Contains(draining, k):
+			delete(m.awaited, k)
+		case returning:
+			live = append(live, k)
+			if k != keyPart(m.conn.cfg.Instance) {
+				m.await(k)
+			}
+		case m.awaited[k]:
+			delete(m.awaited, k)
+			m.conn.log.Warn("member not back after the NATS outage: its partitions go to the others",
+				zap.String("member", k), zap.Duration("return_wait_ms", m.conn.cfg.ReturnWait))
+		}
+	}
+	m.known = live
+	return live, nil
+}
+
+// await logs, once, that member k is kept in the spread although absent
+// while NATS has answered for a member TTL (a live member has beaten by
+// then, unless it is slow to come back).
+func (m *membership) await(k string) {
+	if m.awaited[k] || !m.conn.health.quiet(m.conn.cfg.MemberTTL) {
+		return
+	}
+	if m.awaited == nil {
+		m.awaited = map[string]bool{}
+	}
+	m.awaited[k] = true
+	m.conn.log.Info("member not back yet after the NATS outage: its partitions wait for it",
+		zap.String("member", k), zap.Duration("return_wait_ms", m.conn.cfg.ReturnWait))
 }
 
 // watchLeaving signals when an instance leaves the membership on its own
 // (a graceful stop deletes its key): its partitions are taken at once,
-// not at the next tick. Ticks still find the ones that expired.
+// not at the next tick, also right after an outage (it is not awaited).
+// Ticks still find the ones that expired: an expiry leaves no mark to
+// watch (the bucket keeps no limit markers), so one is never taken for a
+// member that left.
 func (m *membership) watchLeaving(ctx context.Context) <-chan struct{} {
 	left := make(chan struct{}, 1)
 	w, err := m.kv.WatchAll(ctx, jsapi.UpdatesOnly(), jsapi.MetaOnly())
@@ -80,6 +146,7 @@ func (m *membership) watchLeaving(ctx context.Context) <-chan struct{} {
 			if e == nil || e.Operation() == jsapi.KeyValuePut {
 				continue
 			}
+			m.forget(strings.TrimPrefix(e.Key(), drainingPrefix))
 			select {
 			case left <- struct{}{}:
 			default:
@@ -87,6 +154,14 @@ func (m *membership) watchLeaving(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return left
+}
+
+// forget drops member from the spread: it left.
+func (m *membership) forget(member string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.known = slices.DeleteFunc(m.known, func(k string) bool { return k == member })
+	delete(m.awaited, member)
 }
 
 // drain leaves the membership for the draining mark, kept until released

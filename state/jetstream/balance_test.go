@@ -1,0 +1,234 @@
+package jetstream
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
+
+	"brainbot/state/jetstream/natstest"
+)
+
+// The poller leases spread over the instances: with three instances and
+// seven bots, each polls at most its share (three), also when the first
+// one polled every bot before the others started. Never two poll a bot at
+// once.
+func TestLeasesSpreadOverTheInstances(t *testing.T) {
+	url := natstest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	polling := map[string]string{} // bot: instance
+	const bots = 7
+	start := func(name string) *Cluster {
+		c := join(t, url, name)
+		c.Work(ctx, func(d *Delivery) { go d.Done(true) })
+		for i := range bots {
+			bot := fmt.Sprint("bot-", i)
+			go c.Lease(ctx, bot, func(ctx context.Context) error {
+				mu.Lock()
+				if other, ok := polling[bot]; ok {
+					t.Errorf("%s polls %s while %s does", name, bot, other)
+				}
+				polling[bot] = name
+				mu.Unlock()
+				<-ctx.Done()
+				mu.Lock()
+				delete(polling, bot)
+				mu.Unlock()
+				return nil
+			})
+		}
+		return c
+	}
+	a := start("a")
+	waitFor(t, hangGuard, "a to poll every bot", func() bool { return len(a.Status().Polled) == bots })
+	cs := []*Cluster{a, start("b"), start("c")}
+	spread := func() bool {
+		total := 0
+		for _, c := range cs {
+			n := len(c.Status().Polled)
+			if n > (bots+len(cs)-1)/len(cs) {
+				return false
+			}
+			total += n
+		}
+		return total == bots
+	}
+	// A few lease TTLs (1.5 s each) on a quiet machine; longer on a loaded
+	// one, where heartbeats time out and a holder hands over only once
+	// NATS has answered it for a member TTL.
+	waitFor(t, hangGuard, "the leases spread", spread)
+	for _, c := range cs {
+		t.Logf("%s polls %v", c.Instance(), c.Status().Polled)
+	}
+}
+
+// joinWatched is join with the log lines kept and members awaited for
+// returnWait after an outage.
+func joinWatched(t *testing.T, url, name string, returnWait time.Duration) (*Cluster, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zap.InfoLevel)
+	cfg := testConfig(url, name, zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core)).Named(name))
+	cfg.ReturnWait = returnWait
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	c, err := Connect(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, logs
+}
+
+// outageWithOneLate spreads eight partitions over a, b and c, stops the
+// NATS server until every instance saw the outage and starts it again
+// with b still cut off (it reconnects when gate opens). It returns the
+// instances and their log lines since before the outage.
+func outageWithOneLate(t *testing.T, ctx context.Context, returnWait time.Duration) (cs []*Cluster, logs map[string]*observer.ObservedLogs, gate *natstest.Gate) {
+	server := natstest.StartServer(t)
+	gate = natstest.NewGate(t, server.URL)
+	logs = map[string]*observer.ObservedLogs{}
+	for _, n := range []string{"a", "b", "c"} {
+		url := server.URL
+		if n == "b" {
+			url = gate.URL
+		}
+		c, l := joinWatched(t, url, n, returnWait)
+		c.Work(ctx, func(d *Delivery) { go d.Done(true) })
+		cs, logs[n] = append(cs, c), l
+	}
+	// Spread, and every partition taken or released logged (the lines
+	// follow the change): the lines after are the outage's.
+	waitFor(t, hangGuard, "the partitions spread", func() bool {
+		if !spreadOver(ctx, cs, 3) {
+			return false
+		}
+		for _, c := range cs {
+			if !slices.Equal(loggedPartitions(logs[c.Instance()]), Assign([]string{"a", "b", "c"}, c.Instance(), 8)) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, l := range logs {
+		l.TakeAll()
+	}
+	server.Stop()
+	waitFor(t, hangGuard, "the outage seen", func() bool {
+		for _, c := range cs {
+			if c.Status().UnavailableSince.IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+	gate.Shut()
+	server.Restart()
+	return cs, logs, gate
+}
+
+// spreadOver reports whether the partitions are spread over n members
+// as Assign spreads them, each instance consuming its own.
+func spreadOver(ctx context.Context, cs []*Cluster, n int) bool {
+	members, err := cs[0].Members(ctx)
+	if err != nil || len(members) != n {
+		return false
+	}
+	for _, c := range cs {
+		if slices.Contains(members, c.Instance()) && !slices.Equal(sorted(c.Status().Partitions), Assign(members, c.Instance(), 8)) {
+			return false
+		}
+	}
+	return true
+}
+
+// loggedPartitions are the partitions an instance's lines say it took
+// and did not release.
+func loggedPartitions(logs *observer.ObservedLogs) []int {
+	owned := map[int64]bool{}
+	for _, e := range logs.All() {
+		p, _ := e.ContextMap()["partition"].(int64)
+		switch e.Message {
+		case "partition taken":
+			owned[p] = true
+		case "partition released":
+			delete(owned, p)
+		}
+	}
+	var out []int
+	for p := range owned {
+		out = append(out, int(p))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// logged reports whether logs hold message about member.
+func logged(logs *observer.ObservedLogs, message, member string) bool {
+	return logs.Filter(func(e observer.LoggedEntry) bool {
+		return e.Message == message && e.ContextMap()["member"] == member
+	}).Len() > 0
+}
+
+// After an outage the instances keep the partitions they had, also when
+// one of them comes back long after the others (b is held back until a
+// and c have had NATS for a member TTL, when the rule of one member TTL
+// let them take b's partitions): none takes another's, to hand it back a
+// moment later.
+func TestPartitionsSettleAfterAnOutageWithoutChurn(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs, logs, gate := outageWithOneLate(t, ctx, hangGuard)
+	moved := func() []string {
+		var out []string
+		for n, l := range logs {
+			for _, e := range l.All() {
+				if e.Message == "partition taken" || e.Message == "partition released" {
+					out = append(out, fmt.Sprint(n, ": ", e.Message, " ", e.ContextMap()["partition"]))
+				}
+			}
+		}
+		return out
+	}
+	const awaiting = "member not back yet after the NATS outage: its partitions wait for it"
+	waitFor(t, hangGuard, "a and c to wait for b", func() bool {
+		if m := moved(); len(m) > 0 {
+			t.Fatalf("partitions moved while b was not back: %v", m)
+		}
+		return logged(logs["a"], awaiting, "b") && logged(logs["c"], awaiting, "b")
+	})
+	gate.Open()
+	waitFor(t, hangGuard, "b back", func() bool { return cs[1].Status().UnavailableSince.IsZero() })
+	waitFor(t, hangGuard, "the partitions settled", func() bool { return spreadOver(ctx, cs, 3) })
+	if m := moved(); len(m) > 0 {
+		t.Errorf("partitions moved after the outage: %v", m)
+	}
+}
+
+// A member that does not come back after an outage is taken for dead
+// once the others have had NATS for the return wait: its partitions go
+// to them.
+func TestAMemberNotBackAfterAnOutageLeavesItsPartitions(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs, logs, _ := outageWithOneLate(t, ctx, 3*time.Second)
+	const gone = "member not back after the NATS outage: its partitions go to the others"
+	waitFor(t, hangGuard, "a and c to drop b", func() bool {
+		return logged(logs["a"], gone, "b") && logged(logs["c"], gone, "b")
+	})
+	waitFor(t, hangGuard, "b's partitions taken", func() bool { return spreadOver(ctx, []*Cluster{cs[0], cs[2]}, 2) })
+}
+
+func sorted(ps []int) []int {
+	ps = slices.Clone(ps)
+	slices.Sort(ps)
+	return ps
+}
