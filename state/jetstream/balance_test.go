@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"brainbot/bot/message"
 	"brainbot/state/jetstream/natstest"
 )
 
@@ -92,7 +93,9 @@ func joinWatched(t *testing.T, url, name string, returnWait time.Duration) (*Clu
 // NATS server until every instance saw the outage and starts it again
 // with b still cut off (it reconnects when gate opens). It returns the
 // instances and their log lines since before the outage.
-func outageWithOneLate(t *testing.T, ctx context.Context, returnWait time.Duration) (cs []*Cluster, logs map[string]*observer.ObservedLogs, gate *natstest.Gate) {
+// before, if given, runs once the partitions have spread, before the
+// outage.
+func outageWithOneLate(t *testing.T, ctx context.Context, returnWait time.Duration, before ...func([]*Cluster)) (cs []*Cluster, logs map[string]*observer.ObservedLogs, gate *natstest.Gate) {
 	server := natstest.StartServer(t)
 	gate = natstest.NewGate(t, server.URL)
 	logs = map[string]*observer.ObservedLogs{}
@@ -120,6 +123,9 @@ func outageWithOneLate(t *testing.T, ctx context.Context, returnWait time.Durati
 	})
 	for _, l := range logs {
 		l.TakeAll()
+	}
+	for _, f := range before {
+		f(cs)
 	}
 	server.Stop()
 	waitFor(t, hangGuard, "the outage seen", func() bool {
@@ -225,6 +231,39 @@ func TestAMemberNotBackAfterAnOutageLeavesItsPartitions(t *testing.T) {
 		return logged(logs["a"], gone, "b") && logged(logs["c"], gone, "b")
 	})
 	waitFor(t, hangGuard, "b's partitions taken", func() bool { return spreadOver(ctx, []*Cluster{cs[0], cs[2]}, 2) })
+}
+
+// A conversation's lock held by an instance slow to come back after an
+// outage stays its own for the return wait, as its partitions do: it
+// may still be answering, and another instance taking the lock would
+// answer the conversation beside it. (Taken over after one member TTL
+// of NATS, as before, a and b both held it.)
+func TestAConversationLockWaitsForItsHolderAfterAnOutage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := message.Key{Bot: "alpha", Chat: 7}
+	cs, logs, gate := outageWithOneLate(t, ctx, hangGuard, func(cs []*Cluster) {
+		if err := cs[1].locks.lock(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got := make(chan error, 1)
+	go func() { got <- cs[0].locks.lock(ctx, k) }()
+	waitFor(t, hangGuard, "a to wait for b, NATS back for two member TTLs", func() bool {
+		return logged(logs["a"], "member not back yet after the NATS outage: its partitions wait for it", "b") &&
+			cs[0].health.quiet(2*cs[0].cfg.MemberTTL)
+	})
+	select {
+	case err := <-got:
+		t.Fatalf("a took the lock b holds while b was not back yet (err %v)", err)
+	default:
+	}
+	gate.Open()
+	waitFor(t, hangGuard, "b back", func() bool { return cs[1].Status().UnavailableSince.IsZero() })
+	cs[1].locks.unlock(k)
+	if err := <-got; err != nil {
+		t.Fatalf("a did not get the lock b released: %v", err)
+	}
 }
 
 func sorted(ps []int) []int {

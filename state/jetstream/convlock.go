@@ -118,7 +118,10 @@ func (ls *convLocks) tryLock(ctx context.Context, key string, absentSince *time.
 			case absentSince.IsZero():
 				*absentSince = time.Now()
 			}
-			if !ls.conn.health.quiet(ls.conn.cfg.MemberTTL) && time.Since(*absentSince) < ls.conn.cfg.MemberTTL {
+			// After an outage every heartbeat expired: a holder not back
+			// yet may be slow, not dead, and still answering (as the
+			// partitions' spread waits for it, membership.view).
+			if !ls.conn.health.quiet(ls.conn.cfg.ReturnWait) && time.Since(*absentSince) < ls.conn.cfg.ReturnWait {
 				return nil
 			}
 			ls.conn.log.Info("conversation lock of a gone instance taken over", zap.String("conversation", key), zap.String("holder", holder))

@@ -111,7 +111,7 @@ func (p *panelRuns) SavePanel(ctx context.Context, id string, run []byte, finish
 // returns them to be resumed (panel/host.Resumable). While NATS is or
 // was lately away it claims none: their instances may be coming back too.
 func (p *panelRuns) RunningPanels(ctx context.Context) ([]state.PanelRun, error) {
-	if !p.conn.health.quiet(p.conn.cfg.MemberTTL) {
+	if !p.conn.health.quiet(p.conn.cfg.ReturnWait) {
 		return nil, nil
 	}
 	keys, err := p.kv.Keys(ctx)
