@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,8 +20,8 @@ import (
 // each message sent a moment after the answer to the last. The instance
 // started first (it polls both bots) is killed with SIGKILL a third of
 // the way in, and the nats-server stopped for 10 s two thirds of the way
-// (and not before the messages in flight at the kill are answered: the
-// failover is measured apart from the outage).
+// (and not before the failover is over: it is measured apart from the
+// outage).
 const (
 	loadUsers = 30
 	loadPer   = 5
@@ -84,8 +85,9 @@ func (c *testCluster) loadReplies() loadReplies {
 // killAndOutage runs the run and measures, for the conversations
 // the killed instance had answered: from the kill to the answer of each
 // message in flight at it (sent before, answered after), and from sending
-// to answer of each conversation's first message sent after the kill (not
-// in flight, so only the failover delays it); every message's answer
+// to answer of the first message sent after the kill in each conversation
+// that had none in flight (so that only the failover delays it); the
+// outage comes after both. Every message's answer
 // time; and what must never happen: a turn the model did not see (its
 // reply counts fewer user turns than the message's number), a reply sent
 // twice, an error reply. Those fail the benchmark, but for the one reply
@@ -109,14 +111,28 @@ func killAndOutage(b *testing.B) map[string]float64 {
 
 	run := c.startLoad(b)
 	const messages = loadUsers * loadPer
-	run.until(func() bool { return run.total() >= messages/3 })
+	// A third of the way in, at a moment when the instance has messages in
+	// flight: those the failover is measured by.
+	run.until(func() bool { return run.total() >= messages/3 && len(run.unanswered(conversationsOn(first))) >= 2 })
 	onKilled := conversationsOn(first)
 	killed := time.Now()
 	c.kill("k0", syscall.SIGKILL)
 	wereInFlight := run.unanswered(onKilled)
-	run.until(func() bool {
-		return run.total() >= 2*messages/3 && !slices.ContainsFunc(wereInFlight, func(t turn) bool { return !run.answered(t) })
-	})
+	idle := maps.Clone(onKilled)
+	for _, t := range wereInFlight {
+		delete(idle, t.user)
+	}
+	// The failover is over when the messages in flight are answered, and
+	// so is the next message of each idle conversation.
+	failedOver := func() bool {
+		for u := range idle {
+			if !run.answered(turn{u, loadPer}) && !run.heardSince(u, killed) {
+				return false
+			}
+		}
+		return !slices.ContainsFunc(wereInFlight, func(t turn) bool { return !run.answered(t) })
+	}
+	run.until(func() bool { return run.total() >= 2*messages/3 && failedOver() })
 	outage := time.Now()
 	c.outage(10 * time.Second)
 	run.wait()
@@ -125,7 +141,7 @@ func killAndOutage(b *testing.B) map[string]float64 {
 	time.Sleep(5 * time.Second)
 	b.Logf("killed %v in, %d conversations on it; the outage %v after the kill", killed.Sub(run.started).Round(time.Millisecond),
 		len(onKilled), outage.Sub(killed).Round(time.Millisecond))
-	return run.tally(onKilled, killed)
+	return run.tally(onKilled, idle, killed)
 }
 
 // loadRun is the users of the run talking, and what the bots answered.
@@ -208,6 +224,18 @@ func (run *loadRun) answered(t turn) bool {
 	return len(run.replies.at[t]) > 0
 }
 
+// heardSince reports whether user u had an answer after since.
+func (run *loadRun) heardSince(u int64, since time.Time) bool {
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	for k := 1; k <= loadPer; k++ {
+		if slices.ContainsFunc(run.replies.at[turn{u, k}], func(at time.Time) bool { return at.After(since) }) {
+			return true
+		}
+	}
+	return false
+}
+
 // total is how many messages were answered.
 func (run *loadRun) total() int {
 	run.mu.Lock()
@@ -231,7 +259,7 @@ func (run *loadRun) unanswered(users map[int64]bool) []turn {
 
 // tally reads the answers once the run is over: the metrics, and an
 // error for each turn lost, reply sent twice and error reply.
-func (run *loadRun) tally(onKilled map[int64]bool, killed time.Time) map[string]float64 {
+func (run *loadRun) tally(onKilled, idle map[int64]bool, killed time.Time) map[string]float64 {
 	b, r := run.b, run.c.loadReplies()
 	var inFlight, afterKill, answers []time.Duration
 	lost, twice := 0, 0
@@ -264,7 +292,7 @@ func (run *loadRun) tally(onKilled map[int64]bool, killed time.Time) map[string]
 			case !onKilled[u]:
 			case run.sent[t].Before(killed) && at[0].After(killed):
 				inFlight = append(inFlight, at[0].Sub(killed))
-			case run.sent[t].After(killed) && firstAfter:
+			case idle[u] && run.sent[t].After(killed) && firstAfter:
 				firstAfter = false
 				afterKill = append(afterKill, at[0].Sub(run.sent[t]))
 			}
@@ -274,7 +302,7 @@ func (run *loadRun) tally(onKilled map[int64]bool, killed time.Time) map[string]
 		b.Errorf("error reply: %q", text)
 	}
 	if len(inFlight) == 0 || len(afterKill) == 0 {
-		b.Fatalf("the killed instance had %d messages in flight and %d conversations writing after: the run proved nothing", len(inFlight), len(afterKill))
+		b.Fatalf("the killed instance had %d messages in flight and %d idle conversations writing after: the run proved nothing", len(inFlight), len(afterKill))
 	}
 	return map[string]float64{
 		"conversations":    float64(len(onKilled)),

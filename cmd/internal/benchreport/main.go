@@ -338,17 +338,22 @@ turn through the real Claude CLI and the scripted model, each instance with
 4 Claude slots and its spares (`+"`BenchmarkClusterScaling/kill-and-outage`"+`).
 30 users hold 5-message conversations, each message sent 0 to 4.5 s after
 the answer to the last. The instance started first (it polls both bots) is
-killed with SIGKILL a third of the way in; the nats-server stops for 10 s
-two thirds of the way in, once the messages in flight at the kill are
-answered, so that the failover is measured apart from the outage. *In
+killed with SIGKILL a third of the way in, at a moment it has messages in
+flight; the nats-server stops for 10 s two thirds of the way in, once the
+failover is over, so that it is measured apart from the outage. *In
 flight*: from the kill to the answer of each message the killed instance
 held unanswered. *Sent after the kill*: from sending to answer, the first
-message after the kill in each of its conversations. A turn is lost when
-the model's request lacks one of the conversation's earlier turns (the
-scripted reply says how many it saw); a reply sent twice is counted, and
-fails the run but for the one no system can avoid without an idempotent
-`+"`sendMessage`"+`: Telegram had it from the killed instance in the instant of
-the kill, before the instance could mark it answered.
+message after the kill in each of its conversations that had none in
+flight. All three instances share this machine's cores, so a CLI that
+resumes a moved conversation starts as slowly as the machine is busy. A
+turn is lost when the model's request lacks one of the conversation's
+earlier turns (the scripted reply says how many it saw); a reply sent
+twice is counted, and fails the run but for the one no system can avoid
+without an idempotent `+"`sendMessage`"+`: Telegram had it from the killed
+instance in the instant of the kill, before the instance could mark it
+answered. A bot's Claude slots serve its oldest message first (by when
+the update reached the cluster), so a message redelivered after the kill
+does not queue again behind the taking instance's own backlog.
 
 `)
 	b := "BenchmarkClusterScaling/kill-and-outage"
