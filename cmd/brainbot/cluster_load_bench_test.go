@@ -139,6 +139,7 @@ func killAndOutage(b *testing.B) map[string]float64 {
 	// A reply sent twice comes a moment after the first: the last
 	// redelivery is given time to show it (the ack wait and a turn).
 	time.Sleep(5 * time.Second)
+	run.waitSummaries()
 	b.Logf("killed %v in, %d conversations on it; the outage %v after the kill", killed.Sub(run.started).Round(time.Millisecond),
 		len(onKilled), outage.Sub(killed).Round(time.Millisecond))
 	return run.tally(onKilled, idle, killed)
@@ -318,6 +319,24 @@ func (run *loadRun) tally(onKilled, idle map[int64]bool, killed time.Time) map[s
 		"turns-lost":       float64(lost),
 		"replies-twice":    float64(twice),
 		"error-replies":    float64(len(r.errors)),
+	}
+}
+
+// waitSummaries waits, within a bound, for the instances' last summary
+// lines: a reply goes out a moment before its line is written, and until
+// then it looks like the one reply of the kill.
+func (run *loadRun) waitSummaries() {
+	logged := func() bool {
+		r := run.c.loadReplies()
+		for u := loadFirst; u < loadFirst+loadUsers; u++ {
+			if run.unmarked(r, u) > 1 {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(30 * time.Second); !logged() && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
