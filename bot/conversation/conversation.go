@@ -387,7 +387,13 @@ func (p *Pipeline) waitForSlot(r *request) bool {
 	if r.in.Guest != nil {
 		caller = r.in.Sender
 	}
-	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, p.cfg.Stopping)
+	// Its place in line is its age: a message redelivered from an
+	// instance that died goes before those that came here since.
+	since := r.in.Received
+	if since.IsZero() {
+		since = r.in.Arrived
+	}
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, since, p.cfg.Stopping)
 	switch {
 	case err == nil:
 		return true

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"brainbot/bot/message"
 	"brainbot/state"
@@ -70,7 +71,7 @@ func (p *Pipeline) Charge(ctx context.Context, bot string, user int64) error {
 // they were), with the group seeing the member at work, and records what
 // it cost.
 func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, error) {
-	if err := p.slots.acquire(ctx, q.Bot, 0, p.cfg.Stopping); err != nil {
+	if err := p.slots.acquire(ctx, q.Bot, 0, time.Now(), p.cfg.Stopping); err != nil {
 		if errors.Is(err, errStopping) || ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", host.ErrInterrupted, err)
 		}

@@ -12,6 +12,11 @@ import (
 // slots hands out the Claude slots (BRAINBOT_MAX_CLAUDE) fairly across
 // bots: requests wait in a line per bot, and a freed slot goes to the next
 // bot in turn (round robin), so one busy bot cannot starve the others.
+// Within a bot's line the oldest message goes first: the one that reached
+// brainbot first, not this instance (a message redelivered from an
+// instance that died waited there already, and must not wait again
+// behind everything that came here meanwhile). A conversation waits with
+// one message at a time, so this keeps each conversation's order.
 // Waiting is bounded per bot, in length and in time, and per guest
 // caller: a conversation waits with one request at a time, and so may
 // the caller of guest requests, however many chats they summon the bot
@@ -41,6 +46,7 @@ type gauge interface {
 type waiter struct {
 	granted chan struct{} // closed when the slot is handed over
 	caller  int64         // of a guest request; 0 for any other
+	since   time.Time     // when its message first reached brainbot
 }
 
 // errNoSlot says a request could not get a Claude slot: its bot's line is
@@ -57,11 +63,12 @@ func newSlots(n, maxWaiting int, maxWait time.Duration, running, waiting gauge) 
 var errCallerWaiting = fmt.Errorf("%w: the caller has a guest request waiting already", errNoSlot)
 
 // acquire waits for a slot for bot; caller names who summoned the bot for
-// a guest request (0 for any other). It returns errNoSlot when the bot's
-// line is full, the caller has a request in it already, or the wait is
-// over, and stopped's error when stop is closed first. The caller must
-// call release once it has the slot.
-func (s *slots) acquire(ctx context.Context, bot string, caller int64, stop <-chan struct{}) error {
+// a guest request (0 for any other), since is when the message first
+// reached brainbot (its place in the bot's line). It returns errNoSlot
+// when the bot's line is full, the caller has a request in it already, or
+// the wait is over, and stopped's error when stop is closed first. The
+// caller must call release once it has the slot.
+func (s *slots) acquire(ctx context.Context, bot string, caller int64, since time.Time, stop <-chan struct{}) error {
 	s.mu.Lock()
 	if s.free > 0 && len(s.turns) == 0 {
 		s.free--
@@ -77,11 +84,11 @@ func (s *slots) acquire(ctx context.Context, bot string, caller int64, stop <-ch
 		s.mu.Unlock()
 		return errCallerWaiting
 	}
-	w := &waiter{granted: make(chan struct{}), caller: caller}
+	w := &waiter{granted: make(chan struct{}), caller: caller, since: since}
 	if len(s.lines[bot]) == 0 {
 		s.turns = append(s.turns, bot)
 	}
-	s.lines[bot] = append(s.lines[bot], w)
+	s.lines[bot] = enqueue(s.lines[bot], w)
 	s.mu.Unlock()
 	s.waitingGauge.Inc()
 	defer s.waitingGauge.Dec()
@@ -106,6 +113,15 @@ func (s *slots) acquire(ctx context.Context, bot string, caller int64, stop <-ch
 		s.release()
 	}
 	return err
+}
+
+// enqueue puts w into line behind every waiter as old as it or older.
+func enqueue(line []*waiter, w *waiter) []*waiter {
+	i := slices.IndexFunc(line, func(x *waiter) bool { return x.since.After(w.since) })
+	if i < 0 {
+		return append(line, w)
+	}
+	return slices.Insert(line, i, w)
 }
 
 // errStopping: the manager is shutting down; the message stays journaled.

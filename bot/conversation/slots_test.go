@@ -6,6 +6,7 @@ import (
 
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ func newGauge() prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOp
 
 func TestSlotsRoundRobin(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
-	if err := s.acquire(context.Background(), "a", 0, nil); err != nil {
+	if err := s.acquire(context.Background(), "a", 0, time.Time{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -25,7 +26,7 @@ func TestSlotsRoundRobin(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.acquire(context.Background(), bot, 0, nil); err != nil {
+			if err := s.acquire(context.Background(), bot, 0, time.Time{}, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -53,13 +54,13 @@ func TestSlotsRoundRobin(t *testing.T) {
 func TestSlotsBounds(t *testing.T) {
 	s := newSlots(1, 1, 50*time.Millisecond, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- s.acquire(ctx, "a", 0, nil) }()
+	go func() { done <- s.acquire(ctx, "a", 0, time.Time{}, nil) }()
 	waitFor(t, func() bool { return s.waiting("a") == 1 })
-	if err := s.acquire(ctx, "a", 0, nil); !errors.Is(err, errNoSlot) {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); !errors.Is(err, errNoSlot) {
 		t.Errorf("acquire with a full line = %v, want errNoSlot", err)
 	}
 	if err := <-done; !errors.Is(err, errNoSlot) {
@@ -67,7 +68,7 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if err := s.acquire(ctx, "b", 0, stop); !errors.Is(err, errStopping) {
+	if err := s.acquire(ctx, "b", 0, time.Time{}, stop); !errors.Is(err, errStopping) {
 		t.Errorf("acquire while stopping = %v, want errStopping", err)
 	}
 	if s.waiting("a")+s.waiting("b") != 0 {
@@ -78,8 +79,45 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	// The one slot is still held by the first acquire, and comes back.
 	s.release()
-	if err := s.acquire(ctx, "c", 0, nil); err != nil {
+	if err := s.acquire(ctx, "c", 0, time.Time{}, nil); err != nil {
 		t.Errorf("slot lost after waiters gave up: %v", err)
+	}
+}
+
+// A freed slot goes to the bot's oldest message, by when it first reached
+// brainbot: a message redelivered from an instance that died (it reached
+// the cluster before the others) comes here last but goes first, rather
+// than waiting again behind this instance's own backlog. Messages as old
+// keep their order of arrival.
+func TestSlotsOldestFirst(t *testing.T) {
+	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
+	ctx := context.Background()
+	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	granted := make(chan string, 4)
+	for i, w := range []struct {
+		name string
+		age  time.Duration
+	}{{"here first", 5 * time.Second}, {"here next", 6 * time.Second}, {"as old, after it", 6 * time.Second}, {"redelivered", 0}} {
+		go func() {
+			if err := s.acquire(ctx, "a", 0, base.Add(w.age), nil); err != nil {
+				t.Error(err)
+				return
+			}
+			granted <- w.name
+			s.release()
+		}()
+		waitFor(t, func() bool { return s.waiting("a") == i+1 })
+	}
+	s.release()
+	var order []string
+	for range 4 {
+		order = append(order, <-granted)
+	}
+	if want := []string{"redelivered", "here first", "here next", "as old, after it"}; !slices.Equal(order, want) {
+		t.Errorf("served %q, want %q", order, want)
 	}
 }
 
@@ -89,13 +127,13 @@ func TestSlotsBounds(t *testing.T) {
 func TestSlotsGuestShare(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	granted := make(chan int64, 4)
 	enter := func(caller int64) {
 		go func() {
-			if err := s.acquire(ctx, "a", caller, nil); err != nil {
+			if err := s.acquire(ctx, "a", caller, time.Time{}, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -111,7 +149,7 @@ func TestSlotsGuestShare(t *testing.T) {
 	// context instead).
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.acquire(ended, "a", 7, nil); !errors.Is(err, errNoSlot) {
+	if err := s.acquire(ended, "a", 7, time.Time{}, nil); !errors.Is(err, errNoSlot) {
 		t.Fatalf("a caller's second guest request waiting = %v, want errNoSlot", err)
 	}
 	s.release()
@@ -123,7 +161,7 @@ func TestSlotsGuestShare(t *testing.T) {
 		t.Errorf("served %v, want the line in order", order)
 	}
 	// Once served, the caller may wait again.
-	if err := s.acquire(ctx, "a", 0, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	enter(7)
@@ -139,7 +177,7 @@ func TestSlotsGuestShare(t *testing.T) {
 func TestSlotsGrantWhileGivingUp(t *testing.T) {
 	s := newSlots(1, 5, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := &waiter{granted: make(chan struct{})}
@@ -150,7 +188,7 @@ func TestSlotsGrantWhileGivingUp(t *testing.T) {
 		t.Fatal("leave found a waiter that was already granted")
 	}
 	s.release() // what acquire does when leave reports a grant
-	if err := s.acquire(ctx, "b", 0, nil); err != nil {
+	if err := s.acquire(ctx, "b", 0, time.Time{}, nil); err != nil {
 		t.Fatalf("slot lost: %v", err)
 	}
 }

@@ -119,3 +119,27 @@ func TestBacklog(t *testing.T) {
 	clear(in.queues) // never drained: no goroutine of theirs
 	in.mu.Unlock()
 }
+
+// A message carries when its update first reached brainbot (the log's
+// Envelope.Received), the same at every delivery: a message redelivered
+// from an instance that died is as old as it was there, and the Claude
+// slots serve the oldest first.
+func TestInboundKeepsWhenTheUpdateFirstCame(t *testing.T) {
+	h := &tapHandler{release: make(chan struct{}), served: make(chan *message.Inbound, 1)}
+	close(h.release)
+	var work sync.WaitGroup
+	key := message.Key{Bot: "b", Chat: 7}
+	in := New(Config{QueueSize: 5, Handler: h, Work: &work, Ctx: context.Background(), Stopping: make(chan struct{}),
+		Decode: func(message.Envelope) message.Update {
+			return message.Update{Kind: message.Written, Key: key, Sender: 7, Text: "hello"}
+		}, Metrics: metrics.New(), Log: zap.NewNop()})
+	in.Ready("b", message.Identity{ID: 1, Username: "b_bot"})
+	received := time.Now().Add(-20 * time.Second)
+	in.Deliver(&recorded{env: message.Envelope{Bot: "b", Raw: []byte(`{"update_id":1}`), Received: received}})
+	m := <-h.served
+	work.Wait()
+	if !m.Received.Equal(received) || !m.Arrived.After(received) {
+		t.Errorf("received %v, arrived %v; want received %v and arrived now", m.Received, m.Arrived, received)
+	}
+	m.Progress.Finish(false)
+}

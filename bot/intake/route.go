@@ -98,7 +98,8 @@ func (in *Intake) stopAside(d message.Delivery, u message.Update) {
 // inbound is the message an update carries, its progress told to d; its
 // request id is the update's, the same at every delivery.
 func inbound(u message.Update, d message.Delivery) *message.Inbound {
-	return &message.Inbound{Update: u, RequestID: requestID(d.Envelope()), Arrived: time.Now(), Progress: newProgress(d)}
+	env := d.Envelope()
+	return &message.Inbound{Update: u, RequestID: requestID(env), Arrived: time.Now(), Received: env.Received, Progress: newProgress(d)}
 }
 
 // requestID names an update's trip through brainbot in the logs: a UUID

@@ -37,7 +37,12 @@ type Inbound struct {
 	// RequestID names its trip through brainbot in the logs.
 	RequestID string
 	Arrived   time.Time
-	Progress  Progress
+	// Received is when the update first reached brainbot (the log's
+	// Envelope.Received), the same at every delivery: its age, where
+	// Arrived is when this delivery reached this process. Zero when
+	// unknown.
+	Received time.Time
+	Progress Progress
 	// Superseded: the sender edited the message while it was answered;
 	// the edited version is answered instead, and nothing of this answer
 	// is sent.

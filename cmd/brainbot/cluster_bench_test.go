@@ -73,6 +73,9 @@ func BenchmarkClusterScaling(b *testing.B) {
 	b.Run("nats-back", func(b *testing.B) {
 		once(b, b.Name(), func() map[string]float64 { return natsBack(b) })
 	})
+	b.Run("kill-and-outage", func(b *testing.B) {
+		once(b, b.Name(), func() map[string]float64 { return killAndOutage(b) })
+	})
 }
 
 // failover: 30 users keep talking to 3 instances (a message always in

@@ -319,11 +319,56 @@ restart to the first answer and to each conversation's next one.
 		{"error replies during the NATS outage", outage("nats-back", "error-replies"), "0"},
 	})
 
+	killAndOutage(w, r)
+
 	fmt.Fprint(w, "## Memory (MB resident)\n\n")
 	table(w, r, []string{"process", "RSS", "target"}, [][]any{
 		{"brainbot idle, 5 bots", cell{bench: "BenchmarkMemory/brainbot-idle", unit: "rss-MB"}, ""},
 		{"brainbot with 10,000 stored sessions", cell{bench: "BenchmarkMemory/brainbot-10k-sessions", unit: "rss-MB"}, "≤ 60"},
 		{"one Claude CLI process while it answers", cell{bench: "BenchmarkMemory/claude-process", unit: "cli-rss-MB"}, ""},
+	})
+}
+
+// killAndOutage is the section of the cluster under load: issue 38's run.
+func killAndOutage(w io.Writer, r map[string]map[string]float64) {
+	fmt.Fprint(w, `## A cluster under load: a kill and an outage
+
+Three `+"`brainbot run`"+` processes share two bots through one nats-server, every
+turn through the real Claude CLI and the scripted model, each instance with
+4 Claude slots and its spares (`+"`BenchmarkClusterScaling/kill-and-outage`"+`).
+30 users hold 5-message conversations, each message sent 0 to 4.5 s after
+the answer to the last. The instance started first (it polls both bots) is
+killed with SIGKILL a third of the way in, at a moment it has messages in
+flight; the nats-server stops for 10 s two thirds of the way in, once the
+failover is over, so that it is measured apart from the outage. *In
+flight*: from the kill to the answer of each message the killed instance
+held unanswered. *Sent after the kill*: from sending to answer, the first
+message after the kill in each of its conversations that had none in
+flight. All three instances share this machine's cores, so a CLI that
+resumes a moved conversation starts as slowly as the machine is busy. A
+turn is lost when the model's request lacks one of the conversation's
+earlier turns (the scripted reply says how many it saw); a reply sent
+twice is counted, and fails the run but for the one no system can avoid
+without an idempotent `+"`sendMessage`"+`: Telegram had it from the killed
+instance in the instant of the kill, before the instance could mark it
+answered. A bot's Claude slots serve its oldest message first (by when
+the update reached the cluster), so a message redelivered after the kill
+does not queue again behind the taking instance's own backlog.
+
+`)
+	b := "BenchmarkClusterScaling/kill-and-outage"
+	n := func(unit string) cell { return cell{bench: b, unit: unit, format: "%.0f"} }
+	trio := func(metric string) string {
+		return n(metric+"-p50-ms").render(r) + " / " + n(metric+"-p99-ms").render(r) + " / " + n(metric+"-max-ms").render(r)
+	}
+	table(w, r, []string{"measure", "value", "target"}, [][]any{
+		{"conversations on the killed instance / messages in flight there", n("conversations").pair(n("inflight"), r), ""},
+		{"kill to the answer of a message in flight: p50 / p99 / max (ms)", trio("inflight"), "max ≤ 10000"},
+		{"a message sent after the kill, to its answer: p50 / p99 / max (ms)", trio("afterkill"), "max ≤ 5000"},
+		{"every message, sent to answered: p50 / p99 (ms)", n("answer-p50-ms").pair(n("answer-p99-ms"), r), ""},
+		{"turns lost", n("turns-lost"), "0"},
+		{"replies sent twice", n("replies-twice"), "0 (or the one of the kill)"},
+		{"error replies", n("error-replies"), "0"},
 	})
 }
 
