@@ -38,8 +38,9 @@ package claude
 // And spares yield to real work: none starts while a request waits for a
 // Claude slot (Config.Waiting), however long a set has lacked one, nor
 // while a request's CLI is starting, nor while the machine's CPUs are all
-// wanted (more threads runnable than CPUs, /proc/loadavg; up to
-// spareCPUPatience). Spare CLIs run at a lower CPU priority (nice +10,
+// wanted (more threads runnable than CPUs, /proc/loadavg): while requests
+// of ours run, however long; while other work keeps the CPUs busy, up to
+// spareCPUPatience. Spare CLIs run at a lower CPU priority (nice +10,
 // reaper.StartLow) until a conversation takes one: it is raised back
 // where the rlimit allows (raise). Measured under saturation, spares
 // starting at normal priority made the median answer 1.7 to 2.1 times as
@@ -581,7 +582,7 @@ func (p *pool) planStarts(now time.Time) []*spareSet {
 			break
 		}
 		if !asked {
-			if p.yield(now.Sub(next.short)) {
+			if p.yield(now.Sub(next.short), busy) {
 				break
 			}
 			asked = true
@@ -594,11 +595,13 @@ func (p *pool) planStarts(now time.Time) []*spareSet {
 
 // yield reports whether real work wants the machine now, for a set that
 // has lacked a spare for lacked: a request waits for a Claude slot, or
-// for a CPU: a request's CLI is starting, or (up to spareCPUPatience: a
-// machine busy with other work still gets spares, which run below it)
-// more threads are runnable than CPUs. Called with p.mu held.
-func (p *pool) yield(lacked time.Duration) bool {
-	return p.spares.waiting() > 0 || p.spares.cold > 0 || lacked < spareCPUPatience && p.spares.cpuBusy()
+// for a CPU: a request's CLI is starting, or the CPUs are all wanted.
+// ours says whether requests of ours run (or just ended): then they are
+// what waits for the CPUs, however long; else the CPUs are busy with
+// other work, and a set that lacked a spare for spareCPUPatience starts
+// it anyway, below that work. Called with p.mu held.
+func (p *pool) yield(lacked time.Duration, ours bool) bool {
+	return p.spares.waiting() > 0 || p.spares.cold > 0 || (ours || lacked < spareCPUPatience) && p.spares.cpuBusy()
 }
 
 // coldStart counts a CLI started for a request until the returned func

@@ -744,3 +744,27 @@ func names(sets []*spareSet) []string {
 	}
 	return n
 }
+
+// The patience on a busy CPU is for a machine kept busy by other work:
+// while requests of ours run and the CPUs are all wanted, those requests
+// wait for them, and no spare starts however long its set lacked it.
+func TestSparesOutwaitNoRequestOfOurs(t *testing.T) {
+	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
+		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
+	p.spares.cpuBusy = func() bool { return true }
+	set := &spareSet{name: "bot", base: 1, target: 1}
+	p.spares.sets[set.key()] = set
+	now := time.Now()
+	set.short = now
+	p.spares.active = 1
+	if n := len(p.planStarts(now.Add(time.Hour))); n != 0 {
+		t.Errorf("%d started on busy CPUs while a request of ours runs", n)
+	}
+	p.spares.active, p.spares.lastActive = 0, now.Add(time.Hour)
+	if n := len(p.planStarts(now.Add(time.Hour + spareSettle/2))); n != 0 {
+		t.Errorf("%d started on busy CPUs just after a request of ours ended", n)
+	}
+	if n := len(p.planStarts(now.Add(time.Hour + spareSettle))); n != 1 {
+		t.Errorf("%d started on CPUs busy with other work after spareCPUPatience, want 1", n)
+	}
+}
