@@ -41,7 +41,7 @@ var saturationBrains = map[string]string{
 // BenchmarkSparesSaturated: the answer time of every message (the update
 // queued at the Bot API stand-in to brainbot's summary line of it), p50
 // and p99, with spares on and off, and the spares started and taken
-// during each. The load runs four times, off, on, on, off, each mode's
+// during the load (each run has one a bot ready before it). The load runs four times, off, on, on, off, each mode's
 // answers pooled: on a shared machine the load of others drifts, and a
 // mode measured once, first or second, gained or lost up to 1.9 times by
 // its turn alone. Target: with spares on, no worse than off.
@@ -58,11 +58,13 @@ func BenchmarkSparesSaturated(b *testing.B) {
 			if mode == "on" {
 				waitReadySpares(b, s, 2) // one a bot: new conversations before the load find theirs
 			}
+			started, taken := spareCounts(b, s)
 			start := time.Now()
 			lat[mode] = append(lat[mode], saturate(b, s)...)
 			b.Logf("spares %s: %d answers in %v", mode, saturationTalkers*saturationConversations*saturationMessages, time.Since(start).Round(time.Second))
-			result["spares-"+mode+"-started"] += metric(b, s, "brainbot_claude_spares_started_total")
-			result["spares-"+mode+"-taken"] += metric(b, s, "brainbot_claude_spares_taken_total")
+			startedAfter, takenAfter := spareCounts(b, s)
+			result["spares-"+mode+"-started"] += startedAfter - started
+			result["spares-"+mode+"-taken"] += takenAfter - taken
 			stopStack(b, s) // its CLIs end: the next run has the machine to itself
 		}
 		for mode, d := range lat {
@@ -73,6 +75,12 @@ func BenchmarkSparesSaturated(b *testing.B) {
 		result["on/off-p99"] = result["spares-on-p99-ms"] / result["spares-off-p99-ms"]
 		return result
 	})
+}
+
+// spareCounts is how many spares brainbot started and new conversations
+// took so far.
+func spareCounts(b *testing.B, s *stack.Stack) (started, taken float64) {
+	return metric(b, s, "brainbot_claude_spares_started_total"), metric(b, s, "brainbot_claude_spares_taken_total")
 }
 
 // stopStack stops brainbot and waits for it to exit.
