@@ -278,7 +278,9 @@ alone. *Spares started* and *taken* count both runs' during the load (each
 run has one a bot ready before it, taken by its first new conversations).
 
 `)
-	sat := func(unit, format string) cell { return cell{bench: "BenchmarkSparesSaturated", unit: unit, format: format} }
+	sat := func(unit, format string) cell {
+		return cell{bench: "BenchmarkSparesSaturated", unit: unit, format: format}
+	}
 	table(w, r, []string{"measure", "spares on", "spares off", "target"}, [][]any{
 		{"answer time: p50 / p99 (ms)", pair("BenchmarkSparesSaturated", "spares-on-p50-ms", "spares-on-p99-ms"),
 			pair("BenchmarkSparesSaturated", "spares-off-p50-ms", "spares-off-p99-ms"), "on no worse than off"},
