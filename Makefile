@@ -41,8 +41,9 @@ test: claude-cli
 
 # bench measures our components (Go benchmarks) and the whole product
 # through the real CLI (-benchtime 5x: medians of five requests each; the
-# driver's spares, twenty new conversations and panels each), then writes
-# the report to docs/performance.md.
+# driver's spares, twenty new conversations and panels each; the same
+# saturating load with spares on and off, BenchmarkSparesSaturated, once),
+# then writes the report to docs/performance.md.
 bench: claude-cli
 	@mkdir -p $(CACHE)
 	$(OFFLINE) $(GO) test -run '^$$' -bench . -benchmem ./bot/... ./output/... ./mcp/... | tee $(CACHE)/bench-components.txt

@@ -55,7 +55,7 @@ type Config struct {
 	// queue, ahead of Run): spares start only when none does. Nil: none
 	// ever waits.
 	Waiting func() int
-	// cpuBusy stands in for cpuContended in tests: whether the machine's
+	// cpuBusy stands in for the cpuGauge in tests: whether the machine's
 	// CPUs are all wanted.
 	cpuBusy func() bool
 	// Reaper starts the CLIs, each tied to this process's life, and takes

@@ -38,13 +38,15 @@ package claude
 // And spares yield to real work: none starts while a request waits for a
 // Claude slot (Config.Waiting), however long a set has lacked one, nor
 // while a request's CLI is starting, nor while the machine's CPUs are all
-// wanted (more threads runnable than CPUs, /proc/loadavg; up to
-// spareCPUPatience). Spare CLIs run at a lower CPU priority (nice +10,
-// reaper.StartLow) until a conversation takes one: it is raised back
-// where the rlimit allows (raise). Measured under saturation, spares
-// starting at normal priority made the median answer 1.7 to 2.1 times as
-// long (issue 38). Memory bounds them too: all spares together hold at
-// most WarmConfig.SpareMemoryMB.
+// wanted (threads waited for one a fifth of the time lately, cpuGauge):
+// while requests of ours run, however long; while other work keeps the
+// CPUs busy, up to spareCPUPatience. Spare CLIs run at a lower CPU
+// priority (nice +10, reaper.StartLow) until a conversation takes one or
+// waits for it to start: it is raised back where the rlimit allows
+// (raise). Measured under saturation, spares starting at normal priority
+// made the median answer 1.7 to 2.1 times as long (issue 38). Memory
+// bounds them too: all spares together hold at most
+// WarmConfig.SpareMemoryMB.
 
 import (
 	"cmp"
@@ -125,8 +127,8 @@ type spares struct {
 	lastActive  time.Time
 	maxStarting int
 	// waiting is how many requests wait for a Claude slot (Config.Waiting),
-	// cpuBusy whether more threads want to run than there are CPUs: spares
-	// wait for both to be over.
+	// cpuBusy whether the CPUs were all wanted lately (cpuGauge): spares
+	// wait for both to be over. cpuBusy is called with mu held.
 	waiting func() int
 	cpuBusy func() bool
 	// cold counts the CLIs starting for requests (coldStart).
@@ -134,8 +136,11 @@ type spares struct {
 }
 
 func newSpares() spares {
-	return spares{sets: map[setKey]*spareSet{}, kick: make(chan struct{}, 1), readied: make(chan struct{}), stopped: make(chan struct{}),
-		maxStarting: runtime.NumCPU(), waiting: func() int { return 0 }, cpuBusy: cpuContended}
+	s := spares{sets: map[setKey]*spareSet{}, kick: make(chan struct{}, 1), readied: make(chan struct{}), stopped: make(chan struct{}),
+		maxStarting: runtime.NumCPU(), waiting: func() int { return 0 }}
+	cpu := newCPUGauge()
+	s.cpuBusy = func() bool { return cpu.contended(time.Now()) }
+	return s
 }
 
 // setKey names a set: a name holds sets of several shapes.
@@ -180,6 +185,9 @@ type spare struct {
 	// stops its watcher.
 	gone    bool
 	settled chan struct{}
+	// raised: brought back to brainbot's CPU priority while it started,
+	// for a request that waited for it.
+	raised bool
 }
 
 // held is how many spares count against the budget: started or being
@@ -421,16 +429,27 @@ func (p *pool) removeSpare(sp *spare) {
 	close(sp.settled)
 }
 
+// take is what takeSpare found: a ready spare, or else a channel closed
+// when a spare gets ready or goes (nil: none is starting) and how long
+// waiting for one is worth; and the spares to raise back to brainbot's
+// CPU priority, as real work now (the one taken, those waited for the
+// first time).
+type take struct {
+	cli   *live
+	wait  <-chan struct{}
+	worth time.Duration
+	raise []*live
+}
+
 // takeSpare takes a ready spare of fingerprint for a new conversation.
-// When none is ready but one is starting, it returns instead a channel
-// closed when a spare gets ready or goes, and how long waiting for one is
-// worth: until a start as long as the set's last would be over twice.
-func (p *pool) takeSpare(fingerprint string) (*live, <-chan struct{}, time.Duration) {
+// When none is ready but one is starting, it says how long waiting for
+// one is worth: until a start as long as the set's last would be over
+// twice.
+func (p *pool) takeSpare(fingerprint string) take {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := time.Now()
-	var worth time.Duration
-	starting := false
+	var t take
 	for _, set := range p.spares.sets {
 		if set.fingerprint != fingerprint {
 			continue
@@ -443,19 +462,24 @@ func (p *pool) takeSpare(fingerprint string) (*live, <-chan struct{}, time.Durat
 				p.spares.stats.Taken++
 				sp.cli.spare = true
 				p.wake() // its replacement
-				return sp.cli, nil, 0
+				// Raised again if it was while it started: threads it
+				// started since may have been low.
+				return take{cli: sp.cli, raise: append(t.raise, sp.cli)}
 			case !sp.ready:
 				age := now.Sub(sp.cli.started)
 				expected := cmp.Or(set.lastStartup, defaultStartup)
-				worth = max(worth, min(2*expected, p.cfg.SpareStart)-age)
-				starting = true
+				t.worth = max(t.worth, min(2*expected, p.cfg.SpareStart)-age)
+				if !sp.raised {
+					sp.raised = true
+					t.raise = append(t.raise, sp.cli)
+				}
 			}
 		}
 	}
-	if !starting || worth <= 0 {
-		return nil, nil, 0
+	if t.worth > 0 {
+		t.wait = p.spares.readied
 	}
-	return nil, p.spares.readied, worth
+	return t
 }
 
 // missed records a new conversation of fingerprint that found no spare:
@@ -581,7 +605,7 @@ func (p *pool) planStarts(now time.Time) []*spareSet {
 			break
 		}
 		if !asked {
-			if p.yield(now.Sub(next.short)) {
+			if p.yield(now.Sub(next.short), busy) {
 				break
 			}
 			asked = true
@@ -594,11 +618,13 @@ func (p *pool) planStarts(now time.Time) []*spareSet {
 
 // yield reports whether real work wants the machine now, for a set that
 // has lacked a spare for lacked: a request waits for a Claude slot, or
-// for a CPU: a request's CLI is starting, or (up to spareCPUPatience: a
-// machine busy with other work still gets spares, which run below it)
-// more threads are runnable than CPUs. Called with p.mu held.
-func (p *pool) yield(lacked time.Duration) bool {
-	return p.spares.waiting() > 0 || p.spares.cold > 0 || lacked < spareCPUPatience && p.spares.cpuBusy()
+// for a CPU: a request's CLI is starting, or the CPUs are all wanted.
+// ours says whether requests of ours run (or just ended): then they are
+// what waits for the CPUs, however long; else the CPUs are busy with
+// other work, and a set that lacked a spare for spareCPUPatience starts
+// it anyway, below that work. Called with p.mu held.
+func (p *pool) yield(lacked time.Duration, ours bool) bool {
+	return p.spares.waiting() > 0 || p.spares.cold > 0 || (ours || lacked < spareCPUPatience) && p.spares.cpuBusy()
 }
 
 // coldStart counts a CLI started for a request until the returned func
@@ -894,21 +920,23 @@ func (d *Driver) takeSpare(ctx context.Context, fingerprint string) *live {
 	}
 	var deadline <-chan time.Time
 	for {
-		cli, wait, worth := d.pool.takeSpare(fingerprint)
-		if cli != nil {
+		t := d.pool.takeSpare(fingerprint)
+		for _, cli := range t.raise {
 			d.raise(cli)
-			return cli
 		}
-		if wait == nil {
+		if t.cli != nil {
+			return t.cli
+		}
+		if t.wait == nil {
 			break
 		}
 		if deadline == nil {
-			t := time.NewTimer(worth)
-			defer t.Stop()
-			deadline = t.C
+			timer := time.NewTimer(t.worth)
+			defer timer.Stop()
+			deadline = timer.C
 		}
 		select {
-		case <-wait:
+		case <-t.wait:
 			continue
 		case <-deadline:
 		case <-ctx.Done():
@@ -920,8 +948,9 @@ func (d *Driver) takeSpare(ctx context.Context, fingerprint string) *live {
 	return nil
 }
 
-// raise brings a spare taken for a conversation back to brainbot's CPU
-// priority, in the background (it reads /proc): where the rlimit allows
+// raise brings a spare taken for a conversation, or one a conversation
+// waits for, back to brainbot's CPU priority, in the background (it reads
+// /proc): where the rlimit allows
 // it (systemd's LimitNICE=+0, as in deploy/brainbot.service) or
 // privilege. Else the conversation's CLI stays at nice +10, said once.
 func (d *Driver) raise(cli *live) {
@@ -967,13 +996,79 @@ func spareCost(w WarmConfig) string {
 		w.Spares, max(w.Spares, w.MaxSpares), SpareMB, w.Max, bound)
 }
 
-// cpuContended reports whether more threads are runnable than the machine
-// has CPUs, the one reading aside: /proc/loadavg's fourth field, now
-// rather than an average, so that spares start as soon as the CPUs are
-// free again. False where there is no such file.
-func cpuContended() bool {
-	loadavg, err := os.ReadFile("/proc/loadavg")
-	return err == nil && runnableOver(string(loadavg), runtime.NumCPU())
+const (
+	// cpuStallShare is the share of the time in which some runnable
+	// thread waited for a CPU above which the CPUs count as all wanted;
+	// cpuGauge measures it over at least cpuWindow, and over a fresh
+	// window when its last look is older than cpuStale.
+	cpuStallShare = 0.2
+	cpuWindow     = 250 * time.Millisecond
+	cpuStale      = 2 * time.Second
+)
+
+// cpuGauge says whether the CPUs were all wanted lately: where the kernel
+// keeps pressure stall information (/proc/pressure/cpu), whether some
+// runnable thread waited for a CPU more than cpuStallShare of the time
+// since the gauge's last look. A first look, or one long after the last,
+// says busy and measures from then on (tend looks again within a tick);
+// looks closer than cpuWindow keep the last verdict. Elsewhere, whether
+// more threads are runnable than CPUs now (/proc/loadavg). The stalls
+// over a window are what counts: a reading at one instant finds a CPU
+// free now and then on CPUs busy most of the time, and a spare started
+// then takes the CPU from the requests waiting for it.
+type cpuGauge struct {
+	pressure, loadavg func() (string, error)
+	cpus              int
+	// at is the gauge's last look at the pressure, total the microseconds
+	// some thread had waited for a CPU then, busy its verdict.
+	at    time.Time
+	total uint64
+	busy  bool
+}
+
+// newCPUGauge reads this machine's /proc.
+func newCPUGauge() *cpuGauge {
+	read := func(path string) func() (string, error) {
+		return func() (string, error) {
+			b, err := os.ReadFile(path)
+			return string(b), err
+		}
+	}
+	return &cpuGauge{pressure: read("/proc/pressure/cpu"), loadavg: read("/proc/loadavg"), cpus: runtime.NumCPU()}
+}
+
+// contended reports whether the CPUs were all wanted lately, as of now.
+func (g *cpuGauge) contended(now time.Time) bool {
+	since := now.Sub(g.at)
+	if !g.at.IsZero() && since < cpuWindow {
+		return g.busy
+	}
+	text, err := g.pressure()
+	total, ok := stalled(text)
+	if err != nil || !ok {
+		loadavg, err := g.loadavg()
+		return err == nil && runnableOver(loadavg, g.cpus)
+	}
+	fresh := g.at.IsZero() || since > cpuStale || total < g.total
+	g.busy = fresh || float64(total-g.total) > cpuStallShare*float64(since.Microseconds())
+	g.at, g.total = now, total
+	return g.busy
+}
+
+// stalled reads the "some" line of a pressure file: the microseconds so
+// far in which some thread waited.
+func stalled(pressure string) (total uint64, ok bool) {
+	for line := range strings.Lines(pressure) {
+		if fields, some := strings.CutPrefix(line, "some "); some {
+			for field := range strings.FieldsSeq(fields) {
+				if value, found := strings.CutPrefix(field, "total="); found {
+					total, err := strconv.ParseUint(value, 10, 64)
+					return total, err == nil
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 // runnableOver reports whether a /proc/loadavg line counts more threads

@@ -611,7 +611,7 @@ func TestOtherShapesSparesGoWhenUnused(t *testing.T) {
 	}
 }
 
-// idleCPUs stands in for cpuContended: tests do not depend on what else
+// idleCPUs stands in for the cpuGauge: tests do not depend on what else
 // the machine runs.
 func idleCPUs() bool { return false }
 
@@ -743,4 +743,112 @@ func names(sets []*spareSet) []string {
 		n = append(n, set.name)
 	}
 	return n
+}
+
+// The patience on a busy CPU is for a machine kept busy by other work:
+// while requests of ours run and the CPUs are all wanted, those requests
+// wait for them, and no spare starts however long its set lacked it.
+func TestSparesOutwaitNoRequestOfOurs(t *testing.T) {
+	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
+		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
+	p.spares.cpuBusy = func() bool { return true }
+	set := &spareSet{name: "bot", base: 1, target: 1}
+	p.spares.sets[set.key()] = set
+	now := time.Now()
+	set.short = now
+	p.spares.active = 1
+	if n := len(p.planStarts(now.Add(time.Hour))); n != 0 {
+		t.Errorf("%d started on busy CPUs while a request of ours runs", n)
+	}
+	p.spares.active, p.spares.lastActive = 0, now.Add(time.Hour)
+	if n := len(p.planStarts(now.Add(time.Hour + spareSettle/2))); n != 0 {
+		t.Errorf("%d started on busy CPUs just after a request of ours ended", n)
+	}
+	if n := len(p.planStarts(now.Add(time.Hour + spareSettle))); n != 1 {
+		t.Errorf("%d started on CPUs busy with other work after spareCPUPatience, want 1", n)
+	}
+}
+
+// The CPUs count as all wanted when, since the gauge's last look, some
+// runnable thread waited for one more than cpuStallShare of the time
+// (/proc/pressure/cpu): a reading of the runnable threads at one instant
+// finds a free CPU now and then on CPUs busy most of the time. A first
+// look, or one after cpuStale, says busy and measures from then on; looks
+// closer than cpuWindow keep the last verdict; without pressure stall
+// information, the runnable threads now (/proc/loadavg) decide.
+func TestCPUGaugeReadsTheStallsSinceItsLastLook(t *testing.T) {
+	pressure := func(total int) string {
+		return fmt.Sprintf("some avg10=59.18 avg60=87.41 avg300=68.62 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", total)
+	}
+	var psi string
+	var psiErr error
+	loadavg := "0.10 0.20 0.30 1/182 18860\n" // a free CPU at each instant
+	g := &cpuGauge{cpus: 2,
+		pressure: func() (string, error) { return psi, psiErr },
+		loadavg:  func() (string, error) { return loadavg, nil }}
+	now := time.Now()
+	for _, look := range []struct {
+		after time.Duration
+		total int
+		busy  bool
+		why   string
+	}{
+		{0, 9_702_145_572, true, "a first look"},
+		{time.Second, 9_702_145_572 + 600_000, true, "60% of a second stalled"},
+		{time.Second + cpuWindow/2, 9_702_145_572 + 650_000, true, "a look closer than cpuWindow"},
+		{2 * time.Second, 9_702_145_572 + 650_000, false, "5% of a second stalled"},
+		{2*time.Second + cpuStale + time.Second, 9_702_145_572 + 650_000, true, "a look long after the last"},
+		{3*time.Second + cpuStale + time.Second, 9_702_145_572 + 660_000, false, "1% of a second stalled"},
+	} {
+		psi = pressure(look.total)
+		if got := g.contended(now.Add(look.after)); got != look.busy {
+			t.Errorf("%s: contended %v, want %v", look.why, got, look.busy)
+		}
+	}
+	psi, psiErr = "", errors.New("no pressure stall information")
+	loadavg = "7.30 9.51 9.55 5/182 18860\n"
+	if !g.contended(now.Add(time.Hour)) {
+		t.Error("free CPUs without pressure stall information, 4 threads runnable on 2 CPUs")
+	}
+}
+
+// A new conversation that waits for a spare still starting waits for
+// real work: the spares it waits for are raised back to brainbot's CPU
+// priority at once, not left to start below the requests they keep
+// waiting (here the spare never gets through its start, and the
+// conversation starts a CLI of its own once the wait is not worth it).
+func TestSparesARequestWaitsForAreRaised(t *testing.T) {
+	var rlimit unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
+		t.Fatal(err)
+	}
+	if unix.Geteuid() != 0 && rlimit.Cur < 20 {
+		t.Skip("this process may not lower a nice value")
+	}
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1, SpareStart: 10 * time.Second})
+	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
+	own := niceOf(t, cliSessions(e.data)[first.SessionID])
+	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.NoConnectEnv+"=1") // the next spares never start
+	e.d.pool.mu.Lock()
+	for _, set := range e.d.pool.spares.sets {
+		set.lastStartup = 250 * time.Millisecond // waiting for one is worth half a second
+	}
+	e.d.pool.mu.Unlock()
+	res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2")) // takes the spare; its replacement hangs
+	var hung int
+	waitFor(t, func() bool {
+		for session, pid := range cliSessions(e.data) {
+			if session != first.SessionID && session != res.SessionID {
+				hung = pid
+			}
+		}
+		return hung != 0
+	})
+	if got := niceOf(t, hung); got != min(own+reaper.LowNice, 19) {
+		t.Fatalf("the starting spare runs at nice %d, want %d", got, min(own+reaper.LowNice, 19))
+	}
+	e.mustRun(t, newConversation(e.request(Text, "anyone?"), "bot/3"))
+	if got := niceOf(t, hung); got != own {
+		t.Errorf("the spare a request waited for runs at nice %d, want %d (the requests' CLIs)", got, own)
+	}
 }
