@@ -63,6 +63,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/procfs"
 	"go.uber.org/zap"
 
 	"brainbot/reaper"
@@ -1017,10 +1018,13 @@ const (
 // free now and then on CPUs busy most of the time, and a spare started
 // then takes the CPU from the requests waiting for it.
 type cpuGauge struct {
-	pressure, loadavg func() (string, error)
-	cpus              int
-	// at is the gauge's last look at the pressure, total the microseconds
-	// some thread had waited for a CPU then, busy its verdict.
+	// stalls is the microseconds so far in which some thread waited for a
+	// CPU; loadavg reads /proc/loadavg.
+	stalls  func() (uint64, error)
+	loadavg func() (string, error)
+	cpus    int
+	// at is the gauge's last look at the stalls, total their count then,
+	// busy its verdict.
 	at    time.Time
 	total uint64
 	busy  bool
@@ -1028,13 +1032,31 @@ type cpuGauge struct {
 
 // newCPUGauge reads this machine's /proc.
 func newCPUGauge() *cpuGauge {
-	read := func(path string) func() (string, error) {
-		return func() (string, error) {
-			b, err := os.ReadFile(path)
+	proc, procErr := procfs.NewDefaultFS()
+	return &cpuGauge{cpus: runtime.NumCPU(),
+		stalls: func() (uint64, error) {
+			if procErr != nil {
+				return 0, procErr
+			}
+			return cpuStalls(proc)
+		},
+		loadavg: func() (string, error) {
+			b, err := os.ReadFile("/proc/loadavg")
 			return string(b), err
-		}
+		}}
+}
+
+// cpuStalls reads the "some" line of /proc/pressure/cpu: the
+// microseconds so far in which some thread waited for a CPU.
+func cpuStalls(proc procfs.FS) (uint64, error) {
+	psi, err := proc.PSIStatsForResource("cpu")
+	if err != nil {
+		return 0, err
 	}
-	return &cpuGauge{pressure: read("/proc/pressure/cpu"), loadavg: read("/proc/loadavg"), cpus: runtime.NumCPU()}
+	if psi.Some == nil {
+		return 0, errors.New("no stalls of some threads in /proc/pressure/cpu")
+	}
+	return psi.Some.Total, nil
 }
 
 // contended reports whether the CPUs were all wanted lately, as of now.
@@ -1043,9 +1065,8 @@ func (g *cpuGauge) contended(now time.Time) bool {
 	if !g.at.IsZero() && since < cpuWindow {
 		return g.busy
 	}
-	text, err := g.pressure()
-	total, ok := stalled(text)
-	if err != nil || !ok {
+	total, err := g.stalls()
+	if err != nil {
 		loadavg, err := g.loadavg()
 		return err == nil && runnableOver(loadavg, g.cpus)
 	}
@@ -1053,22 +1074,6 @@ func (g *cpuGauge) contended(now time.Time) bool {
 	g.busy = fresh || float64(total-g.total) > cpuStallShare*float64(since.Microseconds())
 	g.at, g.total = now, total
 	return g.busy
-}
-
-// stalled reads the "some" line of a pressure file: the microseconds so
-// far in which some thread waited.
-func stalled(pressure string) (total uint64, ok bool) {
-	for line := range strings.Lines(pressure) {
-		if fields, some := strings.CutPrefix(line, "some "); some {
-			for field := range strings.FieldsSeq(fields) {
-				if value, found := strings.CutPrefix(field, "total="); found {
-					total, err := strconv.ParseUint(value, 10, 64)
-					return total, err == nil
-				}
-			}
-		}
-	}
-	return 0, false
 }
 
 // runnableOver reports whether a /proc/loadavg line counts more threads

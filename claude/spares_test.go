@@ -3,6 +3,8 @@ package claude
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/procfs"
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
@@ -777,19 +780,16 @@ func TestSparesOutwaitNoRequestOfOurs(t *testing.T) {
 // closer than cpuWindow keep the last verdict; without pressure stall
 // information, the runnable threads now (/proc/loadavg) decide.
 func TestCPUGaugeReadsTheStallsSinceItsLastLook(t *testing.T) {
-	pressure := func(total int) string {
-		return fmt.Sprintf("some avg10=59.18 avg60=87.41 avg300=68.62 total=%d\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n", total)
-	}
-	var psi string
+	var stalls uint64
 	var psiErr error
 	loadavg := "0.10 0.20 0.30 1/182 18860\n" // a free CPU at each instant
 	g := &cpuGauge{cpus: 2,
-		pressure: func() (string, error) { return psi, psiErr },
-		loadavg:  func() (string, error) { return loadavg, nil }}
+		stalls:  func() (uint64, error) { return stalls, psiErr },
+		loadavg: func() (string, error) { return loadavg, nil }}
 	now := time.Now()
 	for _, look := range []struct {
 		after time.Duration
-		total int
+		total uint64
 		busy  bool
 		why   string
 	}{
@@ -800,12 +800,12 @@ func TestCPUGaugeReadsTheStallsSinceItsLastLook(t *testing.T) {
 		{2*time.Second + cpuStale + time.Second, 9_702_145_572 + 650_000, true, "a look long after the last"},
 		{3*time.Second + cpuStale + time.Second, 9_702_145_572 + 660_000, false, "1% of a second stalled"},
 	} {
-		psi = pressure(look.total)
+		stalls = look.total
 		if got := g.contended(now.Add(look.after)); got != look.busy {
 			t.Errorf("%s: contended %v, want %v", look.why, got, look.busy)
 		}
 	}
-	psi, psiErr = "", errors.New("no pressure stall information")
+	psiErr = errors.New("no pressure stall information")
 	loadavg = "7.30 9.51 9.55 5/182 18860\n"
 	if !g.contended(now.Add(time.Hour)) {
 		t.Error("free CPUs without pressure stall information, 4 threads runnable on 2 CPUs")
@@ -850,5 +850,31 @@ func TestSparesARequestWaitsForAreRaised(t *testing.T) {
 	e.mustRun(t, newConversation(e.request(Text, "anyone?"), "bot/3"))
 	if got := niceOf(t, hung); got != own {
 		t.Errorf("the spare a request waited for runs at nice %d, want %d (the requests' CLIs)", got, own)
+	}
+}
+
+// The gauge reads the stalls of some threads from the kernel's pressure
+// file, not the stalls of all of them.
+func TestCPUStallsReadsThePressureFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "pressure"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	psi := "some avg10=59.18 avg60=87.41 avg300=68.62 total=9702145572\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"
+	if err := os.WriteFile(filepath.Join(dir, "pressure", "cpu"), []byte(psi), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proc, err := procfs.NewFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total, err := cpuStalls(proc); err != nil || total != 9702145572 {
+		t.Errorf("stalls %d, %v; want 9702145572", total, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pressure", "cpu"), []byte("full avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cpuStalls(proc); err == nil {
+		t.Error("no error for a pressure file without the stalls of some threads")
 	}
 }
