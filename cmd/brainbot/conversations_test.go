@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -62,16 +61,8 @@ func TestConversationCalls(t *testing.T) {
 	call := func(method, path string) (int, string) {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, string(body)
+		resp, body := roundTrip(t, req)
+		return resp.StatusCode, body
 	}
 	for _, c := range []struct {
 		method, path string

@@ -184,7 +184,18 @@ func TestEndToEndRealTraffic(t *testing.T) {
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := roundTrip(t, req)
+	return resp.StatusCode, body
+}
+
+// roundTrip sends req and returns its response with the body read.
+func roundTrip(t *testing.T, req *http.Request) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +204,7 @@ func get(t *testing.T, url string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(body)
+	return resp, string(body)
 }
 
 func grepLines(text, prefix string) string {
