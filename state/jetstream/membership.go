@@ -160,7 +160,8 @@ func (m *membership) watchLeaving(ctx context.Context) <-chan struct{} {
 func (m *membership) forget(member string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.known = slices.DeleteFunc(m.known, func(k string) bool { return k == member })
+	// A new slice: the last view returned m.known to its caller.
+	m.known = slices.DeleteFunc(slices.Clone(m.known), func(k string) bool { return k == member })
 	delete(m.awaited, member)
 }
 
