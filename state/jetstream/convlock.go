@@ -65,10 +65,9 @@ func (ls *convLocks) lock(ctx context.Context, k message.Key) error {
 	ls.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, lockWait)
 	defer cancel()
-	var absentSince time.Time
 	logged := false
 	for {
-		rev, holder, err := ls.tryLock(ctx, key, &absentSince)
+		rev, holder, err := ls.tryLock(ctx, key)
 		switch {
 		case err != nil:
 			return fmt.Errorf("lock the conversation: %w", err)
@@ -90,9 +89,9 @@ func (ls *convLocks) lock(ctx context.Context, k message.Key) error {
 	}
 }
 
-// tryLock takes the lock if it is free, ours, or its holder has been gone
-// long enough; rev 0: holder has it.
-func (ls *convLocks) tryLock(ctx context.Context, key string, absentSince *time.Time) (rev uint64, holder string, err error) {
+// tryLock takes the lock if it is free, ours, or its holder is gone
+// (membership.isMember); rev 0: holder has it.
+func (ls *convLocks) tryLock(ctx context.Context, key string) (rev uint64, holder string, err error) {
 	me := []byte(ls.conn.cfg.Instance)
 	err = ls.conn.patiently(ctx, "lock "+key, func(ctx context.Context) error {
 		var err error
@@ -109,20 +108,8 @@ func (ls *convLocks) tryLock(ctx context.Context, key string, absentSince *time.
 		holder = string(e.Value())
 		if holder != ls.conn.cfg.Instance {
 			alive, err := ls.members.isMember(ctx, holder)
-			switch {
-			case err != nil:
+			if err != nil || alive {
 				return err
-			case alive:
-				*absentSince = time.Time{}
-				return nil
-			case absentSince.IsZero():
-				*absentSince = time.Now()
-			}
-			// After an outage every heartbeat expired: a holder not back
-			// yet may be slow, not dead, and still answering (as the
-			// partitions' spread waits for it, membership.view).
-			if !ls.conn.health.quiet(ls.conn.cfg.ReturnWait) && time.Since(*absentSince) < ls.conn.cfg.ReturnWait {
-				return nil
 			}
 			ls.conn.log.Info("conversation lock of a gone instance taken over", zap.String("conversation", key), zap.String("holder", holder))
 		}

@@ -201,8 +201,11 @@ func (m *membership) leave() {
 	_ = m.kv.Delete(ctx, drainingPrefix+keyPart(m.conn.cfg.Instance))
 }
 
-// isMember reports whether instance is live: a member, or draining (a
-// stopping instance finishing its work).
+// isMember reports whether instance is live: a member, draining (a
+// stopping instance finishing its work), or, until this instance's NATS
+// has answered for ReturnWait after an outage, a member of the spread
+// before it that is not back yet (view): every heartbeat expired with the
+// outage, and one slow to come back may still be at work.
 func (m *membership) isMember(ctx context.Context, instance string) (bool, error) {
 	for _, key := range []string{keyPart(instance), drainingPrefix + keyPart(instance)} {
 		_, err := m.kv.Get(ctx, key)
@@ -213,5 +216,7 @@ func (m *membership) isMember(ctx context.Context, instance string) (bool, error
 			return false, err
 		}
 	}
-	return false, nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.conn.health.quiet(m.conn.cfg.ReturnWait) && slices.Contains(m.known, keyPart(instance)), nil
 }

@@ -108,12 +108,9 @@ func (p *panelRuns) SavePanel(ctx context.Context, id string, run []byte, finish
 
 // RunningPanels claims, for this instance, the running panel runs whose
 // instance is gone (or is this one's name, from an earlier process), and
-// returns them to be resumed (panel/host.Resumable). While NATS is or
-// was lately away it claims none: their instances may be coming back too.
+// returns them to be resumed (panel/host.Resumable). Right after an
+// outage an instance not back yet is not gone (membership.isMember).
 func (p *panelRuns) RunningPanels(ctx context.Context) ([]state.PanelRun, error) {
-	if !p.conn.health.quiet(p.conn.cfg.ReturnWait) {
-		return nil, nil
-	}
 	keys, err := p.kv.Keys(ctx)
 	switch {
 	case errors.Is(err, jsapi.ErrNoKeysFound):
