@@ -435,6 +435,20 @@ func TestClusterSurvivesAKilledInstance(t *testing.T) {
 		t.Errorf("no conversation was on the killed instance: the test proved nothing")
 	}
 	t.Logf("%d conversations moved from the killed instance", moved)
+	// The survivors found i0 gone by its closed connection (in about a
+	// second), not by its heartbeat's expiry, and said so.
+	expelled := 0
+	for _, name := range []string{"i1", "i2"} {
+		c.mu.Lock()
+		in := c.procs[name]
+		c.mu.Unlock()
+		expelled += in.logs.count(func(l map[string]any) bool {
+			return l["msg"] == "member gone: its connection to NATS closed; its partitions and bots go to the others" && l["member"] == "i0"
+		})
+	}
+	if expelled == 0 {
+		t.Errorf("no survivor logged i0 gone by its closed connection")
+	}
 	for _, name := range []string{"i1", "i2"} {
 		c.mu.Lock()
 		in := c.procs[name]

@@ -76,9 +76,16 @@ func TestLeasesSpreadOverTheInstances(t *testing.T) {
 // returnWait after an outage.
 func joinWatched(t *testing.T, url, name string, returnWait time.Duration) (*Cluster, *observer.ObservedLogs) {
 	t.Helper()
+	return joinLogged(t, url, name, func(cfg *Config) { cfg.ReturnWait = returnWait })
+}
+
+// joinLogged is join with the log lines kept and the test's configuration
+// changed by set.
+func joinLogged(t *testing.T, url, name string, set func(*Config)) (*Cluster, *observer.ObservedLogs) {
+	t.Helper()
 	core, logs := observer.New(zap.InfoLevel)
 	cfg := testConfig(url, name, zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core)).Named(name))
-	cfg.ReturnWait = returnWait
+	set(&cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	c, err := Connect(ctx, cfg)

@@ -220,10 +220,12 @@ func assemble(cn *conn, b buckets) *Cluster {
 		marks:  &marks{conn: cn, answered: b.answered, progress: b.progress},
 		locks:  &convLocks{conn: cn, kv: b.progress, members: members, held: map[string]*convLock{}},
 		owned:  map[int]bool{}}
+	l := &leases{conn: cn, kv: b.leases, members: members, polled: map[string]bool{}}
+	u.dropLeases = l.dropHeldBy
 	return &Cluster{
 		conn:    cn,
 		updates: u,
-		leases:  &leases{conn: cn, kv: b.leases, members: members, polled: map[string]bool{}},
+		leases:  l,
 		state: &State{
 			records:    &records{conn: cn, kv: b.state, updates: u},
 			tally:      &tally{conn: cn, daily: b.daily},

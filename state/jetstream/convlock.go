@@ -146,7 +146,9 @@ func (ls *convLocks) unlock(k message.Key) {
 		return err
 	})
 	if err != nil {
-		ls.conn.log.Warn("could not release the conversation's lock; another instance takes it over in seconds",
+		// This instance lives, so no other takes the lock over; the
+		// client sends the buffered release once it reconnects.
+		ls.conn.log.Warn("could not release the conversation's lock in time: NATS gets the release once the client reconnects; until then the conversation's next message waits on any other instance",
 			zap.String("conversation", key), zap.Error(err))
 	}
 }

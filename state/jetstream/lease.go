@@ -128,13 +128,25 @@ const askPrefix = "ask."
 // told; mine is then true), a lease TTL later if not, so that the instance
 // it is given to takes it when that one is alive and any instance does
 // when not. Right after an outage the members not back yet keep their
-// bots for that TTL too (membership.view).
+// bots for that TTL too (membership.view). A lease held by another is not
+// waited for here but watched (awaitRelease): dropped, when its holder
+// is found gone (dropHeldBy), it is taken at once.
 func (l *leases) waitTurn(ctx context.Context, key string) (mine bool) {
 	if to, ok := l.givenTo(ctx, key); ok && to != keyPart(l.conn.cfg.Instance) {
-		sleep(ctx, l.conn.cfg.LeaseTTL)
+		if !l.held(ctx, key) {
+			sleep(ctx, l.conn.cfg.LeaseTTL)
+		}
 		return false
 	}
 	return true
+}
+
+// held reports whether the lease at key is held (or that cannot be told).
+func (l *leases) held(ctx context.Context, key string) bool {
+	ctx, cancel := context.WithTimeout(ctx, l.conn.cfg.LeaseTTL/3)
+	defer cancel()
+	_, err := l.kv.Get(ctx, key)
+	return !errors.Is(err, jsapi.ErrKeyNotFound)
 }
 
 // ask marks that this instance, which the lease at key is given to,
@@ -242,6 +254,29 @@ const expiryCheck = 250 * time.Millisecond
 // time of writing.
 func untilExpiry(e jsapi.KeyValueEntry, ttl time.Duration) time.Duration {
 	return max(expiryCheck, time.Until(e.Created().Add(ttl)))
+}
+
+// dropHeldBy deletes the poller leases member holds: its connection to
+// NATS closed (presence), so it polls no more, and the instance each lease
+// is given to takes it at once rather than a lease TTL after its last
+// refresh. A lease refreshed since it was read is kept.
+func (l *leases) dropHeldBy(ctx context.Context, member string) {
+	keys, err := l.kv.Keys(ctx)
+	if err != nil {
+		return // the leases expire by their TTL
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k, askPrefix) {
+			continue
+		}
+		e, err := l.kv.Get(ctx, k)
+		if err != nil || keyPart(string(e.Value())) != member {
+			continue
+		}
+		if l.kv.Delete(ctx, k, jsapi.LastRevision(e.Revision())) == nil {
+			l.conn.log.Info("poller lease of a gone member dropped", zap.String("bot", k), zap.String("member", member))
+		}
+	}
 }
 
 // release deletes the lease if it is still ours at rev.

@@ -28,6 +28,9 @@ type updates struct {
 	claims  *claims
 	marks   *marks
 	locks   *convLocks
+	// dropLeases deletes the poller leases a member whose connection
+	// closed holds (leases.dropHeldBy).
+	dropLeases func(ctx context.Context, member string)
 
 	mu      sync.Mutex
 	owned   map[int]bool // partitions this instance pulls
@@ -119,6 +122,7 @@ func (u *updates) Work(ctx context.Context, handle func(*Delivery)) {
 	}
 	u.stopWork, u.workDone, u.leaving = cancel, done, ctx.Done()
 	u.mu.Unlock()
+	u.answerPresence(ctx)
 	u.members.heartbeat(ctx)
 	go u.claims.keepAlive()
 	left := u.members.watchLeaving(ctx)

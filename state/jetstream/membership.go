@@ -37,7 +37,7 @@ const drainingPrefix = "draining."
 func (m *membership) heartbeat(ctx context.Context) {
 	hctx, cancel := context.WithTimeout(ctx, m.conn.cfg.MemberTTL/3)
 	defer cancel()
-	_, err := m.kv.Put(hctx, keyPart(m.conn.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano)))
+	_, err := m.kv.Put(hctx, keyPart(m.conn.cfg.Instance), []byte(time.Now().UTC().Format(time.RFC3339Nano)+presenceMark))
 	switch {
 	case err == nil:
 		m.conn.health.answered() // an outage ends here on an idle instance
@@ -146,6 +146,9 @@ func (m *membership) watchLeaving(ctx context.Context) <-chan struct{} {
 			if e == nil || e.Operation() == jsapi.KeyValuePut {
 				continue
 			}
+			if e.Key() == keyPart(m.conn.cfg.Instance) && ctx.Err() == nil {
+				m.conn.log.Warn("this instance was taken for gone: its connection to NATS was closed for a while; it takes its share back with its next heartbeat")
+			}
 			m.forget(strings.TrimPrefix(e.Key(), drainingPrefix))
 			select {
 			case left <- struct{}{}:
@@ -154,6 +157,24 @@ func (m *membership) watchLeaving(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return left
+}
+
+// expel deletes the heartbeat of member, whose connection to NATS closed
+// (presence), if it has not beaten since rev: every instance drops it from
+// the spread at once (watchLeaving), and a lock it held is a gone
+// instance's. It returns the partitions member had, by the spread before,
+// and whether it was expelled here (not by another instance first, nor
+// back since).
+func (m *membership) expel(ctx context.Context, member string, rev uint64) (parts []int, expelled bool) {
+	m.mu.Lock()
+	parts = Assign(m.known, member, m.conn.cfg.Partitions)
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, m.conn.cfg.MemberTTL/3)
+	defer cancel()
+	if err := m.kv.Delete(ctx, member, jsapi.LastRevision(rev)); err != nil {
+		return nil, false
+	}
+	return parts, true
 }
 
 // forget drops member from the spread: it left.
