@@ -28,6 +28,8 @@ type updates struct {
 	claims  *claims
 	marks   *marks
 	locks   *convLocks
+	// arrivals hears of the partitions taken from other instances.
+	arrivals arrivals
 
 	mu      sync.Mutex
 	owned   map[int]bool // partitions this instance pulls
@@ -207,6 +209,7 @@ func (u *updates) rebalance(want []int, final bool) {
 		}
 		u.conn.log.Info("partition released", zap.Int("partition", w.p))
 	}
+	var taken []int
 	for _, p := range start {
 		w, err := u.startWorker(p)
 		if err != nil {
@@ -223,7 +226,9 @@ func (u *updates) rebalance(want []int, final bool) {
 		u.owned[p] = true
 		u.mu.Unlock()
 		u.conn.log.Info("partition taken", zap.Int("partition", p))
+		taken = append(taken, p)
 	}
+	u.arrivals.took(taken)
 }
 
 func (u *updates) startWorker(p int) (*worker, error) {
