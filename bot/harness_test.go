@@ -75,6 +75,13 @@ func (f *fakeClaude) PrewarmResume(req claude.Request) error {
 	return nil
 }
 
+// HasProcess: the fake's conversations have a process once prewarmed.
+func (f *fakeClaude) HasProcess(conversation string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.ContainsFunc(f.prewarmed, func(r claude.Request) bool { return r.Conversation == conversation })
+}
+
 // keptSpares is a set of spares as the bot asked for it.
 type keptSpares struct {
 	shape claude.Request

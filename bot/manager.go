@@ -85,7 +85,8 @@ type Config struct {
 	// PrewarmWithin and PrewarmMax: at the start, the conversations active
 	// within PrewarmWithin before it, at most PrewarmMax of them (the most
 	// recent), get their Claude process started ahead of their next
-	// message, while the warm budget has room, when Claude can do that
+	// message, and so do those that come from another instance
+	// (state.Arrivals), while the warm budget has room, when Claude can do that
 	// (conversation.Prewarmer). Zero: none.
 	PrewarmWithin time.Duration
 	PrewarmMax    int
@@ -286,6 +287,19 @@ func (m *Manager) Run(ctx context.Context) error {
 				zap.Int("conversations", len(f.Conversations)), zap.Int("transcripts", transcripts), zap.Int("files", files))
 		})
 	}()
+	// Conversations that come from another instance (it died or stopped)
+	// have their processes started at once, as the start-up prewarm
+	// does: their next message comes soon, and here.
+	if m.cfg.PrewarmWithin > 0 {
+		m.pollers.Add(1)
+		go func() {
+			defer m.pollers.Done()
+			since := func() time.Time { return m.cfg.Now().Add(-m.cfg.PrewarmWithin) }
+			m.cfg.State.WatchArrivals(pollCtx, since, m.cfg.PrewarmMax, func(moved []state.RecentSession) {
+				m.pipeline.PrewarmMoved(pollCtx, moved)
+			})
+		}()
+	}
 	m.panels.Report()
 	m.launch(func(context.Context) { m.resumePanels(pollCtx) })
 	m.holders.load(pollCtx, m.cfg.State, m.log)

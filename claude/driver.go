@@ -506,6 +506,10 @@ func (d *Driver) End(conversation string) {
 	d.pool.end(conversation)
 }
 
+// HasProcess reports whether the conversation has a CLI process here,
+// running a request or idle between its messages.
+func (d *Driver) HasProcess(conversation string) bool { return d.pool.has(conversation) }
+
 // Warm is how many idle CLI processes are kept now.
 func (d *Driver) Warm() int { return d.pool.warmCount() }
 

@@ -389,8 +389,14 @@ func TestPrewarmResume(t *testing.T) {
 	e.mustRun(t, newConversation(e.request(Text, "a new one"), "bot/3")) // the bot's spares start
 	waitSpares(t, d, readySpares(1))
 	next := follow(req, res, "after the restart")
+	if d.HasProcess(next.Conversation) {
+		t.Error("a conversation has a process before its prewarm")
+	}
 	if err := d.PrewarmResume(next); err != nil {
 		t.Fatal(err)
+	}
+	if !d.HasProcess(next.Conversation) {
+		t.Error("a prewarmed conversation has no process")
 	}
 	waitFor(t, func() bool { _, ok := cliSessions(e.data)[res.SessionID]; return ok })
 	if err := d.PrewarmResume(follow(newConversation(req, "bot/2"), other, "")); !errors.Is(err, ErrNoRoom) {

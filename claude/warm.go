@@ -271,6 +271,13 @@ func (p *pool) end(key string) {
 	}
 }
 
+// has reports whether conversation key has a process, running or idle.
+func (p *pool) has(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.idle[key] != nil || p.running[key] != nil
+}
+
 // runningFor returns the process serving conversation key's request.
 func (p *pool) runningFor(key string) *live {
 	p.mu.Lock()

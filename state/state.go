@@ -24,6 +24,7 @@ type Backend interface {
 	Log
 	Leases
 	Sessions
+	Arrivals
 	Voices
 	Counters
 	Spending
@@ -74,6 +75,18 @@ type Sessions interface {
 	// the most recently used first, at most limit (a shared backend: of
 	// the conversations this instance answers).
 	RecentSessions(ctx context.Context, since time.Time, limit int) ([]RecentSession, error)
+}
+
+// Arrivals tells an instance when conversations another one answered
+// become its own.
+type Arrivals interface {
+	// WatchArrivals calls fn, until ctx ends, each time conversations
+	// another instance answered become this one's (that instance died,
+	// stopped, or the work was spread again), with the current sessions
+	// among them used at since() or later, the most recently used first,
+	// at most limit. A backend of one process answers every conversation:
+	// it returns at once.
+	WatchArrivals(ctx context.Context, since func() time.Time, limit int, fn func([]RecentSession))
 }
 
 // Voices keeps each user's /voice choice per bot.

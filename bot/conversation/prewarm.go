@@ -1,7 +1,8 @@
 package conversation
 
-// The prewarm after a start: the conversations most recently active get
-// their Claude process started ahead of their next message.
+// The prewarm after a start, and after conversations came from another
+// instance: the conversations most recently active get their Claude
+// process started ahead of their next message.
 
 import (
 	"context"
@@ -17,9 +18,12 @@ import (
 
 // Prewarmer is an Agent that starts a resumed conversation's process
 // ahead of its next message (*claude.Driver), within its budget
-// (claude.ErrNoRoom when full).
+// (claude.ErrNoRoom when full), and tells whether it has a conversation's
+// process already, running or idle: such a conversation is left alone,
+// its transcript too (restoring it could end a CLI answering right now).
 type Prewarmer interface {
 	PrewarmResume(req claude.Request) error
+	HasProcess(conversation string) bool
 }
 
 // prewarmPace spaces the starts: each CLI takes about half a second of
@@ -29,12 +33,10 @@ const prewarmPace = 200 * time.Millisecond
 // Prewarm starts the processes of the conversations active since, the
 // most recent first and at most limit, so that their next message, the
 // first since brainbot started, finds its conversation warm rather than
-// waiting for a CLI to resume it. Each transcript is restored first
-// (in a cluster, from where it is stored). It stops when the agent's budget is full, and returns
-// how many it started.
+// waiting for a CLI to resume it (prewarmAll). It returns how many it
+// started.
 func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int {
-	agent, warms := p.claude.(Prewarmer)
-	if !warms || limit <= 0 {
+	if _, warms := p.claude.(Prewarmer); !warms || limit <= 0 {
 		return 0
 	}
 	list, err := p.store.RecentSessions(ctx, since, limit)
@@ -42,9 +44,43 @@ func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int 
 		p.log.Warn("no prewarm of recent conversations: their sessions cannot be read", zap.Error(err))
 		return 0
 	}
-	started := 0
+	n := p.prewarmAll(ctx, list)
+	p.log.Info("recent conversations prewarmed", zap.Int("prewarmed", n.started), zap.Int("already_warm", n.warm),
+		zap.Int("recent", len(list)), zap.Time("since", since))
+	return n.started
+}
+
+// PrewarmMoved starts the processes of the conversations that came to
+// this instance from another (state.Arrivals), listed the most recent
+// first, as Prewarm does: their next message, the first here, finds its
+// conversation warm. It returns how many it started.
+func (p *Pipeline) PrewarmMoved(ctx context.Context, moved []state.RecentSession) int {
+	if _, warms := p.claude.(Prewarmer); !warms {
+		return 0
+	}
+	n := p.prewarmAll(ctx, moved)
+	p.log.Info("moved conversations prewarmed", zap.Int("prewarmed", n.started), zap.Int("already_warm", n.warm),
+		zap.Int("moved", len(moved)))
+	return n.started
+}
+
+// prewarmed counts what prewarmAll did: the processes it started, and
+// the conversations that had one already.
+type prewarmed struct{ started, warm int }
+
+// prewarmAll starts the processes of list's conversations in order,
+// paced, each transcript restored first (in a cluster, from where it is
+// stored), but for those that have a process here already. It stops when
+// the agent's budget is full or ctx ends.
+func (p *Pipeline) prewarmAll(ctx context.Context, list []state.RecentSession) prewarmed {
+	agent := p.claude.(Prewarmer)
+	var n prewarmed
 	for _, r := range list {
-		if started > 0 && !sleep(ctx, prewarmPace) {
+		if agent.HasProcess(r.Conversation.String()) {
+			n.warm++
+			continue
+		}
+		if n.started > 0 && !sleep(ctx, prewarmPace) {
 			break
 		}
 		err := p.prewarm(ctx, agent, r)
@@ -56,10 +92,9 @@ func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int 
 				zap.Error(err))
 			continue
 		}
-		started++
+		n.started++
 	}
-	p.log.Info("recent conversations prewarmed", zap.Int("prewarmed", started), zap.Int("recent", len(list)), zap.Time("since", since))
-	return started
+	return n
 }
 
 // prewarm starts one conversation's process, resuming its session, with

@@ -31,6 +31,8 @@ type updates struct {
 	// dropLeases deletes the poller leases a member whose connection
 	// closed holds (leases.dropHeldBy).
 	dropLeases func(ctx context.Context, member string)
+	// arrivals hears of the partitions taken from other instances.
+	arrivals arrivals
 
 	mu      sync.Mutex
 	owned   map[int]bool // partitions this instance pulls
@@ -211,6 +213,7 @@ func (u *updates) rebalance(want []int, final bool) {
 		}
 		u.conn.log.Info("partition released", zap.Int("partition", w.p))
 	}
+	var taken []int
 	for _, p := range start {
 		w, err := u.startWorker(p)
 		if err != nil {
@@ -227,7 +230,9 @@ func (u *updates) rebalance(want []int, final bool) {
 		u.owned[p] = true
 		u.mu.Unlock()
 		u.conn.log.Info("partition taken", zap.Int("partition", p))
+		taken = append(taken, p)
 	}
+	u.arrivals.took(taken)
 }
 
 func (u *updates) startWorker(p int) (*worker, error) {

@@ -1,7 +1,7 @@
 package jetstream
 
 // The conversations of this instance most recently active, for the
-// prewarm after a start.
+// prewarm after a start (and of the partitions it takes: arrivals.go).
 
 import (
 	"cmp"
@@ -31,11 +31,18 @@ func (r *records) RecentSessions(ctx context.Context, since time.Time, limit int
 	if len(owned) == 0 {
 		return nil, nil
 	}
+	return r.recentIn(ctx, owned, since, limit)
+}
+
+// recentIn lists the current sessions used at since or later of the
+// conversations in partitions, the most recently used first, at most
+// limit.
+func (r *records) recentIn(ctx context.Context, partitions map[int]bool, since time.Time, limit int) ([]state.RecentSession, error) {
 	var out []state.RecentSession
 	err := scan(ctx, r.kv, "session.>", func(_ string, value []byte) {
 		var v sessionValue
 		if json.Unmarshal(value, &v) != nil || v.Conversation == nil || v.LastUsed.Before(since) ||
-			!owned[partition(*v.Conversation, r.conn.cfg.Partitions)] {
+			!partitions[partition(*v.Conversation, r.conn.cfg.Partitions)] {
 			return
 		}
 		out = append(out, state.RecentSession{Conversation: *v.Conversation,

@@ -17,6 +17,11 @@ type Sessions struct{ db *db }
 
 var _ state.Sessions = (*Sessions)(nil)
 
+// WatchArrivals returns at once: one process answers every conversation,
+// none ever comes from another instance.
+func (s *Sessions) WatchArrivals(context.Context, func() time.Time, int, func([]state.RecentSession)) {
+}
+
 // RecentSessions lists the current sessions used at since or later, the
 // most recently used first, at most limit: the conversations whose next
 // message is likeliest soon.

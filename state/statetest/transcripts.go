@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,6 +82,26 @@ var transcriptTests = []behaviour{
 		s.restarted()
 		restore(t, s, "alice", "s1")
 		wantTranscript(t, s, "alice", "s1", transcript)
+	}},
+	{"ConcurrentRestoresOfOneSession", func(t *testing.T, s *subject) {
+		// A message's request and a prewarm may restore one session at
+		// once: each succeeds, and the local file is never a part of it.
+		long := strings.Repeat(transcript, 5000)
+		writeTranscript(t, s, "alice", "s1", long)
+		must(t, s.Save(ctx(t), "alice", "s1"))
+		s.restarted() // no local copy known: each Restore writes it
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if err := s.Restore(ctx(t), "alice", "s1", func() {}); err != nil {
+					t.Errorf("Restore = %v", err)
+				}
+				if got, err := os.ReadFile(s.sessionFile("alice", "s1")); err != nil || string(got) != long {
+					t.Errorf("after a Restore the local transcript has %d bytes (%v), want %d", len(got), err, len(long))
+				}
+			})
+		}
+		wg.Wait()
 	}},
 	{"ForgetThenRestore", func(t *testing.T, s *subject) {
 		writeTranscript(t, s, "alice", "s1", transcript)

@@ -1,0 +1,68 @@
+package conversation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"brainbot/bot/message"
+	"brainbot/claude"
+	"brainbot/state"
+)
+
+// prewarmAgent is the kit's agent with room for a few prewarms and the
+// conversations that have a process already (running or idle).
+type prewarmAgent struct {
+	*fakeAgent
+	room    int
+	process map[string]bool
+}
+
+func (a *prewarmAgent) PrewarmResume(req claude.Request) error {
+	if a.room == 0 {
+		a.ev.Add("agent: no room for %s", req.Conversation)
+		return claude.ErrNoRoom
+	}
+	a.room--
+	a.ev.Add("agent: prewarm %s session=%q resume=%v", req.Conversation, req.SessionID, req.Resume)
+	return nil
+}
+
+func (a *prewarmAgent) HasProcess(conversation string) bool { return a.process[conversation] }
+
+// Conversations that came from another instance get their process
+// started, the most recent first, each transcript restored before; one
+// with a process here already (it may be answering right now) is left
+// alone, its transcript not restored; the prewarm stops when the agent
+// has no room, and says so in its line.
+func TestPrewarmMoved(t *testing.T) {
+	busy := message.Key{Bot: kitBot, Chat: 2}
+	var agent *prewarmAgent
+	k := newKit(t, "", func(c *Config) {
+		agent = &prewarmAgent{fakeAgent: c.Agent.(*fakeAgent), room: 2, process: map[string]bool{busy.String(): true}}
+		c.Agent = agent
+	})
+	k.store.newerCopy = true // another instance answered them last
+	var moved []state.RecentSession
+	for chat := range int64(5) {
+		moved = append(moved, state.RecentSession{Conversation: message.Key{Bot: kitBot, Chat: chat + 1},
+			Session: state.Session{ID: fmt.Sprint("s", chat+1), LastUsed: time.Now()}})
+	}
+	if n := k.p.PrewarmMoved(context.Background(), moved); n != 2 {
+		t.Errorf("%d prewarmed, want 2", n)
+	}
+	if got, want := k.ev.All(), []string{"state: restore alpha s1", "agent: end alpha/1/0", "agent: prewarm alpha/1/0 session=\"s1\" resume=true",
+		"state: restore alpha s3", "agent: end alpha/3/0", "agent: prewarm alpha/3/0 session=\"s3\" resume=true",
+		"state: restore alpha s4", "agent: end alpha/4/0", "agent: no room for alpha/4/0"}; !slices.Equal(got, want) {
+		t.Errorf("events:\n got  %q\n want %q", got, want)
+	}
+	lines := k.logs.FilterMessage("moved conversations prewarmed").All()
+	if len(lines) != 1 {
+		t.Fatalf("%d summary lines, want one", len(lines))
+	}
+	if got, want := lines[0].ContextMap(), map[string]any{"prewarmed": int64(2), "already_warm": int64(1), "moved": int64(5)}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("summary %v, want %v", got, want)
+	}
+}
