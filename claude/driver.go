@@ -401,6 +401,10 @@ func (d *Driver) acquire(ctx context.Context, req Request, allowWarm bool) (cli 
 		if cli := d.pool.take(req.Conversation); cli != nil {
 			if cli.fits(req, fingerprint) {
 				cli.spare = false // if it was one, that was for the conversation's first request
+				if cli.low {
+					cli.low = false
+					d.raise(cli)
+				}
 				return cli, true, nil
 			}
 			// Another session (/reset), an edited brain, or it died.

@@ -282,9 +282,15 @@ func TestCLIEnv(t *testing.T) {
 	got := cliEnv(parent, []string{"EXTRA=1"})
 	want := []string{"PATH=/bin", "CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"ANTHROPIC_BASE_URL=http://a", "AWS_PROFILE=p",
-		"ENABLE_TOOL_SEARCH=false", "EXTRA=1"}
+		"ENABLE_TOOL_SEARCH=false", "BUN_GC_TIMER_DISABLE=1", "EXTRA=1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("cliEnv\n got %q\nwant %q", got, want)
+	}
+	// An operator's choice of Bun's idle GC timer is kept, not overridden.
+	got = cliEnv([]string{"PATH=/bin", "BUN_GC_TIMER_INTERVAL=5000"}, nil)
+	want = []string{"PATH=/bin", "BUN_GC_TIMER_INTERVAL=5000", "ENABLE_TOOL_SEARCH=false"}
+	if !slices.Equal(got, want) {
+		t.Errorf("cliEnv with the operator's GC timer\n got %q\nwant %q", got, want)
 	}
 }
 
@@ -322,6 +328,9 @@ func TestCLIGetsOnlyTheEnvironmentItNeeds(t *testing.T) {
 	}
 	if got["ENABLE_TOOL_SEARCH"] != "false" {
 		t.Errorf("ENABLE_TOOL_SEARCH = %q, want the driver's false", got["ENABLE_TOOL_SEARCH"])
+	}
+	if got["BUN_GC_TIMER_DISABLE"] != "1" {
+		t.Errorf("BUN_GC_TIMER_DISABLE = %q, want the driver's 1", got["BUN_GC_TIMER_DISABLE"])
 	}
 	if tmp := got["TMPDIR"]; filepath.Dir(tmp) != filepath.Join(e.data, "claude", "tmp") {
 		t.Errorf("TMPDIR = %q, want the process's own folder under %s", tmp, filepath.Join(e.data, "claude", "tmp"))

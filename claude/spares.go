@@ -859,8 +859,10 @@ func (d *Driver) SpareStats() SpareStats { return d.pool.spareStats() }
 // req's conversation (req.Resume, req.SessionID and req.Conversation set,
 // as for its next Run), so that its next message finds it warm: for the
 // most recently active conversations after a restart, whose processes
-// ended with the last brainbot. The process is the conversation's warm
-// one from now on (WarmConfig: idle rules, recycling). It returns
+// ended with the last brainbot, or taken from another instance. It starts
+// at the spares' lower CPU priority, raised by the request that takes
+// it. The process is the conversation's warm one from now on (WarmConfig:
+// idle rules, recycling). It returns
 // ErrNoRoom, and starts nothing, when the budget could hold it only by
 // ending another conversation's process (spares are ended for it), and
 // nil without starting anything when the conversation has its process
@@ -882,10 +884,14 @@ func (d *Driver) PrewarmResume(req Request) error {
 	case !room:
 		return ErrNoRoom
 	}
-	cli, err := d.spawn(req, d.fingerprint(req), d.procs.Start)
+	// Below real work, as a spare: after a failover every conversation
+	// taken is prewarmed at once, while the messages being answered need
+	// the CPUs most.
+	cli, err := d.spawn(req, d.fingerprint(req), d.procs.StartLow)
 	if err != nil {
 		return err
 	}
+	cli.low = true
 	if !d.pool.adopt(req.Conversation, cli) {
 		d.pool.endLater(cli)
 		return ErrNoRoom
@@ -950,7 +956,8 @@ func (d *Driver) takeSpare(ctx context.Context, fingerprint string) *live {
 }
 
 // raise brings a spare taken for a conversation, or one a conversation
-// waits for, back to brainbot's CPU priority, in the background (it reads
+// waits for, or a prewarmed conversation's process taken by its request,
+// back to brainbot's CPU priority, in the background (it reads
 // /proc): where the rlimit allows
 // it (systemd's LimitNICE=+0, as in deploy/brainbot.service) or
 // privilege. Else the conversation's CLI stays at nice +10, said once.
@@ -960,7 +967,7 @@ func (d *Driver) raise(cli *live) {
 		defer d.pool.ending.Done()
 		if err := d.procs.Raise(cli.p.cmd.Process.Pid); err != nil && !errors.Is(err, reaper.ErrClosed) {
 			d.raiseFailed.Do(func() {
-				d.log.Info("claude: spares taken for a conversation keep their lower CPU priority (nice +10): brainbot may not raise them back (LimitNICE=+0 in its systemd unit allows it)", zap.Error(err))
+				d.log.Info("claude: CLIs started ahead of their request (spares, prewarmed conversations) keep their lower CPU priority (nice +10) once a request takes them: brainbot may not raise them back (LimitNICE=+0 in its systemd unit allows it)", zap.Error(err))
 			})
 		}
 	}()

@@ -415,6 +415,41 @@ func TestPrewarmResume(t *testing.T) {
 	}
 }
 
+// A prewarmed conversation's CLI starts below the priority of real work
+// (nice +10), as a spare does: after a failover an instance prewarms every
+// conversation it took, and at normal priority they took the CPUs from the
+// messages being answered. Its next message raises it back, where this
+// process may lower a nice value.
+func TestAPrewarmedConversationYieldsUntilItsMessage(t *testing.T) {
+	e := newFakeEnvWith(t, func(c *Config) { c.Warm = WarmConfig{Max: 4} })
+	req := newConversation(e.request(Text, "hello"), "bot/1")
+	res := e.mustRun(t, req)
+	own := niceOf(t, cliSessions(e.data)[res.SessionID])
+	e.d.End(req.Conversation)
+	waitFor(t, func() bool { _, ok := cliSessions(e.data)[res.SessionID]; return !ok })
+	next := follow(req, res, "after the move")
+	if err := e.d.PrewarmResume(next); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, ok := cliSessions(e.data)[res.SessionID]; return ok })
+	if got, want := niceOf(t, cliSessions(e.data)[res.SessionID]), min(own+reaper.LowNice, 19); got != want {
+		t.Errorf("the prewarmed CLI runs at nice %d, want %d (the conversations' CLIs: %d)", got, want, own)
+	}
+	got := e.mustRun(t, next)
+	if !got.Warm {
+		t.Fatalf("the message after the prewarm did not find its process warm")
+	}
+	var rlimit unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
+		t.Fatal(err)
+	}
+	if unix.Geteuid() != 0 && 20-int(rlimit.Cur) > own {
+		t.Log("no lowering a nice value here: the raise is not checked")
+		return
+	}
+	waitFor(t, func() bool { return niceOf(t, cliSessions(e.data)[res.SessionID]) == own })
+}
+
 // Spares start in quiet moments, within the budget and a few at a time:
 // not while requests run or just after (unless one has been lacking for
 // spareQuiet), never beyond Max with the conversations' processes, idle

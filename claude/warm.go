@@ -100,6 +100,10 @@ type live struct {
 	// spare: the process was started as a spare, before the request it
 	// serves.
 	spare bool
+	// low: the process was started ahead of its conversation's next
+	// request at the spares' lower CPU priority (PrewarmResume); the
+	// request that takes it raises it.
+	low bool
 	// interrupted: Interrupt asked the CLI to stop the current request's
 	// turn.
 	interrupted atomic.Bool
