@@ -401,6 +401,8 @@ func (d *Driver) acquire(ctx context.Context, req Request, allowWarm bool) (cli 
 		if cli := d.pool.take(req.Conversation); cli != nil {
 			if cli.fits(req, fingerprint) {
 				cli.spare = false // if it was one, that was for the conversation's first request
+				// Started ahead below real work: raised here when no
+				// Expect came first.
 				if cli.low {
 					cli.low = false
 					d.raise(cli)

@@ -899,6 +899,23 @@ func (d *Driver) PrewarmResume(req Request) error {
 	return nil
 }
 
+// Expect tells the driver that a message of conversation waits for a
+// Claude slot: its process, if one was started ahead for it below real
+// work (PrewarmResume), is raised now, so that it finishes starting while
+// the message waits rather than once it has a slot.
+func (d *Driver) Expect(conversation string) {
+	d.pool.mu.Lock()
+	cli := d.pool.idle[conversation]
+	low := cli != nil && cli.low
+	if low {
+		cli.low = false
+	}
+	d.pool.mu.Unlock()
+	if low {
+		d.raise(cli)
+	}
+}
+
 // followSpares lets the sets of req's bot follow req's shape when it is
 // a request of a conversation (see KeepSpares).
 func (d *Driver) followSpares(req Request, fingerprint string) {

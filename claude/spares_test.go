@@ -418,36 +418,65 @@ func TestPrewarmResume(t *testing.T) {
 // A prewarmed conversation's CLI starts below the priority of real work
 // (nice +10), as a spare does: after a failover an instance prewarms every
 // conversation it took, and at normal priority they took the CPUs from the
-// messages being answered. Its next message raises it back, where this
-// process may lower a nice value.
+// messages being answered. Its next message raises it back as soon as it
+// waits for a slot (Expect), where this process may lower a nice value.
 func TestAPrewarmedConversationYieldsUntilItsMessage(t *testing.T) {
-	e := newFakeEnvWith(t, func(c *Config) { c.Warm = WarmConfig{Max: 4} })
+	e, next, pid, own := prewarmedAfterAMove(t)
+	if got, want := niceOf(t, pid), min(own+reaper.LowNice, 19); got != want {
+		t.Errorf("the prewarmed CLI runs at nice %d, want %d (the conversations' CLIs: %d)", got, want, own)
+	}
+	e.d.Expect(next.Conversation)
+	if mayRaise(t, own) {
+		waitFor(t, func() bool { return niceOf(t, pid) == own })
+	}
+	if got := e.mustRun(t, next); !got.Warm {
+		t.Fatalf("the message after the prewarm did not find its process warm")
+	}
+}
+
+// A prewarmed process a message takes without Expect first (a caller
+// that does not tell) is raised by the message's run.
+func TestAPrewarmedConversationIsRaisedByItsRun(t *testing.T) {
+	e, next, pid, own := prewarmedAfterAMove(t)
+	if got := e.mustRun(t, next); !got.Warm {
+		t.Fatalf("the message after the prewarm did not find its process warm")
+	}
+	if mayRaise(t, own) {
+		waitFor(t, func() bool { return niceOf(t, pid) == own })
+	}
+}
+
+// prewarmedAfterAMove answers a conversation's first message, ends its
+// process (the conversation moved away and back) and prewarms it: the
+// conversation's next request, the prewarmed process and the nice value
+// of the conversations' CLIs.
+func prewarmedAfterAMove(t *testing.T) (e *fakeEnv, next Request, pid, own int) {
+	e = newFakeEnvWith(t, func(c *Config) { c.Warm = WarmConfig{Max: 4} })
 	req := newConversation(e.request(Text, "hello"), "bot/1")
 	res := e.mustRun(t, req)
-	own := niceOf(t, cliSessions(e.data)[res.SessionID])
+	own = niceOf(t, cliSessions(e.data)[res.SessionID])
 	e.d.End(req.Conversation)
 	waitFor(t, func() bool { _, ok := cliSessions(e.data)[res.SessionID]; return !ok })
-	next := follow(req, res, "after the move")
+	next = follow(req, res, "after the move")
 	if err := e.d.PrewarmResume(next); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { _, ok := cliSessions(e.data)[res.SessionID]; return ok })
-	if got, want := niceOf(t, cliSessions(e.data)[res.SessionID]), min(own+reaper.LowNice, 19); got != want {
-		t.Errorf("the prewarmed CLI runs at nice %d, want %d (the conversations' CLIs: %d)", got, want, own)
-	}
-	got := e.mustRun(t, next)
-	if !got.Warm {
-		t.Fatalf("the message after the prewarm did not find its process warm")
-	}
+	waitFor(t, func() bool { pid = cliSessions(e.data)[res.SessionID]; return pid != 0 })
+	return e, next, pid, own
+}
+
+// mayRaise reports whether this process may bring a CLI back to nice
+// own; if not, the test says the raise goes unchecked.
+func mayRaise(t *testing.T, own int) bool {
 	var rlimit unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
 		t.Fatal(err)
 	}
 	if unix.Geteuid() != 0 && 20-int(rlimit.Cur) > own {
 		t.Log("no lowering a nice value here: the raise is not checked")
-		return
+		return false
 	}
-	waitFor(t, func() bool { return niceOf(t, cliSessions(e.data)[res.SessionID]) == own })
+	return true
 }
 
 // Spares start in quiet moments, within the budget and a few at a time:
@@ -704,15 +733,13 @@ func TestSparesYieldToWaitingRequests(t *testing.T) {
 	}
 	// Taken, it is raised back, where this process may lower a nice value.
 	res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2"))
-	var rlimit unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
-		t.Fatal(err)
-	}
-	if !res.Spare || unix.Geteuid() != 0 && 20-int(rlimit.Cur) > own {
-		t.Logf("spare %v; no lowering a nice value here: not checked", res.Spare)
+	if !res.Spare {
+		t.Log("no spare served the conversation: its raise is not checked")
 		return
 	}
-	waitFor(t, func() bool { return niceOf(t, cliSessions(e.data)[res.SessionID]) == own })
+	if mayRaise(t, own) {
+		waitFor(t, func() bool { return niceOf(t, cliSessions(e.data)[res.SessionID]) == own })
+	}
 }
 
 // Nor does one start while a request's CLI starts, or while the CPUs are

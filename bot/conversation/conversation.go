@@ -240,6 +240,9 @@ func (p *Pipeline) converse(r *request) {
 	r.sum.mode = mode
 	// The daily limit has counted the message: a replay must not again.
 	r.record("charge", r.in.Progress.MarkCharged)
+	if e, ok := p.claude.(Expecter); ok {
+		e.Expect(r.in.Key.String())
+	}
 	if !p.waitForSlot(r) {
 		return
 	}

@@ -26,6 +26,14 @@ type Prewarmer interface {
 	HasProcess(conversation string) bool
 }
 
+// Expecter is an Agent told when a conversation's message starts waiting
+// for a Claude slot (*claude.Driver): a process started ahead for it
+// below real work (Prewarmer) is raised then, so that it finishes
+// starting while the message waits, not once the message has a slot.
+type Expecter interface {
+	Expect(conversation string)
+}
+
 // prewarmPace spaces the starts: each CLI takes about half a second of
 // CPU to start, and the bots' spares start at the same time.
 const prewarmPace = 200 * time.Millisecond

@@ -32,6 +32,44 @@ func (a *prewarmAgent) PrewarmResume(req claude.Request) error {
 
 func (a *prewarmAgent) HasProcess(conversation string) bool { return a.process[conversation] }
 
+func (a *prewarmAgent) Expect(conversation string) { a.ev.Add("agent: expect %s", conversation) }
+
+// A message tells the agent its conversation is expected as it starts to
+// wait for a Claude slot, not once it has one: a process prewarmed for it
+// below real work then finishes starting meanwhile.
+func TestAMessageIsExpectedWhileItWaitsForASlot(t *testing.T) {
+	var agent *prewarmAgent
+	release := make(chan struct{})
+	k := newKit(t, "", func(c *Config) {
+		c.MaxClaude = 1
+		agent = &prewarmAgent{fakeAgent: c.Agent.(*fakeAgent)}
+		c.Agent = agent
+	})
+	answer := func(ctx context.Context, req claude.Request) (*claude.Result, error) {
+		if req.Conversation == (message.Key{Bot: kitBot, Chat: kitUser}).String() {
+			<-release // holds the only slot
+		}
+		return &claude.Result{Text: "Hello.", Answered: true, SessionID: "s-" + req.Conversation}, nil
+	}
+	agent.mu.Lock()
+	agent.answer = answer
+	agent.mu.Unlock()
+	first := make(chan struct{})
+	go func() { defer close(first); k.serve(k.private("hello")) }()
+	waitFor(t, func() bool { return len(agent.requests()) == 1 })
+	second := make(chan struct{})
+	go func() { defer close(second); k.serve(k.inGroup(7, "Bo", "hi all")) }()
+	waitFor(t, func() bool {
+		return k.ev.Index("agent: expect "+(message.Key{Bot: kitBot, Chat: kitGroup}).String()) >= 0
+	})
+	if n := len(agent.requests()); n != 1 {
+		t.Errorf("%d runs while the slot is held, want the first alone", n)
+	}
+	close(release)
+	<-first
+	<-second
+}
+
 // Conversations that came from another instance get their process
 // started, the most recent first, each transcript restored before; one
 // with a process here already (it may be answering right now) is left
