@@ -126,6 +126,7 @@ func (u *updates) Work(ctx context.Context, handle func(*Delivery)) {
 	u.mu.Unlock()
 	u.answerPresence(ctx)
 	u.members.heartbeat(ctx)
+	beating := u.members.keepBeating(ctx)
 	go u.claims.keepAlive()
 	left := u.members.watchLeaving(ctx)
 	go func() {
@@ -134,11 +135,11 @@ func (u *updates) Work(ctx context.Context, handle func(*Delivery)) {
 		defer tick.Stop()
 		for {
 			if ctx.Err() != nil {
+				<-beating // no beat after drain deleted this member's key
 				u.rebalance(nil, true)
 				u.members.drain(u.claims.released)
 				return
 			}
-			u.members.heartbeat(ctx)
 			want, ok := u.members.assigned(ctx)
 			if !ok {
 				want = u.ownedList() // keeping the partitions

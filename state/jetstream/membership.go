@@ -49,6 +49,29 @@ func (m *membership) heartbeat(ctx context.Context) {
 	}
 }
 
+// keepBeating beats every fifth of a member TTL until ctx ends, apart
+// from the work loop: listing the members and moving partitions can take
+// a second or more on a saturated machine, and a heartbeat late by a
+// member TTL hands this instance's partitions to the others, only to have
+// them handed back a moment later. The channel is closed once it stopped.
+func (m *membership) keepBeating(ctx context.Context) <-chan struct{} {
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(m.conn.cfg.MemberTTL / 5)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				m.heartbeat(ctx)
+			}
+		}
+	}()
+	return stopped
+}
+
 // assigned returns the partitions the members give this instance; ok is
 // false when the members could not be listed.
 func (m *membership) assigned(ctx context.Context) (parts []int, ok bool) {
