@@ -376,8 +376,12 @@ failover is over, so that it is measured apart from the outage. *In
 flight*: from the kill to the answer of each message the killed instance
 held unanswered. *Sent after the kill*: from sending to answer, the first
 message after the kill in each of its conversations that had none in
-flight. All three instances share this machine's cores, so a CLI that
-resumes a moved conversation starts as slowly as the machine is busy. A
+flight. The survivors find the killed instance by its closed connection
+to NATS (in about a second), take its partitions and bots at once, and
+start the CLIs of its recent conversations below the priority of real
+work; a message that waits for its conversation raises its CLI. All three
+instances share this machine's cores, so a CLI that resumes a moved
+conversation starts as slowly as the machine is busy. A
 turn is lost when the model's request lacks one of the conversation's
 earlier turns (the scripted reply says how many it saw); a reply sent
 twice is counted, and fails the run but for the one no system can avoid
