@@ -9,6 +9,7 @@ package jetstream
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -84,7 +85,8 @@ func (p *presence) watch(ctx context.Context, gone func(member string, rev uint6
 				clear(absent)
 				continue
 			}
-			for member, since := range p.closed(ctx, marked, absent) {
+			p.ask(ctx, marked, absent)
+			for member, since := range absent {
 				if time.Since(since) >= p.absentFor() {
 					gone(member, marked[member], time.Since(since))
 					delete(marked, member)
@@ -108,10 +110,13 @@ func follow(marked map[string]uint64, e jsapi.KeyValueEntry, me string) {
 	}
 }
 
-// closed asks each member in marked at once, and returns absent updated:
-// since when each member with a closed connection has had it closed (a
-// member that answered, or was too slow to tell, is dropped from it).
-func (p *presence) closed(ctx context.Context, marked map[string]uint64, absent map[string]time.Time) map[string]time.Time {
+// ask asks each member in marked at once, and keeps in absent since when
+// each member with a closed connection has had it closed. A member that
+// answered, or was too slow to tell, leaves absent, and so does one no
+// longer marked: its heartbeat was deleted (it left, or another instance
+// expelled it first) and there is no revision of it left to expel.
+func (p *presence) ask(ctx context.Context, marked map[string]uint64, absent map[string]time.Time) {
+	maps.DeleteFunc(absent, func(member string, _ time.Time) bool { _, ok := marked[member]; return !ok })
 	var mu sync.Mutex
 	var asks sync.WaitGroup
 	now := time.Now()
@@ -131,7 +136,6 @@ func (p *presence) closed(ctx context.Context, marked map[string]uint64, absent 
 		})
 	}
 	asks.Wait()
-	return absent
 }
 
 // answerPresence makes this instance answer on its presence subject and

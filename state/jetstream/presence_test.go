@@ -93,3 +93,32 @@ func entries(logs *observer.ObservedLogs) []map[string]any {
 	}
 	return out
 }
+
+// A killed member is expelled once, by the instance that found it first:
+// the others see its heartbeat deleted and stop asking for it, and none
+// of them deletes it again, unpins its partitions again or says it is gone
+// a second time.
+func TestAKilledMemberIsExpelledOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	server := natstest.StartServer(t)
+	gate := natstest.NewGate(t, server.URL)
+	b, _ := joinLogged(t, gate.URL, "b", slowExpiry)
+	a, aLogs := joinLogged(t, server.URL, "a", slowExpiry)
+	c, cLogs := joinLogged(t, server.URL, "c", slowExpiry)
+	for _, x := range []*Cluster{a, b, c} {
+		x.Work(ctx, func(d *Delivery) { go d.Done(true) })
+	}
+	waitFor(t, hangGuard, "the partitions spread", func() bool { return spreadOver(ctx, []*Cluster{a, b, c}, 3) })
+	gate.Shut()
+	waitFor(t, hangGuard, "a and c to take b's partitions", func() bool {
+		return len(a.Status().Partitions)+len(c.Status().Partitions) == 8
+	})
+	// The other has found b gone by its own asks within one round (an
+	// eighth of slowExpiry's member TTL) of the first: two rounds on, a
+	// second expulsion would have come.
+	time.Sleep(2 * time.Second)
+	if n := aLogs.FilterMessage(goneLine).Len() + cLogs.FilterMessage(goneLine).Len(); n != 1 {
+		t.Errorf("b expelled %d times, want once:\na: %v\nc: %v", n, entries(aLogs.FilterMessage(goneLine)), entries(cLogs.FilterMessage(goneLine)))
+	}
+}
