@@ -616,6 +616,23 @@ func (s *Server) AddFile(token string, data []byte) string {
 // maxGetFile is the public Bot API's download limit.
 const maxGetFile = 20 << 20
 
+// sends reports whether method sends a message (which gets an id).
+func sends(method string) bool {
+	return slices.Contains([]string{"sendRichMessage", "sendMessage", "sendVoice", "sendPhoto", "sendDocument"}, method)
+}
+
+// newMessageIDLocked is the id of the next message the bot sends to chat:
+// a group's ids are the group's own, shared by its bots. s.mu held.
+func (b *botState) newMessageIDLocked(s *Server, chat int64) int {
+	if chat < 0 {
+		s.groupMsg[chat]++
+		return groupMessageBase + s.groupMsg[chat]
+	}
+	id := b.nextMsg
+	b.nextMsg++
+	return id
+}
+
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if rest, ok := strings.CutPrefix(r.URL.Path, "/file/bot"); ok {
 		s.serveFile(w, r, rest)
@@ -646,6 +663,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	index := -1
 	var held *hold
 	if method != "getUpdates" {
+		if !failed && sends(method) {
+			// Its id now: a waiter that finds the call (WaitCall) reads
+			// the message's id from it, also while a Hold delays it.
+			call.MessageID = b.newMessageIDLocked(s, call.ChatID())
+		}
 		index = len(b.calls)
 		b.calls = append(b.calls, call)
 		s.notifyLocked()
@@ -719,13 +741,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResult(w, chatMember(token, user, admin))
 	case "sendRichMessage", "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
 		s.mu.Lock()
-		id := b.nextMsg
-		b.nextMsg++
-		if chat := call.ChatID(); chat < 0 {
-			s.groupMsg[chat]++
-			id = groupMessageBase + s.groupMsg[chat]
-		}
-		b.calls[index].MessageID = id
+		id := b.calls[index].MessageID
 		msg := sentMessage(token, id, call)
 		b.rememberLocked(call, id, msg)
 		s.notifyLocked() // the message shows, under its id: WaitCall and WaitMessage see it

@@ -398,3 +398,37 @@ func pollUpdates(t *testing.T, srv *Server, offset int64) []models.Update {
 	}
 	return body.Result
 }
+
+// A sent message's call carries its message id as soon as a waiter can
+// find it: a test taps the buttons under it by that id. (Recorded first and
+// given its id only once answered, a call found in between said 0, and the
+// tap named no message: TestClusterButtonsWorkOnAnotherInstance failed so
+// twice.) A call Telegram holds has its id too.
+func TestAFoundSendCarriesItsMessageID(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	const token = "1:held"
+	release := srv.Hold(token, "sendMessage")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.PostForm(srv.URL+"/bot"+token+"/sendMessage", url.Values{"chat_id": {"5"}, "text": {"held"}})
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	call, err := srv.WaitCall(ctx, token, func(c Call) bool { return c.Method == "sendMessage" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	<-done
+	if call.MessageID == 0 {
+		t.Fatal("the call found had no message id")
+	}
+	if sent := srv.Sent(token, "sendMessage"); len(sent) != 1 || sent[0].MessageID != call.MessageID {
+		t.Errorf("sent %+v, want the message under id %d", sent, call.MessageID)
+	}
+}
