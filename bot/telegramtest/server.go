@@ -662,11 +662,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	index := -1
 	var held *hold
+	var sent map[string]any // the message a send puts in the chat
 	if method != "getUpdates" {
 		if !failed && sends(method) {
-			// Its id now: a waiter that finds the call (WaitCall) reads
-			// the message's id from it, also while a Hold delays it.
+			// In the chat now, under its id, as on Telegram, which has the
+			// call (held too: only its confirmation waits). A waiter that
+			// finds the call (WaitCall) reads the message's id from it and
+			// may tap the buttons under it at once.
 			call.MessageID = b.newMessageIDLocked(s, call.ChatID())
+			sent = sentMessage(token, call.MessageID, call)
+			b.rememberLocked(call, call.MessageID, sent)
 		}
 		index = len(b.calls)
 		b.calls = append(b.calls, call)
@@ -740,13 +745,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeResult(w, chatMember(token, user, admin))
 	case "sendRichMessage", "sendMessage", "sendVoice", "sendPhoto", "sendDocument":
-		s.mu.Lock()
-		id := b.calls[index].MessageID
-		msg := sentMessage(token, id, call)
-		b.rememberLocked(call, id, msg)
-		s.notifyLocked() // the message shows, under its id: WaitCall and WaitMessage see it
-		s.mu.Unlock()
-		writeResult(w, msg)
+		writeResult(w, sent)
 	default:
 		writeError(w, APIError{Code: 404, Description: "Not Found: method not found"})
 	}

@@ -432,3 +432,32 @@ func TestAFoundSendCarriesItsMessageID(t *testing.T) {
 		t.Errorf("sent %+v, want the message under id %d", sent, call.MessageID)
 	}
 }
+
+// A sent message is in its chat as soon as a waiter finds its call,
+// while Telegram still holds its confirmation: a test taps its buttons at
+// once, and a tap on a message not yet there named an inaccessible one
+// (TestGroupStopButtonForTheAnonymousAdmins failed so in CI).
+func TestAFoundSendIsInItsChat(t *testing.T) {
+	srv := NewServer()
+	defer srv.Close()
+	const token = "1:found"
+	release := srv.Hold(token, "sendMessage")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.PostForm(srv.URL+"/bot"+token+"/sendMessage", url.Values{"chat_id": {"-100"}, "text": {"sent"}})
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	defer func() { release(); <-done }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	call, err := srv.WaitCall(ctx, token, func(c Call) bool { return c.Method == "sendMessage" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := srv.Message(token, -100, call.MessageID); !ok || m.Text != "sent" {
+		t.Fatalf("message %d found by its call is %+v in the chat (%v), want the sent one", call.MessageID, m, ok)
+	}
+}
