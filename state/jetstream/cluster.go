@@ -36,6 +36,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -165,7 +166,7 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	h := &health{log: cfg.Log}
 	closed := make(chan struct{})
 	opts := append([]nats.Option{nats.Name("brainbot " + cfg.Instance), nats.MaxReconnects(-1),
-		nats.ReconnectWait(500 * time.Millisecond), nats.Timeout(5 * time.Second),
+		nats.CustomReconnectDelay(reconnectDelay), nats.Timeout(5 * time.Second),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) }),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if !nc.IsClosed() { // closed by Close: a stop, not an outage
@@ -209,6 +210,20 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 		})
 	}
 	return c, nil
+}
+
+// reconnectDelay is how long the client waits before it tries the NATS
+// servers again after its rounds-th round of them failed: hardly at all
+// the first time, so that a dropped connection to a server that is up
+// comes back long before the others take this instance for gone
+// (presence.absentFor); half a second and a random tenth after that,
+// as nats.ReconnectWait would, so that instances back from an outage
+// do not all knock at once.
+func reconnectDelay(rounds int) time.Duration {
+	if rounds <= 1 {
+		return 20 * time.Millisecond
+	}
+	return 500*time.Millisecond + rand.N(100*time.Millisecond)
 }
 
 // assemble gives each part of the cluster the buckets it keeps and the

@@ -1,7 +1,7 @@
 package jetstream
 
 // A member killed (SIGKILL, a crash, its machine gone) is found by the
-// connection NATS closed for it, in about a second, rather than by its
+// connection NATS closed for it, in half a second, rather than by its
 // heartbeat expiring (a member TTL) and its poller lease after it (a
 // lease TTL): its conversations wait that much less for another instance
 // to take them.
@@ -47,10 +47,11 @@ func (p *presence) answer() error {
 }
 
 // absentFor is how long a member's connection must stay closed for it to
-// be taken for gone: longer than a client takes to reconnect after a
-// dropped connection (nats.ReconnectWait, Connect), shorter than its
-// heartbeat's TTL.
-func (p *presence) absentFor() time.Duration { return p.conn.cfg.MemberTTL / 2 }
+// be taken for gone: two rounds of asks, longer than a client takes to
+// reconnect after a dropped connection (reconnectDelay: a moment), far
+// shorter than its heartbeat's TTL. Every message of the member's
+// conversations waits this long after a kill.
+func (p *presence) absentFor() time.Duration { return p.conn.cfg.MemberTTL / 4 }
 
 // watch asks every marked member other than this one, each eighth of a
 // member TTL, whether it is there, and calls gone with the member and the

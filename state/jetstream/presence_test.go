@@ -13,7 +13,7 @@ import (
 )
 
 // slowExpiry gives heartbeats and leases TTLs far longer than a closed
-// connection takes to be found (half a member TTL): a member taken for
+// connection takes to be found (a quarter of a member TTL): a member taken for
 // gone before they expire was found by its connection.
 func slowExpiry(cfg *Config) {
 	cfg.MemberTTL, cfg.LeaseTTL, cfg.PinnedTTL = 8*time.Second, 30*time.Second, 30*time.Second
@@ -120,5 +120,33 @@ func TestAKilledMemberIsExpelledOnce(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	if n := aLogs.FilterMessage(goneLine).Len() + cLogs.FilterMessage(goneLine).Len(); n != 1 {
 		t.Errorf("b expelled %d times, want once:\na: %v\nc: %v", n, entries(aLogs.FilterMessage(goneLine)), entries(cLogs.FilterMessage(goneLine)))
+	}
+}
+
+// A member whose connection drops and comes straight back (the client
+// reconnects at once, as after a NATS node's restart or a reset) is not
+// taken for gone: its connection was closed for less than two rounds of
+// asks, and it keeps its partitions.
+func TestAMemberThatReconnectsAtOnceIsNotTakenForGone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	server := natstest.StartServer(t)
+	gate := natstest.NewGate(t, server.URL)
+	b, bLogs := joinLogged(t, gate.URL, "b", func(*Config) {})
+	a, aLogs := joinLogged(t, server.URL, "a", func(*Config) {})
+	for _, c := range []*Cluster{a, b} {
+		c.Work(ctx, func(d *Delivery) { go d.Done(true) })
+	}
+	waitFor(t, hangGuard, "the partitions spread", func() bool { return spreadOver(ctx, []*Cluster{a, b}, 2) })
+	reconnects := b.updates.conn.nc.Stats().Reconnects
+	gate.Shut()
+	gate.Open()
+	waitFor(t, hangGuard, "b to reconnect", func() bool { return b.updates.conn.nc.Stats().Reconnects > reconnects })
+	time.Sleep(2 * a.cfg.MemberTTL) // rounds of asks enough to expel it several times over
+	if logged(aLogs, goneLine, "b") || bLogs.FilterMessageSnippet("taken for gone").Len() > 0 {
+		t.Fatalf("b, back at once, was taken for gone:\na: %v", entries(aLogs.FilterMessage(goneLine)))
+	}
+	if !spreadOver(ctx, []*Cluster{a, b}, 2) {
+		t.Errorf("b lost its partitions: a %v, b %v", a.Status().Partitions, b.Status().Partitions)
 	}
 }
