@@ -263,6 +263,7 @@ func (run *loadRun) unanswered(users map[int64]bool) []turn {
 func (run *loadRun) tally(onKilled, idle map[int64]bool, killed time.Time) map[string]float64 {
 	b, r := run.b, run.c.loadReplies()
 	var inFlight, afterKill, answers []time.Duration
+	var window time.Time // the last first message after the kill was sent then
 	lost, twice := 0, 0
 	for u := loadFirst; u < loadFirst+loadUsers; u++ {
 		firstAfter := true
@@ -296,9 +297,11 @@ func (run *loadRun) tally(onKilled, idle map[int64]bool, killed time.Time) map[s
 			case idle[u] && run.sent[t].After(killed) && firstAfter:
 				firstAfter = false
 				afterKill = append(afterKill, at[0].Sub(run.sent[t]))
+				window = later(window, run.sent[t])
 			}
 		}
 	}
+	others := run.sentBetween(r, onKilled, killed, window)
 	for _, text := range r.errors {
 		b.Errorf("error reply: %q", text)
 	}
@@ -314,12 +317,34 @@ func (run *loadRun) tally(onKilled, idle map[int64]bool, killed time.Time) map[s
 		"afterkill-p50-ms": pct(afterKill, 50),
 		"afterkill-p99-ms": pct(afterKill, 99),
 		"afterkill-max-ms": pct(afterKill, 100),
+		"others-p50-ms":    pct(others, 50),
+		"others-max-ms":    pct(others, 100),
 		"answer-p50-ms":    pct(answers, 50),
 		"answer-p99-ms":    pct(answers, 99),
 		"turns-lost":       float64(lost),
 		"replies-twice":    float64(twice),
 		"error-replies":    float64(len(r.errors)),
 	}
+}
+
+// sentBetween are the answer times of the messages of the conversations
+// the kill did not move that were sent between from and to: the time
+// this machine took to answer anyone while the moved ones waited.
+func (run *loadRun) sentBetween(r loadReplies, moved map[int64]bool, from, to time.Time) []time.Duration {
+	var out []time.Duration
+	for t, sent := range run.sent {
+		if at := r.at[t]; !moved[t.user] && len(at) > 0 && !sent.Before(from) && !sent.After(to) {
+			out = append(out, at[0].Sub(sent))
+		}
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // waitSummaries waits, within a bound, for the instances' last summary

@@ -376,7 +376,9 @@ failover is over, so that it is measured apart from the outage. *In
 flight*: from the kill to the answer of each message the killed instance
 held unanswered. *Sent after the kill*: from sending to answer, the first
 message after the kill in each of its conversations that had none in
-flight. The survivors find the killed instance by its closed connection
+flight. *Meanwhile*: from sending to answer, every message of the other
+conversations sent while those were: what the machine gave anyone then.
+The survivors find the killed instance by its closed connection
 to NATS (in about a second), take its partitions and bots at once, and
 start the CLIs of its recent conversations below the priority of real
 work; a message that waits for its conversation raises its CLI. All three
@@ -401,6 +403,7 @@ does not queue again behind the taking instance's own backlog.
 		{"conversations on the killed instance / messages in flight there", n("conversations").pair(n("inflight"), r), ""},
 		{"kill to the answer of a message in flight: p50 / p99 / max (ms)", trio("inflight"), "max ≤ 10000"},
 		{"a message sent after the kill, to its answer: p50 / p99 / max (ms)", trio("afterkill"), "max ≤ 5000"},
+		{"meanwhile, a message of a conversation not moved: p50 / max (ms)", n("others-p50-ms").pair(n("others-max-ms"), r), ""},
 		{"every message, sent to answered: p50 / p99 (ms)", n("answer-p50-ms").pair(n("answer-p99-ms"), r), ""},
 		{"turns lost", n("turns-lost"), "0"},
 		{"replies sent twice", n("replies-twice"), "0 (or the one of the kill)"},
