@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -81,6 +83,63 @@ func BenchmarkFollowUp(b *testing.B) {
 	b.ReportMetric(warm[len(warm)*99/100], "warm-p99-ms")
 	b.ReportMetric(cold[len(cold)/2]/warm[len(warm)/2], "cold/warm")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkResumeBurst: ten conversations resumed at once, each in a
+// process started for it, as the instance that takes a killed one's
+// conversations starts them when their messages come: from the burst to
+// each answer and to the last, and the CPU a resume and its first turn
+// cost. The scripted model answers at once, so the times are the CLIs'
+// starts on this machine's cores alone: the floor of a failover that
+// moves ten conversations here, before any other work shares the cores.
+func BenchmarkResumeBurst(b *testing.B) {
+	const burst = 10
+	model := claudetest.NewModel()
+	defer model.Close()
+	d, _ := warmDriver(b, model, claude.WarmConfig{Max: burst})
+	ctx := context.Background()
+	sessions := make([]string, burst)
+	for i := range sessions {
+		res, err := d.Run(ctx, textRequest("", uuid.NewString(), false, "hello"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions[i] = res.SessionID
+	}
+	var each, last []time.Duration
+	var cpu time.Duration
+	for i := 0; i < b.N; i++ {
+		before := childrenCPU(b)
+		start := time.Now()
+		took := make([]time.Duration, burst)
+		var resumes sync.WaitGroup
+		for k, session := range sessions {
+			resumes.Go(func() {
+				// No conversation key: a process of its own, ended after.
+				if _, err := d.Run(ctx, textRequest("", session, true, fmt.Sprint("again ", i))); err != nil {
+					b.Error(err)
+				}
+				took[k] = time.Since(start)
+			})
+		}
+		resumes.Wait()
+		each = append(each, took...)
+		last = append(last, slices.Max(took))
+		cpu += childrenCPU(b) - before
+	}
+	b.ReportMetric(pct(each, 50), "each-p50-ms")
+	b.ReportMetric(pct(last, 50), "last-p50-ms")
+	b.ReportMetric(cpu.Seconds()/float64(b.N*burst), "cpu-s/resume")
+	b.ReportMetric(0, "ns/op")
+}
+
+// childrenCPU is the CPU time of this process's children that ended.
+func childrenCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFirstText: a long answer the model writes at a fixed rate (a

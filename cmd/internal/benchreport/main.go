@@ -378,8 +378,11 @@ held unanswered. *Sent after the kill*: from sending to answer, the first
 message after the kill in each of its conversations that had none in
 flight. *Meanwhile*: from sending to answer, every message of the other
 conversations sent while those were: what the machine gave anyone then.
+*The floor* (`+"`BenchmarkResumeBurst`"+`): ten conversations, each resumed by a
+CLI started for it at once, on this machine with nothing else running: a
+failover that moves ten conversations cannot answer the last sooner here.
 The survivors find the killed instance by its closed connection
-to NATS (in about a second), take its partitions and bots at once, and
+to NATS (in half a second), take its partitions and bots at once, and
 start the CLIs of its recent conversations below the priority of real
 work; a message that waits for its conversation raises its CLI. All three
 instances share this machine's cores, so a CLI that resumes a moved
@@ -396,6 +399,7 @@ does not queue again behind the taking instance's own backlog.
 `)
 	b := "BenchmarkClusterScaling/kill-and-outage"
 	n := func(unit string) cell { return cell{bench: b, unit: unit, format: "%.0f"} }
+	burst := func(unit string) cell { return cell{bench: "BenchmarkResumeBurst", unit: unit, format: "%.0f"} }
 	trio := func(metric string) string {
 		return n(metric+"-p50-ms").render(r) + " / " + n(metric+"-p99-ms").render(r) + " / " + n(metric+"-max-ms").render(r)
 	}
@@ -404,6 +408,9 @@ does not queue again behind the taking instance's own backlog.
 		{"kill to the answer of a message in flight: p50 / p99 / max (ms)", trio("inflight"), "max ≤ 10000"},
 		{"a message sent after the kill, to its answer: p50 / p99 / max (ms)", trio("afterkill"), "max ≤ 5000"},
 		{"meanwhile, a message of a conversation not moved: p50 / max (ms)", n("others-p50-ms").pair(n("others-max-ms"), r), ""},
+		{"the floor here: ten conversations resumed at once on the idle machine, to each answer p50 / to the last, p50 (ms)",
+			burst("each-p50-ms").pair(burst("last-p50-ms"), r), ""},
+		{"CPU of a resume and its first turn (CPU-s)", cell{bench: "BenchmarkResumeBurst", unit: "cpu-s/resume", format: "%.2f"}, ""},
 		{"every message, sent to answered: p50 / p99 (ms)", n("answer-p50-ms").pair(n("answer-p99-ms"), r), ""},
 		{"turns lost", n("turns-lost"), "0"},
 		{"replies sent twice", n("replies-twice"), "0 (or the one of the kill)"},
