@@ -305,6 +305,35 @@ func TestATranscriptOfAnEarlierReleaseIsRestored(t *testing.T) {
 	}
 }
 
+// The lock a restore of a session holds goes with its last restore: an
+// instance that restores many sessions over its life keeps none of their
+// locks (each was kept for good).
+func TestRestoreLocksGoWithTheirLastRestore(t *testing.T) {
+	url := natstest.Start(t)
+	dir := t.TempDir()
+	a := join(t, url, "a").Transcripts(sessionAt(dir))
+	ctx := context.Background()
+	writeSession(t, dir, "turn 1\n")
+	if err := a.Save(ctx, "bot", "s1"); err != nil {
+		t.Fatal(err)
+	}
+	var restores sync.WaitGroup
+	for range 4 {
+		restores.Go(func() {
+			a.Forget("bot", "s1")
+			if err := a.Restore(ctx, "bot", "s1", func() {}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	restores.Wait()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.restoring) != 0 {
+		t.Errorf("%d restore locks kept after the restores, want none", len(a.restoring))
+	}
+}
+
 // A panel run whose instance is gone is taken over by one live instance,
 // once; a run whose instance lives is left to it.
 func TestAPanelRunOfAGoneInstanceIsTakenOverOnce(t *testing.T) {

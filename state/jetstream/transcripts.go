@@ -43,17 +43,24 @@ type Transcripts struct {
 	// local is the version of each session's local file, as last
 	// restored or saved here (absent: none, or unknown).
 	local map[string]uint64
-	// restoring holds a lock per session restored: a message's request
-	// and a prewarm may restore one at once, and each must find the file
-	// whole when it returns.
-	restoring map[string]*sync.Mutex
+	// restoring holds a lock per session being restored: a message's
+	// request and a prewarm may restore one at once, and each must find
+	// the file whole when it returns. A lock goes with its last user.
+	restoring map[string]*restoreLock
+}
+
+// restoreLock is a session's lock in Transcripts.restoring, and how many
+// restores hold it or wait for it.
+type restoreLock struct {
+	sync.Mutex
+	users int
 }
 
 // Transcripts returns the transcript store; path locates a session's file
 // on this machine (claude.Driver.SessionFile).
 func (c *Cluster) Transcripts(path func(bot, session string) string) *Transcripts {
 	return &Transcripts{conn: c.conn, records: c.stateKV, objects: c.objects, path: path, local: map[string]uint64{},
-		restoring: map[string]*sync.Mutex{}}
+		restoring: map[string]*restoreLock{}}
 }
 
 // transcriptRecord is the session's latest stored transcript.
@@ -91,15 +98,27 @@ func (t *Transcripts) setLocal(bot, session string, v uint64) {
 	t.local[transcriptKey(bot, session)] = v
 }
 
-// restoreLock is the lock a Restore of the session holds.
-func (t *Transcripts) restoreLock(bot, session string) *sync.Mutex {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+// lockRestore takes the lock a Restore of the session holds, and returns
+// its release.
+func (t *Transcripts) lockRestore(bot, session string) (unlock func()) {
 	key := transcriptKey(bot, session)
-	if t.restoring[key] == nil {
-		t.restoring[key] = &sync.Mutex{}
+	t.mu.Lock()
+	l := t.restoring[key]
+	if l == nil {
+		l = &restoreLock{}
+		t.restoring[key] = l
 	}
-	return t.restoring[key]
+	l.users++
+	t.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if l.users--; l.users == 0 {
+			delete(t.restoring, key)
+		}
+	}
 }
 
 // Forget marks the local copy as unknown: the next Restore writes the
@@ -198,9 +217,7 @@ func (t *Transcripts) legacy(ctx context.Context, bot, session string) ([]byte, 
 // answer, or the named copy cannot be had yet) means the message must
 // wait: resuming without it would lose turns.
 func (t *Transcripts) Restore(ctx context.Context, bot, session string, release func()) error {
-	lock := t.restoreLock(bot, session)
-	lock.Lock()
-	defer lock.Unlock()
+	defer t.lockRestore(bot, session)()
 	var rec transcriptRecord
 	var data []byte
 	err := t.conn.patiently(ctx, "fetch transcript", func(ctx context.Context) error {
