@@ -251,6 +251,7 @@ func New(cfg Config) (*Manager, error) {
 		Metrics:  cfg.Metrics,
 		Log:      cfg.Log,
 	})
+	m.pipeline.UseQueues(m.intake)
 	return m, nil
 }
 
@@ -282,9 +283,10 @@ func (m *Manager) Run(ctx context.Context) error {
 	go func() {
 		defer m.pollers.Done()
 		m.cfg.State.WatchForgets(pollCtx, func(f state.Forgotten) {
-			transcripts, files := m.pipeline.ForgetHere(f)
+			here := m.pipeline.ForgetHere(f)
 			m.log.Info("user forgotten through another instance", zap.String("bot", f.Bot), zap.Int64("user", f.User),
-				zap.Int("conversations", len(f.Conversations)), zap.Int("transcripts", transcripts), zap.Int("files", files))
+				zap.Int("conversations", len(f.Conversations)), zap.Int("transcripts", here.Transcripts), zap.Int("files", here.Files),
+				zap.Int("unanswered", here.Unanswered))
 		})
 	}()
 	// Conversations that come from another instance (it died or stopped)

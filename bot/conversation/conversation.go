@@ -103,10 +103,12 @@ type Pipeline struct {
 	unset   unsetWarnings
 	media   media
 	panels  Panels
+	queues  Queues
 	answers answers
 }
 
-// New makes a pipeline. Its panels come with UsePanels.
+// New makes a pipeline. Its panels come with UsePanels, its queues with
+// UseQueues.
 func New(cfg Config) *Pipeline {
 	return &Pipeline{
 		cfg:    cfg,
@@ -122,6 +124,11 @@ func New(cfg Config) *Pipeline {
 // UsePanels has ps run /panel (they need the pipeline themselves, so they
 // come after New and before the first message).
 func (p *Pipeline) UsePanels(ps Panels) { p.panels = ps }
+
+// UseQueues has a forget drop the forgotten conversations' messages
+// waiting in qs (they hand messages to the pipeline, so they come after
+// New).
+func (p *Pipeline) UseQueues(qs Queues) { p.queues = qs }
 
 // request is one message's trip through the pipeline. It is owned by the
 // one goroutine that serves it.

@@ -125,19 +125,38 @@ func (p *Pipeline) Forget(ctx context.Context, bot string, user int64, by string
 		p.log.Error("could not forget a user", zap.String("bot", bot), zap.Int64("user", user), zap.String("by", by), zap.Error(err))
 		return f, fmt.Errorf("forget: %w", err)
 	}
-	transcripts, files := p.ForgetHere(f)
+	here := p.ForgetHere(f)
 	p.log.Info("user forgotten", zap.String("bot", bot), zap.Int64("user", user), zap.String("by", by),
 		zap.Int("conversations", len(f.Conversations)), zap.Int("sessions", len(f.Sessions)),
-		zap.Int("transcripts", transcripts), zap.Int("files", files))
+		zap.Int("transcripts", here.Transcripts), zap.Int("files", here.Files), zap.Int("unanswered", here.Unanswered))
 	return f, nil
 }
 
-// ForgetHere deletes this process's part of what f forgot: the warm CLIs
-// of its conversations, the CLI's transcripts of its sessions and the
-// files generated for its user. An instance of a cluster runs it for a
-// forget done through another (state.Conversations.WatchForgets). It
-// returns how many transcripts and files it deleted.
-func (p *Pipeline) ForgetHere(f state.Forgotten) (transcripts, files int) {
+// Queues are the conversations' messages waiting to be answered (the
+// intake's queues).
+type Queues interface {
+	// DropWaiting drops, unanswered, the messages waiting in user's
+	// conversations with bot ("": every bot), and says how many went.
+	DropWaiting(bot string, user int64) int
+}
+
+// ForgotHere counts what a forget deleted in this process.
+type ForgotHere struct {
+	Transcripts, Files int
+	// Unanswered are the messages that waited in the forgotten
+	// conversations' queues.
+	Unanswered int
+}
+
+// ForgetHere deletes this process's part of what f forgot: the messages
+// waiting in its conversations' queues, their warm CLIs, the CLI's
+// transcripts of its sessions and the files generated for its user. An
+// instance of a cluster runs it for a forget done through another
+// (state.Conversations.WatchForgets).
+func (p *Pipeline) ForgetHere(f state.Forgotten) (here ForgotHere) {
+	if p.queues != nil {
+		here.Unanswered = p.queues.DropWaiting(f.Bot, f.User)
+	}
 	var bots []string
 	for _, k := range f.Conversations {
 		p.claude.End(k.String())
@@ -156,7 +175,7 @@ func (p *Pipeline) ForgetHere(f state.Forgotten) (transcripts, files int) {
 			err := os.Remove(path)
 			switch {
 			case err == nil:
-				transcripts++
+				here.Transcripts++
 			case !errors.Is(err, os.ErrNotExist):
 				p.log.Warn("could not delete a forgotten session's transcript", zap.String("bot", bot), zap.String("session", s), zap.Error(err))
 			}
@@ -166,5 +185,6 @@ func (p *Pipeline) ForgetHere(f state.Forgotten) (transcripts, files int) {
 	if err != nil {
 		p.log.Warn("could not delete a forgotten user's files", zap.String("bot", f.Bot), zap.Int64("user", f.User), zap.Error(err))
 	}
-	return transcripts, files
+	here.Files = files
+	return here
 }

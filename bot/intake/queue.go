@@ -118,3 +118,25 @@ func (in *Intake) takeWaiting(q *queue, m *message.Inbound) []*message.Inbound {
 	}
 	return behind
 }
+
+// DropWaiting drops the messages waiting in user's conversations with
+// bot ("": every bot; message.Key.User), behind the one each answers
+// (which runs on): done with, unanswered, for the user was forgotten,
+// and /forget promises that the messages not answered yet go. It
+// returns how many went.
+func (in *Intake) DropWaiting(bot string, user int64) int {
+	in.mu.Lock()
+	var dropped []*message.Inbound
+	for key, q := range in.queues {
+		if key.User() == user && (bot == "" || key.Bot == bot) {
+			dropped = append(dropped, q.waiting...)
+			q.accepted -= len(q.waiting)
+			q.waiting = nil
+		}
+	}
+	in.mu.Unlock()
+	for _, m := range dropped {
+		m.Progress.Finish(false)
+	}
+	return len(dropped)
+}
