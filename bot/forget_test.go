@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"brainbot/bot/message"
+	"brainbot/bot/telegramtest"
 )
 
 // An admin's forget drops the messages the user sent that wait behind
@@ -41,4 +44,59 @@ func TestForgetDropsTheMessagesWaiting(t *testing.T) {
 	}
 	// Done with, not handed back: a restart answers none of them.
 	waitEmptyJournal(t, h.store)
+}
+
+// An admin's forget while the user's answer is being written stops that
+// answer and keeps nothing of it: no reply, and no session or transcript
+// stored after the forget deleted them (it came back when the answer
+// finished and stored its turn).
+func TestForgetDuringAnAnswerKeepsNothingOfIt(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	h.exchange(tokenA, 7, "hello")
+	h.srv.SendText(tokenA, 7, 7, "#wait tell me a secret")
+	h.claude.waitCalls(t, 2)
+	if _, err := h.m.Forget(h.ctx(), "alpha", 7); err != nil {
+		t.Fatal(err)
+	}
+	close(h.claude.release) // an answer the forget did not stop finishes now
+	summaries := waitSummaries(t, h.logs, 2)
+	if got := summaries[1].ContextMap()["outcome"]; got != "forgotten" {
+		t.Errorf("the answer being written ended %v, want forgotten", got)
+	}
+	for _, c := range h.srv.Sent(tokenA) {
+		if strings.Contains(c.Param("text"), "secret") {
+			t.Errorf("the forgotten user got the answer: %q", c.Param("text"))
+		}
+	}
+	if s, ok, err := h.store.Session(h.ctx(), message.Key{Bot: "alpha", Chat: 7}); ok || err != nil {
+		t.Errorf("after the forget the store has the user's session %+v (%v)", s, err)
+	}
+}
+
+// A forget done through another instance of a cluster reaches this one a
+// moment after the store deleted the user: an answer that stored its
+// session in between (here: the reply on its way to Telegram) had it
+// back, so the forget deletes it once more when it finds that answer.
+func TestAForgetHeardLateDeletesWhatTheAnswerStoredMeanwhile(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, "")}, nil)
+	h.srv.SendText(tokenA, 7, 7, "#wait remember this")
+	h.claude.waitCalls(t, 1)
+	forgot, err := h.store.ForgetUser(h.ctx(), "alpha", 7) // the other instance's forget
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := h.srv.Hold(tokenA, "sendMessage")
+	defer release()
+	close(h.claude.release)
+	if _, err := h.srv.WaitCall(h.ctx(), tokenA, func(c telegramtest.Call) bool { return c.Method == "sendMessage" }); err != nil {
+		t.Fatal(err)
+	}
+	key := message.Key{Bot: "alpha", Chat: 7}
+	if _, ok, _ := h.store.Session(h.ctx(), key); !ok {
+		t.Fatal("the answer did not store its session before its reply: the case proves nothing")
+	}
+	h.m.pipeline.ForgetHere(h.ctx(), forgot) // heard here now
+	if s, ok, err := h.store.Session(h.ctx(), key); ok || err != nil {
+		t.Errorf("after the forget was heard the store has the user's session %+v (%v)", s, err)
+	}
 }

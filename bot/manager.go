@@ -283,7 +283,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	go func() {
 		defer m.pollers.Done()
 		m.cfg.State.WatchForgets(pollCtx, func(f state.Forgotten) {
-			here := m.pipeline.ForgetHere(f)
+			here := m.pipeline.ForgetHere(pollCtx, f)
 			m.log.Info("user forgotten through another instance", zap.String("bot", f.Bot), zap.Int64("user", f.User),
 				zap.Int("conversations", len(f.Conversations)), zap.Int("transcripts", here.Transcripts), zap.Int("files", here.Files),
 				zap.Int("unanswered", here.Unanswered))

@@ -145,6 +145,8 @@ type request struct {
 	// keep: shutdown cut the request short; its deliveries go back to
 	// their log, so it is answered later.
 	keep bool
+	// writing is the answer being written (nil until Claude is asked).
+	writing *answer
 }
 
 // Serve answers one message from its conversation's queue.
@@ -276,8 +278,9 @@ func (p *Pipeline) converse(r *request) {
 	if st != nil {
 		defer st.Cancel() // if a panic skips its Finish
 	}
-	running := p.answers.open(r.in.Key.String(), r.in.Sender, st)
+	running := p.answers.open(r.in.Key, r.in.Sender, st)
 	defer p.answers.end(r.in.Key.String(), running)
+	r.writing = running
 	finishStream := func() {
 		// Stopped before the final reply, which replaces what it showed.
 		if st != nil {
@@ -312,6 +315,8 @@ func (p *Pipeline) converse(r *request) {
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
 	switch {
+	case errors.Is(err, errForgotten):
+		r.sum.outcome = "forgotten" // nothing of it kept, nothing sent
 	case sent && err != nil:
 		// The answer is out; only the model's closing words are lost.
 		r.log.Warn("turn two ended badly after its file was sent", zap.Error(err))
@@ -542,7 +547,29 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 // answer whose turn would be forgotten is not sent. The local copy with
 // the turn, and the warm CLI holding it, are forgotten: the next attempt
 // starts from the stored copy.
+//
+// The session of a user forgotten while the answer was written is not
+// stored: its turn goes from this machine too (errForgotten).
 func (p *Pipeline) keepSession(r *request, id string) error {
+	if a := r.writing; a != nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.forgotten {
+			p.discardSession(r.in.Key, id)
+			return errForgotten
+		}
+	}
+	if err := p.storeSession(r, id); err != nil {
+		return err
+	}
+	if r.writing != nil {
+		r.writing.kept = true
+	}
+	return nil
+}
+
+// storeSession stores the session's transcript and then the session.
+func (p *Pipeline) storeSession(r *request, id string) error {
 	ctx := context.WithoutCancel(r.ctx)
 	if err := p.store.Save(ctx, r.in.Key.Bot, id); err != nil {
 		p.store.Forget(r.in.Key.Bot, id)
@@ -630,7 +657,9 @@ func (p *Pipeline) sendFile(r *request, res *claude.Result, done func()) bool {
 	}
 	// Stored before the answer goes out, as every answer's (keepSession).
 	if err := p.keepSession(r, res.SessionID); err != nil {
-		r.log.Warn("session not stored; the file waits for the end of the turn", zap.Error(err))
+		if !errors.Is(err, errForgotten) {
+			r.log.Warn("session not stored; the file waits for the end of the turn", zap.Error(err))
+		}
 		return false
 	}
 	done()

@@ -125,7 +125,7 @@ func (p *Pipeline) Forget(ctx context.Context, bot string, user int64, by string
 		p.log.Error("could not forget a user", zap.String("bot", bot), zap.Int64("user", user), zap.String("by", by), zap.Error(err))
 		return f, fmt.Errorf("forget: %w", err)
 	}
-	here := p.ForgetHere(f)
+	here := p.ForgetHere(ctx, f)
 	p.log.Info("user forgotten", zap.String("bot", bot), zap.Int64("user", user), zap.String("by", by),
 		zap.Int("conversations", len(f.Conversations)), zap.Int("sessions", len(f.Sessions)),
 		zap.Int("transcripts", here.Transcripts), zap.Int("files", here.Files), zap.Int("unanswered", here.Unanswered))
@@ -148,15 +148,67 @@ type ForgotHere struct {
 	Unanswered int
 }
 
+func (h *ForgotHere) add(more ForgotHere) {
+	h.Transcripts += more.Transcripts
+	h.Files += more.Files
+	h.Unanswered += more.Unanswered
+}
+
 // ForgetHere deletes this process's part of what f forgot: the messages
-// waiting in its conversations' queues, their warm CLIs, the CLI's
-// transcripts of its sessions and the files generated for its user. An
-// instance of a cluster runs it for a forget done through another
-// (state.Conversations.WatchForgets).
-func (p *Pipeline) ForgetHere(f state.Forgotten) (here ForgotHere) {
+// waiting in its conversations' queues, the answers being written in
+// them, their warm CLIs, the CLI's transcripts of its sessions and the
+// files generated for its user. An instance of a cluster runs it for a
+// forget done through another (state.Conversations.WatchForgets).
+func (p *Pipeline) ForgetHere(ctx context.Context, f state.Forgotten) (here ForgotHere) {
 	if p.queues != nil {
 		here.Unanswered = p.queues.DropWaiting(f.Bot, f.User)
 	}
+	again := p.forgetRunning(f)
+	here.add(p.deleteHere(f))
+	if again {
+		// An answer stored its session before it learnt of the forget:
+		// deleted once more, with what it stored.
+		stored, err := p.store.ForgetUser(ctx, f.Bot, f.User)
+		if err != nil {
+			p.log.Error("could not forget what an answer stored after its user was forgotten", zap.String("bot", f.Bot),
+				zap.Int64("user", f.User), zap.Error(err))
+			return here
+		}
+		here.add(p.deleteHere(stored))
+	}
+	return here
+}
+
+// errForgotten ends an answer whose user was forgotten while it was
+// written: it keeps nothing and sends nothing.
+var errForgotten = errors.New("the user was forgotten while the answer was written")
+
+// forgetRunning stops the answers being written in the conversations of
+// f's user: they store nothing from now on (keepSession), and end at
+// once. It reports whether one of them had stored its session already.
+func (p *Pipeline) forgetRunning(f state.Forgotten) (stored bool) {
+	for _, a := range p.answers.ofUser(f.Bot, f.User) {
+		a.mu.Lock()
+		a.forgotten = true
+		stored = stored || a.kept
+		a.mu.Unlock()
+		p.claude.Interrupt(a.conversation.String())
+	}
+	return stored
+}
+
+// discardSession deletes what this machine holds of session id of a
+// conversation whose user was forgotten while it was answered: its warm
+// CLI, and the transcript that CLI wrote.
+func (p *Pipeline) discardSession(k message.Key, id string) {
+	p.claude.End(k.String())
+	p.store.Forget(k.Bot, id)
+	p.deleteTranscript(k.Bot, id)
+}
+
+// deleteHere deletes the warm CLIs of f's conversations, the CLI's
+// transcripts of its sessions and the files generated for its user.
+func (p *Pipeline) deleteHere(f state.Forgotten) (here ForgotHere) {
 	var bots []string
 	for _, k := range f.Conversations {
 		p.claude.End(k.String())
@@ -168,16 +220,8 @@ func (p *Pipeline) ForgetHere(f state.Forgotten) (here ForgotHere) {
 	// of one of the bots of the conversations forgotten.
 	for _, bot := range bots {
 		for _, s := range f.Sessions {
-			path := p.claude.SessionFile(bot, s)
-			// Beside the transcript, the CLI may keep a folder of the
-			// session's own (large tool results, subagents).
-			_ = os.RemoveAll(strings.TrimSuffix(path, filepath.Ext(path)))
-			err := os.Remove(path)
-			switch {
-			case err == nil:
+			if p.deleteTranscript(bot, s) {
 				here.Transcripts++
-			case !errors.Is(err, os.ErrNotExist):
-				p.log.Warn("could not delete a forgotten session's transcript", zap.String("bot", bot), zap.String("session", s), zap.Error(err))
 			}
 		}
 	}
@@ -187,4 +231,17 @@ func (p *Pipeline) ForgetHere(f state.Forgotten) (here ForgotHere) {
 	}
 	here.Files = files
 	return here
+}
+
+// deleteTranscript deletes the CLI's transcript of bot's session, and
+// the folder the CLI may keep beside it (large tool results, subagents);
+// true if there was one.
+func (p *Pipeline) deleteTranscript(bot, session string) bool {
+	path := p.claude.SessionFile(bot, session)
+	_ = os.RemoveAll(strings.TrimSuffix(path, filepath.Ext(path)))
+	err := os.Remove(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.log.Warn("could not delete a forgotten session's transcript", zap.String("bot", bot), zap.String("session", session), zap.Error(err))
+	}
+	return err == nil
 }

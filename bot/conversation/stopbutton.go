@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/message"
 	"brainbot/claude"
 	"brainbot/output"
 )
@@ -25,18 +26,27 @@ type answers struct {
 
 // answer is one answer being written.
 type answer struct {
-	asker int64
+	conversation message.Key
+	asker        int64
 	// stream shows it (nil: not streamed); draft is the stream's (0: no
 	// drafts, as in a group: only its ⏹, buttons.go, presses it).
 	stream  Stream
 	draft   int64
 	pressed atomic.Bool
+
+	// forgotten: the conversation's user was forgotten while it was
+	// written (forgetRunning); kept: it stored its session (keepSession).
+	// Both hold mu, so that either the forget finds the session stored
+	// and deletes it again, or the answer finds the forget and stores
+	// nothing.
+	mu              sync.Mutex
+	forgotten, kept bool
 }
 
-// open registers the answer conversation key's asker gets now, shown by
-// st (nil for none); end it with end once it is done.
-func (b *answers) open(key string, asker int64, st Stream) *answer {
-	a := &answer{asker: asker, stream: st}
+// open registers the answer conversation's asker gets now, shown by st
+// (nil for none); end it with end once it is done.
+func (b *answers) open(conversation message.Key, asker int64, st Stream) *answer {
+	a := &answer{conversation: conversation, asker: asker, stream: st}
 	if st != nil {
 		a.draft = st.DraftID()
 	}
@@ -45,8 +55,22 @@ func (b *answers) open(key string, asker int64, st Stream) *answer {
 	if b.running == nil {
 		b.running = map[string]*answer{}
 	}
-	b.running[key] = a
+	b.running[conversation.String()] = a
 	return a
+}
+
+// ofUser are the answers being written in user's conversations with bot
+// ("": every bot; message.Key.User).
+func (b *answers) ofUser(bot string, user int64) []*answer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []*answer
+	for _, a := range b.running {
+		if a.conversation.User() == user && (bot == "" || a.conversation.Bot == bot) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func (b *answers) end(key string, a *answer) {
