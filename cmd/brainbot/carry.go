@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"brainbot/claude"
@@ -61,6 +63,9 @@ func (m *Main) carryConversations(ctx context.Context, args []string) error {
 		return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)
 	}
 	defer cluster.Close()
+	if err := nothingRuns(ctx, cfg, cluster); err != nil {
+		return err
+	}
 	shared := cluster.Backend(local)
 
 	c := carry.Config{Local: local, Scratch: scratch}
@@ -89,6 +94,30 @@ func (m *Main) carryConversations(ctx context.Context, args []string) error {
 		return err
 	}
 	return m.reportCarry(results, *to)
+}
+
+// nothingRuns refuses a carry while what it carries may still change:
+// an instance of the cluster beats in its membership, or a brainbot
+// listens at this machine's admin address (the one instance).
+func nothingRuns(ctx context.Context, cfg Config, cluster *jetstream.Cluster) error {
+	members, err := cluster.Members(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)
+	}
+	if len(members) > 0 {
+		return fmt.Errorf("instances of the cluster are running (%s): stop them all first (systemctl stop brainbot), "+
+			"or what they change during the carry is lost", strings.Join(members, ", "))
+	}
+	if cfg.HTTPAddr == "" {
+		return nil
+	}
+	conn, err := net.DialTimeout("tcp", dialable(cfg.HTTPAddr), time.Second)
+	if err != nil {
+		return nil // nothing listens there
+	}
+	conn.Close()
+	return fmt.Errorf("something answers at %s (%s): the service runs on this machine; stop it first (systemctl stop brainbot), "+
+		"or what it changes during the carry is lost", cfg.HTTPAddr, lookupSetting("BRAINBOT_HTTP_ADDR").name())
 }
 
 // reportCarry prints each conversation's outcome and a summary; an error
