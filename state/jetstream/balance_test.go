@@ -278,3 +278,49 @@ func sorted(ps []int) []int {
 	slices.Sort(ps)
 	return ps
 }
+
+// A stopping instance releases its poller lease before it leaves the
+// membership: the others, which find the bot still given to it, take it
+// once it has left, a rebalance tick later, not a lease TTL later (here
+// longer than the test waits). The bot is one the spread gives to a.
+func TestALeaseReleasedBeforeItsHolderLeftIsTakenOnceItLeft(t *testing.T) {
+	url := natstest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slowLease := func(cfg *Config) { cfg.LeaseTTL = 3 * hangGuard }
+	var mu sync.Mutex
+	var poller string
+	bot := "bot-0"
+	for i := 1; spread([]string{"a", "b", "c"}, "a", []string{bot})[0] != "a"; i++ {
+		bot = fmt.Sprint("bot-", i)
+	}
+	start := func(name string) (c *Cluster, work, lease context.CancelFunc) {
+		c, _ = joinLogged(t, url, name, slowLease)
+		workCtx, stopWork := context.WithCancel(ctx)
+		c.Work(workCtx, func(d *Delivery) { go d.Done(true) })
+		leaseCtx, stopLease := context.WithCancel(ctx)
+		go c.Lease(leaseCtx, bot, func(ctx context.Context) error {
+			mu.Lock()
+			poller = name
+			mu.Unlock()
+			<-ctx.Done()
+			mu.Lock()
+			poller = ""
+			mu.Unlock()
+			return nil
+		})
+		return c, stopWork, stopLease
+	}
+	polling := func() string { mu.Lock(); defer mu.Unlock(); return poller }
+	a, stopWork, stopLease := start("a")
+	waitFor(t, hangGuard, "a to poll", func() bool { return polling() == "a" })
+	start("b")
+	start("c")
+	waitFor(t, hangGuard, "three members", func() bool { m, err := a.Members(ctx); return err == nil && len(m) == 3 })
+
+	stopLease() // a stops: its poller first, while it is still a member
+	waitFor(t, hangGuard, "a to stop polling", func() bool { return polling() == "" })
+	time.Sleep(time.Second) // b and c have found the bot given to a
+	stopWork()
+	waitFor(t, hangGuard, "b or c to poll", func() bool { p := polling(); return p == "b" || p == "c" })
+}

@@ -128,17 +128,27 @@ const askPrefix = "ask."
 // told; mine is then true), a lease TTL later if not, so that the instance
 // it is given to takes it when that one is alive and any instance does
 // when not. Right after an outage the members not back yet keep their
-// bots for that TTL too (membership.view). A lease held by another is not
-// waited for here but watched (awaitRelease): dropped, when its holder
-// is found gone (dropHeldBy), it is taken at once.
+// bots for that TTL too (membership.view). Meanwhile it looks again each
+// rebalance tick: a lease given to an instance that released it as it
+// stopped, before it left the membership, is given to another a moment
+// later, which takes it then (it waited a whole lease TTL). A lease held
+// by another is not waited for here but watched (awaitRelease): dropped,
+// when its holder is found gone (dropHeldBy), it is taken at once.
 func (l *leases) waitTurn(ctx context.Context, key string) (mine bool) {
-	if to, ok := l.givenTo(ctx, key); ok && to != keyPart(l.conn.cfg.Instance) {
-		if !l.held(ctx, key) {
-			sleep(ctx, l.conn.cfg.LeaseTTL)
+	turn := time.Now().Add(l.conn.cfg.LeaseTTL)
+	for {
+		to, ok := l.givenTo(ctx, key)
+		switch {
+		case !ok || to == keyPart(l.conn.cfg.Instance):
+			return true
+		case l.held(ctx, key), !time.Now().Before(turn):
+			return false
 		}
-		return false
+		sleep(ctx, min(l.conn.cfg.MemberTTL/5, time.Until(turn)))
+		if ctx.Err() != nil {
+			return false
+		}
 	}
-	return true
 }
 
 // held reports whether the lease at key is held (or that cannot be told).
