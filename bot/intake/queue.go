@@ -22,6 +22,14 @@ type queue struct {
 	told bool
 }
 
+// takeAll takes the messages waiting in q out of it (in.mu held).
+func (q *queue) takeAll() []*message.Inbound {
+	waiting := q.waiting
+	q.waiting = nil
+	q.accepted -= len(waiting)
+	return waiting
+}
+
 // admit reports whether m may wait in its conversation's queue: at most
 // Config.QueueSize messages wait besides the one being answered. A message
 // beyond that is dropped here: its delivery is done, so a restart does not
@@ -109,9 +117,7 @@ func (in *Intake) drain(key message.Key, q *queue) {
 func (in *Intake) takeWaiting(q *queue, m *message.Inbound) []*message.Inbound {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	behind := q.waiting
-	q.waiting = nil
-	q.accepted -= len(behind)
+	behind := q.takeAll()
 	if len(behind) > 0 {
 		logger(in.cfg.Log, m).Info("message handed back: the ones waiting behind it in its conversation go back with it, to keep their order",
 			zap.Int("behind", len(behind)))
@@ -129,9 +135,7 @@ func (in *Intake) DropWaiting(bot string, user int64) int {
 	var dropped []*message.Inbound
 	for key, q := range in.queues {
 		if key.User() == user && (bot == "" || key.Bot == bot) {
-			dropped = append(dropped, q.waiting...)
-			q.accepted -= len(q.waiting)
-			q.waiting = nil
+			dropped = append(dropped, q.takeAll()...)
 		}
 	}
 	in.mu.Unlock()
