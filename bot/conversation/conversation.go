@@ -278,9 +278,8 @@ func (p *Pipeline) converse(r *request) {
 	if st != nil {
 		defer st.Cancel() // if a panic skips its Finish
 	}
-	running := p.answers.open(r.in.Key, r.in.Sender, st)
-	defer p.answers.end(r.in.Key.String(), running)
-	r.writing = running
+	r.writing = p.answers.open(r.in.Key, r.in.Sender, st)
+	defer p.answers.end(r.in.Key.String(), r.writing)
 	finishStream := func() {
 		// Stopped before the final reply, which replaces what it showed.
 		if st != nil {
@@ -325,7 +324,7 @@ func (p *Pipeline) converse(r *request) {
 		r.fail("state", err) // handed back: answered once the store is back
 	case errors.Is(err, claude.ErrInterrupted) && mode != claude.Text:
 		p.dropStopped(r, res)
-	case errors.Is(err, claude.ErrInterrupted) && running.Pressed() && res != nil:
+	case errors.Is(err, claude.ErrInterrupted) && r.writing.Pressed() && res != nil:
 		r.keepPartial(res.Text)
 	case errors.Is(err, claude.ErrInterrupted):
 		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
