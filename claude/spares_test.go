@@ -896,22 +896,32 @@ func TestSparesARequestWaitsForAreRaised(t *testing.T) {
 	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1, SpareStart: 10 * time.Second})
 	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
 	own := niceOf(t, cliSessions(e.data)[first.SessionID])
-	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.NoConnectEnv+"=1") // the next spares never start
+	// The first spare starts as usual; the next ones never get through
+	// their start. On a busy machine the first may start late: the
+	// setting changes once it is ready, not before.
+	waitSpares(t, e.d, readySpares(1))
+	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.NoConnectEnv+"=1")
 	e.d.pool.mu.Lock()
 	for _, set := range e.d.pool.spares.sets {
 		set.lastStartup = 250 * time.Millisecond // waiting for one is worth half a second
 	}
 	e.d.pool.mu.Unlock()
-	res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2")) // takes the spare; its replacement hangs
+	res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2"))
+	if !res.Spare {
+		t.Fatal("the second conversation did not take the spare")
+	}
+	// Its replacement: counted as starting once it was started, which a
+	// busy machine may make take a while after its process is there.
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Starting == 1 })
 	var hung int
-	waitFor(t, func() bool {
-		for session, pid := range cliSessions(e.data) {
-			if session != first.SessionID && session != res.SessionID {
-				hung = pid
-			}
+	for session, pid := range cliSessions(e.data) {
+		if session != first.SessionID && session != res.SessionID {
+			hung = pid
 		}
-		return hung != 0
-	})
+	}
+	if hung == 0 {
+		t.Fatal("no process of the starting spare")
+	}
 	if got := niceOf(t, hung); got != min(own+reaper.LowNice, 19) {
 		t.Fatalf("the starting spare runs at nice %d, want %d", got, min(own+reaper.LowNice, 19))
 	}
