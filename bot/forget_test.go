@@ -1,10 +1,13 @@
 package bot
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"brainbot/bot/intake"
 	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
 )
@@ -99,4 +102,44 @@ func TestAForgetHeardLateDeletesWhatTheAnswerStoredMeanwhile(t *testing.T) {
 	if s, ok, err := h.store.Session(h.ctx(), key); ok || err != nil {
 		t.Errorf("after the forget was heard the store has the user's session %+v (%v)", s, err)
 	}
+}
+
+// A forget drops the photos of an album still arriving too (an album
+// waits a second after its last photo before it is answered): they never
+// reach the model, and the admin sees them waiting, then counted.
+func TestForgetDropsAnAlbumStillArriving(t *testing.T) {
+	h := newMediaHarness(t, "", nil)
+	for i := range 2 {
+		img := jpegOf(t, 10+i, 10)
+		caption := ""
+		if i == 0 {
+			caption = `,"caption":"our secret trip"`
+		}
+		h.send(7, fmt.Sprintf(`"media_group_id":"13919228427634191","photo":[{"file_id":%q,"file_unique_id":"s%d","width":%d,"height":10,"file_size":%d}]%s`,
+			h.srv.AddFile(tokenA, img), i, 10+i, len(img), caption))
+	}
+	waitFor(t, func() bool { return h.m.intake.Backlog("alpha").Gathering == 2 })
+
+	if _, err := h.m.Forget(h.ctx(), "alpha", 7); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.waitLog("user forgotten").ContextMap()["unanswered"]; got != int64(2) {
+		t.Errorf("the forget logged %v messages dropped unanswered, want 2", got)
+	}
+	if b := h.m.intake.Backlog("alpha"); b.Gathering != 0 {
+		t.Errorf("after the forget the backlog is %+v, want no album gathering", b)
+	}
+	h.srv.SendText(tokenA, 7, 7, "probe") // would follow the album, had it gone on
+	sent := h.waitSent(tokenA, 1)
+	time.Sleep(intake.AlbumWait + 200*time.Millisecond) // the album's timer, had it run
+	for _, r := range h.claude.requests() {
+		if strings.Contains(r.Prompt, "secret") || len(r.Attachments) > 0 {
+			t.Errorf("the model got the forgotten album: %q with %d files", r.Prompt, len(r.Attachments))
+		}
+	}
+	if n := len(h.srv.Sent(tokenA)); n != 1 || sent[0].Param("text") != "You said: probe" {
+		t.Errorf("replies %s, want only the probe's", describeCalls(h.srv.Sent(tokenA)))
+	}
+	// Done with, not handed back: a restart answers none of them.
+	waitEmptyJournal(t, h.store)
 }

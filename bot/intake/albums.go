@@ -116,6 +116,42 @@ func (a *albums) close(key string, al *album) {
 	a.work.Done()
 }
 
+// drop ends, unqueued, the open albums of the conversations mine
+// accepts: each is handed to end, then no longer counted as work. It
+// returns how many messages they held.
+func (a *albums) drop(mine func(message.Key) bool, end func(*message.Inbound)) int {
+	a.mu.Lock()
+	var dropped []*album
+	for key, al := range a.open {
+		if mine(al.in.Key) {
+			delete(a.open, key)
+			al.timer.Stop()
+			dropped = append(dropped, al)
+		}
+	}
+	a.mu.Unlock()
+	n := 0
+	for _, al := range dropped {
+		n += al.count
+		end(al.in)
+		a.work.Done()
+	}
+	return n
+}
+
+// gathering counts the messages of bot's open albums.
+func (a *albums) gathering(bot string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, al := range a.open {
+		if al.in.Key.Bot == bot {
+			n += al.count
+		}
+	}
+	return n
+}
+
 // join adds a later message of in's album to in: its files, its caption
 // and its deliveries.
 func join(in, later *message.Inbound) {

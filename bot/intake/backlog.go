@@ -8,6 +8,9 @@ type Backlog struct {
 	// the one each answers; Answering the conversations answering one.
 	Waiting   int `json:"waiting"`
 	Answering int `json:"answering"`
+	// Gathering counts the messages of albums still arriving: an album
+	// is queued once its last photo or file came (AlbumWait).
+	Gathering int `json:"gathering"`
 	// Parked counts the updates kept aside until the bot connects.
 	Parked int `json:"parked"`
 	// LastUpdate is when its latest update handed over here came in
@@ -17,9 +20,10 @@ type Backlog struct {
 
 // Backlog says what bot has in the intake now.
 func (in *Intake) Backlog(bot string) Backlog {
+	gathering := in.albums.gathering(bot)
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	b := Backlog{Parked: len(in.parked[bot]), LastUpdate: in.last[bot]}
+	b := Backlog{Gathering: gathering, Parked: len(in.parked[bot]), LastUpdate: in.last[bot]}
 	for key, q := range in.queues {
 		if key.Bot != bot {
 			continue

@@ -127,20 +127,24 @@ func (in *Intake) takeWaiting(q *queue, m *message.Inbound) []*message.Inbound {
 
 // DropWaiting drops the messages waiting in user's conversations with
 // bot ("": every bot; message.Key.User), behind the one each answers
-// (which runs on): done with, unanswered, for the user was forgotten,
-// and /forget promises that the messages not answered yet go. It
-// returns how many went.
+// (which runs on), and those of albums still gathering: done with,
+// unanswered, for the user was forgotten, and /forget promises that the
+// messages not answered yet go. It returns how many went.
 func (in *Intake) DropWaiting(bot string, user int64) int {
+	mine := func(key message.Key) bool { return key.User() == user && (bot == "" || key.Bot == bot) }
+	unanswered := func(m *message.Inbound) { m.Progress.Finish(false) }
+	// Albums first: one closing meanwhile is in its queue, emptied next.
+	n := in.albums.drop(mine, unanswered)
 	in.mu.Lock()
 	var dropped []*message.Inbound
 	for key, q := range in.queues {
-		if key.User() == user && (bot == "" || key.Bot == bot) {
+		if mine(key) {
 			dropped = append(dropped, q.takeAll()...)
 		}
 	}
 	in.mu.Unlock()
 	for _, m := range dropped {
-		m.Progress.Finish(false)
+		unanswered(m)
 	}
-	return len(dropped)
+	return n + len(dropped)
 }

@@ -169,7 +169,7 @@ func writeStatusTable(w io.Writer, r statusReport) {
 			telegram += " (" + b.PolledBy + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d warm, %d spare\t%d requests, %s\t%s\n", b.ID, b.State, cmp.Or(telegram, "-"),
-			formatWhen(b.LastUpdate), b.Waiting+b.Parked, b.Warm, b.Spares, b.Today.Requests, formatUSD(b.Today.USD), formatCaps(b.Caps))
+			formatWhen(b.LastUpdate), b.Waiting+b.Gathering+b.Parked, b.Warm, b.Spares, b.Today.Requests, formatUSD(b.Today.USD), formatCaps(b.Caps))
 	}
 	_ = tw.Flush() // writes to m.Stdout: nowhere to report a failure
 	for _, b := range r.Bots {
