@@ -28,7 +28,7 @@ var statusStart = time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
 func statusBots(context.Context) ([]bot.BotStatus, error) {
 	return []bot.BotStatus{
 		{ID: "narrator", File: "/etc/brainbot/brains/narrator.yaml", State: bot.StateRunning, Telegram: bot.TelegramPolling, OK: true,
-			Backlog: intake.Backlog{Waiting: 2, Answering: 1, LastUpdate: statusStart.Add(time.Hour)},
+			Backlog: intake.Backlog{Waiting: 2, Answering: 1, Gathering: 3, LastUpdate: statusStart.Add(time.Hour)},
 			Today:   bot.BotDay{Requests: 12, USD: 0.34}, Caps: brain.Limits{DailyUSD: 5, PerUserPerDay: 20}},
 		{ID: "voice", File: "/etc/brainbot/brains/voice.yaml", State: bot.StateOlder, Telegram: bot.TelegramStandby,
 			Problem: "/etc/brainbot/brains/voice.yaml:7: tts.speed: must be between 0.25 and 4.0, got 9 <b>"},
@@ -105,10 +105,10 @@ func TestStatusJSON(t *testing.T) {
 	if len(r.Bots) != 3 || r.Bots[0].ID != "narrator" || r.Bots[0].PolledBy != "b" || r.Bots[1].PolledBy != "c" || r.Bots[2].PolledBy != "" {
 		t.Errorf("bots: %+v, want narrator polled by b, voice by c, painter by none", r.Bots)
 	}
-	if n := r.Bots[0]; !n.OK || n.Warm != 2 || n.Spares != 1 || n.Waiting != 2 || n.Today.Requests != 12 || n.Caps.DailyUSD != 5 || !n.LastUpdate.Equal(statusStart.Add(time.Hour)) {
+	if n := r.Bots[0]; !n.OK || n.Warm != 2 || n.Spares != 1 || n.Waiting != 2 || n.Gathering != 3 || n.Today.Requests != 12 || n.Caps.DailyUSD != 5 || !n.LastUpdate.Equal(statusStart.Add(time.Hour)) {
 		t.Errorf("narrator: %+v", n)
 	}
-	for _, want := range []string{`"state": "running an older version"`, `"problem": "/etc/brainbot/brains/voice.yaml:7: tts.speed`, `"daily_usd": 5`, `"last_update": "2026-11-27T06:00:00Z"`} {
+	for _, want := range []string{`"state": "running an older version"`, `"problem": "/etc/brainbot/brains/voice.yaml:7: tts.speed`, `"daily_usd": 5`, `"last_update": "2026-11-27T06:00:00Z"`, `"gathering": 3`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("JSON lacks %s:\n%s", want, body)
 		}
@@ -142,7 +142,7 @@ func TestStatusPage(t *testing.T) {
 		`voice.yaml:7: tts.speed: must be between 0.25 and 4.0, got 9 &lt;b&gt;`,
 		"no token: PAINTER_TOKEN is not set",
 		"12 requests, 0.3400 USD", "5.0000 USD a day, 20 messages a day per user",
-		"2 queued, 1 answered now", "2026-11-27 06:00:00 UTC", "1h30m0s",
+		"2 queued, 1 answered now, 3 in albums still arriving", "2026-11-27 06:00:00 UTC", "1h30m0s",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q:\n%s", want, page)
@@ -179,7 +179,7 @@ func TestStatusCommand(t *testing.T) {
 		regexp.MustCompile(`(?m)^Claude CLIs: 3 warm; spares 2 ready, 0 starting of 3 wanted \(7 taken, 0 missed\)$`),
 		regexp.MustCompile(`(?m)^Cluster: 8 partitions$`),
 		regexp.MustCompile(`(?m)^BOT +STATE +TELEGRAM +LAST UPDATE +WAITING +CLIS +TODAY +CAPS$`),
-		regexp.MustCompile(`(?m)^narrator +running +polling \(b\) +2026-11-27 06:00:00 UTC +2 +2 warm, 1 spare +12 requests, 0.3400 USD +5.0000 USD a day, 20 messages a day per user$`),
+		regexp.MustCompile(`(?m)^narrator +running +polling \(b\) +2026-11-27 06:00:00 UTC +5 +2 warm, 1 spare +12 requests, 0.3400 USD +5.0000 USD a day, 20 messages a day per user$`),
 		regexp.MustCompile(`(?m)^voice +running an older version +standby \(c\) +- +0 +0 warm, 0 spare +0 requests, 0.0000 USD +-$`),
 		regexp.MustCompile(`(?m)^painter +not started +- +- +0 +0 warm, 0 spare +0 requests, 0.0000 USD +-$`),
 		regexp.MustCompile(`(?m)^voice:\n  /etc/brainbot/brains/voice.yaml:7: tts.speed: must be between 0.25 and 4.0, got 9 <b>$`),
