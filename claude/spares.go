@@ -444,8 +444,7 @@ type take struct {
 
 // takeSpare takes a ready spare of fingerprint for a new conversation.
 // When none is ready but one is starting, it says how long waiting for
-// one is worth: until a start as long as the set's last would be over
-// twice.
+// one is worth (worthWaiting).
 func (p *pool) takeSpare(fingerprint string) take {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -467,20 +466,31 @@ func (p *pool) takeSpare(fingerprint string) take {
 				// started since may have been low.
 				return take{cli: sp.cli, raise: append(t.raise, sp.cli)}
 			case !sp.ready:
-				age := now.Sub(sp.cli.started)
-				expected := cmp.Or(set.lastStartup, defaultStartup)
-				t.worth = max(t.worth, min(2*expected, p.cfg.SpareStart)-age)
+				t.worth = max(t.worth, p.worthWaiting(set, now.Sub(sp.cli.started)))
 				if !sp.raised {
 					sp.raised = true
 					t.raise = append(t.raise, sp.cli)
 				}
 			}
 		}
+		if set.pending > 0 {
+			// Being started, its process not there yet (on a loaded
+			// machine a while: spares start below real work): waited
+			// for as one just started, raised once it is there.
+			t.worth = max(t.worth, p.worthWaiting(set, 0))
+		}
 	}
 	if t.worth > 0 {
 		t.wait = p.spares.readied
 	}
 	return t
+}
+
+// worthWaiting is how long waiting for a spare of set started age ago
+// is worth: until a start as long as the set's last would be over twice.
+func (p *pool) worthWaiting(set *spareSet, age time.Duration) time.Duration {
+	expected := cmp.Or(set.lastStartup, defaultStartup)
+	return min(2*expected, p.cfg.SpareStart) - age
 }
 
 // missed records a new conversation of fingerprint that found no spare:
@@ -700,6 +710,7 @@ func (p *pool) startSpare(set *spareSet) {
 		set.spares = append(set.spares, sp)
 		p.ending.Add(1)
 		go p.watch(sp)
+		p.announce() // a request waiting for it raises it
 		ended = p.trim()
 	}
 	p.mu.Unlock()

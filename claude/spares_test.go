@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -888,12 +889,8 @@ func TestCPUGaugeReadsTheStallsSinceItsLastLook(t *testing.T) {
 // waiting (here the spare never gets through its start, and the
 // conversation starts a CLI of its own once the wait is not worth it).
 func TestSparesARequestWaitsForAreRaised(t *testing.T) {
-	var rlimit unix.Rlimit
-	if err := unix.Getrlimit(unix.RLIMIT_NICE, &rlimit); err != nil {
-		t.Fatal(err)
-	}
-	if unix.Geteuid() != 0 && rlimit.Cur < 20 {
-		t.Skip("this process may not lower a nice value")
+	if !mayRaise(t, 0) {
+		t.Skip("this process may not lower a nice value to 0")
 	}
 	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1, SpareStart: 10 * time.Second})
 	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
@@ -931,6 +928,96 @@ func TestSparesARequestWaitsForAreRaised(t *testing.T) {
 	// Raised in the background (it reads /proc): soon, not by the time the
 	// request is answered.
 	waitFor(t, func() bool { return niceOf(t, hung) == own })
+}
+
+// A new conversation that comes while its bot's spare is being started
+// (its process not yet there, which on a loaded machine takes a while:
+// spares start below real work) waits for that spare rather than start a
+// second CLI beside it.
+func TestSparesARequestWaitsForASpareBeingStarted(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
+	release := holdNextSpare(t, e)
+	done := runAsync(t, e, newConversation(e.request(Text, "anyone?"), "bot/3"))
+	time.Sleep(100 * time.Millisecond) // the request looks for a spare meanwhile
+	release()
+	if res := <-done; res == nil || !res.Spare {
+		t.Errorf("the third conversation started a CLI of its own beside the spare being started (%+v)", e.d.SpareStats())
+	}
+}
+
+// A spare being started when a request comes to wait for it is raised
+// back to brainbot's CPU priority once its process is there, while the
+// request still waits (here it never gets through its start).
+func TestSparesASpareBeingStartedIsRaisedForTheRequestWaiting(t *testing.T) {
+	if !mayRaise(t, 0) {
+		t.Skip("this process may not lower a nice value to 0")
+	}
+	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1, SpareStart: time.Minute}) // not replaced while the test looks
+	release := holdNextSpare(t, e)
+	before := cliSessions(e.data)
+	var own int // a conversation's CLI's
+	for _, pid := range before {
+		own = niceOf(t, pid)
+	}
+	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.NoConnectEnv+"=1")
+	done := runAsync(t, e, newConversation(e.request(Text, "anyone?"), "bot/3"))
+	time.Sleep(100 * time.Millisecond) // the request looks for a spare meanwhile
+	release()
+	waitSpares(t, e.d, func(s SpareStats) bool { return s.Starting == 1 })
+	var hung int
+	for session, pid := range cliSessions(e.data) {
+		if _, old := before[session]; !old {
+			hung = pid
+		}
+	}
+	if hung == 0 {
+		t.Fatal("no process of the spare being started")
+	}
+	waitFor(t, func() bool { return niceOf(t, hung) == own })
+	<-done
+}
+
+// holdNextSpare readies e's bot's spare, has a new conversation take it,
+// and holds its replacement's start until the returned func is called.
+// Waiting for a spare is worth two seconds then.
+func holdNextSpare(t *testing.T, e *fakeEnv) (release func()) {
+	t.Helper()
+	e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
+	waitSpares(t, e.d, readySpares(1))
+	gate := make(chan struct{})
+	e.d.pool.mu.Lock()
+	spawn := e.d.pool.spares.spawn
+	e.d.pool.spares.spawn = func(shape Request) (*live, error) {
+		<-gate
+		return spawn(shape)
+	}
+	for _, set := range e.d.pool.spares.sets {
+		set.lastStartup = time.Second
+	}
+	e.d.pool.mu.Unlock()
+	if res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2")); !res.Spare {
+		t.Fatal("the second conversation did not take the ready spare")
+	}
+	waitFor(t, func() bool {
+		e.d.pool.mu.Lock()
+		defer e.d.pool.mu.Unlock()
+		return e.d.pool.spares.held() == 1
+	})
+	return sync.OnceFunc(func() { close(gate) })
+}
+
+// runAsync runs req in the background; its result comes on the channel
+// (nil on an error, reported).
+func runAsync(t *testing.T, e *fakeEnv, req Request) <-chan *Result {
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := e.d.Run(context.Background(), req)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- res
+	}()
+	return done
 }
 
 // The gauge reads the stalls of some threads from the kernel's pressure
