@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"brainbot/cmd/internal/stack"
@@ -39,14 +40,20 @@ func TestEndToEndUnsavedSessionHoldsTheAnswer(t *testing.T) {
 			})
 			unlock := sqlitetest.LockWrites(t, filepath.Join(s.DataDir, sqlite.FileName))
 			resume()
-			paused := waitLine(ctx, t, s, mark, func(l stack.Line) bool { return l.Msg == "request" && l.Int("user") == user })
-			if paused.Str("outcome") != "paused" {
-				t.Errorf("%q: request line while locked %s, want outcome paused", text, paused.Raw)
-			}
+			// Handed back once saving the session waited out the busy
+			// timeout; unlocked then, not after the usage record waits
+			// it out too (the request line comes after that).
+			waitLine(ctx, t, s, mark, func(l stack.Line) bool {
+				return strings.HasPrefix(l.Msg, "state unavailable for now") && l.Int("user") == user
+			})
 			if n := len(s.ChatCalls("narrator", user)); n != replies {
 				t.Errorf("%q: %d replies while its session could not be saved, want none", text, n-replies)
 			}
 			unlock()
+			paused := waitLine(ctx, t, s, mark, func(l stack.Line) bool { return l.Msg == "request" && l.Int("user") == user })
+			if paused.Str("outcome") != "paused" {
+				t.Errorf("%q: request line of the attempt under the lock %s, want outcome paused", text, paused.Raw)
+			}
 		}
 		resume()
 		waitLine(ctx, t, s, mark, func(l stack.Line) bool {
