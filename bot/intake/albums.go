@@ -104,36 +104,38 @@ func (a *albums) flush(c message.Key) {
 // still that album: a late timer must not close its successor).
 func (a *albums) close(key string, al *album) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	open := a.open[key]
 	if open == nil || al != nil && open != al {
-		a.mu.Unlock()
 		return
 	}
 	delete(a.open, key)
 	open.timer.Stop()
-	a.mu.Unlock()
+	// Queued before a.mu is let go, so that take finds every album open
+	// or queued already, never between. Lock order: a.mu, then the
+	// intake's (which never calls albums while holding its own).
 	a.enqueue(open.in)
 	a.work.Done()
 }
 
-// drop ends, unqueued, the open albums of the conversations mine
-// accepts: each is handed to end, then no longer counted as work. It
-// returns how many messages they held.
-func (a *albums) drop(mine func(message.Key) bool, end func(*message.Inbound)) int {
+// take takes out, unqueued, the open albums of the conversations mine
+// accepts: each is handed to each (its messages gathered in one), then
+// no longer counted as work. It returns how many messages they held.
+func (a *albums) take(mine func(message.Key) bool, each func(*message.Inbound)) int {
 	a.mu.Lock()
-	var dropped []*album
+	var taken []*album
 	for key, al := range a.open {
 		if mine(al.in.Key) {
 			delete(a.open, key)
 			al.timer.Stop()
-			dropped = append(dropped, al)
+			taken = append(taken, al)
 		}
 	}
 	a.mu.Unlock()
 	n := 0
-	for _, al := range dropped {
+	for _, al := range taken {
 		n += al.count
-		end(al.in)
+		each(al.in)
 		a.work.Done()
 	}
 	return n

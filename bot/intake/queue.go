@@ -113,11 +113,16 @@ func (in *Intake) drain(key message.Key, q *queue) {
 
 // takeWaiting takes the messages waiting in q behind m, which is handed
 // back to its log: they go back with it, so that none is answered before
-// it.
+// it. Its conversation's album still arriving goes after them: left, it
+// would be queued ahead of m when m comes back (an album open when a
+// message comes is answered first).
 func (in *Intake) takeWaiting(q *queue, m *message.Inbound) []*message.Inbound {
+	var albums []*message.Inbound
+	// Albums first: one closing meanwhile is in the queue, taken next.
+	in.albums.take(func(key message.Key) bool { return key == m.Key }, func(al *message.Inbound) { albums = append(albums, al) })
 	in.mu.Lock()
-	defer in.mu.Unlock()
-	behind := q.takeAll()
+	behind := append(q.takeAll(), albums...)
+	in.mu.Unlock()
 	if len(behind) > 0 {
 		logger(in.cfg.Log, m).Info("message handed back: the ones waiting behind it in its conversation go back with it, to keep their order",
 			zap.Int("behind", len(behind)))
@@ -134,7 +139,7 @@ func (in *Intake) DropWaiting(bot string, user int64) int {
 	mine := func(key message.Key) bool { return key.User() == user && (bot == "" || key.Bot == bot) }
 	unanswered := func(m *message.Inbound) { m.Progress.Finish(false) }
 	// Albums first: one closing meanwhile is in its queue, emptied next.
-	n := in.albums.drop(mine, unanswered)
+	n := in.albums.take(mine, unanswered)
 	in.mu.Lock()
 	var dropped []*message.Inbound
 	for key, q := range in.queues {
