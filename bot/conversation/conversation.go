@@ -279,7 +279,7 @@ func (p *Pipeline) converse(r *request) {
 		defer st.Cancel() // if a panic skips its Finish
 	}
 	r.writing = p.answers.open(r.in.Key, r.in.Sender, st)
-	defer p.answers.end(r.in.Key.String(), r.writing)
+	defer p.answers.end(r.writing)
 	finishStream := func() {
 		// Stopped before the final reply, which replaces what it showed.
 		if st != nil {

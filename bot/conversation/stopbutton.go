@@ -60,20 +60,21 @@ func (b *answers) open(conversation message.Key, asker int64, st Stream) *answer
 }
 
 // ofUser are the answers being written in user's conversations with bot
-// ("": every bot; message.Key.User).
+// ("": every bot; message.Key.IsUsers).
 func (b *answers) ofUser(bot string, user int64) []*answer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []*answer
 	for _, a := range b.running {
-		if a.conversation.User() == user && (bot == "" || a.conversation.Bot == bot) {
+		if a.conversation.IsUsers(bot, user) {
 			out = append(out, a)
 		}
 	}
 	return out
 }
 
-func (b *answers) end(key string, a *answer) {
+func (b *answers) end(a *answer) {
+	key := a.conversation.String()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.running[key] == a {

@@ -136,7 +136,7 @@ func (in *Intake) takeWaiting(q *queue, m *message.Inbound) []*message.Inbound {
 // unanswered, for the user was forgotten, and /forget promises that the
 // messages not answered yet go. It returns how many went.
 func (in *Intake) DropWaiting(bot string, user int64) int {
-	mine := func(key message.Key) bool { return key.User() == user && (bot == "" || key.Bot == bot) }
+	mine := func(key message.Key) bool { return key.IsUsers(bot, user) }
 	unanswered := func(m *message.Inbound) { m.Progress.Finish(false) }
 	// Albums first: one closing meanwhile is in its queue, emptied next.
 	n := in.albums.take(mine, unanswered)

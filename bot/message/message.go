@@ -55,6 +55,13 @@ func (k Key) User() int64 {
 	return 0
 }
 
+// IsUsers reports whether k is one of user's conversations with bot
+// ("": with any bot): the private chat, or a guest conversation user
+// called the bot into.
+func (k Key) IsUsers(bot string, user int64) bool {
+	return k.User() == user && (bot == "" || k.Bot == bot)
+}
+
 // String is the key as one word, "bot/chat/thread": how the Claude driver
 // tells its warm CLI processes apart.
 func (k Key) String() string {
