@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -323,4 +324,26 @@ func TestALeaseReleasedBeforeItsHolderLeftIsTakenOnceItLeft(t *testing.T) {
 	time.Sleep(time.Second) // b and c have found the bot given to a
 	stopWork()
 	waitFor(t, hangGuard, "b or c to poll", func() bool { p := polling(); return p == "b" || p == "c" })
+}
+
+// A member of the spread before an outage that never beats after it is
+// logged as not back once it is dropped, also when this instance did not
+// look at the members while it was absent within the return wait (a
+// loaded machine; here the return wait ends before the member's last
+// heartbeat expires): it was dropped without a word.
+func TestAMemberNotBackIsToldWhenItsHeartbeatOutlivedTheReturnWait(t *testing.T) {
+	url := natstest.Start(t)
+	a, logs := joinLogged(t, url, "a", func(cfg *Config) { cfg.ReturnWait = cfg.MemberTTL / 3 })
+	ctx := context.Background()
+	if _, err := a.updates.members.kv.Put(ctx, "b", []byte("an older member's heartbeat")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, hangGuard, "a to see b", func() bool { m, err := a.Members(ctx); return err == nil && slices.Contains(m, "b") })
+	a.conn.health.failed("test", errors.New("an outage")) // b beats no more from here
+	a.conn.health.answered()
+	const gone = "member not back after the NATS outage: its partitions go to the others"
+	waitFor(t, hangGuard, "a to drop b", func() bool { m, err := a.Members(ctx); return err == nil && !slices.Contains(m, "b") })
+	if !logged(logs, gone, "b") {
+		t.Errorf("b, not back after the outage, was dropped without %q", gone)
+	}
 }

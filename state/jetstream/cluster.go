@@ -229,7 +229,7 @@ func reconnectDelay(rounds int) time.Duration {
 // assemble gives each part of the cluster the buckets it keeps and the
 // parts it asks.
 func assemble(cn *conn, b buckets) *Cluster {
-	members := &membership{conn: cn, kv: b.members}
+	members := &membership{conn: cn, kv: b.members, awaited: map[string]*awaitedMember{}}
 	u := &updates{conn: cn, stream: b.stream, offsets: b.state, members: members,
 		claims: newClaims(cn.cfg.AckWait),
 		marks:  &marks{conn: cn, answered: b.answered, progress: b.progress},

@@ -23,10 +23,20 @@ type membership struct {
 	mu sync.Mutex
 	// known are the members of the last spread (view).
 	known []string
-	// awaited are the members kept in the spread after an outage although
-	// absent for a member TTL: each is logged once as awaited, and again
-	// when it is dropped.
-	awaited map[string]bool
+	// awaited are the members of the spread before the last outage not
+	// back yet (noteOutage), and those kept in it since although absent
+	// (await). One dropped is logged as not back.
+	awaited map[string]*awaitedMember
+	// outages is how many outages noteOutage has seen.
+	outages uint64
+}
+
+// awaitedMember is a member awaited after an outage: the revision of
+// its heartbeat then (0: none, or unknown), and whether it was logged as
+// kept in the spread although absent.
+type awaitedMember struct {
+	rev  uint64
+	told bool
 }
 
 // drainingPrefix marks, in brainbot_members, an instance that stopped
@@ -116,17 +126,21 @@ func (m *membership) view(ctx context.Context) ([]string, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.noteOutage(ctx)
 	returning := !m.conn.health.quiet(m.conn.cfg.ReturnWait)
 	for _, k := range m.known {
+		awaited := m.awaited[k]
+		there := slices.Contains(live, k)
 		switch {
-		case slices.Contains(live, k), slices.Contains(draining, k):
+		case slices.Contains(draining, k), there && (awaited == nil || m.beatSince(ctx, k, awaited)):
 			delete(m.awaited, k)
+		case there: // its heartbeat from before the outage, not expired yet
 		case returning:
 			live = append(live, k)
 			if k != keyPart(m.conn.cfg.Instance) {
 				m.await(k)
 			}
-		case m.awaited[k]:
+		case awaited != nil:
 			delete(m.awaited, k)
 			m.conn.log.Warn("member not back after the NATS outage: its partitions go to the others",
 				zap.String("member", k), zap.Duration("return_wait_ms", m.conn.cfg.ReturnWait))
@@ -136,17 +150,58 @@ func (m *membership) view(ctx context.Context) ([]string, error) {
 	return live, nil
 }
 
+// noteOutage takes, at the first view after each outage, the members of
+// the spread before it (m.known: no view lists the members during it) as
+// awaited, with their heartbeat's revision: each until it beats again,
+// or is dropped. A member dropped while awaited is logged as not back,
+// also one whose last heartbeat from before the outage outlived the
+// return wait, or that no view saw absent within it (a loaded machine).
+// Called with m.mu held.
+func (m *membership) noteOutage(ctx context.Context) {
+	n := m.conn.health.outage().Outages
+	if n == m.outages {
+		return
+	}
+	m.outages = n
+	for _, k := range m.known {
+		if m.awaited[k] == nil && k != keyPart(m.conn.cfg.Instance) {
+			rev, _ := m.heartbeatRev(ctx, k) // 0 when none: any beat then is one since
+			m.awaited[k] = &awaitedMember{rev: rev}
+		}
+	}
+}
+
+// beatSince reports whether awaited member k has beaten since it was
+// awaited: it is back. A heartbeat gone meanwhile (expired between the
+// listing and now) is no beat.
+func (m *membership) beatSince(ctx context.Context, k string, awaited *awaitedMember) bool {
+	rev, ok := m.heartbeatRev(ctx, k)
+	return ok && rev != awaited.rev
+}
+
+// heartbeatRev is the revision of k's heartbeat; ok is false when there
+// is none, or it could not be read.
+func (m *membership) heartbeatRev(ctx context.Context, k string) (rev uint64, ok bool) {
+	e, err := m.kv.Get(ctx, k)
+	if err != nil {
+		return 0, false
+	}
+	return e.Revision(), true
+}
+
 // await logs, once, that member k is kept in the spread although absent
 // while NATS has answered for a member TTL (a live member has beaten by
 // then, unless it is slow to come back).
 func (m *membership) await(k string) {
-	if m.awaited[k] || !m.conn.health.quiet(m.conn.cfg.MemberTTL) {
+	awaited := m.awaited[k]
+	if awaited == nil {
+		awaited = &awaitedMember{}
+		m.awaited[k] = awaited
+	}
+	if awaited.told || !m.conn.health.quiet(m.conn.cfg.MemberTTL) {
 		return
 	}
-	if m.awaited == nil {
-		m.awaited = map[string]bool{}
-	}
-	m.awaited[k] = true
+	awaited.told = true
 	m.conn.log.Info("member not back yet after the NATS outage: its partitions wait for it",
 		zap.String("member", k), zap.Duration("return_wait_ms", m.conn.cfg.ReturnWait))
 }
