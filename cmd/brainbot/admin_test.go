@@ -22,90 +22,21 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"brainbot/admin"
 	"brainbot/bot"
 	"brainbot/claude"
+	"brainbot/httpserve"
 	"brainbot/state/sqlite"
 )
 
-// /readyz answers 503 naming what is not ready, and the endpoint says where
-// it listens.
-func TestAdminEndpoint(t *testing.T) {
-	core, logs := observer.New(zap.InfoLevel)
-	notReady := func() error { return errors.New("not polling Telegram: voice") }
-	admin := adminEndpoint(http.NotFoundHandler(), notReady)
-	stop, err := admin.serve("127.0.0.1:0", zap.New(core))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	addr := logs.FilterMessage("admin endpoint listening").All()[0].ContextMap()["addr"].(string)
-	resp, err := http.Get("http://" + addr + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "voice") {
-		t.Errorf("/readyz = %d %q, want 503 naming the bot", resp.StatusCode, body)
-	}
-	if _, err := admin.serve(addr, zap.NewNop()); err == nil {
-		t.Error("a second endpoint on a taken address started")
-	}
-}
-
-// With BRAINBOT_ADMIN_TOKEN, every call but /healthz brings the token:
-// without it or with another one it gets 401 and nothing of the answer.
-func TestAdminEndpointAsksForTheToken(t *testing.T) {
-	const token = "0123456789abcdef0123"
-	core, logs := observer.New(zap.InfoLevel)
-	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "brainbot_ready 1") })
-	stop, err := adminEndpoint(metrics, func() error { return nil }).withBearer(token).serve("127.0.0.1:0", zap.New(core))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	base := "http://" + logs.FilterMessage("admin endpoint listening").All()[0].ContextMap()["addr"].(string)
-	tests := []struct {
-		path, auth string
-		code       int
-		body       string
-	}{
-		{"/healthz", "", http.StatusOK, "ok"},
-		{"/metrics", "", http.StatusUnauthorized, "needs Authorization: Bearer"},
-		{"/readyz", "Bearer wrong-token-of-the-same-size", http.StatusUnauthorized, "wrong admin token"},
-		{"/metrics", "Basic " + token, http.StatusUnauthorized, "needs Authorization: Bearer"},
-		{"/metrics", "Bearer " + token, http.StatusOK, "brainbot_ready 1"},
-		{"/readyz", "Bearer " + token, http.StatusOK, "ready"},
-	}
-	for _, tt := range tests {
-		req, _ := http.NewRequest(http.MethodGet, base+tt.path, nil)
-		if tt.auth != "" {
-			req.Header.Set("Authorization", tt.auth)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != tt.code || !strings.Contains(string(body), tt.body) {
-			t.Errorf("GET %s (%q) = %d %q, want %d %q", tt.path, tt.auth, resp.StatusCode, body, tt.code, tt.body)
-		}
-		if tt.code == http.StatusUnauthorized && resp.Header.Get("WWW-Authenticate") == "" {
-			t.Errorf("GET %s: a 401 without WWW-Authenticate", tt.path)
-		}
-	}
-}
-
 // Both endpoints bound every resource a client can hold.
 func TestEndpointsHaveLimits(t *testing.T) {
-	for _, e := range []endpoint{adminEndpoint(http.NotFoundHandler(), func() error { return nil }), webhookEndpoint(http.NotFoundHandler())} {
-		l := e.limits
-		if l.readHeader <= 0 || l.read <= 0 || l.write <= 0 || l.idle <= 0 || l.maxHeaderBytes <= 0 || l.maxConns <= 0 || l.maxClientConns <= 0 {
-			t.Errorf("%s: limits %+v, want every one set", e.name, l)
+	for name, l := range map[string]httpserve.Limits{"admin": adminLimits, "webhook": webhookLimits} {
+		if l.ReadHeader <= 0 || l.Read <= 0 || l.Write <= 0 || l.Idle <= 0 || l.MaxHeaderBytes <= 0 || l.MaxConns <= 0 || l.MaxClientConns <= 0 {
+			t.Errorf("%s: limits %+v, want every one set", name, l)
 		}
-		if l.maxClientConns*2 > l.maxConns {
-			t.Errorf("%s: one client may hold %d of %d connections, want it far from all", e.name, l.maxClientConns, l.maxConns)
+		if l.MaxClientConns*2 > l.MaxConns {
+			t.Errorf("%s: one client may hold %d of %d connections, want it far from all", name, l.MaxClientConns, l.MaxConns)
 		}
 	}
 }
@@ -116,16 +47,20 @@ func TestEndpointsHaveLimits(t *testing.T) {
 // clients hold for the whole test (the header deadline is long here), so
 // the answer comes while they hold, or never.
 func TestEndpointsAnswerWhileSlowClientsHold(t *testing.T) {
-	for _, e := range []endpoint{adminEndpoint(http.NotFoundHandler(), func() error { return nil }), webhookEndpoint(newWebhookHandler(t))} {
-		t.Run(e.name, func(t *testing.T) {
-			e.limits.readHeader, e.limits.read = time.Hour, time.Hour
+	surface := admin.New(admin.Config{Ready: func() error { return nil }, Metrics: http.NotFoundHandler()})
+	for _, e := range []httpserve.Endpoint{
+		{Name: "admin endpoint", Handler: surface.Handler(admin.Address), Limits: adminLimits},
+		{Name: "webhook endpoint", Handler: newWebhookHandler(t), Limits: webhookLimits},
+	} {
+		t.Run(e.Name, func(t *testing.T) {
+			e.Limits.ReadHeader, e.Limits.Read = time.Hour, time.Hour
 			core, logs := observer.New(zap.InfoLevel)
-			stop, err := e.serve("127.0.0.1:0", zap.New(core))
+			stop, err := e.ListenAndServe("127.0.0.1:0", zap.New(core))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer stop()
-			addr := logs.FilterMessage(e.name + " listening").All()[0].ContextMap()["addr"].(string)
+			addr := logs.FilterMessage(e.Name + " listening").All()[0].ContextMap()["addr"].(string)
 
 			// Another client than the one asking below: 127.0.0.2 is
 			// loopback too.
@@ -180,12 +115,12 @@ func TestWebhookEndpointClosesIdleConnections(t *testing.T) {
 		mu.Unlock()
 		webhook.ServeHTTP(w, r)
 	})
-	e := webhookEndpoint(counting)
+	e := httpserve.Endpoint{Name: "webhook endpoint", Handler: counting, Limits: webhookLimits}
 	// Shorter than in service, so the test takes seconds.
-	e.limits.idle = 200 * time.Millisecond
-	e.limits.maxConns = 300
+	e.Limits.Idle = 200 * time.Millisecond
+	e.Limits.MaxConns = 300
 	core, logs := observer.New(zap.InfoLevel)
-	stop, err := e.serve("127.0.0.1:0", zap.New(core))
+	stop, err := e.ListenAndServe("127.0.0.1:0", zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,19 +142,19 @@ func TestWebhookEndpointClosesIdleConnections(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("idle client said %q: %v", out, err)
 	}
-	if got.Answered405+got.Refused != idleClients || got.ClosedByServer != got.Answered405 || got.Answered405 < e.limits.maxConns {
+	if got.Answered405+got.Refused != idleClients || got.ClosedByServer != got.Answered405 || got.Answered405 < e.Limits.MaxConns {
 		t.Errorf("of %d idle connections, %d got 405, %d were closed by the endpoint after, %d refused (first error: %s); "+
 			"want each answered and closed or refused, and at least the connection limit (%d) answered",
-			idleClients, got.Answered405, got.ClosedByServer, got.Refused, got.FirstError, e.limits.maxConns)
+			idleClients, got.Answered405, got.ClosedByServer, got.Refused, got.FirstError, e.Limits.MaxConns)
 	}
 	// The connections themselves, the listener, and a few the runtime
 	// opens meanwhile.
 	mu.Lock()
 	held := peak - baseline
 	mu.Unlock()
-	t.Logf("at most %d descriptors more than before the attack (connection limit %d)", held, e.limits.maxConns)
-	if held > e.limits.maxConns+16 {
-		t.Errorf("the process held %d more descriptors than before the attack, want at most about %d (the connection limit)", held, e.limits.maxConns)
+	t.Logf("at most %d descriptors more than before the attack (connection limit %d)", held, e.Limits.MaxConns)
+	if held > e.Limits.MaxConns+16 {
+		t.Errorf("the process held %d more descriptors than before the attack, want at most about %d (the connection limit)", held, e.Limits.MaxConns)
 	}
 }
 

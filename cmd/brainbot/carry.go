@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"brainbot/admin"
 	"brainbot/claude"
 	"brainbot/state"
 	"brainbot/state/carry"
@@ -98,7 +99,7 @@ func (m *Main) carryConversations(ctx context.Context, args []string) error {
 
 // nothingRuns refuses a carry while what it carries may still change:
 // an instance of the cluster beats in its membership, or a brainbot
-// listens at this machine's admin address (the one instance).
+// answers at this machine's admin socket or address (the one instance).
 func nothingRuns(ctx context.Context, cfg Config, cluster *jetstream.Cluster) error {
 	members, err := cluster.Members(ctx)
 	if err != nil {
@@ -108,10 +109,15 @@ func nothingRuns(ctx context.Context, cfg Config, cluster *jetstream.Cluster) er
 		return fmt.Errorf("instances of the cluster are running (%s): stop them all first (systemctl stop brainbot), "+
 			"or what they change during the carry is lost", strings.Join(members, ", "))
 	}
+	if conn, err := net.DialTimeout("unix", cfg.adminSocket(), time.Second); err == nil {
+		conn.Close()
+		return fmt.Errorf("a brainbot answers at %s (its admin socket): the service runs on this machine; stop it first (systemctl stop brainbot), "+
+			"or what it changes during the carry is lost", cfg.adminSocket())
+	}
 	if cfg.HTTPAddr == "" {
 		return nil
 	}
-	conn, err := net.DialTimeout("tcp", dialable(cfg.HTTPAddr), time.Second)
+	conn, err := net.DialTimeout("tcp", admin.Dialable(cfg.HTTPAddr), time.Second)
 	if err != nil {
 		return nil // nothing listens there
 	}

@@ -503,32 +503,26 @@ func (c *testCluster) outage(d time.Duration) {
 	}
 }
 
-// adminGet GETs path from the instance's admin endpoint
-// (BRAINBOT_HTTP_ADDR).
+// adminGet GETs path from the instance's admin surface, through its
+// admin socket.
 func adminGet(t testing.TB, in *instance, path string) (int, string) {
 	t.Helper()
-	resp, err := http.Get("http://" + instanceAdminAddr(t, in) + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return socketCall(t, instanceAdminSocket(t, in), http.MethodGet, path, "", nil)
 }
 
-// instanceAdminAddr is the address of the instance's admin endpoint.
-func instanceAdminAddr(t testing.TB, in *instance) string {
+// instanceAdminSocket is the path of the instance's admin socket.
+func instanceAdminSocket(t testing.TB, in *instance) string {
 	t.Helper()
-	var addr string
+	var path string
 	in.logs.each(func(l map[string]any) {
-		if l["msg"] == "admin endpoint listening" {
-			addr = l["addr"].(string)
+		if l["msg"] == "admin socket listening" {
+			path = l["addr"].(string)
 		}
 	})
-	if addr == "" {
-		t.Fatalf("%s has no admin endpoint", in.name)
+	if path == "" {
+		t.Fatalf("%s has no admin socket", in.name)
 	}
-	return addr
+	return path
 }
 
 // summaries counts the summary lines of answered requests the instances

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"brainbot/admin"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/state/jetstream/natstest"
@@ -39,7 +40,7 @@ func TestEndToEndClusterHandedBackMessageKeepsItsTurn(t *testing.T) {
 	s.Send("narrator", user, "second")
 	waitModelAsked(t, s.Model, "second")
 	s.Send("narrator", user, "third")
-	waitStatus(t, adminAddr(t, s), "narrator", func(b botStatus) bool { return b.Waiting == 1 })
+	waitStatus(t, adminSocket(t, s), "narrator", func(b admin.BotStatus) bool { return b.Waiting == 1 })
 
 	// The transcripts' store refuses every write until it is given back.
 	giveBack := refuseTranscripts(t, nc)

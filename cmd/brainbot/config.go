@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"brainbot/admin"
 	"brainbot/output"
 	"brainbot/state/jetstream"
 )
@@ -64,12 +65,14 @@ type Config struct {
 	// SparesMemory bounds the memory all spares hold: a share of the
 	// machine's ("25%") or a size ("400MB"); see sparesMemory.
 	SparesMemory string
-	// HTTPAddr is where /healthz, /readyz, /metrics and /status are served ("":
-	// off). AdminToken, which an address off loopback needs, is the
-	// bearer token every call but /healthz must bring. It has no flag:
-	// flags show in ps.
-	HTTPAddr   string
-	AdminToken string
+	// HTTPAddr is the admin address ("": off): /healthz, /readyz and
+	// /metrics for monitors, and with AdminToken (which an address off
+	// loopback needs) the admin's calls too. The token has no flag: flags
+	// show in ps. AdminSocket is the admin socket, where the admin's own
+	// commands call ("": admin.sock in the data folder).
+	HTTPAddr    string
+	AdminToken  string
+	AdminSocket string
 
 	// Retention prunes organised voice notes and images (off by default).
 	AudioRetention, ImageRetention output.Retention
@@ -148,10 +151,12 @@ var settings = []setting{
 		func(c *Config, v string) error { c.SparesMemory = v; return nil }},
 	{"BRAINBOT_SPARE_IDLE", "spare-idle", "how long an unused spare is kept before a fresh one replaces it", "10m",
 		func(c *Config, v string) (err error) { c.SpareIdle, err = time.ParseDuration(v); return err }},
-	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz, /metrics and /status at this address, e.g. 127.0.0.1:9464 (empty: off); off loopback it needs BRAINBOT_ADMIN_TOKEN", "",
+	{"BRAINBOT_HTTP_ADDR", "http-addr", "serve /healthz, /readyz and /metrics at this address, e.g. 127.0.0.1:9464 (empty: off), and with BRAINBOT_ADMIN_TOKEN /status and the conversations too; off loopback it needs BRAINBOT_ADMIN_TOKEN", "",
 		func(c *Config, v string) error { c.HTTPAddr = v; return nil }},
-	{"BRAINBOT_ADMIN_TOKEN", "", "bearer token the admin endpoint asks of every call but /healthz; needed to serve it anywhere but loopback", "",
+	{"BRAINBOT_ADMIN_TOKEN", "", "bearer token the admin address asks of every call but /healthz (a browser signs in at /login); needed to serve it anywhere but loopback, and for the admin's calls there", "",
 		func(c *Config, v string) error { c.AdminToken = v; return nil }},
+	{"BRAINBOT_ADMIN_SOCKET", "admin-socket", "the admin socket, a Unix socket only the service's user and root may open: brainbot status, conversations and forget call the service there (empty: admin.sock in the data folder)", "",
+		func(c *Config, v string) error { c.AdminSocket = v; return nil }},
 	{"BRAINBOT_GRACE", "grace", "on SIGTERM, how long requests in flight may finish", "30s",
 		func(c *Config, v string) (err error) { c.Grace, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_AUDIO_MAX_AGE", "audio-max-age", "delete voice notes older than this (0: keep)", "0",
@@ -557,6 +562,11 @@ func defaultMaxWarm() int {
 		return 4
 	}
 	return max(1, int(memory>>20)/4/warmProcessMB)
+}
+
+// adminSocket is the admin socket's path.
+func (c Config) adminSocket() string {
+	return cmp.Or(c.AdminSocket, filepath.Join(c.DataDir, admin.SocketName))
 }
 
 // minAdminToken is the shortest BRAINBOT_ADMIN_TOKEN taken: a guessable

@@ -13,9 +13,9 @@
 //	check    validate brain and panel files (file:line per problem); -connect starts their MCP servers and lists their tools
 //	backup   copy the state database to a file while brainbot runs
 //	usage    what the bots cost: requests, tokens and USD per brain (-since 7d)
-//	conversations  list the running service's conversations; conversations show prints one (asks its admin address)
-//	forget   have the running service forget a user, as their /forget does (asks its admin address)
-//	status   what each bot of the running service does, from its admin address (/status); exits 1 when one does not run as its brain says
+//	conversations  list the running service's conversations; conversations show prints one (asks through its admin socket)
+//	forget   have the running service forget a user, as their /forget does (asks through its admin socket)
+//	status   what each bot of the running service does, through its admin socket (/status); exits 1 when one does not run as its brain says
 //	carry    carry the conversations (sessions, transcripts, /voice choices) from a cluster into one instance's SQLite file (-to sqlite), or back (-to cluster), the service stopped
 //	mcp      serve tts, image-gen or clock on stdio; mcp exec starts a brain's MCP server with only its own environment
 //	version  print brainbot's version and the Claude Code CLI's (also -version, --version)
@@ -51,7 +51,8 @@
 //	BRAINBOT_SPARES (-spares)                    CLI processes each bot starts ahead of new conversations [1]
 //	BRAINBOT_SPARES_MEMORY (-spares-memory)      most memory all spares hold: 25% of memory or 400MB [25%]
 //	BRAINBOT_SPARE_IDLE (-spare-idle)            how long an unused spare is kept [10m]
-//	BRAINBOT_HTTP_ADDR (-http-addr)              serve /healthz, /readyz, /metrics and /status here; loopback unless BRAINBOT_ADMIN_TOKEN [off]
+//	BRAINBOT_HTTP_ADDR (-http-addr)              serve /healthz, /readyz, /metrics here (the admin's calls with the token); loopback unless BRAINBOT_ADMIN_TOKEN [off]
+//	BRAINBOT_ADMIN_SOCKET (-admin-socket)        the admin socket: status, conversations and forget ask here [admin.sock in the data folder]
 //	BRAINBOT_GRACE (-grace)                      on SIGTERM, how long requests in flight may finish [30s]
 //	BRAINBOT_AUDIO_MAX_AGE (-audio-max-age)      delete voice notes older than this [0: keep]
 //	BRAINBOT_AUDIO_MAX_MB (-audio-max-mb)        keep at most this many MB of voice notes [0: no limit]
@@ -67,7 +68,7 @@
 // Secrets have no flag (flags show in ps):
 //
 //	OPENAI_API_KEY          the voice and image tools, and voice messages in
-//	BRAINBOT_ADMIN_TOKEN    the bearer token of the admin endpoint; needed off loopback
+//	BRAINBOT_ADMIN_TOKEN    the admin address's token (a browser signs in at /login); needed off loopback and for the admin's calls there
 //
 // Read as well, and passed on to the Claude CLI with the model provider's
 // other variables (package claude's allow-list):

@@ -39,7 +39,7 @@ func TestClusterForgetOnEveryInstance(t *testing.T) {
 	// and keeps a copy (the fake CLI writes no turns the real one would).
 	var session string
 	for _, in := range ins {
-		list := listConversations(t, []string{"BRAINBOT_HTTP_ADDR=" + instanceAdminAddr(t, in)}, "-bot", "alpha")
+		list := listConversations(t, socketEnv(instanceAdminSocket(t, in)), "-bot", "alpha")
 		if len(list) != 1 || list[0].Chat != user || list[0].Bytes == 0 || list[0].Problem != "" {
 			t.Fatalf("conversations through %s: %+v", in.name, list)
 		}
@@ -51,7 +51,7 @@ func TestClusterForgetOnEveryInstance(t *testing.T) {
 	}
 
 	asked, elsewhere := ins[1], ins[0]
-	env := []string{"BRAINBOT_HTTP_ADDR=" + instanceAdminAddr(t, asked)}
+	env := socketEnv(instanceAdminSocket(t, asked))
 	if code, out, stderr := runMain(t, env, "forget", "-bot", "alpha", "-user", "4343"); code != exitOK ||
 		!strings.Contains(out, "1 conversations, 1 sessions") {
 		t.Fatalf("forget through %s = %d: %s%s", asked.name, code, out, stderr)

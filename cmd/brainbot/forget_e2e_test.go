@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"brainbot/admin"
 	"brainbot/bot/conversation"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
@@ -19,9 +21,10 @@ import (
 // The end-to-end suite of an admin's window onto conversations and of a
 // user's /forget: brainbot run with the real Claude Code CLI, in both
 // modes (the cluster one on a real nats-server), and the commands
-// brainbot conversations, show and forget against its admin address.
+// brainbot conversations, show and forget through its admin socket, and
+// from elsewhere at its admin address with the admin token.
 
-// forgetAdminToken is the admin endpoint's token in these tests.
+// forgetAdminToken is the admin address's token in these tests.
 const forgetAdminToken = "forget-e2e-admin-token-0123456789"
 
 func TestEndToEndForget(t *testing.T) { eachMode(t, testForget) }
@@ -32,7 +35,7 @@ func testForget(t *testing.T, env []string) {
 		Brains: map[string]string{"asker.yaml": askerBrain},
 		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0", "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken}, env...),
 	}, nil)
-	admin := adminEnv(t, s)
+	admin := socketEnv(adminSocket(t, s))
 	const user = 9
 
 	// A conversation, and a voice note made for the user (🔊).
@@ -61,7 +64,12 @@ func testForget(t *testing.T, env []string) {
 	if code != exitOK || !strings.Contains(shown, "user:\n  Remember the lighthouse") || !strings.Contains(shown, "assistant:\n  You said: Remember the lighthouse") {
 		t.Errorf("conversations show = %d:\n%s%s", code, shown, stderr)
 	}
-	code, _, stderr = runMain(t, []string{admin[0], "BRAINBOT_ADMIN_TOKEN=not-the-service-token-at-all"}, "conversations")
+	// From another machine: the address, with the token.
+	remote := []string{"BRAINBOT_HTTP_ADDR=" + adminAddr(t, s), "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken, "BRAINBOT_ADMIN_SOCKET=" + filepath.Join(t.TempDir(), "none.sock")}
+	if list := listConversations(t, remote, "-user", "9"); len(list) != 1 || list[0].Session != session {
+		t.Errorf("conversations at the address with the token: %+v", list)
+	}
+	code, _, stderr = runMain(t, []string{remote[0], "BRAINBOT_ADMIN_TOKEN=not-the-service-token-at-all", remote[2]}, "conversations")
 	if code != exitError || !strings.Contains(stderr, "the service refused BRAINBOT_ADMIN_TOKEN") {
 		t.Errorf("a wrong token: exit %d, %s", code, stderr)
 	}
@@ -116,31 +124,39 @@ func testForget(t *testing.T, env []string) {
 	}
 }
 
-// The commands say what to do when the service does not answer.
+// The commands say what to do when the service does not answer: no
+// socket where they look, a socket nobody answers on, no answer at the
+// address.
 func TestConversationsWithoutTheService(t *testing.T) {
-	code, _, stderr := runMain(t, []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:9"}, "conversations")
-	if code != exitError || !strings.Contains(stderr, "no answer from brainbot at http://127.0.0.1:9/conversations") {
-		t.Errorf("exit %d: %s", code, stderr)
+	dir := t.TempDir()
+	code, _, stderr := runMain(t, []string{"BRAINBOT_DATA=" + dir}, "forget", "-user", "9")
+	if want := "no admin socket at " + filepath.Join(dir, "admin.sock"); code != exitError || !strings.Contains(stderr, want) || !strings.Contains(stderr, "BRAINBOT_DATA") {
+		t.Errorf("without a socket: exit %d: %s, want %q", code, stderr, want)
 	}
-	code, _, stderr = runMain(t, nil, "forget", "-user", "9")
-	if code != exitUsage || !strings.Contains(stderr, "BRAINBOT_HTTP_ADDR") {
-		t.Errorf("without an address: exit %d: %s", code, stderr)
+	stale := filepath.Join(dir, "stale.sock")
+	ln, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	code, _, stderr = runMain(t, socketEnv(stale), "conversations")
+	if code != exitError || !strings.Contains(stderr, "no answer from brainbot at "+stale) {
+		t.Errorf("a stale socket: exit %d: %s", code, stderr)
+	}
+	code, _, stderr = runMain(t, []string{"BRAINBOT_DATA=" + dir, "BRAINBOT_HTTP_ADDR=127.0.0.1:9", "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken}, "conversations")
+	if code != exitError || !strings.Contains(stderr, "no answer from brainbot at http://127.0.0.1:9") {
+		t.Errorf("at the address: exit %d: %s", code, stderr)
 	}
 }
 
-// adminEnv is the environment of a command that asks s's admin address.
-func adminEnv(t *testing.T, s *stack.Stack) []string {
-	t.Helper()
-	return []string{"BRAINBOT_HTTP_ADDR=" + adminAddr(t, s), "BRAINBOT_ADMIN_TOKEN=" + forgetAdminToken}
-}
-
-func listConversations(t *testing.T, env []string, args ...string) []conversationInfo {
+func listConversations(t *testing.T, env []string, args ...string) []admin.ConversationInfo {
 	t.Helper()
 	code, out, stderr := runMain(t, env, append([]string{"conversations", "-json"}, args...)...)
 	if code != exitOK {
 		t.Fatalf("conversations = %d: %s", code, stderr)
 	}
-	var list []conversationInfo
+	var list []admin.ConversationInfo
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatalf("conversations -json: %v\n%s", err, out)
 	}

@@ -72,6 +72,8 @@ func TestMain(m *testing.M) {
 	claudetest.RunFakeCLIIfRequested()
 	// TestWebhookEndpointClosesIdleConnections runs it as its attacker.
 	runIdleClientIfRequested()
+	// TestEndToEndOnlyTheAdminGetsIn runs it as another account's dialer.
+	runDialerIfRequested()
 	if len(os.Args) > 2 && os.Args[1] == "mcp" && os.Args[2] == "exec" {
 		os.Exit(newMain().Run(context.Background(), os.Args[1:]))
 	}

@@ -11,7 +11,10 @@ import (
 
 	"go.uber.org/zap"
 
+	"brainbot/admin"
 	"brainbot/bot"
+	"brainbot/claude"
+	"brainbot/httpserve"
 	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/state"
@@ -147,21 +150,20 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		zap.String("claude_version", checks.claudeVersion), zap.Bool("claude_bare", ans.bare),
 		zap.Int("max_claude", cfg.MaxClaude), zap.Duration("grace_ms", cfg.Grace))
 	log.Info(checks.summary("running"))
-	if cfg.HTTPAddr != "" {
-		status := statusSource{bots: manager.Status, claude: claudeStats(driver), clis: driver.CLIsOf, started: started, instance: instanceName(cfg), now: time.Now}
-		if shared != nil {
-			status.cluster = shared
-		}
-		admin := adminEndpoint(reg.Handler(), ready, info...).withStatus(statusHandler(status)).
-			withConversations(conversationsAPI{state: backend, claude: driver, forget: manager.Forget, log: log})
-		stop, err := admin.withBearer(cfg.AdminToken).serve(cfg.HTTPAddr, log)
-		if err != nil {
-			return fmt.Errorf("BRAINBOT_HTTP_ADDR (-http-addr) %q: %w", cfg.HTTPAddr, err)
-		}
-		defer stop()
+	surface := admin.New(admin.Config{
+		Token: cfg.AdminToken, Ready: ready, Info: info, Metrics: reg.Handler(),
+		Status: admin.StatusSource{Bots: manager.Status, Claude: claudeStats(driver), CLIs: driver.CLIsOf,
+			Version: v, Revision: rev, Started: started, Instance: instanceName(cfg), Cluster: clusterView(shared), Now: time.Now},
+		Conversations: admin.Conversations{State: backend, Claude: driver, Forget: manager.Forget, Log: log},
+	})
+	stopAdmin, err := serveAdmin(cfg, surface, log)
+	if err != nil {
+		return err
 	}
+	defer stopAdmin()
 	if cfg.WebhookURL != "" {
-		stop, err := webhookEndpoint(manager.WebhookHandler()).serve(cmp.Or(cfg.WebhookAddr, defaultWebhookAddr), log)
+		webhook := httpserve.Endpoint{Name: "webhook endpoint", Handler: manager.WebhookHandler(), Limits: webhookLimits}
+		stop, err := webhook.ListenAndServe(cmp.Or(cfg.WebhookAddr, defaultWebhookAddr), log)
 		if err != nil {
 			return fmt.Errorf("BRAINBOT_WEBHOOK_ADDR (-webhook-addr) %q: %w", cfg.WebhookAddr, err)
 		}
@@ -176,6 +178,60 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 	}
 	log.Info("brainbot stopped")
 	return nil
+}
+
+// Telegram opens up to 40 connections per bot (setWebhook's
+// max_connections), spread over the instances behind the load balancer,
+// which may be the one client all of them come from.
+var webhookLimits = httpserve.For(2048, 512)
+
+// adminLimits suit a scraper and a health checker or two, and the admin.
+var adminLimits = httpserve.For(256, 16)
+
+// serveAdmin serves the admin surface on the admin socket, and on the
+// admin address if there is one.
+func serveAdmin(cfg Config, surface *admin.Surface, log *zap.Logger) (stop func(), err error) {
+	ln, err := admin.ListenSocket(cfg.adminSocket())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_ADMIN_SOCKET").name(), err)
+	}
+	stopSocket := httpserve.Endpoint{Name: "admin socket", Handler: surface.Handler(admin.Socket), Limits: adminLimits}.Serve(ln, log)
+	if cfg.HTTPAddr == "" {
+		return stopSocket, nil
+	}
+	address := httpserve.Endpoint{Name: "admin endpoint", Handler: surface.Handler(admin.Address), Limits: adminLimits}
+	stopAddress, err := address.ListenAndServe(cfg.HTTPAddr, log)
+	if err != nil {
+		stopSocket()
+		return nil, fmt.Errorf("%s %q: %w", lookupSetting("BRAINBOT_HTTP_ADDR").name(), cfg.HTTPAddr, err)
+	}
+	return func() { stopAddress(); stopSocket() }, nil
+}
+
+// claudeStats reads the driver's CLIs for /status.
+func claudeStats(d *claude.Driver) func() admin.ClaudeStatus {
+	return func() admin.ClaudeStatus {
+		s := d.SpareStats()
+		return admin.ClaudeStatus{Warm: d.Warm(), SparesReady: s.Ready, SparesStarting: s.Starting, SparesWanted: s.Wanted,
+			SparesTaken: s.Taken, SparesMissed: s.Missed}
+	}
+}
+
+// clusterView is what /status reads of the cluster (nil: alone; a nil
+// *Cluster in the interface would not be).
+func clusterView(c *jetstream.Cluster) admin.ClusterView {
+	if c == nil {
+		return nil
+	}
+	return statusOfCluster{c}
+}
+
+// statusOfCluster is a cluster as /status reads it: each member's
+// partitions are what jetstream.Assign gives it.
+type statusOfCluster struct{ *jetstream.Cluster }
+
+func (c statusOfCluster) Assigned(members []string, member string) []int {
+	return jetstream.Assign(members, member, c.Partitions())
 }
 
 // logFailure logs err, the error that ended run, and returns it as

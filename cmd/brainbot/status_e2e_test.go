@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"brainbot/admin"
 	"brainbot/bot"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
@@ -24,23 +26,24 @@ func TestEndToEndStatus(t *testing.T) {
 	s := startStack(t, stack.Config{
 		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
 		Brains: map[string]string{"narrator.yaml": narratorBrain, "speaker.yaml": speakerBrain},
-		// On loopback without a token, as by default: a browser can
-		// bring no bearer token.
-		Env:  []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"},
+		// A browser signs in with the admin token: the address serves
+		// the admin nothing without it.
+		Env:  []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0", "BRAINBOT_ADMIN_TOKEN=" + statusE2EToken},
 		Logs: testLogs(t),
 	}, nil)
-	addr := adminAddr(t, s)
+	socket := adminSocket(t, s)
+	signIn := "http://" + adminAddr(t, s) + "/login?token=" + statusE2EToken
 	wantText(t, ask(t, s, "narrator", 101, "hello there"))
 
-	narrator := waitStatus(t, addr, "narrator", func(b botStatus) bool { return b.Today.Requests == 1 })
+	narrator := waitStatus(t, socket, "narrator", func(b admin.BotStatus) bool { return b.Today.Requests == 1 })
 	if !narrator.OK || narrator.State != bot.StateRunning || narrator.Telegram != bot.TelegramPolling ||
 		narrator.File != filepath.Join(s.BrainsDir, "narrator.yaml") || narrator.LastUpdate.IsZero() || narrator.Today.USD <= 0 {
 		t.Errorf("narrator = %+v, want running its file, polling, with today's request and cost", narrator)
 	}
-	if code, out := statusCommand(t, addr); code != 0 || !strings.Contains(out, "narrator  running  ") {
+	if code, out := statusCommand(t, socket); code != 0 || !strings.Contains(out, "narrator  running  ") {
 		t.Errorf("brainbot status = exit %d:\n%s\nwant 0, narrator running", code, out)
 	}
-	page := browserDOM(t, "http://"+addr+"/status")
+	page := browserDOM(t, signIn)
 	for _, want := range []string{`narrator: <span class="state">running</span>`, `speaker: <span class="state">running</span>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page the browser rendered lacks %q:\n%s", want, page)
@@ -53,16 +56,16 @@ func TestEndToEndStatus(t *testing.T) {
 	}
 	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain file has problems; keeping the last good version" })
 	problem := filepath.Join(s.BrainsDir, "narrator.yaml") + ":7: tts.speed: must be between 0.25 and 4.0, got 9"
-	narrator = waitStatus(t, addr, "narrator", func(b botStatus) bool { return b.State == bot.StateOlder })
+	narrator = waitStatus(t, socket, "narrator", func(b admin.BotStatus) bool { return b.State == bot.StateOlder })
 	if narrator.OK || narrator.Problem != problem || narrator.Telegram != bot.TelegramPolling {
 		t.Errorf("narrator = %+v, want the older version polling, its problem %q", narrator, problem)
 	}
-	code, out := statusCommand(t, addr)
+	code, out := statusCommand(t, socket)
 	if code != exitError || !strings.Contains(out, "narrator  running an older version  ") || !strings.Contains(out, problem) ||
 		!strings.Contains(out, "not running as their brain files say: narrator") {
 		t.Errorf("brainbot status = exit %d:\n%s\nwant 1, naming narrator and its problem", code, out)
 	}
-	page = browserDOM(t, "http://"+addr+"/status")
+	page = browserDOM(t, signIn)
 	for _, want := range []string{`narrator: <span class="state">running an older version</span>`, problem, `speaker: <span class="state">running</span>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page the browser rendered lacks %q:\n%s", want, page)
@@ -84,14 +87,17 @@ func adminAddr(t *testing.T, s *stack.Stack) string {
 	return admin[len(admin)-1].Str("addr")
 }
 
-// waitStatus waits until /status says of bot what done wants, and
-// returns it.
-func waitStatus(t *testing.T, addr, name string, done func(botStatus) bool) botStatus {
+// statusE2EToken is the admin token of the status page's test.
+const statusE2EToken = "status-e2e-admin-token-0123456789"
+
+// waitStatus waits until /status, asked through the admin socket, says
+// of bot what done wants, and returns it.
+func waitStatus(t *testing.T, socket, name string, done func(admin.BotStatus) bool) admin.BotStatus {
 	t.Helper()
-	var last botStatus
+	var last admin.BotStatus
 	for deadline := time.Now().Add(waitLong); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		code, body := get(t, "http://"+addr+"/status")
-		var r statusReport
+		code, body := socketCall(t, socket, http.MethodGet, "/status", "", nil)
+		var r admin.StatusReport
 		if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil {
 			t.Fatalf("/status = %d %q: %v", code, body, err)
 		}
@@ -107,12 +113,12 @@ func waitStatus(t *testing.T, addr, name string, done func(botStatus) bool) botS
 	return last
 }
 
-// statusCommand runs `brainbot status` against addr: its exit code and
-// output (stdout, then stderr).
-func statusCommand(t *testing.T, addr string) (int, string) {
+// statusCommand runs `brainbot status` through the admin socket: its exit
+// code and output (stdout, then stderr).
+func statusCommand(t *testing.T, socket string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(brainbotBinary(t), "status")
-	cmd.Env = []string{"BRAINBOT_HTTP_ADDR=" + addr}
+	cmd.Env = socketEnv(socket)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
@@ -158,13 +164,13 @@ func TestClusterStatus(t *testing.T) {
 	bots := []string{"alpha", "beta", "gamma"}
 	c := newCluster(t, bots, 0)
 	ins := []*instance{c.start("s0", "BRAINBOT_HTTP_ADDR=127.0.0.1:0"), c.start("s1", "BRAINBOT_HTTP_ADDR=127.0.0.1:0")}
-	var last []statusReport
+	var last []admin.StatusReport
 	settled := func() bool {
 		last = last[:0]
 		polled, held := map[string]int{}, map[int]int{}
 		for _, in := range ins {
 			code, body := adminGet(t, in, "/status?format=json")
-			var r statusReport
+			var r admin.StatusReport
 			if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil {
 				t.Fatalf("%s /status = %d %q: %v", in.name, code, body, err)
 			}

@@ -1,7 +1,8 @@
-package main
+package admin
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,10 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"go.uber.org/zap"
 
 	"brainbot/bot/message"
+	"brainbot/claude"
 	"brainbot/state"
 	"brainbot/state/sqlite"
 	"brainbot/state/sqlite/sqlitefresh"
@@ -39,7 +42,7 @@ func TestConversationCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := transcriptsIn(dir)
-	transcript, err := os.ReadFile(filepath.Join("..", "..", "claude", "testdata", "transcript.jsonl"))
+	transcript, err := os.ReadFile(filepath.Join("..", "claude", "testdata", "transcript.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,19 +53,25 @@ func TestConversationCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	var forgot []int64
-	api := conversationsAPI{state: db, claude: files, log: zap.NewNop(),
-		forget: func(_ context.Context, bot string, user int64) (state.Forgotten, error) {
+	api := Conversations{State: db, Claude: files, Log: zap.NewNop(),
+		Forget: func(_ context.Context, bot string, user int64) (state.Forgotten, error) {
 			forgot = append(forgot, user)
 			return state.Forgotten{Bot: bot, User: user}, nil
 		}}
 	const token = "0123456789abcdef0123"
-	srv := httptest.NewServer(adminEndpoint(http.NotFoundHandler(), func() error { return nil }).withConversations(api).withBearer(token).handler)
+	surface := New(Config{Token: token, Ready: func() error { return nil }, Metrics: http.NotFoundHandler(), Conversations: api})
+	srv := httptest.NewServer(surface.Handler(Address))
 	defer srv.Close()
 	call := func(method, path string) (int, string) {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, body := roundTrip(t, req)
-		return resp.StatusCode, body
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
 	}
 	for _, c := range []struct {
 		method, path string
@@ -75,7 +84,7 @@ func TestConversationCalls(t *testing.T) {
 		{"GET", "/conversations/show?bot=alpha&chat=8", 404, "no such conversation"},
 		{"GET", "/conversations/show?chat=7", 400, "want bot"},
 		{"POST", "/forget?bot=alpha", 400, "want user"},
-		{"GET", "/forget?user=7", 404, ""}, // POST only
+		{"GET", "/forget?user=7", 405, ""}, // POST only
 		{"POST", "/forget?user=7", 200, `"user": 7`},
 		{"GET", "/readyz", 200, "ready"},
 	} {
@@ -93,5 +102,28 @@ func TestConversationCalls(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("without the token: %d", resp.StatusCode)
+	}
+}
+
+// What users and the model wrote reaches the admin's terminal as text,
+// never as what a terminal acts on: a window title and a link set by OSC
+// sequences, a screen cleared, text reversed by a bidi override.
+func TestConversationTextIsPrintable(t *testing.T) {
+	hostile := "\x1b]0;owned\x07hi \x1b]8;;https://evil.example\x1b\\link\x1b]8;;\x1b\\ \x1b[2J\u202egnp.exe\u2066 \u009b31m"
+	var b strings.Builder
+	writeConversation(&b, ConversationShown{Transcript: []claude.Turn{
+		{Role: "user", Text: hostile, Files: []string{"/tmp/a\x1b[1mb.ogg"}},
+		{Role: "assistant", Text: "fine\ttabbed", Tools: []string{"mcp__x\x1b[0m"}},
+	}})
+	out := b.String()
+	for _, r := range out {
+		if r != '\n' && r != '\t' && (r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f || unicode.Is(unicode.Bidi_Control, r)) {
+			t.Fatalf("the text holds %U:\n%q", r, out)
+		}
+	}
+	for _, want := range []string{`\x1b]0;owned\x07hi`, `\u202egnp.exe\u2066`, `\u009b31m`, `file: /tmp/a\x1b[1mb.ogg`, "fine\ttabbed", `(called mcp__x\x1b[0m)`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the text lacks %q:\n%s", want, out)
+		}
 	}
 }
