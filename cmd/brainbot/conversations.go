@@ -95,8 +95,10 @@ func (m *Main) showConversation(ctx context.Context, args []string) error {
 // forget has the running service forget a user.
 func (m *Main) forget(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("forget", "forget [-bot B] -user U [-env-file FILE]\n\n"+
-		"Has the running service forget a user, as their /forget does: their conversations with the bot (every bot without -bot), transcripts, "+
-		"voice notes and pictures, buttons, /voice choice, pending messages and daily counts. Usage records stay, without their id.")
+		"Has the running service forget a user, as their /forget does: their private and guest conversations with the bot (every bot without -bot), "+
+		"those conversations' transcripts, the voice notes and pictures made for them, buttons, /voice choice, pending messages and daily counts. "+
+		"What stays: a group's conversations, which are everyone's, with the user's words in their transcripts; "+
+		"the usage records, without the user's id; and backups made before.")
 	bot := fs.String("bot", "", "only this bot (default: every bot)")
 	user := fs.Int64("user", 0, "the Telegram user's id")
 	client, err := m.adminConfig(fs, args)

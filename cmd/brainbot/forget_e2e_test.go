@@ -206,3 +206,15 @@ func filesNamed(t *testing.T, dir, name string) []string {
 	}
 	return found
 }
+
+// brainbot forget -h says truthfully what a forget leaves: a group's
+// conversation is everyone's, and keeps what the user said in it.
+func TestForgetHelpSaysWhatStays(t *testing.T) {
+	_, stdout, stderr := runMain(t, nil, "forget", "-h")
+	help := stdout + stderr
+	for _, want := range []string{"private and guest conversations", "What stays: a group's conversations, which are everyone's, with the user's words in their transcripts", "backups made before"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("forget -h lacks %q:\n%s", want, help)
+		}
+	}
+}
