@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -143,16 +144,16 @@ func turn2Prompt(req Request, turn1Text string, spoken bool) (string, error) {
 	var intro, extra string
 	switch {
 	case req.Mode == Speech && spoken:
-		intro = "Please call the " + toolspec.SpeechTool + " tool once to turn your previous reply into audio."
+		intro = turn2Intro(toolspec.SpeechTool, "turn your previous reply into audio")
 		args = struct {
 			Text     string `json:"text"`
 			Filename string `json:"filename"`
 		}{spokenStandIn, req.FilePrefix}
 	case req.Mode == Speech:
-		intro = "Please call the " + toolspec.SpeechTool + " tool once to turn your previous reply into audio."
+		intro = turn2Intro(toolspec.SpeechTool, "turn your previous reply into audio")
 		args = toolspec.SpeechArgs{Text: turn1Text, SpeechSettings: speechSettings(req), Filename: req.FilePrefix}
 	case req.Mode == Image:
-		intro = "Please call the " + toolspec.ImageTool + " tool once to create the image the user asked for."
+		intro = turn2Intro(toolspec.ImageTool, "create the image the user asked for")
 		extra = "Add the \"prompt\" argument yourself: write it from the user's request.\n"
 		// No prompt: Claude writes it from the conversation.
 		args = toolspec.ImageArgs{ImageSettings: req.Image, Filename: req.FilePrefix}
@@ -163,8 +164,33 @@ func turn2Prompt(req Request, turn1Text string, spoken bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return intro + "\nUse exactly these arguments (a JSON object):\n" + string(js) + "\n" + extra +
-		"Only call the tool, no additional response.", nil
+	return intro + turn2Arguments + string(js) + "\n" + extra + turn2Closing, nil
+}
+
+// The parts of turn2Prompt, which turn2Call recognises again.
+const (
+	turn2Arguments = "\nUse exactly these arguments (a JSON object):\n"
+	turn2Closing   = "Only call the tool, no additional response."
+)
+
+func turn2Intro(tool, what string) string {
+	return "Please call the " + tool + " tool once to " + what + "."
+}
+
+// turn2Pattern matches a whole turn2Prompt: the tool it names, and the
+// arguments with the file name of a request's prefix.
+var turn2Pattern = regexp.MustCompile(`\APlease call the (mcp__[a-z0-9_-]+__[a-z0-9_]+) tool once to [^\n]*\.` +
+	regexp.QuoteMeta(turn2Arguments) + `\{.*"filename":"bot-[a-z0-9_-]+-user--?[0-9]+-[0-9]+".*\}\n(?:[^\n]*\n)?` +
+	regexp.QuoteMeta(turn2Closing) + `\z`)
+
+// turn2Call is the tool a turn-two prompt text asks for; ok is false for
+// any other text.
+func turn2Call(text string) (tool string, ok bool) {
+	m := turn2Pattern.FindStringSubmatch(text)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
 }
 
 // spokenStandIn is the text argument of a speech call whose speech was

@@ -14,7 +14,8 @@ import (
 // reads it: what the user (or brainbot, for them) sent, or what the model
 // answered, with the tools it called and the files they reported.
 type Turn struct {
-	// Role is "user" or "assistant".
+	// Role is "user", "assistant", or "brainbot": its own request of the
+	// model (turn two's tool call), written in its stead.
 	Role string    `json:"role"`
 	Time time.Time `json:"time"`
 	Text string    `json:"text,omitempty"`
@@ -91,6 +92,9 @@ func addToTurns(turns []Turn, l transcriptLine) []Turn {
 	if len(blocks) > 0 && blocks[0].Type == "tool_result" {
 		role = "assistant" // the result of the model's own call
 	}
+	if tool, ok := brainbotsRequest(l.Type, blocks); ok {
+		role, blocks = "brainbot", []transcriptBlock{{Type: "text", Text: "(asked the model to call " + tool + " for the answer's file)"}}
+	}
 	if len(turns) == 0 || turns[len(turns)-1].Role != role {
 		turns = append(turns, Turn{Role: role, Time: l.Timestamp})
 	}
@@ -108,6 +112,15 @@ func addToTurns(turns []Turn, l transcriptLine) []Turn {
 		}
 	}
 	return turns
+}
+
+// brainbotsRequest: a user line whose one text is brainbot's turn-two
+// prompt, which is no word of the user's; tool is what it asks for.
+func brainbotsRequest(lineType string, blocks []transcriptBlock) (tool string, ok bool) {
+	if lineType != "user" || len(blocks) != 1 || blocks[0].Type != "text" {
+		return "", false
+	}
+	return turn2Call(blocks[0].Text)
 }
 
 // reportedFiles are the paths a tool's result reports: our tools answer
