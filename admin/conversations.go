@@ -22,6 +22,7 @@ import (
 
 	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/output"
 	"brainbot/state"
 )
 
@@ -160,6 +161,7 @@ func (api Conversations) read(ctx context.Context, c state.Conversation) (Conver
 	if err == nil {
 		path := api.Claude.SessionFile(k.Bot, c.Session.ID)
 		if turns, err = claude.ReadTranscript(path); err == nil {
+			filesWhereTheyAre(turns)
 			if fi, serr := os.Stat(path); serr == nil {
 				info.Bytes = fi.Size()
 			}
@@ -171,6 +173,16 @@ func (api Conversations) read(ctx context.Context, c state.Conversation) (Conver
 	}
 	info.Turns = len(turns)
 	return info, turns
+}
+
+// filesWhereTheyAre names each file the tools reported where it is now:
+// once its reply is sent it is organised under its bot and user.
+func filesWhereTheyAre(turns []claude.Turn) {
+	for _, t := range turns {
+		for i, f := range t.Files {
+			t.Files[i], _ = output.Organized(f)
+		}
+	}
 }
 
 func (api Conversations) fail(w http.ResponseWriter, what string, err error) {
@@ -213,7 +225,11 @@ func writeConversation(w io.Writer, c ConversationShown) {
 			}
 		}
 		for _, f := range t.Files {
-			fmt.Fprintf(w, "  file: %s\n", printable(f))
+			gone := ""
+			if _, err := os.Lstat(f); err != nil {
+				gone = " (no longer there)"
+			}
+			fmt.Fprintf(w, "  file: %s%s\n", printable(f), gone)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -54,3 +55,26 @@ func Organize(root, path string, kind Kind, botID string, userID int64) (string,
 	ext := filepath.Ext(name)
 	return linkNoClobber(absPath, dst, strings.TrimSuffix(name, ext), ext)
 }
+
+// prefixed is the name a tool gives a request's file: its Prefix, with
+// the bot and the user it was made for.
+var prefixed = regexp.MustCompile(`^bot-([a-z0-9_-]{1,64}?)-user-(-?[0-9]+)-[0-9]+`)
+
+// Organized is where the file a tool reported at path (directly inside
+// a kind's folder, named by its request's Prefix) is now: Organize moves
+// it under bot-<id>/user-<uid>/ once the reply is sent. found is false
+// when it is at neither place (not organised yet and gone, pruned, or
+// forgotten); path is then returned as it is.
+func Organized(path string) (where string, found bool) {
+	dir, name := filepath.Split(path)
+	if m := prefixed.FindStringSubmatch(name); m != nil && isKindDir(filepath.Base(dir)) {
+		moved := filepath.Join(dir, "bot-"+m[1], "user-"+m[2], name)
+		if _, err := os.Lstat(moved); err == nil {
+			return moved, true
+		}
+	}
+	_, err := os.Lstat(path)
+	return path, err == nil
+}
+
+func isKindDir(name string) bool { return name == Audio.Dir() || name == Image.Dir() }

@@ -444,3 +444,35 @@ func assertNoTemporaries(t *testing.T, dir string) {
 		t.Errorf("temporary files left: %v (%v)", matches, err)
 	}
 }
+
+// The admin finds a reported file where it is now: organised under its
+// bot and user, or still where the tool wrote it; one at neither place is
+// said to be gone.
+func TestOrganized(t *testing.T) {
+	root := t.TempDir()
+	name := Prefix("my-bot", 703, time.UnixMilli(1795749467163)) + "-1795749471761.ogg"
+	reported := filepath.Join(root, Audio.Dir(), name)
+	if err := os.MkdirAll(filepath.Dir(reported), DirMode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(reported, []byte("OggS"), FileMode); err != nil {
+		t.Fatal(err)
+	}
+	if where, found := Organized(reported); where != reported || !found {
+		t.Errorf("before it is organised: %s, %v", where, found)
+	}
+	moved, err := Organize(root, reported, Audio, "my-bot", 703)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if where, found := Organized(reported); where != moved || !found || where != filepath.Join(root, "audio-output", "bot-my-bot", "user-703", name) {
+		t.Errorf("organised: %s, %v; want %s", where, found, moved)
+	}
+	os.Remove(moved)
+	if where, found := Organized(reported); where != reported || found {
+		t.Errorf("gone: %s, %v", where, found)
+	}
+	if where, found := Organized("/etc/passwd"); where != "/etc/passwd" || !found {
+		t.Errorf("another file: %s, %v", where, found)
+	}
+}

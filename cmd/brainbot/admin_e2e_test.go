@@ -200,3 +200,23 @@ func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// conversations show, of a voice answer: the voice note where it is, under
+// its bot and user, and brainbot's request for it as brainbot's, not as
+// the user's words.
+func TestEndToEndConversationShowsFilesWhereTheyAre(t *testing.T) {
+	s := newStack(t, nil)
+	const user = 704
+	if got := ask(t, s, "speaker", user, "tell me a story").Methods(); len(got) != 1 || got[0] != "sendVoice" {
+		t.Fatalf("the speaker answered %v, want one voice note", got)
+	}
+	notes := organised(t, filepath.Join(s.DataDir, "audio-output", "bot-speaker", "user-704"))
+	if len(notes) != 1 {
+		t.Fatalf("voice notes %v", notes)
+	}
+	code, shown, stderr := runMain(t, socketEnv(adminSocket(t, s)), "conversations", "show", "-bot", "speaker", "-chat", "704")
+	if code != exitOK || !strings.Contains(shown, "user:\n  tell me a story\n") || !strings.Contains(shown, "file: "+notes[0]+"\n") ||
+		!strings.Contains(shown, "brainbot:\n  (asked the model to call mcp__tts__text_to_speech for the answer's file)") || strings.Contains(shown, "Please call") {
+		t.Errorf("conversations show = %d:\n%s%s\nwant the note at %s and brainbot's request as its own", code, shown, stderr, notes[0])
+	}
+}
