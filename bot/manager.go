@@ -493,11 +493,13 @@ func noTokenFix(e *brain.NoTokenError) string {
 
 // keepSpares has the Claude processes started ahead of bot's new
 // conversations and panel turns follow its brain: kept, of the shape its
-// brain gives them, while the bot runs; ended once it stops.
+// brain gives them, while the bot runs and Telegram takes its token;
+// ended once it stops, or its token is rejected.
 func (m *Manager) keepSpares(bot string) {
 	m.mu.Lock()
-	b, running := m.brains[bot], m.bots[bot] != nil
+	b, r := m.brains[bot], m.bots[bot]
 	m.mu.Unlock()
+	running := r != nil && !r.rejected.Load()
 	if running {
 		m.pipeline.KeepSpares(bot, b)
 		m.panels.KeepSpares(bot)

@@ -220,16 +220,19 @@ func (r *runner) setWebhook(ctx context.Context, client *telegram.Client) {
 // getUpdates call).
 func (r *runner) polled() {
 	now := time.Now()
-	r.rejected.Store(false)
+	if r.rejected.Swap(false) {
+		r.m.keepSpares(r.id) // its spares again
+	}
 	r.lastPoll.Store(now.UnixNano())
 	r.m.cfg.Metrics.LastPoll.WithLabelValues(r.id).Set(float64(now.Unix()))
 }
 
 // failed notes why the bot stopped: a token Telegram refused makes it
-// not ready at once, rather than when its last answer grows old.
+// not ready at once, rather than when its last answer grows old, and
+// ends its spares: no message can come for it.
 func (r *runner) failed(err error) {
-	if telegram.TokenRejected(err) {
-		r.rejected.Store(true)
+	if telegram.TokenRejected(err) && !r.rejected.Swap(true) {
+		r.m.keepSpares(r.id)
 	}
 }
 

@@ -5,6 +5,7 @@ package bot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,10 +18,15 @@ import (
 )
 
 // A bot's states: it runs its brain file as it is; it runs an older
-// version of it because the file now has problems; or it does not run.
+// version of it because the file now has problems; it waits for the token
+// its brain names (not set, or its file not written yet: a brain the
+// admin has not configured, such as the package's examples); Telegram
+// rejected its token; or it does not run for another reason.
 const (
 	StateRunning    = "running"
 	StateOlder      = "running an older version"
+	StateNoToken    = "waiting for its token"
+	StateRejected   = "not running: token rejected"
 	StateNotStarted = "not started"
 )
 
@@ -58,6 +64,11 @@ type BotStatus struct {
 	// OK: it runs its brain file as it is, and Telegram takes its token.
 	OK bool `json:"ok"`
 }
+
+// Failing: the bot does not run as its brain file says, for a reason the
+// admin must look at. A bot waiting for a token it was never given is not
+// failing: a brain can be installed before its bot is configured.
+func (s BotStatus) Failing() bool { return !s.OK && s.State != StateNoToken }
 
 // BotDay is what a bot did today (UTC): the requests answered and what
 // they cost, Claude's and OpenAI's together.
@@ -133,6 +144,9 @@ func (m *Manager) describe(s *BotStatus, broken bool) {
 	r := m.bots[s.ID]
 	if r == nil {
 		s.State = StateNotStarted
+		if !broken && errors.Is(m.notStarted[s.ID], brain.ErrNoToken) {
+			s.State = StateNoToken
+		}
 		if s.Problem == "" {
 			s.Problem = "starting, or stopping"
 		}
@@ -148,7 +162,7 @@ func (m *Manager) describe(s *BotStatus, broken bool) {
 	client, _ := r.current()
 	switch {
 	case r.rejected.Load():
-		s.Telegram = TelegramRejected
+		s.State, s.Telegram = StateRejected, TelegramRejected
 	case r.polling.Load():
 		s.Telegram = TelegramPolling
 	case client == nil:

@@ -33,8 +33,13 @@ func TestStatusSaysWhatEachBotDoes(t *testing.T) {
 	if b := bots["broken"]; b.State != StateNotStarted || b.OK || !strings.Contains(b.Problem, filepath.Join(h.brains, "broken.yaml")+":1: system_prompt: is required") {
 		t.Errorf("broken = %+v, want not started, with its problems as file:line", b)
 	}
-	if b := bots["notoken"]; b.State != StateNotStarted || b.OK || !strings.Contains(b.Problem, "no token") || !strings.Contains(b.Problem, "MISSING_TOKEN") {
-		t.Errorf("notoken = %+v, want not started for want of its token", b)
+	// A brain the admin has not given a token yet (as the package's
+	// example brains come) waits for it: no failing bot.
+	if b := bots["notoken"]; b.State != StateNoToken || b.OK || b.Failing() || !strings.Contains(b.Problem, "no token") || !strings.Contains(b.Problem, "MISSING_TOKEN") {
+		t.Errorf("notoken = %+v, want waiting for its token, not failing", b)
+	}
+	if b := bots["broken"]; !b.Failing() {
+		t.Errorf("broken = %+v, want failing", b)
 	}
 
 	// A broken edit: the last good version runs on, and says where.
@@ -44,9 +49,30 @@ func TestStatusSaysWhatEachBotDoes(t *testing.T) {
 		t.Errorf("alpha after a broken edit = %+v, want the older version running, its problem at alpha.yaml:7", a)
 	}
 
-	// Telegram refuses the token.
+	// Telegram refuses the token: the bot does not run, and says so.
 	h.srv.Unauthorize(tokenA)
 	waitFor(t, func() bool { return status(t, h)["alpha"].Telegram == TelegramRejected })
+	if a := status(t, h)["alpha"]; a.State != StateRejected || a.OK || !a.Failing() {
+		t.Errorf("alpha with its token rejected = %+v, want not running, failing", a)
+	}
+}
+
+// A bot whose token Telegram rejected keeps no spare CLI (no message can
+// come for it), and has its spares again once Telegram takes the token.
+func TestARejectedBotKeepsNoSpares(t *testing.T) {
+	h := newHarness(t, map[string]string{"alpha": brainFile(tokenA, ""), "beta": brainFile(tokenB, "")}, func(c *Config) { c.Spares = 1 })
+	h.exchange(tokenA, 7, "one")
+	h.exchange(tokenB, 8, "one")
+	waitFor(t, func() bool { s := h.claude.keptSets(); return s["alpha"].n == 1 && s["beta"].n == 1 })
+
+	h.srv.Unauthorize(tokenA)
+	waitFor(t, func() bool { _, kept := h.claude.keptSets()["alpha"]; return !kept })
+	if _, kept := h.claude.keptSets()["beta"]; !kept {
+		t.Error("beta lost its spares with alpha's token")
+	}
+	h.srv.ClearFailures(tokenA)
+	h.exchange(tokenA, 7, "back")
+	waitFor(t, func() bool { return h.claude.keptSets()["alpha"].n == 1 })
 }
 
 // A second brain with a running bot's token does not start, and says

@@ -25,7 +25,9 @@ import (
 func TestEndToEndStatus(t *testing.T) {
 	s := startStack(t, stack.Config{
 		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(),
-		Brains: map[string]string{"narrator.yaml": narratorBrain, "speaker.yaml": speakerBrain},
+		// unset.yaml is a brain installed before its bot is configured.
+		Brains: map[string]string{"narrator.yaml": narratorBrain, "speaker.yaml": speakerBrain,
+			"unset.yaml": "name: Unset\nsystem_prompt: Hi.\ntelegram:\n  token_env: UNSET_BOT_TOKEN_NOBODY_SET\n"},
 		// A browser signs in with the admin token: the address serves
 		// the admin nothing without it.
 		Env:  []string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0", "BRAINBOT_ADMIN_TOKEN=" + statusE2EToken},
@@ -40,8 +42,8 @@ func TestEndToEndStatus(t *testing.T) {
 		narrator.File != filepath.Join(s.BrainsDir, "narrator.yaml") || narrator.LastUpdate.IsZero() || narrator.Today.USD <= 0 {
 		t.Errorf("narrator = %+v, want running its file, polling, with today's request and cost", narrator)
 	}
-	if code, out := statusCommand(t, socket); code != 0 || !strings.Contains(out, "narrator  running  ") {
-		t.Errorf("brainbot status = exit %d:\n%s\nwant 0, narrator running", code, out)
+	if code, out := statusCommand(t, socket); code != 0 || !strings.Contains(out, "narrator  running  ") || !strings.Contains(out, "unset     waiting for its token") {
+		t.Errorf("brainbot status = exit %d:\n%s\nwant 0, narrator running and unset waiting for its token", code, out)
 	}
 	page := browserDOM(t, signIn)
 	for _, want := range []string{`narrator: <span class="state">running</span>`, `speaker: <span class="state">running</span>`} {

@@ -18,12 +18,13 @@ import (
 	"brainbot/httpserve"
 )
 
-// statusBots are two bots as the Manager reports them: one running, one
-// not started.
+// statusBots are three bots as the Manager reports them: one running,
+// one not started, one waiting for the token nobody gave it yet.
 func statusBots(context.Context) ([]bot.BotStatus, error) {
 	return []bot.BotStatus{
 		{ID: "narrator", State: bot.StateRunning, Telegram: bot.TelegramPolling, OK: true, Today: bot.BotDay{Requests: 12, USD: 0.34}},
-		{ID: "painter", State: bot.StateNotStarted, Problem: "no token: PAINTER_TOKEN is not set"},
+		{ID: "painter", State: bot.StateNotStarted, Problem: "the file's problems"},
+		{ID: "clock", State: bot.StateNoToken, Problem: "no token: CLOCK_TOKEN is not set"},
 	}, nil
 }
 
@@ -52,7 +53,8 @@ func TestStatusCommand(t *testing.T) {
 	if code != exitError || stderr != "brainbot status: not running as their brain files say: painter\n" {
 		t.Errorf("exit %d, stderr %q; want 1 naming painter", code, stderr)
 	}
-	if !strings.Contains(stdout, "instance b") || !strings.Contains(stdout, "narrator  running      polling") || !strings.Contains(stdout, "no token: PAINTER_TOKEN is not set") {
+	if !strings.Contains(stdout, "instance b") || !strings.Contains(stdout, "narrator  running                polling") ||
+		!strings.Contains(stdout, "clock     waiting for its token") || !strings.Contains(stdout, "no token: CLOCK_TOKEN is not set") {
 		t.Errorf("the table:\n%s", stdout)
 	}
 	code, stdout, _ = runMain(t, socketEnv(socket), "status", "-json")
@@ -60,9 +62,10 @@ func TestStatusCommand(t *testing.T) {
 		t.Errorf("-json: exit %d, %q", code, stdout)
 	}
 
+	// Running, or waiting for a token never given: as on a new install.
 	allRunning := func(ctx context.Context) ([]bot.BotStatus, error) {
 		bots, _ := statusBots(ctx)
-		return bots[:1], errors.New("today's usage: NATS is down")
+		return []bot.BotStatus{bots[0], bots[2]}, errors.New("today's usage: NATS is down")
 	}
 	code, stdout, stderr = runMain(t, socketEnv(serveSocket(t, allRunning)), "status")
 	if code != exitOK || stderr != "" || !strings.Contains(stdout, "today's usage: NATS is down") {

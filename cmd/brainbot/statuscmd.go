@@ -20,7 +20,8 @@ const adminWay = "On the service's machine it asks through the admin socket (adm
 func (m *Main) status(ctx context.Context, args []string) error {
 	fs := m.newFlagSet("status", "status [-json] [-data DIR] [-env-file FILE]\n\n"+
 		"Asks the running service what each bot does, and prints it. "+adminWay+" "+
-		"Exits 1 when a bot does not run as its brain file says (an older version running, not started, its token rejected).")
+		"Exits 1 when a bot does not run as its brain file says (an older version running, not started, its token rejected); "+
+		"a bot waiting for a token it was never given is no failure.")
 	asJSON := fs.Bool("json", false, "print the service's JSON as it is")
 	client, err := m.adminConfig(fs, args)
 	if err != nil {
@@ -44,7 +45,7 @@ func (m *Main) status(ctx context.Context, args []string) error {
 	}
 	var off []string
 	for _, b := range r.Bots {
-		if !b.OK {
+		if b.Failing() {
 			off = append(off, b.ID)
 		}
 	}

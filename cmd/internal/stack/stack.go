@@ -249,9 +249,10 @@ func (s *Stack) Start(ctx context.Context) error {
 		close(p.done)
 	}()
 
+	// Each bot polls, or waits for a token its brain's variable lacks.
 	want := len(s.cfg.Brains)
 	_, err = s.logs.WaitFrom(ctx, mark, func(lines []Line) bool {
-		return count(lines, func(l Line) bool { return l.Msg == "telegram bot polling" }) >= want
+		return count(lines, func(l Line) bool { return l.Msg == "telegram bot polling" || l.Msg == "bot not started: no token" }) >= want
 	}, p.done)
 	if err != nil {
 		return fmt.Errorf("stack: waiting for %d bots to poll: %w\n%s", want, err, s.logs.Tail(20))
