@@ -52,11 +52,13 @@ type ConversationInfo struct {
 	User        int64     `json:"user"` // message.Key.User: 0 for a group's
 	Session     string    `json:"session"`
 	LastMessage time.Time `json:"last_message"`
-	// Turns and Bytes are the transcript's; Problem says why it could not
-	// be read ("" when it was).
-	Turns   int    `json:"turns"`
-	Bytes   int64  `json:"bytes"`
-	Problem string `json:"problem,omitempty"`
+	// Turns (each speaker's part), Messages (the user's: a message and
+	// its answer are two turns) and Bytes are the transcript's; Problem
+	// says why it could not be read ("" when it was).
+	Turns    int    `json:"turns"`
+	Messages int    `json:"messages"`
+	Bytes    int64  `json:"bytes"`
+	Problem  string `json:"problem,omitempty"`
 }
 
 // ConversationShown is one conversation with its transcript.
@@ -172,6 +174,11 @@ func (api Conversations) read(ctx context.Context, c state.Conversation) (Conver
 		api.Log.Warn("could not read a conversation's transcript", zap.String("bot", k.Bot), zap.String("session", c.Session.ID), zap.Error(err))
 	}
 	info.Turns = len(turns)
+	for _, t := range turns {
+		if t.Role == "user" {
+			info.Messages++
+		}
+	}
 	return info, turns
 }
 
@@ -209,8 +216,8 @@ func writeConversation(w io.Writer, c ConversationShown) {
 	if c.Thread != 0 {
 		fmt.Fprintf(w, " · thread %d", c.Thread)
 	}
-	fmt.Fprintf(w, " · user %d · session %s · last message %s · %d turns\n", c.User, c.Session,
-		c.LastMessage.UTC().Format(time.DateTime+" MST"), c.Turns)
+	fmt.Fprintf(w, " · user %d · session %s · last message %s · %s\n", c.User, c.Session,
+		c.LastMessage.UTC().Format(time.DateTime+" MST"), Counted(c.Messages, "message"))
 	if c.Problem != "" {
 		fmt.Fprintf(w, "\n(transcript not read: %s)\n", printable(c.Problem))
 	}

@@ -179,6 +179,7 @@ var statusPage = template.Must(template.New("status.html").Funcs(template.FuncMa
 	"duration": func(seconds int64) string { return (time.Duration(seconds) * time.Second).String() },
 	"join":     joinInts,
 	"caps":     formatCaps,
+	"counted":  Counted[int64],
 }).ParseFS(statusFiles, "status.html"))
 
 // WriteStatusTable prints r: the process, the cluster, then a line per
@@ -213,8 +214,8 @@ func WriteStatusTable(w io.Writer, r StatusReport) {
 		if b.PolledBy != "" {
 			telegram += " (" + b.PolledBy + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d warm, %d spare\t%d requests, %s\t%s\n", b.ID, b.State, cmp.Or(telegram, "-"),
-			formatWhen(b.LastUpdate), b.Waiting+b.Gathering+b.Parked, b.Warm, b.Spares, b.Today.Requests, formatUSD(b.Today.USD), formatCaps(b.Caps))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d warm, %d spare\t%s, %s\t%s\n", b.ID, b.State, cmp.Or(telegram, "-"),
+			formatWhen(b.LastUpdate), b.Waiting+b.Gathering+b.Parked, b.Warm, b.Spares, Counted(b.Today.Requests, "request"), formatUSD(b.Today.USD), formatCaps(b.Caps))
 	}
 	_ = tw.Flush() // writes to m.Stdout: nowhere to report a failure
 	for _, b := range r.Bots {
@@ -245,6 +246,15 @@ func formatWhen(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// Counted is n of a noun, in the plural unless one: "1 request", "2
+// requests".
+func Counted[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(int64(n), 10) + " " + noun + "s"
 }
 
 // formatUSD is an amount in USD, cents and below: a request costs cents.

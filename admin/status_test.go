@@ -200,3 +200,14 @@ func TestStatusTable(t *testing.T) {
 	}
 
 }
+
+func TestCounted(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{{0, "0 requests"}, {1, "1 request"}, {2, "2 requests"}} {
+		if got := Counted(c.n, "request"); got != c.want {
+			t.Errorf("Counted(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

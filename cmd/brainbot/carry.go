@@ -140,10 +140,10 @@ func (m *Main) reportCarry(results []carry.Result, to string) error {
 		}
 		fmt.Fprintln(m.Stdout)
 	}
-	fmt.Fprintf(m.Stdout, "%d conversations carried to %s, %d already there, %d kept (newer there), %d failed\n",
-		counts[carry.Carried], to, counts[carry.Already], counts[carry.Newer], counts[carry.Failed])
+	fmt.Fprintf(m.Stdout, "%s carried to %s, %d already there, %d kept (newer there), %d failed\n",
+		admin.Counted(counts[carry.Carried], "conversation"), to, counts[carry.Already], counts[carry.Newer], counts[carry.Failed])
 	if n := counts[carry.Failed]; n > 0 {
-		return fmt.Errorf("%d conversations could not be carried: their next message starts a new session, with the brain's messages.expired", n)
+		return fmt.Errorf("%s could not be carried: their next message starts a new session, with the brain's messages.expired", admin.Counted(n, "conversation"))
 	}
 	return nil
 }

@@ -65,7 +65,7 @@ func TestEndToEndCarryFromAClusterIntoOneInstance(t *testing.T) {
 		first, second = carried(s), carried(s)
 	})
 	for _, want := range []string{"carried: narrator chat 7 ", "failed: narrator chat 8 ", "no transcript of the session is kept",
-		"1 conversations carried to sqlite, 0 already there, 0 kept (newer there), 1 failed"} {
+		"1 conversation carried to sqlite, 0 already there, 0 kept (newer there), 1 failed"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("carry printed no %q:\n%s", want, first)
 		}
@@ -101,7 +101,7 @@ func TestEndToEndCarryFromOneInstanceIntoACluster(t *testing.T) {
 	cmd := exec.Command(brainbotBinary(t), "carry", "-to", "cluster")
 	cmd.Env = append(alone.Env(), "BRAINBOT_NATS_URL="+url)
 	out, err := cmd.CombinedOutput()
-	if want := "1 conversations carried to cluster, 0 already there, 0 kept (newer there), 0 failed"; err != nil || !strings.Contains(string(out), want) {
+	if want := "1 conversation carried to cluster, 0 already there, 0 kept (newer there), 0 failed"; err != nil || !strings.Contains(string(out), want) {
 		t.Fatalf("carry: %v; printed no %q:\n%s", err, want, out)
 	}
 	clustered := startStack(t, stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir(), Brains: brains,

@@ -25,7 +25,7 @@ func (m *Main) conversations(ctx context.Context, args []string) error {
 		return m.showConversation(ctx, args[1:])
 	}
 	fs := m.newFlagSet("conversations", "conversations [-bot B] [-user U] [-json] [-env-file FILE]\n       brainbot conversations show -bot B -chat C [-thread T] [-json]\n\n"+
-		"Lists the conversations the running service keeps, the most recent first: bot, chat, user, last message, turns and transcript size. "+adminWay)
+		"Lists the conversations the running service keeps, the most recent first: bot, chat, user, last message, the user's messages and transcript size. "+adminWay)
 	bot := fs.String("bot", "", "only this bot (its brain file's name without .yaml)")
 	user := fs.Int64("user", 0, "only the conversations with this Telegram user's id")
 	asJSON := fs.Bool("json", false, "print JSON, for programs")
@@ -53,14 +53,14 @@ func (m *Main) conversations(ctx context.Context, args []string) error {
 		return fmt.Errorf("the service's answer: %w", err)
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOT\tCHAT\tTHREAD\tUSER\tLAST MESSAGE\tTURNS\tSIZE\tSESSION")
+	fmt.Fprintln(tw, "BOT\tCHAT\tTHREAD\tUSER\tLAST MESSAGE\tMESSAGES\tSIZE\tSESSION")
 	for _, c := range list {
 		size := strconv.FormatInt(c.Bytes, 10) + " B"
 		if c.Problem != "" {
 			size = "unreadable"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\n", c.Bot, c.Chat, c.Thread, c.User,
-			c.LastMessage.UTC().Format(time.DateTime), c.Turns, size, c.Session)
+			c.LastMessage.UTC().Format(time.DateTime), c.Messages, size, c.Session)
 	}
 	return tw.Flush()
 }
@@ -120,6 +120,7 @@ func (m *Main) forget(ctx context.Context, args []string) error {
 	if err := json.Unmarshal(body, &a); err != nil {
 		return fmt.Errorf("the service's answer: %w", err)
 	}
-	fmt.Fprintf(m.Stdout, "user %d forgotten with %s: %d conversations, %d sessions\n", a.User, cmp.Or(a.Bot, "every bot"), a.Conversations, a.Sessions)
+	fmt.Fprintf(m.Stdout, "user %d forgotten with %s: %s, %s\n", a.User, cmp.Or(a.Bot, "every bot"),
+		admin.Counted(a.Conversations, "conversation"), admin.Counted(a.Sessions, "session"))
 	return nil
 }

@@ -53,7 +53,7 @@ func TestClusterForgetOnEveryInstance(t *testing.T) {
 	asked, elsewhere := ins[1], ins[0]
 	env := socketEnv(instanceAdminSocket(t, asked))
 	if code, out, stderr := runMain(t, env, "forget", "-bot", "alpha", "-user", "4343"); code != exitOK ||
-		!strings.Contains(out, "1 conversations, 1 sessions") {
+		!strings.Contains(out, "1 conversation, 1 session") {
 		t.Fatalf("forget through %s = %d: %s%s", asked.name, code, out, stderr)
 	}
 	c.waitLog(elsewhere, time.Minute, "the forget done elsewhere", func(l map[string]any) bool {

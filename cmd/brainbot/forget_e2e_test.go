@@ -52,7 +52,7 @@ func testForget(t *testing.T, env []string) {
 
 	// The admin lists it and reads it.
 	list := listConversations(t, admin, "-user", "9")
-	if len(list) != 1 || list[0].Bot != "asker" || list[0].Chat != user || list[0].User != user || list[0].Turns < 2 || list[0].Bytes == 0 {
+	if len(list) != 1 || list[0].Bot != "asker" || list[0].Chat != user || list[0].User != user || list[0].Turns < 2 || list[0].Messages != 1 || list[0].Bytes == 0 {
 		t.Fatalf("conversations -user 9: %+v", list)
 	}
 	session := list[0].Session
@@ -113,7 +113,7 @@ func testForget(t *testing.T, env []string) {
 
 	// brainbot forget: the same for an admin, every bot.
 	code, out, stderr := runMain(t, admin, "forget", "-user", "9")
-	if code != exitOK || !strings.Contains(out, "user 9 forgotten with every bot: 1 conversations") {
+	if code != exitOK || !strings.Contains(out, "user 9 forgotten with every bot: 1 conversation, ") {
 		t.Errorf("forget = %d: %s%s", code, out, stderr)
 	}
 	if list := listConversations(t, admin); len(list) != 0 {

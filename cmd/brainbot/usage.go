@@ -93,7 +93,7 @@ func writeUsageTable(w io.Writer, lines []state.UsageLine, byUser bool, since st
 	for _, l := range lines {
 		row := l.Bot + "\t"
 		if byUser {
-			row += strconv.FormatInt(l.User, 10) + "\t"
+			row += userCell(l.User) + "\t"
 		}
 		fmt.Fprintln(tw, row+usageCells(l))
 		total.Add(l)
@@ -104,6 +104,15 @@ func writeUsageTable(w io.Writer, lines []state.UsageLine, byUser bool, since st
 	}
 	fmt.Fprintln(tw, row+usageCells(total))
 	_ = tw.Flush() // writes to m.Stdout; nowhere to report a failure
+}
+
+// userCell names a usage line's user: a forgotten user's records stay,
+// without the id.
+func userCell(user int64) string {
+	if user == 0 {
+		return "forgotten"
+	}
+	return strconv.FormatInt(user, 10)
 }
 
 func usageCells(l state.UsageLine) string {

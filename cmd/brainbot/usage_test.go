@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ func TestUsageReport(t *testing.T) {
 		{At: now.Add(-2 * time.Hour), Bot: "voice", User: 2, Mode: "speech", Outcome: "error", InputTokens: 1000, ClaudeUSD: 0.01},
 		{At: now.Add(-3 * 24 * time.Hour), Bot: "voice", User: 1, Mode: "text", Outcome: "ok", ClaudeUSD: 1},
 		{At: now.Add(-time.Hour), Bot: "chat", User: 3, Mode: "text", Outcome: "ok", ClaudeUSD: 0.5},
+		// A forgotten user's record: it stays, without the id.
+		{At: now.Add(-time.Hour), Bot: "chat", User: 0, Mode: "text", Outcome: "ok", ClaudeUSD: 0.25},
 	} {
 		if err := db.RecordUsage(context.Background(), u); err != nil {
 			t.Fatal(err)
@@ -50,14 +53,18 @@ func TestUsageReport(t *testing.T) {
 		}
 		rows = append(rows, row)
 	}
-	if len(rows) != 4 || rows[0]["brain"] != "chat" || rows[1]["user"] != 1.0 || rows[1]["mode"] != "speech" {
+	if len(rows) != 5 || rows[0]["brain"] != "chat" || rows[2]["user"] != 1.0 || rows[2]["mode"] != "speech" {
 		t.Errorf("usage -since 7d -by user -json:\n%s", stdout)
+	}
+	_, stdout, _ = runMain(t, env, "usage", "-by", "user", "-brain", "chat")
+	if !regexp.MustCompile(`(?m)^ +chat +forgotten +text +1 +0 .* 0\.2500 *$`).MatchString(stdout) || strings.Contains(stdout, " 0  text") {
+		t.Errorf("usage -by user names a forgotten user's line otherwise:\n%s", stdout)
 	}
 	// From an admin's shell, with the service's environment file.
 	envFile := filepath.Join(t.TempDir(), "brainbot.env")
 	writeFile(t, envFile, "# as in /etc/brainbot/brainbot.env\nBRAINBOT_DATA="+data+"\n")
 	code, stdout, stderr = runMain(t, []string{"BRAINBOT_DATA=/nonexistent"}, "usage", "-env-file", envFile, "-brain", "chat")
-	if code != exitOK || !strings.Contains(stdout, "0.5000") {
+	if code != exitOK || !strings.Contains(stdout, "0.7500") {
 		t.Errorf("usage -env-file = %d:\n%s%s", code, stdout, stderr)
 	}
 	// Without the service's settings, the error says how to give them.
