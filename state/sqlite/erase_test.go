@@ -86,3 +86,37 @@ func fileHolds(t *testing.T, path, words string) bool {
 	}
 	return bytes.Contains(data, []byte(words))
 }
+
+// Releases before secure_delete left what they deleted in the database's
+// free space: every journal entry answered, with the user's words. The
+// upgrade erases it once.
+func TestUpgradeErasesWhatEarlierReleasesDeleted(t *testing.T) {
+	const secret = "Zanzibar quokka sonata 4471"
+	path := filepath.Join(t.TempDir(), FileName)
+	withDB(t, path, func(db *sql.DB) {
+		if err := migrate(context.Background(), db, secureDeleteSince-1); err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range []string{
+			`INSERT INTO journal (bot, chat_id, user_id, message_id, text, created, raw) VALUES ('b', 7, 7, 1, '', 0, '` + secret + `')`,
+			`DELETE FROM journal`,
+		} {
+			if _, err := db.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if !fileHolds(t, path, secret) {
+		t.Fatal("the old release's database does not hold what it deleted: this test shows nothing")
+	}
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, f := range []string{path, path + "-wal"} {
+		if fileHolds(t, f, secret) {
+			t.Errorf("after the upgrade %s holds what release %d deleted", filepath.Base(f), secureDeleteSince-1)
+		}
+	}
+}

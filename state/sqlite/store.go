@@ -103,6 +103,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := eraseOldDeletes(ctx, d); err != nil {
+		d.DB.Close()
+		return nil, fmt.Errorf("upgrade %s: %w", path, err)
+	}
 	if err := migrate(ctx, d.DB, len(migrations)); err != nil {
 		d.DB.Close()
 		return nil, fmt.Errorf("migrate %s: %w", path, err)
