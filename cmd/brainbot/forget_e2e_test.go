@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"brainbot/admin"
@@ -16,6 +20,7 @@ import (
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/state/sqlite"
 )
 
 // The end-to-end suite of an admin's window onto conversations and of a
@@ -217,4 +222,81 @@ func TestForgetHelpSaysWhatStays(t *testing.T) {
 			t.Errorf("forget -h lacks %q:\n%s", want, help)
 		}
 	}
+}
+
+// A forgotten user's words leave no copy under the data folder: not in
+// the database's write-ahead log once the forget has returned, and in no
+// file at all (the database, its -wal and -shm, the CLI's folders, the
+// spool) once brainbot has stopped cleanly. The user's words are a
+// phrase they sent, which the answer read aloud repeats (the CLI's call
+// of our speech tool, the 🔊 under it), and their name, which every
+// update they send carries.
+func TestEndToEndForgetLeavesNoCopy(t *testing.T) {
+	eachMode(t, func(t *testing.T, env []string) {
+		s := startStack(t, stack.Config{
+			Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Env: env,
+			Brains: map[string]string{"speaker.yaml": speakerBrain}, Logs: testLogs(t),
+		}, nil)
+		const user = 8601
+		secret := []byte("Zanzibar quokka sonata 4471")
+		name := []byte(fmt.Sprintf("User%d", user)) // telegramtest's first_name of the user
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+
+		if got := ask(t, s, "speaker", user, "Remember "+string(secret)).Methods(); !slices.Equal(got, []string{"sendVoice"}) {
+			t.Fatalf("answered with %v, want a voice note", got)
+		}
+		offer, _, data := question(t, ask(t, s, "speaker", user, "/forget"))
+		if notice := waitAnswer(t, s, "speaker", s.Tap("speaker", user, user, offer.MessageID, data[0])); notice != conversation.NoticeForgetting {
+			t.Fatalf("the confirm tap answered %q", notice)
+		}
+		// Said once the forget has returned.
+		if _, err := s.Telegram.WaitCall(ctx, stack.Token("speaker"), func(c telegramtest.Call) bool {
+			return c.Method == "sendMessage" && c.Param("text") == conversation.ForgetDone
+		}); err != nil {
+			t.Fatalf("never told it is done: %v", err)
+		}
+		for _, words := range [][]byte{secret, name} {
+			if held := filesHolding(t, s.DataDir, words); slices.Contains(held, sqlite.FileName+"-wal") {
+				t.Errorf("right after the forget %s holds %q", sqlite.FileName+"-wal", words)
+			}
+		}
+
+		if code, err := s.Stop(ctx, syscall.SIGTERM); err != nil || code != 0 {
+			t.Fatalf("stop: exit %d, %v", code, err)
+		}
+		for _, words := range [][]byte{secret, name} {
+			if held := filesHolding(t, s.DataDir, words); len(held) > 0 {
+				t.Errorf("after the forget and a clean stop, %q is in %v", words, held)
+			}
+		}
+	})
+}
+
+// filesHolding lists the files below dir (relative to it) whose bytes
+// hold words anywhere, as grep -a finds them.
+func filesHolding(t *testing.T, dir string, words []byte) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) { // deleted while we walked
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(data, words) {
+			rel, _ := filepath.Rel(dir, path)
+			found = append(found, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

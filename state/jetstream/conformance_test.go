@@ -3,6 +3,7 @@ package jetstream_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // does (Release, then Close) and connects the next one under another
 // name. The timings are short, so a restart hands over at once.
 func TestConformance(t *testing.T) {
-	statetest.Run(t, func(t *testing.T, sessionFile func(bot, session string) string) (state.Backend, func() state.Backend) {
+	statetest.Run(t, func(t *testing.T, dataDir string, sessionFile func(bot, session string) string) (state.Backend, func() state.Backend) {
 		url := natstest.Start(t)
 		instances := 0
 		connect := func() *jetstream.Cluster {
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 			defer cancel()
 			c, err := jetstream.Connect(ctx, jetstream.Config{URL: url, Instance: name, Partitions: 2,
 				LeaseTTL: 1500 * time.Millisecond, MemberTTL: 1500 * time.Millisecond, PinnedTTL: 1500 * time.Millisecond,
-				AckWait: 2 * time.Second, Patience: 5 * time.Second, Log: zaptest.NewLogger(t).Named(name)})
+				AckWait: 2 * time.Second, Patience: 5 * time.Second, SpoolDir: filepath.Join(dataDir, "cluster-spool"), Log: zaptest.NewLogger(t).Named(name)})
 			if err != nil {
 				t.Fatal(err)
 			}

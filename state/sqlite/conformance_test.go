@@ -17,8 +17,8 @@ import (
 // temporary folder; a restart closes the store and opens the file again,
 // as a process that stops and starts does.
 func TestConformance(t *testing.T) {
-	statetest.Run(t, func(t *testing.T, _ func(bot, session string) string) (state.Backend, func() state.Backend) {
-		path := filepath.Join(t.TempDir(), sqlite.FileName)
+	statetest.Run(t, func(t *testing.T, dataDir string, _ func(bot, session string) string) (state.Backend, func() state.Backend) {
+		path := filepath.Join(dataDir, sqlite.FileName)
 		open := func() *sqlite.Store {
 			// A delivery handed back comes again within milliseconds.
 			s, err := sqlite.Open(context.Background(), path, sqlite.Retries(time.Millisecond, 10*time.Millisecond),

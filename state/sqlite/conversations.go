@@ -55,7 +55,9 @@ func (c *UserData) Conversations(ctx context.Context, f state.ConversationFilter
 }
 
 // ForgetUser deletes, in one transaction, what the database keeps of
-// user's with bot ("": every bot); usage records stay, anonymous.
+// user's with bot ("": every bot); usage records stay, anonymous. What
+// it deleted is zeroed (secure_delete), and the write-ahead log, whose
+// frames still hold it, emptied before it returns (eraseDeleted).
 func (c *UserData) ForgetUser(ctx context.Context, bot string, user int64) (state.Forgotten, error) {
 	if user <= 0 {
 		return state.Forgotten{}, fmt.Errorf("forget user %d: not a user's id", user)
@@ -85,6 +87,7 @@ func (c *UserData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 	if err != nil {
 		return state.Forgotten{}, fmt.Errorf("forget user %d: %w", user, err)
 	}
+	c.db.eraseDeleted(ctx)
 	return forgot, nil
 }
 

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
+
+	"go.uber.org/zap"
 )
 
 // migration is one numbered step of the schema. A database at version n has
@@ -163,6 +166,40 @@ var migrations = []migration{
 	) WITHOUT ROWID;
 	CREATE INDEX buttons_open ON buttons (bot, chat_id, thread_id, kind) WHERE used_by = 0;
 	CREATE INDEX buttons_by_created ON buttons (created);`},
+	// 6: no change to the schema. Releases 1 to 5 deleted without
+	// secure_delete: what they deleted (every journal entry answered,
+	// with the user's words) stayed in the database's free space. Open
+	// rewrites such a database once before this step (eraseOldDeletes).
+	{6, `-- nothing: see eraseOldDeletes`},
+}
+
+// secureDeleteSince is the first schema version whose databases were
+// written with secure_delete on.
+const secureDeleteSince = 6
+
+// eraseOldDeletes rewrites (VACUUM) a database a release before
+// secureDeleteSince wrote, and empties its write-ahead log, so that what
+// those releases deleted is gone from the files. It runs before the
+// schema step that marks the database as erased, so an upgrade cut
+// short erases again; it takes as long as copying the database.
+func eraseOldDeletes(ctx context.Context, d *db) error {
+	var version int
+	if err := d.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version == 0 || version >= secureDeleteSince {
+		return nil
+	}
+	start := time.Now()
+	if _, err := d.ExecContext(ctx, `VACUUM`); err != nil {
+		return fmt.Errorf("erase what earlier releases deleted (VACUUM): %w", err)
+	}
+	if err := d.truncateWAL(ctx); err != nil {
+		return fmt.Errorf("erase what earlier releases deleted: %w", err)
+	}
+	d.log.Info("database rewritten once to erase what earlier releases deleted", zap.Int("schema_version", version),
+		zap.Duration("took_ms", time.Since(start)))
+	return nil
 }
 
 // migrate brings db from its recorded version to target, all steps in one

@@ -28,6 +28,7 @@ var releaseChecks = map[int]func(*testing.T, *Store){
 	2: checkRelease2Rows,
 	3: checkRelease3Rows,
 	4: checkRelease4Rows,
+	5: checkRelease5Rows,
 }
 
 // TestUpgradeFromEveryRelease makes a database as each earlier release left
@@ -153,6 +154,19 @@ func checkRelease4Rows(t *testing.T, s *Store) {
 	}
 	if holders, err := s.TelegramBotHolders(ctx); err != nil || len(holders) != 0 {
 		t.Errorf("brains of the Telegram bots after the upgrade = %v, %v", holders, err)
+	}
+}
+
+// checkRelease5Rows reads release 5's brain of a Telegram bot and its
+// open question.
+func checkRelease5Rows(t *testing.T, s *Store) {
+	ctx := context.Background()
+	if holders, err := s.TelegramBotHolders(ctx); err != nil || len(holders) != 1 || holders["7000000001"] != "alpha" {
+		t.Errorf("brains of the Telegram bots = %v, %v", holders, err)
+	}
+	b, ok, err := s.LookupButtons(ctx, "q-5d1e")
+	if err != nil || !ok || b.User != 7 || b.Conversation != (message.Key{Bot: "alpha", Chat: 7}) || len(b.Options) != 2 || b.Text != "Which one?" {
+		t.Errorf("buttons = %+v, %v, %v", b, ok, err)
 	}
 }
 

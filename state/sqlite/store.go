@@ -20,7 +20,9 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -94,9 +96,16 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
+	}
 	d, err := open(path, "rwc", o)
 	if err != nil {
 		return nil, err
+	}
+	if err := eraseOldDeletes(ctx, d); err != nil {
+		d.DB.Close()
+		return nil, fmt.Errorf("upgrade %s: %w", path, err)
 	}
 	if err := migrate(ctx, d.DB, len(migrations)); err != nil {
 		d.DB.Close()
@@ -110,6 +119,21 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s := newStore(d, a)
 	s.deleteAnswered(ctx)
 	return s, nil
+}
+
+// createPrivate creates the database's file, empty (a new database to
+// SQLite), unless it is there, readable by its owner alone: SQLite would
+// create it 0644 less the umask, and gives its -wal and -shm the
+// database's mode. What users said is in them; backups are 0600 too.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create the database: %w", err)
+	}
+	return f.Close()
 }
 
 // answeredSuffix names the file of the answered entries beside the

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -356,5 +358,37 @@ func TestRecentSessions(t *testing.T) {
 	}
 	if want := fmt.Sprint([]string{"b/-100/7 s3 3m0s", "a/4/0 s4 2m0s"}); fmt.Sprint(got) != want {
 		t.Errorf("recent sessions %v, want %v", got, want)
+	}
+}
+
+// The database and every file beside it (-wal, -shm, -answered) hold
+// what users said: readable by the service's user alone, as backups are,
+// whatever the umask.
+func TestFilesAreTheOwnersAlone(t *testing.T) {
+	defer syscall.Umask(syscall.Umask(0))
+	s, path := openTemp(t)
+	if err := s.UseSession(context.Background(), message.Key{Bot: "bot", Chat: 1}, "s1", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.answered.keep(1); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(path + "*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm", answeredSuffix} {
+		if !slices.Contains(files, path+suffix) {
+			t.Errorf("no %s: %v", FileName+suffix, files)
+		}
+	}
+	for _, f := range files {
+		info, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, want -rw-------", filepath.Base(f), info.Mode())
+		}
 	}
 }

@@ -1,7 +1,11 @@
 package statetest
 
 import (
+	"bytes"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -100,6 +104,31 @@ var forgetTests = []behaviour{
 		must(t, s.Restore(ctx(t), "alice", "s-"+annAlice.String(), func() {}))
 		wantTranscript(t, s, "alice", "s-"+annAlice.String(), "")
 	}},
+	{"ForgetLeavesNoCopyInTheDataFolder", func(t *testing.T, s *subject) {
+		// Ann's words: a phrase she sent, which an answer she can have
+		// read aloud repeats, and her name, in the updates as Telegram
+		// sent them; both answered (their entries cleared) before the
+		// forget. Bo's message stays.
+		const secret, name = "Zanzibar quokka sonata 4471", "Annabel Quist"
+		talk(t, s, annAlice, boAlice)
+		c := startConsume(t, s)
+		appendAll(t, s, said(annAlice, 1, name, "Remember "+secret), said(boAlice, 2, "Bo", "hello"),
+			said(annAlice, 3, name, "/forget"))
+		for _, d := range c.until(t, 1, 2, 3) {
+			d.Done(true)
+		}
+		read := state.Buttons{ID: state.NewButtonsID(), Kind: state.ButtonsRead, Conversation: annAlice,
+			Text: "You said: Remember " + secret, Created: base()}
+		must(t, s.SaveButtons(ctx(t), read))
+
+		_, err := s.ForgetUser(ctx(t), "alice", 7)
+		must(t, err)
+		wantNoCopy(t, s, "once ForgetUser returned", secret, name)
+		c.stop()
+		s.restarted()
+		wantNoCopy(t, s, "after a restart", secret, name)
+		wantConversations(t, s, state.ConversationFilter{}, boAlice)
+	}},
 	{"ForgetOfEveryBot", func(t *testing.T, s *subject) {
 		talk(t, s, annAlice, annBob, boAlice)
 		forgot, err := s.ForgetUser(ctx(t), "", 7)
@@ -137,4 +166,26 @@ func wantConversations(t *testing.T, s *subject, f state.ConversationFilter, wan
 
 func sameKeys(got []message.Key, want ...message.Key) bool {
 	return len(got) == len(want) && !slices.ContainsFunc(want, func(k message.Key) bool { return !slices.Contains(got, k) })
+}
+
+// wantNoCopy checks that no file under the data folder holds any of
+// words, as grep -a would find them.
+func wantNoCopy(t *testing.T, s *subject, when string, words ...string) {
+	t.Helper()
+	err := filepath.WalkDir(s.data, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) { // gone while we looked
+			return nil
+		}
+		for _, w := range words {
+			if bytes.Contains(data, []byte(w)) {
+				t.Errorf("%s, %s holds %q", when, path, w)
+			}
+		}
+		return err
+	})
+	must(t, err)
 }

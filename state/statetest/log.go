@@ -22,6 +22,11 @@ const poller = "alice:999001"
 // update is the envelope of a text message to k, as a poller makes it
 // from what Telegram sent.
 func update(k message.Key, id int64) message.Envelope {
+	return said(k, id, "Ann", fmt.Sprintf("message %d", id))
+}
+
+// said is update with the sender's first name and the text.
+func said(k message.Key, id int64, name, text string) message.Envelope {
 	chatType, thread := "private", ""
 	if k.Chat < 0 {
 		chatType = "supergroup"
@@ -30,8 +35,8 @@ func update(k message.Key, id int64) message.Envelope {
 		thread = fmt.Sprintf(`"message_thread_id":%d,"is_topic_message":true,`, k.Thread)
 	}
 	raw := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,%s"date":1764200000,`+
-		`"chat":{"id":%d,"type":%q},"from":{"id":42,"is_bot":false,"first_name":"Ann"},"text":"message %d"}}`,
-		id, id%1000, thread, k.Chat, chatType, id)
+		`"chat":{"id":%d,"type":%q},"from":{"id":42,"is_bot":false,"first_name":%q},"text":%q}}`,
+		id, id%1000, thread, k.Chat, chatType, name, text)
 	return message.Envelope{Bot: k.Bot, Me: me, UpdateID: id, Key: k, Raw: []byte(raw), Received: base()}
 }
 

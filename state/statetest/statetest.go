@@ -20,7 +20,9 @@ import (
 )
 
 // Harness opens the backend under test for one subtest, on new and empty
-// storage, and closes it when t ends. sessionFile is where the Claude CLI
+// storage, and closes it when t ends. dataDir is brainbot's data folder
+// (BRAINBOT_DATA), new and empty: the backend keeps its files there, if
+// it keeps any on this machine. sessionFile is where the Claude CLI
 // keeps a session's transcript on this machine (the suite writes the
 // files there; a backend that stores transcripts reads them there, as
 // claude.Driver.SessionFile tells it in production).
@@ -31,7 +33,7 @@ import (
 // again: what a restarted process finds, or in a cluster the next
 // instance (under another name). The backend it returns replaces the one
 // before, which the suite uses no more.
-type Harness func(t *testing.T, sessionFile func(bot, session string) string) (first state.Backend, restart func() state.Backend)
+type Harness func(t *testing.T, dataDir string, sessionFile func(bot, session string) string) (first state.Backend, restart func() state.Backend)
 
 // Run runs every behaviour of the contract against the backend h opens,
 // one subtest each, one after the other.
@@ -69,17 +71,18 @@ type behaviour struct {
 	run  func(t *testing.T, s *subject)
 }
 
-// subject is the backend a subtest runs against, and where its storage
-// keeps the transcripts.
+// subject is the backend a subtest runs against, where its storage
+// keeps the transcripts, and its data folder.
 type subject struct {
 	state.Backend
 	restart func() state.Backend
 	dir     string
+	data    string
 }
 
 func open(t *testing.T, h Harness) *subject {
-	s := &subject{dir: t.TempDir()}
-	s.Backend, s.restart = h(t, s.sessionFile)
+	s := &subject{dir: t.TempDir(), data: t.TempDir()}
+	s.Backend, s.restart = h(t, s.data, s.sessionFile)
 	return s
 }
 
