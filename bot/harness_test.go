@@ -88,6 +88,9 @@ type keptSpares struct {
 	n     int
 }
 
+// Expect: the fake's processes start at once.
+func (f *fakeClaude) Expect(string) {}
+
 func (f *fakeClaude) KeepSpares(set string, shape claude.Request, n int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -418,7 +421,7 @@ func (h *harness) start() {
 	log := zap.New(core)
 	cfg := Config{
 		BrainsDir: h.brains, DataDir: h.data, APIURL: h.srv.URL,
-		Claude: h.claude, Log: log,
+		Claude: h.claude, Warmer: h.claude, Log: log,
 		PollTimeout: 2 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond,
 		Grace: 10 * time.Second, LookupEnv: func(string) (string, bool) { return "", false },
 	}

@@ -77,17 +77,18 @@ type Config struct {
 	RetryMin, RetryMax time.Duration
 
 	Claude conversation.Agent
-	// Spares is how many Claude processes each bot keeps started ahead of
-	// its new conversations (BRAINBOT_SPARES), when Claude keeps spares
-	// (conversation.SpareKeeper); 0: none. Members of panels keep theirs
-	// for their turns too.
+	// Warmer starts Claude's processes ahead of messages (the driver, as
+	// Claude is; nil: none). Spares is how many each bot keeps started
+	// ahead of its new conversations (BRAINBOT_SPARES); 0: none. Members
+	// of panels keep theirs for their turns too.
+	Warmer conversation.Warmer
 	Spares int
 	// PrewarmWithin and PrewarmMax: at the start, the conversations active
 	// within PrewarmWithin before it, at most PrewarmMax of them (the most
 	// recent), get their Claude process started ahead of their next
 	// message, and so do those that come from another instance
-	// (state.Arrivals), while the warm budget has room, when Claude can do that
-	// (conversation.Prewarmer). Zero: none.
+	// (state.Arrivals), while the warm budget has room, with a Warmer.
+	// Zero: none.
 	PrewarmWithin time.Duration
 	PrewarmMax    int
 	// Transcriber turns voice messages into text; nil (no OpenAI key)
@@ -228,7 +229,7 @@ func New(cfg Config) (*Manager, error) {
 		DataDir: cfg.DataDir, State: cfg.State, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
 		Transcriber: cfg.Transcriber, Speaker: cfg.Speaker, FileAfterTurn: cfg.FileAfterTurn,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
-		Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
+		Warmer: cfg.Warmer, Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
 	m.panels = host.New(host.Config{
 		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.State, Brain: m.brain,

@@ -74,9 +74,10 @@ type Config struct {
 	MaxWait                     time.Duration
 	// QueueSize is the intake's, for the log of a message it turned away.
 	QueueSize int
-	// Spares is how many Claude processes each bot keeps started ahead of
-	// its new conversations, when the Agent keeps spares (SpareKeeper);
-	// 0: none (BRAINBOT_SPARES).
+	// Warmer starts the Agent's processes ahead of messages (nil: the
+	// Agent warms none). Spares is how many each bot keeps started ahead
+	// of its new conversations; 0: none (BRAINBOT_SPARES).
+	Warmer Warmer
 	Spares int
 	// Stopping is closed when no new Claude request may start.
 	Stopping <-chan struct{}
@@ -96,6 +97,7 @@ type Pipeline struct {
 	cfg    Config
 	store  State
 	claude Agent
+	warmer Warmer // nil: none
 	log    *zap.Logger
 	// slots are the Claude requests allowed to run at once.
 	slots   *slots
@@ -114,6 +116,7 @@ func New(cfg Config) *Pipeline {
 		cfg:    cfg,
 		store:  cfg.State,
 		claude: cfg.Agent,
+		warmer: cfg.Warmer,
 		log:    cfg.Log,
 		slots: newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning,
 			cfg.Metrics.ClaudeWaiting),
@@ -249,8 +252,8 @@ func (p *Pipeline) converse(r *request) {
 	r.sum.mode = mode
 	// The daily limit has counted the message: a replay must not again.
 	r.record("charge", r.in.Progress.MarkCharged)
-	if e, ok := p.claude.(Expecter); ok {
-		e.Expect(r.in.Key.String())
+	if p.warmer != nil {
+		p.warmer.Expect(r.in.Key.String())
 	}
 	if !p.waitForSlot(r) {
 		return

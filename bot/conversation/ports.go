@@ -31,6 +31,28 @@ type Agent interface {
 	SessionFile(bot, session string) string
 }
 
+// Warmer is the Agent's warming (*claude.Driver): Claude processes
+// started ahead of a conversation's next message and of new ones.
+//
+// PrewarmResume starts a resumed conversation's process ahead of its next
+// message, within the agent's budget (claude.ErrNoRoom when full);
+// HasProcess tells whether a conversation has its process already,
+// running or idle: such a conversation is left alone, its transcript too
+// (restoring it could end a CLI answering right now). Expect is told when
+// a conversation's message starts waiting for a Claude slot: a process
+// started ahead for it below real work is raised then, so that it
+// finishes starting while the message waits. KeepSpares keeps n
+// processes of shape under the name set, started ahead of requests that
+// let it name their session (replaced when the brain the shape comes
+// from is edited), DropSpares ends them.
+type Warmer interface {
+	PrewarmResume(req claude.Request) error
+	HasProcess(conversation string) bool
+	Expect(conversation string)
+	KeepSpares(set string, shape claude.Request, n int) error
+	DropSpares(set string)
+}
+
 // State is what conversations keep between messages (package state: its
 // backend is the process's, SQLite or JetStream).
 type State interface {

@@ -16,24 +16,6 @@ import (
 	"brainbot/sysprompt"
 )
 
-// Prewarmer is an Agent that starts a resumed conversation's process
-// ahead of its next message (*claude.Driver), within its budget
-// (claude.ErrNoRoom when full), and tells whether it has a conversation's
-// process already, running or idle: such a conversation is left alone,
-// its transcript too (restoring it could end a CLI answering right now).
-type Prewarmer interface {
-	PrewarmResume(req claude.Request) error
-	HasProcess(conversation string) bool
-}
-
-// Expecter is an Agent told when a conversation's message starts waiting
-// for a Claude slot (*claude.Driver): a process started ahead for it
-// below real work (Prewarmer) is raised then, so that it finishes
-// starting while the message waits, not once the message has a slot.
-type Expecter interface {
-	Expect(conversation string)
-}
-
 // prewarmPace spaces the starts: each CLI takes about half a second of
 // CPU to start, and the bots' spares start at the same time.
 const prewarmPace = 200 * time.Millisecond
@@ -44,7 +26,7 @@ const prewarmPace = 200 * time.Millisecond
 // waiting for a CLI to resume it (prewarmAll). It returns how many it
 // started.
 func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int {
-	if _, warms := p.claude.(Prewarmer); !warms || limit <= 0 {
+	if p.warmer == nil || limit <= 0 {
 		return 0
 	}
 	list, err := p.store.RecentSessions(ctx, since, limit)
@@ -63,7 +45,7 @@ func (p *Pipeline) Prewarm(ctx context.Context, since time.Time, limit int) int 
 // first, as Prewarm does: their next message, the first here, finds its
 // conversation warm. It returns how many it started.
 func (p *Pipeline) PrewarmMoved(ctx context.Context, moved []state.RecentSession) int {
-	if _, warms := p.claude.(Prewarmer); !warms {
+	if p.warmer == nil {
 		return 0
 	}
 	n := p.prewarmAll(ctx, moved)
@@ -81,7 +63,7 @@ type prewarmed struct{ started, warm int }
 // stored), but for those that have a process here already. It stops when
 // the agent's budget is full or ctx ends.
 func (p *Pipeline) prewarmAll(ctx context.Context, list []state.RecentSession) prewarmed {
-	agent := p.claude.(Prewarmer)
+	agent := p.warmer
 	var n prewarmed
 	for _, r := range list {
 		if agent.HasProcess(r.Conversation.String()) {
@@ -107,7 +89,7 @@ func (p *Pipeline) prewarmAll(ctx context.Context, list []state.RecentSession) p
 
 // prewarm starts one conversation's process, resuming its session, with
 // the request its brain gives it now.
-func (p *Pipeline) prewarm(ctx context.Context, agent Prewarmer, r state.RecentSession) error {
+func (p *Pipeline) prewarm(ctx context.Context, agent Warmer, r state.RecentSession) error {
 	bot := r.Conversation.Bot
 	b := p.cfg.Brain(bot)
 	if b == nil {

@@ -34,6 +34,10 @@ func (a *prewarmAgent) HasProcess(conversation string) bool { return a.process[c
 
 func (a *prewarmAgent) Expect(conversation string) { a.ev.Add("agent: expect %s", conversation) }
 
+// The kit's agent keeps no spares.
+func (a *prewarmAgent) KeepSpares(string, claude.Request, int) error { return nil }
+func (a *prewarmAgent) DropSpares(string)                            {}
+
 // A message tells the agent its conversation is expected as it starts to
 // wait for a Claude slot, not once it has one: a process prewarmed for it
 // below real work then finishes starting meanwhile.
@@ -43,7 +47,7 @@ func TestAMessageIsExpectedWhileItWaitsForASlot(t *testing.T) {
 	k := newKit(t, "", func(c *Config) {
 		c.MaxClaude = 1
 		agent = &prewarmAgent{fakeAgent: c.Agent.(*fakeAgent)}
-		c.Agent = agent
+		c.Agent, c.Warmer = agent, agent
 	})
 	answer := func(ctx context.Context, req claude.Request) (*claude.Result, error) {
 		if req.Conversation == (message.Key{Bot: kitBot, Chat: kitUser}).String() {
@@ -80,7 +84,7 @@ func TestPrewarmMoved(t *testing.T) {
 	var agent *prewarmAgent
 	k := newKit(t, "", func(c *Config) {
 		agent = &prewarmAgent{fakeAgent: c.Agent.(*fakeAgent), room: 2, process: map[string]bool{busy.String(): true}}
-		c.Agent = agent
+		c.Agent, c.Warmer = agent, agent
 	})
 	k.store.newerCopy = true // another instance answered them last
 	var moved []state.RecentSession

@@ -8,18 +8,8 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/panel/host"
-	"brainbot/claude"
 	"brainbot/sysprompt"
 )
-
-// SpareKeeper is an Agent that keeps processes started ahead of requests
-// that let it name their session (*claude.Driver): n of shape under the
-// name set, replaced when the brain set's shape comes from is edited,
-// ended by DropSpares.
-type SpareKeeper interface {
-	KeepSpares(set string, shape claude.Request, n int) error
-	DropSpares(set string)
-}
 
 // KeepSpares has the agent keep Config.Spares processes started for bot's
 // new conversations, of the shape brain b gives their requests: at the
@@ -28,12 +18,11 @@ type SpareKeeper interface {
 // another shape (no question tool), keep spares of their own beside them
 // (claude.Driver.KeepSpares).
 func (p *Pipeline) KeepSpares(bot string, b *brain.Brain) {
-	keeper, ok := p.claude.(SpareKeeper)
-	if !ok || p.cfg.Spares <= 0 {
+	if p.warmer == nil || p.cfg.Spares <= 0 {
 		return
 	}
 	log := p.log.With(zap.String("bot", bot))
-	if err := keeper.KeepSpares(bot, p.conversationRequest(b, bot, sysprompt.Facts{}, log), p.cfg.Spares); err != nil {
+	if err := p.warmer.KeepSpares(bot, p.conversationRequest(b, bot, sysprompt.Facts{}, log), p.cfg.Spares); err != nil {
 		log.Warn("no spare Claude processes for the bot's new conversations", zap.Error(err))
 	}
 }
@@ -41,8 +30,8 @@ func (p *Pipeline) KeepSpares(bot string, b *brain.Brain) {
 // DropSpares ends the processes kept for bot's new conversations: its
 // brain is gone.
 func (p *Pipeline) DropSpares(bot string) {
-	if keeper, ok := p.claude.(SpareKeeper); ok {
-		keeper.DropSpares(bot)
+	if p.warmer != nil {
+		p.warmer.DropSpares(bot)
 	}
 }
 
@@ -50,13 +39,12 @@ func (p *Pipeline) DropSpares(bot string) {
 // name set, for panel questions of q's shape (its member, brain and
 // schema; the prompt does not count); n 0 ends them.
 func (p *Pipeline) KeepQuestionSpares(set string, q host.Question, n int) {
-	keeper, ok := p.claude.(SpareKeeper)
 	switch {
-	case !ok:
+	case p.warmer == nil:
 	case n <= 0 || p.cfg.Spares <= 0:
-		keeper.DropSpares(set)
+		p.warmer.DropSpares(set)
 	default:
-		if err := keeper.KeepSpares(set, p.questionRequest(q), n); err != nil {
+		if err := p.warmer.KeepSpares(set, p.questionRequest(q), n); err != nil {
 			p.log.Warn("no spare Claude processes for the member's panel turns", zap.String("bot", q.Bot), zap.String("spares", set), zap.Error(err))
 		}
 	}

@@ -109,7 +109,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		},
 		Transcriber: ans.transcriber, Speaker: ans.speaker, FileAfterTurn: cfg.SpeechEarly == "off",
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaiting, MaxWait: cfg.MaxWait, QueueSize: 1,
-		Spares: cfg.Spares, Stopping: stopping, LookupEnv: m.lookupEnv, OnSecret: secrets.Add,
+		Warmer: ans.driver, Spares: cfg.Spares, Stopping: stopping, LookupEnv: m.lookupEnv, OnSecret: secrets.Add,
 		Now: time.Now, Metrics: metrics.New(), Log: log,
 	})
 	p.UsePanels(noPanels{})

@@ -101,6 +101,7 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		MaxWait:          cfg.MaxWait,
 		Grace:            cfg.Grace,
 		Claude:           driver,
+		Warmer:           driver,
 		Spares:           cfg.Spares,
 		// The conversations that would still be warm had brainbot not
 		// stopped, within half the warm budget: the other half stays for
