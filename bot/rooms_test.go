@@ -65,7 +65,8 @@ const (
 // cmd's knows Claude together with Telegram's library or NATS; only the
 // cluster's packages speak NATS; the conversation, the intake, the
 // journal and the panels know neither the transport's library nor NATS;
-// the shared words (message) are the standard library's alone; and no
+// the shared words (message) are the standard library's alone; the
+// CLI's protocol (claude/streamjson) starts no process; and no
 // package holds more than 15% of the production lines.
 func TestRoomsKeepToThemselves(t *testing.T) {
 	pkgs := listModule(t)
@@ -97,6 +98,10 @@ func TestRoomsKeepToThemselves(t *testing.T) {
 					t.Errorf("%s links %s: the tool side may not", path, dep)
 				}
 			}
+		}
+		// The protocol is spoken, not run: it starts no process.
+		if path == "brainbot/claude/streamjson" && slices.ContainsFunc(p.Deps, func(dep string) bool { return dep == "os/exec" || strings.HasPrefix(dep, "brainbot/") }) {
+			t.Errorf("claude/streamjson links os/exec or another package of brainbot: %v", p.Deps)
 		}
 		if path == "brainbot/bot/message" && slices.ContainsFunc(p.Imports, func(imp string) bool { return strings.Contains(imp, ".") || strings.HasPrefix(imp, "brainbot/") }) {
 			t.Errorf("bot/message imports beyond the standard library: %v", p.Imports)

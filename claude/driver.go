@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/claude/streamjson"
 	"brainbot/reaper"
 	"brainbot/sysprompt"
 	"brainbot/ticket"
@@ -326,7 +327,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		cli:     cli,
 		res:     &Result{Warm: warm, Spare: cli.spare},
 		log:     log.With(zap.Stringer("mode", req.Mode), zap.String("session", req.SessionID), zap.Bool("resume", req.Resume), zap.Bool("warm", warm), zap.Bool("spare", cli.spare)),
-		results: map[string]block{},
+		results: map[string]streamjson.Block{},
 		turn:    1,
 		begun:   time.Now(),
 		started: func() {},
@@ -560,9 +561,9 @@ type exchange struct {
 	// Turn 2's calls of x.tool, in order, and its denials. A call Claude
 	// makes on its own in turn 1 does not count: it cannot know the file
 	// prefix the caller locates the file by.
-	calls   []block
-	denials []denial
-	results map[string]block // tool_result blocks by tool_use_id
+	calls   []streamjson.Block
+	denials []streamjson.Denial
+	results map[string]streamjson.Block // tool_result blocks by tool_use_id
 	// toolLog logs every tool call of the request, and its servers'
 	// failures to start.
 	toolLog *toolLog
@@ -570,8 +571,8 @@ type exchange struct {
 	// finished: the last result the driver waits for has arrived (or a
 	// failed one); stdin is closed and the CLI should exit.
 	finished bool
-	failed   *turnResult // a result with is_error
-	failure  error       // another reason the request failed
+	failed   *streamjson.TurnResult // a result with is_error
+	failure  error                  // another reason the request failed
 }
 
 func (x *exchange) send(line []byte) {
@@ -604,7 +605,7 @@ func (x *exchange) loop(ctx context.Context) error {
 				return le.err
 			}
 			inactivity.Reset(x.req.InactivityTimeout)
-			if le.ev.Kind != kindLifecycle && (le.ev.Type != "system" || le.ev.Kind == kindInit) {
+			if le.ev.Kind != streamjson.KindLifecycle && (le.ev.Type != "system" || le.ev.Kind == streamjson.KindInit) {
 				// Lines that say nothing of the request are not an answer:
 				// the CLI's word on a stdin line (command_lifecycle), and a
 				// system line but init, which a spare prints (ui_invalidate)
@@ -633,12 +634,12 @@ func (x *exchange) loop(ctx context.Context) error {
 	return nil
 }
 
-func (x *exchange) handle(ev event) {
+func (x *exchange) handle(ev streamjson.Event) {
 	if ce := x.log.Check(zap.DebugLevel, "claude: event"); ce != nil {
 		ce.Write(zap.Stringer("kind", ev.Kind), zap.String("type", ev.Type), zap.String("subtype", ev.Subtype))
 	}
 	switch ev.Kind {
-	case kindInit:
+	case streamjson.KindInit:
 		if !x.seenInit {
 			x.seenInit = true
 			x.started()
@@ -647,7 +648,7 @@ func (x *exchange) handle(ev event) {
 		}
 		x.noteSession(ev.SessionID)
 		x.toolLog.servers(ev.Servers)
-	case kindAssistant:
+	case streamjson.KindAssistant:
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_use" {
 				x.toolLog.called(b, x.turnText())
@@ -659,7 +660,7 @@ func (x *exchange) handle(ev event) {
 				x.calls = append(x.calls, b)
 			}
 		}
-	case kindUser:
+	case streamjson.KindUser:
 		for _, b := range ev.Blocks {
 			if b.Type == "tool_result" {
 				x.results[b.ToolUseID] = b
@@ -667,18 +668,18 @@ func (x *exchange) handle(ev event) {
 				x.reportFile(b)
 			}
 		}
-	case kindPermissionDenied:
+	case streamjson.KindPermissionDenied:
 		x.toolLog.refused(ev.Denial)
 		if x.turn == 2 {
 			x.denials = append(x.denials, ev.Denial)
 		}
-	case kindResult:
+	case streamjson.KindResult:
 		x.endTurn(ev)
-	case kindTextStart:
+	case streamjson.KindTextStart:
 		if x.turn == 1 && x.streamed != "" {
 			x.streamed += "\n\n" // a new paragraph, as in Result.Text
 		}
-	case kindTextDelta:
+	case streamjson.KindTextDelta:
 		if x.turn != 1 {
 			break
 		}
@@ -689,7 +690,7 @@ func (x *exchange) handle(ev event) {
 		if x.req.OnText != nil {
 			x.req.OnText(x.streamed)
 		}
-	case kindOther:
+	case streamjson.KindOther:
 		if ev.Type != "stream_event" {
 			x.res.UnknownEvents++
 		}
@@ -702,7 +703,7 @@ func (x *exchange) noteSession(id string) {
 	}
 }
 
-func (x *exchange) endTurn(ev event) {
+func (x *exchange) endTurn(ev streamjson.Event) {
 	if x.finished {
 		return // a result after the one we waited for: not ours
 	}
@@ -784,9 +785,9 @@ func (x *exchange) endTurn(ev event) {
 // reportFile hands the file of turn two's call answered by result to
 // Request.OnFile, once: the caller need not wait for the model's closing
 // words.
-func (x *exchange) reportFile(result block) {
+func (x *exchange) reportFile(result streamjson.Block) {
 	if x.reported || x.req.OnFile == nil || x.turn != 2 || result.IsError ||
-		!slices.ContainsFunc(x.calls, func(call block) bool { return call.ID == result.ToolUseID }) {
+		!slices.ContainsFunc(x.calls, func(call streamjson.Block) bool { return call.ID == result.ToolUseID }) {
 		return
 	}
 	if _, denied := x.findDenial(result.ToolUseID); denied {
@@ -932,13 +933,13 @@ func reportedFile(mode Mode, answer string) (path string, all []string, err erro
 
 // findDenial finds a refusal of the call toolUseID, or with "" of any call of
 // x.tool.
-func (x *exchange) findDenial(toolUseID string) (denial, bool) {
+func (x *exchange) findDenial(toolUseID string) (streamjson.Denial, bool) {
 	for _, d := range x.denials {
 		if toolUseID != "" && d.ToolUseID == toolUseID || toolUseID == "" && d.ToolName == x.tool {
 			return d, true
 		}
 	}
-	return denial{}, false
+	return streamjson.Denial{}, false
 }
 
 // SessionFile is where the bot's CLI keeps a session's transcript: in the

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/claude/claudetest"
+	"brainbot/claude/streamjson"
 	"brainbot/mcp"
 	"brainbot/mcp/toolstest"
 	"brainbot/output"
@@ -805,9 +806,9 @@ func TestGrandchildHoldsStdout(t *testing.T) {
 func TestGarbageLine(t *testing.T) {
 	e := newFakeEnv(t)
 	_, err := e.run(t, e.request(Text, "#garbage"))
-	var pe *protocolError
+	var pe *streamjson.ProtocolError
 	if !errors.As(err, &pe) || pe.Line != 2 {
-		t.Fatalf("err = %v, want *protocolError on line 2", err)
+		t.Fatalf("err = %v, want *streamjson.ProtocolError on line 2", err)
 	}
 }
 

@@ -115,22 +115,6 @@ func (e *timeoutError) Error() string {
 // Is makes errors.Is(err, errTimeout) true.
 func (e *timeoutError) Is(target error) bool { return target == errTimeout }
 
-// protocolError is a stdout line that is not one JSON object: the framing
-// of the stream is broken, so nothing after it can be trusted.
-type protocolError struct {
-	Line int // 1-based line number; 0 when parsing a single line
-	Err  error
-}
-
-func (e *protocolError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("claude: broken stream-json on stdout line %d: %v", e.Line, e.Err)
-	}
-	return fmt.Sprintf("claude: broken stream-json: %v", e.Err)
-}
-
-func (e *protocolError) Unwrap() error { return e.Err }
-
 func withStderr(msg, tail string) string {
 	if tail = strings.TrimSpace(tail); tail == "" {
 		return msg

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"brainbot/claude/claudetest"
+	"brainbot/claude/streamjson"
 	"brainbot/mcp/toolstest"
 	"brainbot/ticket"
 	"brainbot/toolspec"
@@ -110,7 +111,7 @@ func TestGoldenTranscripts(t *testing.T) {
 	}
 }
 
-// summarizeLines parses each line on its own with parseEvent.
+// summarizeLines parses each line on its own with streamjson.Parse.
 func summarizeLines(t *testing.T, data []byte) string {
 	t.Helper()
 	var s summary
@@ -118,7 +119,7 @@ func summarizeLines(t *testing.T, data []byte) string {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		ev, err := parseEvent(line)
+		ev, err := streamjson.Parse(line)
 		if err != nil {
 			t.Fatalf("line %d: %v", s.n+1, err)
 		}
@@ -131,9 +132,9 @@ func summarizeLines(t *testing.T, data []byte) string {
 func summarizeStream(t *testing.T, data []byte) string {
 	t.Helper()
 	var s summary
-	r := newReader(bytes.NewReader(data))
+	r := streamjson.NewReader(bytes.NewReader(data))
 	for {
-		ev, err := r.next()
+		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			return s.String()
 		}
@@ -164,7 +165,7 @@ func stable(s string) string {
 	return volatileUUID.ReplaceAllString(s, "<uuid>")
 }
 
-func (s *summary) add(ev event) {
+func (s *summary) add(ev streamjson.Event) {
 	s.n++
 	fmt.Fprintf(&s.b, "%d %s %s", s.n, ev.Kind, ev.Type)
 	if ev.Subtype != "" {
@@ -185,7 +186,7 @@ func (s *summary) add(ev event) {
 			fmt.Fprintf(&s.b, "\n  %s", b.Type)
 		}
 	}
-	if ev.Kind == kindPermissionDenied {
+	if ev.Kind == streamjson.KindPermissionDenied {
 		fmt.Fprintf(&s.b, "\n  denied %s", ev.Denial.ToolName)
 	}
 	if r := ev.Result; r != nil {

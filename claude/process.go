@@ -2,7 +2,6 @@ package claude
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"brainbot/claude/streamjson"
 	"brainbot/reaper"
 )
 
@@ -52,7 +52,7 @@ type process struct {
 }
 
 type lineEvent struct {
-	ev  event
+	ev  streamjson.Event
 	err error
 }
 
@@ -150,9 +150,9 @@ func signalGroup(pid int, sig syscall.Signal) error {
 func (p *process) readStdout() {
 	defer p.readers.Done()
 	defer close(p.events)
-	r := newReader(p.stdout)
+	r := streamjson.NewReader(p.stdout)
 	for {
-		ev, err := r.next()
+		ev, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			return
 		}
@@ -185,8 +185,7 @@ func (p *process) send(line []byte, timeout time.Duration) error {
 // request (a bare interrupt message is ignored): the turn ends with its
 // result line, and the process goes on.
 func (p *process) interrupt() error {
-	line := fmt.Sprintf(`{"type":"control_request","request_id":"interrupt-%s","request":{"subtype":"interrupt"}}`+"\n", rand.Text())
-	return p.send([]byte(line), killGrace)
+	return p.send(streamjson.InterruptLine(), killGrace)
 }
 
 // closeStdin tells the CLI there are no more turns: it exits after the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"brainbot/claude/streamjson"
 	"brainbot/toolspec"
 )
 
@@ -22,42 +23,6 @@ func (m Mode) tool() string {
 	return ""
 }
 
-// userLine is one stdin message in the CLI's stream-json input format.
-type userLine struct {
-	Type string `json:"type"`
-	// UUID names the message in the session's transcript (omitted: the
-	// CLI picks one).
-	UUID            string      `json:"uuid,omitempty"`
-	Message         userMessage `json:"message"`
-	ParentToolUseID *string     `json:"parent_tool_use_id"`
-	SessionID       string      `json:"session_id"`
-}
-
-type userMessage struct {
-	Role string `json:"role"`
-	// Content holds textBlock and fileBlock values.
-	Content []any `json:"content"`
-}
-
-type textBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
-}
-
-// fileBlock is an image or document content block.
-type fileBlock struct {
-	Type   string     `json:"type"`
-	Source fileSource `json:"source"`
-	Title  string     `json:"title,omitempty"`
-}
-
-type fileSource struct {
-	// Type is base64, or text for a plain-text document.
-	Type      string `json:"type"`
-	MediaType string `json:"media_type"`
-	Data      string `json:"data"`
-}
-
 // encodeUserLine returns text, after the files, as one stdin line, newline
 // included. Files come first, as the Claude API advises for images; text
 // that is empty beside files is left out (a photo without a caption). The
@@ -70,7 +35,7 @@ type fileSource struct {
 func encodeUserLine(id, note, text string, files ...Attachment) ([]byte, error) {
 	content := make([]any, 0, len(files)+2)
 	if note != "" {
-		content = append(content, textBlock{Type: "text", Text: note})
+		content = append(content, streamjson.TextBlock{Type: "text", Text: note})
 	}
 	for _, f := range files {
 		b, err := attachmentBlock(f)
@@ -80,13 +45,9 @@ func encodeUserLine(id, note, text string, files ...Attachment) ([]byte, error) 
 		content = append(content, b)
 	}
 	if text != "" || len(files) == 0 {
-		content = append(content, textBlock{Type: "text", Text: asWords(text)})
+		content = append(content, streamjson.TextBlock{Type: "text", Text: asWords(text)})
 	}
-	line, err := json.Marshal(userLine{Type: "user", UUID: id, Message: userMessage{Role: "user", Content: content}})
-	if err != nil {
-		return nil, err
-	}
-	return append(line, '\n'), nil
+	return streamjson.UserLine(id, content)
 }
 
 // asWords keeps text from reading as a command of the CLI. The CLI
@@ -111,23 +72,23 @@ func asWords(text string) string {
 // attachmentBlock is the content block that carries f. The CLI (2.1.328,
 // checked) passes image and document blocks of a stream-json message on to
 // the model as they are, and keeps them in the session for resumes.
-func attachmentBlock(f Attachment) (fileBlock, error) {
+func attachmentBlock(f Attachment) (streamjson.FileBlock, error) {
 	switch f.MediaType {
 	case "image/jpeg", "image/png", "image/gif", "image/webp":
-		return fileBlock{Type: "image", Source: base64Source(f)}, nil
+		return streamjson.FileBlock{Type: "image", Source: base64Source(f)}, nil
 	case "application/pdf":
-		return fileBlock{Type: "document", Source: base64Source(f), Title: f.Name}, nil
+		return streamjson.FileBlock{Type: "document", Source: base64Source(f), Title: f.Name}, nil
 	case "text/plain":
 		if !utf8.Valid(f.Data) {
-			return fileBlock{}, fmt.Errorf("claude: text attachment %q is not UTF-8", f.Name)
+			return streamjson.FileBlock{}, fmt.Errorf("claude: text attachment %q is not UTF-8", f.Name)
 		}
-		return fileBlock{Type: "document", Source: fileSource{Type: "text", MediaType: f.MediaType, Data: string(f.Data)}, Title: f.Name}, nil
+		return streamjson.FileBlock{Type: "document", Source: streamjson.FileSource{Type: "text", MediaType: f.MediaType, Data: string(f.Data)}, Title: f.Name}, nil
 	}
-	return fileBlock{}, fmt.Errorf("claude: attachment %q: media type %q is not one the model reads", f.Name, f.MediaType)
+	return streamjson.FileBlock{}, fmt.Errorf("claude: attachment %q: media type %q is not one the model reads", f.Name, f.MediaType)
 }
 
-func base64Source(f Attachment) fileSource {
-	return fileSource{Type: "base64", MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)}
+func base64Source(f Attachment) streamjson.FileSource {
+	return streamjson.FileSource{Type: "base64", MediaType: f.MediaType, Data: base64.StdEncoding.EncodeToString(f.Data)}
 }
 
 // turn2Prompt is the message that makes Claude call the request's tool.

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"brainbot/claude/streamjson"
 	"brainbot/sysprompt"
 	"brainbot/toolspec"
 )
@@ -173,9 +174,7 @@ type Attachment struct {
 
 // Tokens counts model tokens as the CLI reports them (its result
 // events' usage, per turn).
-type Tokens struct {
-	Input, Output, CacheRead, CacheWrite int64
-}
+type Tokens = streamjson.Tokens
 
 // Result is what one request produced.
 type Result struct {

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"brainbot/claude/streamjson"
 	"brainbot/toolspec"
 )
 
@@ -38,7 +39,7 @@ func newToolLog(log *zap.Logger) *toolLog {
 
 // servers logs, once per request, each MCP server the CLI reports not
 // connected: the model does not have its tools.
-func (t *toolLog) servers(statuses []serverStatus) {
+func (t *toolLog) servers(statuses []streamjson.ServerStatus) {
 	for _, s := range statuses {
 		if s.Status != "connected" && !t.warned[s.Name] {
 			t.warned[s.Name] = true
@@ -48,7 +49,7 @@ func (t *toolLog) servers(statuses []serverStatus) {
 }
 
 // called notes a tool_use block of the model, written after text.
-func (t *toolLog) called(b block, text string) {
+func (t *toolLog) called(b streamjson.Block, text string) {
 	server, tool, ok := toolspec.SplitToolName(b.Name)
 	if !ok {
 		server, tool = "", b.Name
@@ -58,10 +59,10 @@ func (t *toolLog) called(b block, text string) {
 }
 
 // refused notes a call the CLI denied.
-func (t *toolLog) refused(d denial) { t.denied[d.ToolUseID] = true }
+func (t *toolLog) refused(d streamjson.Denial) { t.denied[d.ToolUseID] = true }
 
 // answered ends the call a tool_result block answers.
-func (t *toolLog) answered(b block) {
+func (t *toolLog) answered(b streamjson.Block) {
 	p, ok := t.pending[b.ToolUseID]
 	if !ok {
 		return

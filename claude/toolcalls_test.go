@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"brainbot/claude/streamjson"
 	"brainbot/toolspec"
 )
 
@@ -23,16 +24,16 @@ func observed(level zapcore.Level) (*zap.Logger, *observer.ObservedLogs) {
 func TestToolLog(t *testing.T) {
 	log, logs := observed(zap.InfoLevel)
 	tl := newToolLog(log)
-	tl.called(block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)}, "")
-	tl.called(block{Type: "tool_use", ID: "b", Name: "mcp__clock__fail"}, "")
-	tl.called(block{Type: "tool_use", ID: "c", Name: "mcp__clock__secret"}, "")
-	tl.called(block{Type: "tool_use", ID: "d", Name: "Bash"}, "")
-	tl.called(block{Type: "tool_use", ID: "e", Name: "mcp__clock__slow"}, "")
-	tl.answered(block{Type: "tool_result", ToolUseID: "b", Text: "it broke", IsError: true})
-	tl.refused(denial{ToolName: "mcp__clock__secret", ToolUseID: "c"})
-	tl.answered(block{Type: "tool_result", ToolUseID: "c", Text: "Permission denied", IsError: true})
-	tl.answered(block{Type: "tool_result", ToolUseID: "a", Text: "12:00"})
-	tl.answered(block{Type: "tool_result", ToolUseID: "zzz"}) // not a call it saw: ignored
+	tl.called(streamjson.Block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)}, "")
+	tl.called(streamjson.Block{Type: "tool_use", ID: "b", Name: "mcp__clock__fail"}, "")
+	tl.called(streamjson.Block{Type: "tool_use", ID: "c", Name: "mcp__clock__secret"}, "")
+	tl.called(streamjson.Block{Type: "tool_use", ID: "d", Name: "Bash"}, "")
+	tl.called(streamjson.Block{Type: "tool_use", ID: "e", Name: "mcp__clock__slow"}, "")
+	tl.answered(streamjson.Block{Type: "tool_result", ToolUseID: "b", Text: "it broke", IsError: true})
+	tl.refused(streamjson.Denial{ToolName: "mcp__clock__secret", ToolUseID: "c"})
+	tl.answered(streamjson.Block{Type: "tool_result", ToolUseID: "c", Text: "Permission denied", IsError: true})
+	tl.answered(streamjson.Block{Type: "tool_result", ToolUseID: "a", Text: "12:00"})
+	tl.answered(streamjson.Block{Type: "tool_result", ToolUseID: "zzz"}) // not a call it saw: ignored
 	calls := tl.close()
 
 	type brief struct{ server, tool, outcome, err string }
@@ -75,8 +76,8 @@ func TestToolLog(t *testing.T) {
 func TestToolLogArgumentsAtDebug(t *testing.T) {
 	log, logs := observed(zap.DebugLevel)
 	tl := newToolLog(log)
-	tl.called(block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)}, "")
-	tl.answered(block{Type: "tool_result", ToolUseID: "a", Text: "12:00"})
+	tl.called(streamjson.Block{Type: "tool_use", ID: "a", Name: "mcp__clock__now", Input: []byte(`{"zone":"UTC"}`)}, "")
+	tl.answered(streamjson.Block{Type: "tool_result", ToolUseID: "a", Text: "12:00"})
 	if info := logs.FilterMessage("tool call").All(); len(info) != 1 || info[0].ContextMap()["arguments"] != nil {
 		t.Errorf("info lines %v: want one, without the arguments", info)
 	}
@@ -91,7 +92,7 @@ func TestToolLogServers(t *testing.T) {
 	log, logs := observed(zap.InfoLevel)
 	tl := newToolLog(log)
 	for range 2 { // init comes at every turn
-		tl.servers([]serverStatus{{"tts", "connected"}, {"clock", "failed"}})
+		tl.servers([]streamjson.ServerStatus{{Name: "tts", Status: "connected"}, {Name: "clock", Status: "failed"}})
 	}
 	warns := logs.FilterMessage("MCP server not connected: the model cannot use its tools").All()
 	if len(warns) != 1 || warns[0].ContextMap()["server"] != "clock" || warns[0].ContextMap()["status"] != "failed" {

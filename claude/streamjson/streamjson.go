@@ -1,91 +1,96 @@
-package claude
+// Package streamjson is the Claude Code CLI's stream-json protocol as
+// brainbot reads it: the events of the CLI's stdout, one JSON object a
+// line, and the control request that interrupts a turn. It starts no
+// process: the driver hands it the lines.
+package streamjson
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 )
 
 // kind classifies one stdout line of the CLI.
-type kind uint8
+type Kind uint8
 
 const (
-	// kindOther is a line the driver skips: a type it does not use
+	// KindOther is a line the driver skips: a type it does not use
 	// (system/status, rate_limit_event, stream_event, hook events, types
 	// newer than this code). Skipped lines are counted, never an error.
-	kindOther kind = iota
-	// kindInit is system/init, re-emitted at the start of every turn.
-	kindInit
-	// kindAssistant is a model message: text and tool_use blocks.
-	kindAssistant
-	// kindUser is a user message as the CLI echoes it: tool_result blocks.
-	kindUser
-	// kindPermissionDenied is system/permission_denied: a tool call refused
+	KindOther Kind = iota
+	// KindInit is system/init, re-emitted at the start of every turn.
+	KindInit
+	// KindAssistant is a model message: text and tool_use blocks.
+	KindAssistant
+	// KindUser is a user message as the CLI echoes it: tool_result blocks.
+	KindUser
+	// KindPermissionDenied is system/permission_denied: a tool call refused
 	// because the tool is not in --allowedTools.
-	kindPermissionDenied
-	// kindResult ends a turn.
-	kindResult
-	// kindTextStart opens a text block, and kindTextDelta carries a piece
+	KindPermissionDenied
+	// KindResult ends a turn.
+	KindResult
+	// KindTextStart opens a text block, and KindTextDelta carries a piece
 	// of its text, as the model writes it (stream_event lines, with
 	// --include-partial-messages).
-	kindTextStart
-	kindTextDelta
-	// kindLifecycle is command_lifecycle: the CLI's word on a stdin
+	KindTextStart
+	KindTextDelta
+	// KindLifecycle is command_lifecycle: the CLI's word on a stdin
 	// message that carries a uuid (Request.MessageID). Its "completed"
 	// comes after the turn's result, so a warm process's next request
 	// reads it first: it is neither a sign of life of that request (see
 	// the stale check in Driver.run) nor an unknown event.
-	kindLifecycle
+	KindLifecycle
 )
 
-func (k kind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case kindInit:
+	case KindInit:
 		return "init"
-	case kindAssistant:
+	case KindAssistant:
 		return "assistant"
-	case kindUser:
+	case KindUser:
 		return "user"
-	case kindPermissionDenied:
+	case KindPermissionDenied:
 		return "permission_denied"
-	case kindResult:
+	case KindResult:
 		return "result"
-	case kindTextStart:
+	case KindTextStart:
 		return "text_start"
-	case kindTextDelta:
+	case KindTextDelta:
 		return "text_delta"
-	case kindLifecycle:
+	case KindLifecycle:
 		return "lifecycle"
 	}
 	return "other"
 }
 
 // event is the part of one stdout line the driver uses.
-type event struct {
-	Kind kind
+type Event struct {
+	Kind Kind
 	// Type and Subtype are the line's "type" and "subtype" as sent.
 	Type, Subtype string
 	// SessionID is the line's top-level session_id (empty when absent).
 	SessionID string
-	// Blocks are the message content blocks of kindAssistant (text,
-	// tool_use) and kindUser (tool_result) lines, in order.
-	Blocks []block
-	// Servers are the MCP servers a kindInit line reports, with their
+	// Blocks are the message content blocks of KindAssistant (text,
+	// tool_use) and KindUser (tool_result) lines, in order.
+	Blocks []Block
+	// Servers are the MCP servers a KindInit line reports, with their
 	// status.
-	Servers []serverStatus
-	// Denial is set for kindPermissionDenied.
-	Denial denial
-	// Delta is the text of a kindTextDelta.
+	Servers []ServerStatus
+	// Denial is set for KindPermissionDenied.
+	Denial Denial
+	// Delta is the text of a KindTextDelta.
 	Delta string
-	// Result is set for kindResult.
-	Result *turnResult
+	// Result is set for KindResult.
+	Result *TurnResult
 }
 
 // block is one message content block.
-type block struct {
+type Block struct {
 	// Type is "text", "tool_use", "tool_result", or another block type
 	// (e.g. "thinking"), kept with no other fields.
 	Type string
@@ -104,23 +109,23 @@ type block struct {
 
 // denial names a tool call the CLI refused (system/permission_denied, or an
 // entry of a result's permission_denials).
-type denial struct {
+type Denial struct {
 	ToolName  string
 	ToolUseID string
 	// Message is the CLI's explanation (permission_denied lines only).
 	Message string
 }
 
-// serverStatus is an entry of system/init's mcp_servers.
-type serverStatus struct {
+// ServerStatus is an entry of system/init's mcp_servers.
+type ServerStatus struct {
 	Name string
 	// Status is "connected" for a server whose tools the model has;
 	// "failed" for one that did not start or answer.
 	Status string
 }
 
-// turnResult is the "result" line that ends a turn.
-type turnResult struct {
+// TurnResult is the "result" line that ends a turn.
+type TurnResult struct {
 	// Subtype is "success", "error_during_execution", "error_max_turns"...
 	// An API error has subtype "success" with IsError true: only IsError
 	// tells whether the turn failed.
@@ -133,7 +138,7 @@ type turnResult struct {
 	DurationMS int64   // duration_ms
 	NumTurns   int     // num_turns
 	Errors     []string
-	Denials    []denial // permission_denials
+	Denials    []Denial // permission_denials
 	// Structured is structured_output, the answer of a --json-schema
 	// request (absent or null: nil).
 	Structured json.RawMessage
@@ -167,46 +172,46 @@ func (o object) value(key string, v any) {
 	_ = json.Unmarshal(o[key], v)
 }
 
-// parseEvent decodes one stdout line (surrounding white space, including a
+// Parse decodes one stdout line (surrounding white space, including a
 // trailing "\r", is ignored). A line that is not exactly one JSON object is
-// a *protocolError; a valid object of a type the driver does not use is an
-// event of kindOther, not an error. Fields of the wrong JSON type are
+// a *ProtocolError; a valid object of a type the driver does not use is an
+// event of KindOther, not an error. Fields of the wrong JSON type are
 // treated as absent. The returned event does not alias line.
-func parseEvent(line []byte) (event, error) {
+func Parse(line []byte) (Event, error) {
 	if trimmed := bytes.TrimLeft(line, " \t\r\n"); len(trimmed) == 0 || trimmed[0] != '{' {
-		return event{}, &protocolError{Err: errors.New("not a JSON object")}
+		return Event{}, &ProtocolError{Err: errors.New("not a JSON object")}
 	}
 	var top object
 	if err := json.Unmarshal(line, &top); err != nil {
-		return event{}, &protocolError{Err: err}
+		return Event{}, &ProtocolError{Err: err}
 	}
-	ev := event{Type: top.str("type"), Subtype: top.str("subtype"), SessionID: top.str("session_id")}
+	ev := Event{Type: top.str("type"), Subtype: top.str("subtype"), SessionID: top.str("session_id")}
 	switch ev.Type {
 	case "system":
 		switch ev.Subtype {
 		case "init":
-			ev.Kind = kindInit
+			ev.Kind = KindInit
 			for _, raw := range elements(top["mcp_servers"]) {
 				if o := asObject(raw); o != nil {
-					ev.Servers = append(ev.Servers, serverStatus{Name: o.str("name"), Status: o.str("status")})
+					ev.Servers = append(ev.Servers, ServerStatus{Name: o.str("name"), Status: o.str("status")})
 				}
 			}
 		case "permission_denied":
-			ev.Kind = kindPermissionDenied
+			ev.Kind = KindPermissionDenied
 			// message is a string here, not an object.
-			ev.Denial = denial{ToolName: top.str("tool_name"), ToolUseID: top.str("tool_use_id"), Message: top.str("message")}
+			ev.Denial = Denial{ToolName: top.str("tool_name"), ToolUseID: top.str("tool_use_id"), Message: top.str("message")}
 		}
 	case "assistant", "user":
-		ev.Kind = kindUser
+		ev.Kind = KindUser
 		if ev.Type == "assistant" {
-			ev.Kind = kindAssistant
+			ev.Kind = KindAssistant
 		}
 		ev.Blocks = contentBlocks(asObject(top["message"]))
 	case "result":
-		ev.Kind = kindResult
-		ev.Result = top.turnResult(ev.Subtype)
+		ev.Kind = KindResult
+		ev.Result = top.TurnResult(ev.Subtype)
 	case "command_lifecycle":
-		ev.Kind = kindLifecycle
+		ev.Kind = KindLifecycle
 	case "stream_event":
 		streamEvent(asObject(top["event"]), &ev)
 	}
@@ -214,22 +219,22 @@ func parseEvent(line []byte) (event, error) {
 }
 
 // streamEvent reads the raw API event of a stream_event line: the start of
-// a text block, or a piece of its text. Other events stay kindOther.
-func streamEvent(raw object, ev *event) {
+// a text block, or a piece of its text. Other events stay KindOther.
+func streamEvent(raw object, ev *Event) {
 	switch raw.str("type") {
 	case "content_block_start":
 		if asObject(raw["content_block"]).str("type") == "text" {
-			ev.Kind = kindTextStart
+			ev.Kind = KindTextStart
 		}
 	case "content_block_delta":
 		if delta := asObject(raw["delta"]); delta.str("type") == "text_delta" {
-			ev.Kind, ev.Delta = kindTextDelta, delta.str("text")
+			ev.Kind, ev.Delta = KindTextDelta, delta.str("text")
 		}
 	}
 }
 
-func (o object) turnResult(subtype string) *turnResult {
-	r := &turnResult{Subtype: subtype, Text: o.str("result")}
+func (o object) TurnResult(subtype string) *TurnResult {
+	r := &TurnResult{Subtype: subtype, Text: o.str("result")}
 	o.value("is_error", &r.IsError)
 	o.value("total_cost_usd", &r.CostUSD)
 	o.value("duration_ms", &r.DurationMS)
@@ -256,7 +261,7 @@ func (o object) turnResult(subtype string) *turnResult {
 	}
 	for _, raw := range elements(o["permission_denials"]) {
 		if d := asObject(raw); d != nil {
-			r.Denials = append(r.Denials, denial{ToolName: d.str("tool_name"), ToolUseID: d.str("tool_use_id")})
+			r.Denials = append(r.Denials, Denial{ToolName: d.str("tool_name"), ToolUseID: d.str("tool_use_id")})
 		}
 	}
 	return r
@@ -291,8 +296,8 @@ func elements(raw json.RawMessage) []json.RawMessage {
 }
 
 // contentBlocks decodes message.content when it is a list of blocks.
-func contentBlocks(message object) []block {
-	var blocks []block
+func contentBlocks(message object) []Block {
+	var blocks []Block
 	for _, raw := range elements(message["content"]) {
 		if b, ok := contentBlock(raw); ok {
 			blocks = append(blocks, b)
@@ -303,12 +308,12 @@ func contentBlocks(message object) []block {
 
 // contentBlock keeps only the fields that belong to the block's type, so
 // a malformed block cannot, say, give a text block a tool name.
-func contentBlock(raw json.RawMessage) (block, bool) {
+func contentBlock(raw json.RawMessage) (Block, bool) {
 	o := asObject(raw)
 	if o == nil {
-		return block{}, false
+		return Block{}, false
 	}
-	b := block{Type: o.str("type")}
+	b := Block{Type: o.str("type")}
 	switch b.Type {
 	case "text":
 		b.Text = o.str("text")
@@ -345,45 +350,66 @@ func toolResultText(raw json.RawMessage) string {
 const maxLineSize = 16 << 20
 
 // reader reads the CLI's stdout as a sequence of events.
-type reader struct {
+type Reader struct {
 	sc   *bufio.Scanner
 	line int
 }
 
-// newReader returns a reader over r. It accepts "\n" and "\r\n" line ends
+// NewReader returns a reader over r. It accepts "\n" and "\r\n" line ends
 // and skips blank lines.
-func newReader(r io.Reader) *reader {
+func NewReader(r io.Reader) *Reader {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLineSize)
-	return &reader{sc: sc}
+	return &Reader{sc: sc}
 }
 
 // next returns the next event. It returns io.EOF at the end of input and a
-// *protocolError (with its line number) for a line that is not a JSON
+// *ProtocolError (with its line number) for a line that is not a JSON
 // object or is longer than maxLineSize; read errors are returned as is.
-func (r *reader) next() (event, error) {
+func (r *Reader) Next() (Event, error) {
 	for r.sc.Scan() {
 		r.line++
 		line := r.sc.Bytes()
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		ev, err := parseEvent(line)
+		ev, err := Parse(line)
 		if err != nil {
-			var pe *protocolError
+			var pe *ProtocolError
 			if errors.As(err, &pe) {
 				pe.Line = r.line
 			}
-			return event{}, err
+			return Event{}, err
 		}
 		return ev, nil
 	}
 	err := r.sc.Err()
 	switch {
 	case err == nil:
-		return event{}, io.EOF
+		return Event{}, io.EOF
 	case errors.Is(err, bufio.ErrTooLong):
-		return event{}, &protocolError{Line: r.line + 1, Err: err}
+		return Event{}, &ProtocolError{Line: r.line + 1, Err: err}
 	}
-	return event{}, err
+	return Event{}, err
 }
+
+// Tokens counts what a turn used of the model.
+type Tokens struct {
+	Input, Output, CacheRead, CacheWrite int64
+}
+
+// ProtocolError is a stdout line that is not one JSON object: the framing
+// of the stream is broken, so nothing after it can be trusted.
+type ProtocolError struct {
+	Line int // 1-based line number; 0 when parsing a single line
+	Err  error
+}
+
+func (e *ProtocolError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("claude: broken stream-json on stdout line %d: %v", e.Line, e.Err)
+	}
+	return fmt.Sprintf("claude: broken stream-json: %v", e.Err)
+}
+
+func (e *ProtocolError) Unwrap() error { return e.Err }

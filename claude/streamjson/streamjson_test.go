@@ -1,4 +1,4 @@
-package claude
+package streamjson
 
 import (
 	"bytes"
@@ -28,51 +28,51 @@ const (
 func TestParseEvent(t *testing.T) {
 	tests := []struct {
 		name, line string
-		want       event
+		want       Event
 	}{
-		{"init", realInit, event{Kind: kindInit, Type: "system", Subtype: "init", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b"}},
+		{"init", realInit, Event{Kind: KindInit, Type: "system", Subtype: "init", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b"}},
 		{"init with servers", `{"type":"system","subtype":"init","session_id":"s","mcp_servers":[{"name":"clock","source":"dynamic","status":"connected"},{"name":"broken","status":"failed"},7]}`,
-			event{Kind: kindInit, Type: "system", Subtype: "init", SessionID: "s", Servers: []serverStatus{{"clock", "connected"}, {"broken", "failed"}}}},
-		{"assistant text", realAPIErrorText, event{Kind: kindAssistant, Type: "assistant", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
-			Blocks: []block{{Type: "text", Text: "API Error: 400 bad thing"}}}},
-		{"api error result", realAPIErrorResult, event{Kind: kindResult, Type: "result", Subtype: "success", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
-			Result: &turnResult{Subtype: "success", IsError: true, Text: "API Error: 400 bad thing", DurationMS: 143, NumTurns: 1}}},
-		{"unknown resume", realUnknownResume, event{Kind: kindResult, Type: "result", Subtype: "error_during_execution", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a",
-			Result: &turnResult{Subtype: "error_during_execution", IsError: true, Errors: []string{"No conversation found with session ID: 0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a"}}}},
+			Event{Kind: KindInit, Type: "system", Subtype: "init", SessionID: "s", Servers: []ServerStatus{{"clock", "connected"}, {"broken", "failed"}}}},
+		{"assistant text", realAPIErrorText, Event{Kind: KindAssistant, Type: "assistant", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
+			Blocks: []Block{{Type: "text", Text: "API Error: 400 bad thing"}}}},
+		{"api error result", realAPIErrorResult, Event{Kind: KindResult, Type: "result", Subtype: "success", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5b",
+			Result: &TurnResult{Subtype: "success", IsError: true, Text: "API Error: 400 bad thing", DurationMS: 143, NumTurns: 1}}},
+		{"unknown resume", realUnknownResume, Event{Kind: KindResult, Type: "result", Subtype: "error_during_execution", SessionID: "0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a",
+			Result: &TurnResult{Subtype: "error_during_execution", IsError: true, Errors: []string{"No conversation found with session ID: 0b0e7d2c-8c2a-4f5e-9a53-1d3c2f1e4b5a"}}}},
 		{"tool use and thinking", `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hmm"},{"type":"tool_use","id":"toolu_1","name":"mcp__tts__text_to_speech","input":{"text":"a \"b\"","speed":1}}]}}`,
-			event{Kind: kindAssistant, Type: "assistant", Blocks: []block{{Type: "thinking"}, {Type: "tool_use", ID: "toolu_1", Name: toolspec.SpeechTool, Input: json.RawMessage(`{"text":"a \"b\"","speed":1}`)}}}},
+			Event{Kind: KindAssistant, Type: "assistant", Blocks: []Block{{Type: "thinking"}, {Type: "tool_use", ID: "toolu_1", Name: toolspec.SpeechTool, Input: json.RawMessage(`{"text":"a \"b\"","speed":1}`)}}}},
 		{"tool result list", `{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":[{"type":"text","text":"{\"success\":true}"},{"type":"image","source":{}},{"type":"text","text":"more"}],"is_error":false}]}}`,
-			event{Kind: kindUser, Type: "user", Blocks: []block{{Type: "tool_result", ToolUseID: "toolu_1", Text: "{\"success\":true}\nmore"}}}},
+			Event{Kind: KindUser, Type: "user", Blocks: []Block{{Type: "tool_result", ToolUseID: "toolu_1", Text: "{\"success\":true}\nmore"}}}},
 		{"tool result string error", `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t","content":"boom","is_error":true}]}}`,
-			event{Kind: kindUser, Type: "user", Blocks: []block{{Type: "tool_result", ToolUseID: "t", Text: "boom", IsError: true}}}},
+			Event{Kind: KindUser, Type: "user", Blocks: []Block{{Type: "tool_result", ToolUseID: "t", Text: "boom", IsError: true}}}},
 		{"permission denied", `{"type":"system","subtype":"permission_denied","tool_name":"mcp__image-gen__generate_image","tool_use_id":"t","message":"not allowed","session_id":"s"}`,
-			event{Kind: kindPermissionDenied, Type: "system", Subtype: "permission_denied", SessionID: "s", Denial: denial{ToolName: toolspec.ImageTool, ToolUseID: "t", Message: "not allowed"}}},
+			Event{Kind: KindPermissionDenied, Type: "system", Subtype: "permission_denied", SessionID: "s", Denial: Denial{ToolName: toolspec.ImageTool, ToolUseID: "t", Message: "not allowed"}}},
 		{"result with denials and cost", `{"type":"result","subtype":"success","is_error":false,"result":null,"total_cost_usd":0.0125,"num_turns":2,"permission_denials":[{"tool_name":"x","tool_use_id":"t","tool_input":{}}]}`,
-			event{Kind: kindResult, Type: "result", Subtype: "success", Result: &turnResult{Subtype: "success", CostUSD: 0.0125, NumTurns: 2, Denials: []denial{{ToolName: "x", ToolUseID: "t"}}}}},
+			Event{Kind: KindResult, Type: "result", Subtype: "success", Result: &TurnResult{Subtype: "success", CostUSD: 0.0125, NumTurns: 2, Denials: []Denial{{ToolName: "x", ToolUseID: "t"}}}}},
 		{"result with usage", `{"type":"result","subtype":"success","is_error":false,"result":"hi","total_cost_usd":0.01,"num_turns":1,"usage":{"input_tokens":1044,"cache_creation_input_tokens":5,"cache_read_input_tokens":900,"output_tokens":7,"output_tokens_details":{"thinking_tokens":0}}}`,
-			event{Kind: kindResult, Type: "result", Subtype: "success", Result: &turnResult{Subtype: "success", Text: "hi", CostUSD: 0.01, NumTurns: 1, Tokens: Tokens{Input: 1044, Output: 7, CacheRead: 900, CacheWrite: 5}}}},
+			Event{Kind: KindResult, Type: "result", Subtype: "success", Result: &TurnResult{Subtype: "success", Text: "hi", CostUSD: 0.01, NumTurns: 1, Tokens: Tokens{Input: 1044, Output: 7, CacheRead: 900, CacheWrite: 5}}}},
 		{"text block start", `{"type":"stream_event","event":{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}},"session_id":"s"}`,
-			event{Kind: kindTextStart, Type: "stream_event", SessionID: "s"}},
+			Event{Kind: KindTextStart, Type: "stream_event", SessionID: "s"}},
 		{"text delta", `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}}`,
-			event{Kind: kindTextDelta, Type: "stream_event", Delta: "Hel"}},
+			Event{Kind: KindTextDelta, Type: "stream_event", Delta: "Hel"}},
 		{"tool input delta", `{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a"}}}`,
-			event{Kind: kindOther, Type: "stream_event"}},
+			Event{Kind: KindOther, Type: "stream_event"}},
 		{"escaped text", `{"type":"assistant","message":{"content":[{"type":"text","text":"line\nnext \"q\" \\ \u00e9\ud83d\ude00 \ud800x"}]}}`,
-			event{Kind: kindAssistant, Type: "assistant", Blocks: []block{{Type: "text", Text: "line\nnext \"q\" \\ é😀 \uFFFDx"}}}},
-		{"other system", `{"type":"system","subtype":"status","status":"requesting"}`, event{Kind: kindOther, Type: "system", Subtype: "status"}},
-		{"unknown type", "  {\"type\":\"rate_limit_event\",\"rate_limit_info\":{}}\r", event{Kind: kindOther, Type: "rate_limit_event"}},
-		{"no type", `{}`, event{Kind: kindOther}},
+			Event{Kind: KindAssistant, Type: "assistant", Blocks: []Block{{Type: "text", Text: "line\nnext \"q\" \\ é😀 \uFFFDx"}}}},
+		{"other system", `{"type":"system","subtype":"status","status":"requesting"}`, Event{Kind: KindOther, Type: "system", Subtype: "status"}},
+		{"unknown type", "  {\"type\":\"rate_limit_event\",\"rate_limit_info\":{}}\r", Event{Kind: KindOther, Type: "rate_limit_event"}},
+		{"no type", `{}`, Event{Kind: KindOther}},
 		{"wrong field types", `{"type":"result","subtype":7,"is_error":"yes","result":{"a":1},"total_cost_usd":"1"}`,
-			event{Kind: kindResult, Type: "result", Result: &turnResult{}}},
+			Event{Kind: KindResult, Type: "result", Result: &TurnResult{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseEvent([]byte(tt.line))
+			got, err := Parse([]byte(tt.line))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("parseEvent\n got %+v %+v\nwant %+v %+v", got, got.Result, tt.want, tt.want.Result)
+				t.Errorf("Parse\n got %+v %+v\nwant %+v %+v", got, got.Result, tt.want, tt.want.Result)
 			}
 		})
 	}
@@ -80,7 +80,7 @@ func TestParseEvent(t *testing.T) {
 
 func TestParseEventDoesNotAliasLine(t *testing.T) {
 	line := []byte(`{"type":"assistant","session_id":"abc","message":{"content":[{"type":"tool_use","id":"t","name":"n","input":{"k":"v"}},{"type":"text","text":"hello"}]}}`)
-	ev, err := parseEvent(line)
+	ev, err := Parse(line)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,20 +99,20 @@ func TestParseEventRejectsBrokenFraming(t *testing.T) {
 		`{"a":1,}`, `{"a" 1}`, // deeper than encoding/json's nesting limit (10000)
 		`{"a":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`,
 	} {
-		_, err := parseEvent([]byte(line))
-		var pe *protocolError
+		_, err := Parse([]byte(line))
+		var pe *ProtocolError
 		if !errors.As(err, &pe) {
-			t.Errorf("parseEvent(%.40q) = %v, want *protocolError", line, err)
+			t.Errorf("Parse(%.40q) = %v, want *ProtocolError", line, err)
 		}
 	}
 }
 
 func TestReader(t *testing.T) {
 	in := realInit + "\r\n\r\n" + realAPIErrorText + "\n" + realAPIErrorResult // no final newline
-	r := newReader(strings.NewReader(in))
-	var kinds []kind
+	r := NewReader(strings.NewReader(in))
+	var kinds []Kind
 	for {
-		ev, err := r.next()
+		ev, err := r.Next()
 		if err == io.EOF {
 			break
 		}
@@ -121,46 +121,33 @@ func TestReader(t *testing.T) {
 		}
 		kinds = append(kinds, ev.Kind)
 	}
-	if want := []kind{kindInit, kindAssistant, kindResult}; !reflect.DeepEqual(kinds, want) {
+	if want := []Kind{KindInit, KindAssistant, KindResult}; !reflect.DeepEqual(kinds, want) {
 		t.Errorf("kinds %v, want %v", kinds, want)
 	}
 }
 
 func TestReaderReportsLineOfBrokenFraming(t *testing.T) {
-	r := newReader(strings.NewReader(realInit + "\n\nnot json\n" + realInit + "\n"))
-	if _, err := r.next(); err != nil {
+	r := NewReader(strings.NewReader(realInit + "\n\nnot json\n" + realInit + "\n"))
+	if _, err := r.Next(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.next()
-	var pe *protocolError
+	_, err := r.Next()
+	var pe *ProtocolError
 	if !errors.As(err, &pe) || pe.Line != 3 {
-		t.Errorf("err = %v, want *protocolError on line 3", err)
+		t.Errorf("err = %v, want *ProtocolError on line 3", err)
 	}
 }
 
 func TestReaderLineTooLong(t *testing.T) {
 	long := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("a", maxLineSize) + `"}]}}` + "\n"
-	r := newReader(strings.NewReader(realInit + "\n" + long))
-	if _, err := r.next(); err != nil {
+	r := NewReader(strings.NewReader(realInit + "\n" + long))
+	if _, err := r.Next(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.next()
-	var pe *protocolError
+	_, err := r.Next()
+	var pe *ProtocolError
 	if !errors.As(err, &pe) || pe.Line != 2 {
-		t.Errorf("err = %v, want *protocolError on line 2", err)
-	}
-}
-
-func TestTailBuffer(t *testing.T) {
-	tb := newTailBuffer(16)
-	tb.Write([]byte("first line\nsecond\n"))
-	tb.Write([]byte("third\n"))
-	if got := tb.String(); got != "second\nthird" {
-		t.Errorf("tail %q, want the last whole lines", got)
-	}
-	tb.Write([]byte(strings.Repeat("x", 40)))
-	if got := tb.String(); got != strings.Repeat("x", 16) {
-		t.Errorf("tail %q after a long write", got)
+		t.Errorf("err = %v, want *ProtocolError on line 2", err)
 	}
 }
 
@@ -173,16 +160,16 @@ func FuzzParseEvent(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		ev, err := parseEvent(line)
+		ev, err := Parse(line)
 		trimmed := bytes.TrimLeft(line, " \t\r\n")
 		isObject := json.Valid(line) && len(trimmed) > 0 && trimmed[0] == '{'
 		if (err == nil) != isObject {
-			t.Fatalf("parseEvent error %v, but json.Valid says object=%v", err, isObject)
+			t.Fatalf("Parse error %v, but json.Valid says object=%v", err, isObject)
 		}
 		if err != nil {
-			var pe *protocolError
+			var pe *ProtocolError
 			if !errors.As(err, &pe) {
-				t.Fatalf("error %T is not a *protocolError", err)
+				t.Fatalf("error %T is not a *ProtocolError", err)
 			}
 			return
 		}
@@ -191,7 +178,7 @@ func FuzzParseEvent(f *testing.F) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.UseNumber()
 		if err := dec.Decode(&top); err != nil {
-			t.Fatalf("encoding/json cannot decode a line parseEvent accepted: %v", err)
+			t.Fatalf("encoding/json cannot decode a line Parse accepted: %v", err)
 		}
 		checkString := func(field, got string) {
 			var want string
@@ -204,7 +191,7 @@ func FuzzParseEvent(f *testing.F) {
 		checkString("session_id", ev.SessionID)
 		var message map[string]json.RawMessage
 		var content []json.RawMessage
-		if (ev.Kind == kindAssistant || ev.Kind == kindUser) && json.Unmarshal(top["message"], &message) == nil &&
+		if (ev.Kind == KindAssistant || ev.Kind == KindUser) && json.Unmarshal(top["message"], &message) == nil &&
 			json.Unmarshal(message["content"], &content) == nil {
 			var texts []string
 			for _, raw := range content {
@@ -225,7 +212,7 @@ func FuzzParseEvent(f *testing.F) {
 				t.Errorf("text blocks %q, encoding/json says %q", got, texts)
 			}
 		}
-		if (ev.Kind == kindResult) != (ev.Result != nil) {
+		if (ev.Kind == KindResult) != (ev.Result != nil) {
 			t.Errorf("Kind %v with Result %v", ev.Kind, ev.Result)
 		}
 	})
@@ -250,9 +237,9 @@ func BenchmarkParse(b *testing.B) {
 	b.SetBytes(int64(len(transcript)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := newReader(bytes.NewReader(transcript))
+		r := NewReader(bytes.NewReader(transcript))
 		for {
-			if _, err := r.next(); err != nil {
+			if _, err := r.Next(); err != nil {
 				if err != io.EOF {
 					b.Fatal(err)
 				}
