@@ -69,9 +69,11 @@ chat: build claude-cli
 # from go.mod, so that the module's requirements stay what brainbot imports.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-# lint fails on unformatted code, vet and staticcheck findings, and a go.mod
-# or go.sum that `go mod tidy` would change.
+# lint fails on unformatted code, vet and staticcheck findings, a go.mod
+# or go.sum that `go mod tidy` would change, and a tracked program, large
+# binary or patch leftover (.ci/check-tracked names it).
 lint:
+	@.ci/check-tracked
 	@out=$$(gofmt -l . | grep -v '^.cache/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
