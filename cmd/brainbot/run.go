@@ -170,9 +170,9 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		}
 		defer stop()
 	}
-	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
+	defer startPruning(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
-	}, pruneEvery, log)
+	}, pruneEvery, log)()
 	if err := manager.Run(ctx); err != nil {
 		log.Error("brainbot stopped", zap.Error(err))
 		return errReported

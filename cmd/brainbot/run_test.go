@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,5 +53,17 @@ func TestPruneOutputs(t *testing.T) {
 	}
 	if got := logs.FilterMessage("pruned old files").FilterField(zap.Int("removed", 1)).Len(); got != 1 {
 		t.Errorf("want one log line saying one file was pruned, got %v", logs.All())
+	}
+}
+
+// Pruning is owned by run: once stopped, no pass is under way or to come.
+func TestPruningEndsWhenStopped(t *testing.T) {
+	stop := startPruning(context.Background(), t.TempDir(), map[output.Kind]output.Retention{
+		output.Audio: {MaxAge: 24 * time.Hour},
+	}, time.Hour, zap.NewNop())
+	stop()
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "brainbot.pruneOutputs(") {
+		t.Errorf("pruning still runs after it was stopped:\n%s", stacks)
 	}
 }
