@@ -2,6 +2,8 @@ package jetstream
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -290,4 +292,40 @@ func holdInProgress(t *testing.T, c *Cluster, part int) (d *Delivery, letGo func
 	}()
 	w.stop()
 	return d, func() { close(stop); <-done }
+}
+
+// A worker stopped while its handover waits for the last owner's update
+// (held in progress there) returns only once the handover has ended: no
+// goroutine of a stopped worker looks at the stream any more.
+func TestStopEndsTheHandover(t *testing.T) {
+	url := natstest.Start(t)
+	a, b := join(t, url, "a"), join(t, url, "b")
+	ctx := context.Background()
+	if err := publish(ctx, a, 1, 1, update(1, 1, "held")); err != nil {
+		t.Fatal(err)
+	}
+	part := partitionOf(t, a)
+	d, letGo := holdInProgress(t, a, part)
+	defer func() { letGo(); d.Done(true) }()
+	b.updates.mu.Lock()
+	b.handle = func(*Delivery) { t.Error("b handed on an update while a held an earlier one") }
+	b.updates.mu.Unlock()
+	wb, err := b.startWorker(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := publish(ctx, a, 1, 2, update(2, 1, "after the held one")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, hangGuard, "b's handover to wait for a", func() bool {
+		wb.mu.Lock()
+		defer wb.mu.Unlock()
+		return wb.buffering && wb.blocked != nil
+	})
+	wb.stop()
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if strings.Contains(stacks, fmt.Sprintf("(*worker).handover(%p", wb)) {
+		t.Errorf("the handover of a stopped worker is still running:\n%s", stacks)
+	}
 }
