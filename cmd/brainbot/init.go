@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -102,8 +103,12 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 	if *openAIKey != "" {
 		env = append(env, "OPENAI_API_KEY="+*openAIKey)
 	}
-	if v, ok := m.lookupEnv("CLAUDE_CMD"); ok && v != "" {
-		env = append(env, "CLAUDE_CMD="+cfg.ClaudeCmd)
+	// What init was told or found of these goes in the env file, so that
+	// doctor, chat and run use it as init did.
+	for _, v := range [][2]string{{"CLAUDE_CMD", claudeCmd(cfg.ClaudeCmd)}, {"TELEGRAM_API_URL", cfg.TelegramAPIURL}} {
+		if v[1] != lookupSetting(v[0]).def {
+			env = append(env, v[0]+"="+v[1])
+		}
 	}
 	if err := writeBrain(brainFile, tmpl, b); err != nil {
 		return err
@@ -119,6 +124,28 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stdout, "\ndoctor found problems (see above): fix them first.")
 	}
 	return doctorErr
+}
+
+// claudeCmd is the CLI init writes down: the one given (-claude-cmd,
+// CLAUDE_CMD), else the claude on the PATH, else the pinned one that
+// `make claude-cli` installed in the checkout init runs in.
+func claudeCmd(given string) string {
+	def := lookupSetting("CLAUDE_CMD").def
+	if given != def {
+		return given
+	}
+	if _, err := exec.LookPath(def); err == nil {
+		return def
+	}
+	found, _ := filepath.Glob(filepath.Join(".cache", "claude-code-"+testedClaudeVersion, "node_modules", "@anthropic-ai", "claude-code-*", "claude"))
+	if len(found) == 0 {
+		return def
+	}
+	abs, err := filepath.Abs(found[0]) // the env file is read from elsewhere
+	if err != nil {
+		return def
+	}
+	return abs
 }
 
 // envFileHeader opens the env file init writes.

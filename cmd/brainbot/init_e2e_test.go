@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,5 +124,81 @@ func TestInitAsks(t *testing.T) {
 	// doctor has nothing to warn of.
 	if strings.Contains(out.String(), "voice messages in") {
 		t.Error("doctor warns that the text bot cannot hear voice messages")
+	}
+}
+
+// envWithout is env less the variables named.
+func envWithout(env []string, names ...string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
+}
+
+// The CLI and the Bot API given to init as flags are the ones its doctor
+// checks and the ones its env file keeps for chat and run: nothing of them
+// is in the environment.
+func TestEndToEndInitKeepsItsFlags(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	dir := filepath.Join(t.TempDir(), "mybots")
+	token := stack.Token("flagged")
+	code, stdout, stderr := runMain(t, envWithout(s.Env(), "CLAUDE_CMD", "TELEGRAM_API_URL"), "init", "-dir", dir,
+		"-claude-cmd", cli, "-telegram-api-url", s.Telegram.URL,
+		"-token", token, "-kind", "text", "-model-credential", claudetest.APIKey, "-openai-key", stack.OpenAIKey)
+	t.Logf("init exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 {
+		t.Errorf("init exited %d, want 0: doctor checks the CLI and the Bot API of the flags", code)
+	}
+	assertEnvFile(t, filepath.Join(dir, "brainbot.env"), "CLAUDE_CMD="+cli, "TELEGRAM_API_URL="+s.Telegram.URL)
+}
+
+// Given no CLI, with none on the PATH, init takes the one `make
+// claude-cli` installed in the checkout it runs in, and keeps it in the
+// env file.
+func TestEndToEndInitFindsTheCLIOfMake(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	if found, err := exec.LookPath("claude"); err == nil {
+		t.Skipf("a claude on the PATH (%s) comes first", found)
+	}
+	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	checkout := t.TempDir()
+	pinned := filepath.Join(checkout, ".cache", "claude-code-"+testedClaudeVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+	if err := os.MkdirAll(filepath.Dir(pinned), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cli, pinned); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(checkout)
+	dir := filepath.Join(t.TempDir(), "mybots")
+	code, stdout, stderr := runMain(t, envWithout(s.Env(), "CLAUDE_CMD"), "init", "-dir", dir,
+		"-token", stack.Token("found"), "-kind", "text", "-model-credential", claudetest.APIKey, "-openai-key", stack.OpenAIKey)
+	t.Logf("init exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 {
+		t.Errorf("init exited %d, want 0: doctor checks the CLI of make claude-cli", code)
+	}
+	assertEnvFile(t, filepath.Join(dir, "brainbot.env"), "CLAUDE_CMD="+pinned)
+}
+
+// assertEnvFile fails t unless the env file at path has each line of want.
+func assertEnvFile(t *testing.T, path string, want ...string) {
+	t.Helper()
+	env, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range want {
+		if !strings.Contains(string(env), "\n"+line+"\n") {
+			t.Errorf("the env file lacks %q:\n%s", line, env)
+		}
 	}
 }
