@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/template"
 
+	"golang.org/x/term"
+
 	"brainbot/bot/brain"
 	"brainbot/bot/telegram"
 )
@@ -49,7 +51,7 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 	if err := refuseExisting(envFile); err != nil {
 		return err
 	}
-	q := &questions{in: bufio.NewReader(m.Stdin), out: m.Stdout, typed: isTerminal(m.Stdin)}
+	q := newQuestions(m.Stdin, m.Stdout)
 
 	if err := q.ask(token, "token", "The bot's token from @BotFather (send it /newbot)"); err != nil {
 		return err
@@ -73,7 +75,7 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 	if err := refuseExisting(brainFile); err != nil {
 		return err
 	}
-	if err := q.askDefault(kind, "kind", "What should it answer with: text, voice or pictures?", "text"); err != nil {
+	if err := q.askDefault(kind, "kind", "What should it answer with: text, voice or pictures?", "text", false); err != nil {
 		return err
 	}
 	tmpl, ok := brainTemplates[*kind]
@@ -159,22 +161,36 @@ type questions struct {
 	out io.Writer
 	// typed: a person answers, whose Enter ends the question's line.
 	typed bool
+	// hidden reads a line from the terminal without showing it; nil
+	// unless typed.
+	hidden func() ([]byte, error)
+}
+
+func newQuestions(in io.Reader, out io.Writer) *questions {
+	q := &questions{in: bufio.NewReader(in), out: out, typed: isTerminal(in)}
+	if f, ok := in.(*os.File); ok && q.typed {
+		// A terminal hands over a line a read: nothing typed after it
+		// waits in q.in's buffer, so the two readers can take turns.
+		q.hidden = func() ([]byte, error) { return term.ReadPassword(int(f.Fd())) }
+	}
+	return q
 }
 
 // ask sets *value from the next line of input unless a flag set it; no
-// answer is a usage error naming the flag.
+// answer is a usage error naming the flag. The answer is a secret: a
+// terminal does not show it as it is typed.
 func (q *questions) ask(value *string, flag, question string) error {
-	return q.askDefault(value, flag, question, "")
+	return q.askDefault(value, flag, question, "", true)
 }
 
-func (q *questions) askDefault(value *string, flag, question, def string) error {
+func (q *questions) askDefault(value *string, flag, question, def string, secret bool) error {
 	if *value != "" {
 		return nil
 	}
 	if def != "" {
 		question += " [" + def + "]"
 	}
-	err := q.read(value, question)
+	err := q.read(value, question, secret)
 	if *value == "" {
 		*value = def
 	}
@@ -187,19 +203,28 @@ func (q *questions) askDefault(value *string, flag, question, def string) error 
 	return nil
 }
 
-// optional asks a question that may be left unanswered.
+// optional asks for a secret that may be left unanswered.
 func (q *questions) optional(value *string, question string) error {
 	if *value != "" {
 		return nil
 	}
-	return q.read(value, question)
+	return q.read(value, question, true)
 }
 
 // read asks question and sets *value to the answer ("" at the end of the
 // input).
-func (q *questions) read(value *string, question string) error {
+func (q *questions) read(value *string, question string, secret bool) error {
 	fmt.Fprintf(q.out, "%s: ", question)
-	line, err := q.in.ReadString('\n')
+	var line string
+	var err error
+	if secret && q.hidden != nil {
+		var b []byte
+		b, err = q.hidden()
+		line = string(b)
+		fmt.Fprintln(q.out) // the Enter typed was not shown either
+	} else {
+		line, err = q.in.ReadString('\n')
+	}
 	if !q.typed {
 		fmt.Fprintln(q.out)
 	}
