@@ -85,6 +85,9 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	if checks.refused() {
 		return errReported
 	}
+	if note := withoutOpenAI(b, cfg); note != "" {
+		fmt.Fprintln(m.Stderr, "note: "+note)
+	}
 	db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, sqlite.FileName))
 	if err != nil {
 		return err
@@ -130,6 +133,21 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		return errReported
 	}
 	return nil
+}
+
+// withoutOpenAI says what a brain that speaks or draws does without an
+// OpenAI key ("" with one): its replies fall back to text, which the
+// chat would otherwise show without a word.
+func withoutOpenAI(b *brain.Brain, cfg Config) string {
+	switch {
+	case cfg.OpenAIKey != "":
+		return ""
+	case b.TTS.Enabled:
+		return "OPENAI_API_KEY is not set: " + b.Name + " answers in text, not with voice notes"
+	case b.Image.Enabled:
+		return "OPENAI_API_KEY is not set: " + b.Name + " cannot draw: its pictures fail"
+	}
+	return ""
 }
 
 // chatGroupID is the chat id of `chat -chat group`: a group's id is
