@@ -60,10 +60,11 @@ demo: build claude-cli
 # chat talks to one brain in the terminal (brainbot chat) against the
 # offline stand-ins of make demo, with the real CLI: no token, no account.
 # make chat BRAIN=brains/voice.yaml; CHAT_FLAGS="-chat group" and the like.
+# bin/ goes first in PATH, as for run: brains/clock.yaml's tool is this build.
 BRAIN         ?= brains/narrator.yaml
 CHAT_FLAGS    ?=
 chat: build claude-cli
-	$(GO) run ./cmd/internal/offlinechat -brainbot $(BIN) -claude $(CLAUDE_BIN) -- $(CHAT_FLAGS) $(BRAIN)
+	PATH=$(dir $(BIN)):$$PATH $(GO) run ./cmd/internal/offlinechat -brainbot $(BIN) -claude $(CLAUDE_BIN) -- $(CHAT_FLAGS) $(BRAIN)
 
 # staticcheck comes from the module proxy at a pinned version rather than
 # from go.mod, so that the module's requirements stay what brainbot imports.
