@@ -86,7 +86,8 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 		return err
 	}
 	if *kind != "text" {
-		err = q.ask(openAIKey, "openai-key", "An OpenAI API key: the bot's "+*kind+" come from OpenAI")
+		err = q.ask(openAIKey, "openai-key", "An OpenAI API key: "+map[string]string{
+			"voice": "the bot's voice comes", "pictures": "the bot's pictures come"}[*kind]+" from OpenAI")
 	} else {
 		err = q.optional(openAIKey, "An OpenAI API key, to hear voice messages (empty: none, they get a polite no)")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,6 +200,25 @@ func assertEnvFile(t *testing.T, path string, want ...string) {
 	for _, line := range want {
 		if !strings.Contains(string(env), "\n"+line+"\n") {
 			t.Errorf("the env file lacks %q:\n%s", line, env)
+		}
+	}
+}
+
+// init asks a bot that speaks or draws for the OpenAI key, saying why in
+// a sentence that reads.
+func TestInitSaysWhyItAsksForTheOpenAIKey(t *testing.T) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	for kind, why := range map[string]string{
+		"voice":    "An OpenAI API key: the bot's voice comes from OpenAI: ",
+		"pictures": "An OpenAI API key: the bot's pictures come from OpenAI: ",
+	} {
+		var out strings.Builder
+		m := &Main{Stdin: strings.NewReader(stack.Token(kind) + "\n" + kind + "\nsk-ant-oat01-subscription\nsk-openai\n"), Stdout: &out, Stderr: io.Discard,
+			Environ: []string{"TELEGRAM_API_URL=" + tg.URL, "CLAUDE_CMD=/nonexistent/claude"}}
+		m.Run(context.Background(), []string{"init", "-dir", t.TempDir(), "-id", kind})
+		if !strings.Contains(out.String(), why) {
+			t.Errorf("init of a %s bot does not ask %q:\n%s", kind, why, out.String())
 		}
 	}
 }
