@@ -284,3 +284,60 @@ func TestEndToEndChatShowsWhatAVoiceNoteSays(t *testing.T) {
 		t.Errorf("the chat's output lacks %q", want)
 	}
 }
+
+// chatFolders are the temporary state folders chats left in the stack's
+// temporary folder.
+func chatFolders(t *testing.T, s *stack.Stack) []string {
+	t.Helper()
+	found, err := filepath.Glob(filepath.Join(s.TempDir, "brainbot-chat-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// A chat in a temporary folder (no -state) removes it when it ends,
+// unless it holds what the chat showed: voice notes and pictures, or the
+// log of a message that got no answer. A chat that did not start leaves
+// nothing.
+func TestEndToEndChatCleansItsTemporaryFolder(t *testing.T) {
+	t.Run("answered", func(t *testing.T) {
+		p := startChat(t, narratorBrain, "-state", "")
+		if _, err := io.WriteString(p.stdin, "Hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		if run := p.end(); run.code != 0 {
+			t.Fatalf("exit code %d, want 0", run.code)
+		}
+		if left := chatFolders(t, p.s); len(left) > 0 {
+			t.Errorf("the chat left %v", left)
+		}
+	})
+	t.Run("not started", func(t *testing.T) {
+		p := startChatEnv(t, []string{"CLAUDE_CMD=/nonexistent/claude"}, narratorBrain, "-state", "")
+		if run := p.end(); run.code != 1 {
+			t.Fatalf("exit code %d, want 1: there is no CLI", run.code)
+		}
+		if left := chatFolders(t, p.s); len(left) > 0 {
+			t.Errorf("the chat that did not start left %v", left)
+		}
+	})
+	t.Run("voice note", func(t *testing.T) {
+		p := startChat(t, speakerBrain, "-state", "")
+		if _, err := io.WriteString(p.stdin, "Hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		run := p.end()
+		voice := chatVoiceNote.FindStringSubmatch(run.stdout)
+		if voice == nil {
+			t.Fatalf("no voice note printed:\n%s", run.stdout)
+		}
+		if _, err := os.Stat(voice[1]); err != nil {
+			t.Errorf("the voice note shown is gone: %v", err)
+		}
+		left := chatFolders(t, p.s)
+		if len(left) != 1 || !strings.Contains(run.stderr, "state is kept in "+left[0]) {
+			t.Errorf("the chat left %v and said:\n%s", left, run.stderr)
+		}
+	})
+}
