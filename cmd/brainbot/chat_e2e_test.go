@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/output"
 )
@@ -61,12 +60,7 @@ func startChat(t *testing.T, brainYAML string, args ...string) *chatProcess {
 // (the last assignment of a variable wins).
 func startChatEnv(t *testing.T, env []string, brainYAML string, args ...string) *chatProcess {
 	t.Helper()
-	cli := claudetest.RequireCLI(t)
-	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := standIns(t)
 	brainFile := filepath.Join(t.TempDir(), "persona.yaml")
 	writeFile(t, brainFile, brainYAML)
 	p := &chatProcess{t: t, s: s, run: chatRun{state: filepath.Join(t.TempDir(), "chat-state"), data: s.DataDir},
@@ -76,6 +70,7 @@ func startChatEnv(t *testing.T, env []string, brainYAML string, args ...string) 
 	p.cmd = exec.CommandContext(ctx, brainbotBinary(t), append(append([]string{"chat", "-state", p.run.state}, args...), brainFile)...)
 	p.cmd.Env = append(s.Env(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p, &p.stderr
+	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}

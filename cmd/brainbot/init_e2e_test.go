@@ -22,12 +22,7 @@ import (
 // stand-in for getMe, the model's and OpenAI's: the files it writes are
 // what doctor and run accept, and it never overwrites them.
 func TestEndToEndInit(t *testing.T) {
-	cli := claudetest.RequireCLI(t)
-	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := standIns(t)
 	dir := filepath.Join(t.TempDir(), "mybots")
 	token := stack.Token("lighthouse")
 	args := []string{"init", "-dir", dir, "-token", token, "-id", "lighthouse", "-kind", "voice",
@@ -128,6 +123,20 @@ func TestInitAsks(t *testing.T) {
 	}
 }
 
+// standIns makes the stand-ins of a stack (Telegram, the model, OpenAI)
+// for a command that is not run: init, chat. It returns the stack and the
+// Claude CLI its environment names.
+func standIns(t *testing.T) (*stack.Stack, string) {
+	t.Helper()
+	cli := claudetest.RequireCLI(t)
+	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, cli
+}
+
 // envWithout is env less the variables named.
 func envWithout(env []string, names ...string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
@@ -140,12 +149,7 @@ func envWithout(env []string, names ...string) []string {
 // checks and the ones its env file keeps for chat and run: nothing of them
 // is in the environment.
 func TestEndToEndInitKeepsItsFlags(t *testing.T) {
-	cli := claudetest.RequireCLI(t)
-	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, cli := standIns(t)
 	dir := filepath.Join(t.TempDir(), "mybots")
 	token := stack.Token("flagged")
 	code, stdout, stderr := runMain(t, envWithout(s.Env(), "CLAUDE_CMD", "TELEGRAM_API_URL"), "init", "-dir", dir,
@@ -162,15 +166,10 @@ func TestEndToEndInitKeepsItsFlags(t *testing.T) {
 // claude-cli` installed in the checkout it runs in, and keeps it in the
 // env file.
 func TestEndToEndInitFindsTheCLIOfMake(t *testing.T) {
-	cli := claudetest.RequireCLI(t)
 	if found, err := exec.LookPath("claude"); err == nil {
 		t.Skipf("a claude on the PATH (%s) comes first", found)
 	}
-	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, cli := standIns(t)
 	checkout := t.TempDir()
 	pinned := filepath.Join(checkout, ".cache", "claude-code-"+testedClaudeVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
 	if err := os.MkdirAll(filepath.Dir(pinned), 0o750); err != nil {
