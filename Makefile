@@ -60,18 +60,21 @@ demo: build claude-cli
 # chat talks to one brain in the terminal (brainbot chat) against the
 # offline stand-ins of make demo, with the real CLI: no token, no account.
 # make chat BRAIN=brains/voice.yaml; CHAT_FLAGS="-chat group" and the like.
+# bin/ goes first in PATH, as for run: brains/clock.yaml's tool is this build.
 BRAIN         ?= brains/narrator.yaml
 CHAT_FLAGS    ?=
 chat: build claude-cli
-	$(GO) run ./cmd/internal/offlinechat -brainbot $(BIN) -claude $(CLAUDE_BIN) -- $(CHAT_FLAGS) $(BRAIN)
+	PATH=$(dir $(BIN)):$$PATH $(GO) run ./cmd/internal/offlinechat -brainbot $(BIN) -claude $(CLAUDE_BIN) -- $(CHAT_FLAGS) $(BRAIN)
 
 # staticcheck comes from the module proxy at a pinned version rather than
 # from go.mod, so that the module's requirements stay what brainbot imports.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-# lint fails on unformatted code, vet and staticcheck findings, and a go.mod
-# or go.sum that `go mod tidy` would change.
+# lint fails on unformatted code, vet and staticcheck findings, a go.mod
+# or go.sum that `go mod tidy` would change, and a tracked program, large
+# binary or patch leftover (.ci/check-tracked names it).
 lint:
+	@.ci/check-tracked
 	@out=$$(gofmt -l . | grep -v '^.cache/' || true); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

@@ -18,6 +18,7 @@ require (
 	github.com/sashabaranov/go-openai v1.43.0
 	go.uber.org/zap v1.28.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1

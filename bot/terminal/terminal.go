@@ -7,7 +7,8 @@
 // Every message the bot sends is a line "Name: text"; a streamed answer
 // is written as it grows and ends with its line break once the reply
 // replaces it. A voice note or picture is written as its path, with the
-// duration or size its sidecar gives. A question's options are numbered
+// duration or size its sidecar gives, and a voice note's words below it
+// ("  says: ..."). A question's options are numbered
 // below it; Choice maps the number a user types back to the button.
 package terminal
 
@@ -212,7 +213,8 @@ func (o *outbox) Notice(ctx context.Context, text string, _ int64) error {
 func (o *outbox) Rich(context.Context, string, bool) (bool, error) { return false, nil }
 
 // File writes where the voice note or picture is, and what its sidecar
-// (or the file itself) says of it.
+// (or the file itself) says of it: a voice note's words on a line of
+// their own, as a listener would hear them.
 func (o *outbox) File(_ context.Context, kind message.FileKind, path string) error {
 	info, err := os.Stat(path)
 	if err != nil {
@@ -222,29 +224,35 @@ func (o *outbox) File(_ context.Context, kind message.FileKind, path string) err
 	if kind == message.Picture {
 		what = "picture"
 	}
-	o.sent = append(o.sent, o.s.say(fmt.Sprintf("[%s] %s (%s)", what, path, fileFacts(path, info.Size())), nil))
+	facts, words := fileFacts(path, info.Size())
+	text := fmt.Sprintf("[%s] %s (%s)", what, path, facts)
+	if words != "" {
+		text += "\n  says: " + words
+	}
+	o.sent = append(o.sent, o.s.say(text, nil))
 	return nil
 }
 
-// fileFacts says how long a voice note is or how large a picture is.
-func fileFacts(path string, size int64) string {
-	facts := []string{fmt.Sprintf("%d bytes", size)}
+// fileFacts says how long a voice note is or how large a picture is,
+// and what a voice note says (from its sidecar).
+func fileFacts(path string, size int64) (facts, words string) {
+	list := []string{fmt.Sprintf("%d bytes", size)}
 	var m output.Metadata
 	if data, err := os.ReadFile(output.SidecarPath(path)); err == nil && json.Unmarshal(data, &m) == nil {
 		if m.DurationSeconds > 0 {
-			facts = append(facts, fmt.Sprintf("%.1f s", m.DurationSeconds))
+			list = append(list, fmt.Sprintf("%.1f s", m.DurationSeconds))
 		}
 		if m.Width > 0 {
-			facts = append(facts, fmt.Sprintf("%dx%d", m.Width, m.Height))
+			list = append(list, fmt.Sprintf("%dx%d", m.Width, m.Height))
 		}
-		return strings.Join(facts, ", ")
+		return strings.Join(list, ", "), strings.Join(strings.Fields(m.Text), " ")
 	}
 	if data, err := os.ReadFile(path); err == nil {
 		if cfg, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
-			facts = append(facts, fmt.Sprintf("%dx%d", cfg.Width, cfg.Height))
+			list = append(list, fmt.Sprintf("%dx%d", cfg.Width, cfg.Height))
 		}
 	}
-	return strings.Join(facts, ", ")
+	return strings.Join(list, ", "), ""
 }
 
 // KeepAction shows nothing: the streamed text, or the wait, says it.

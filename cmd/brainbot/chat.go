@@ -25,6 +25,7 @@ import (
 	"brainbot/bot/message"
 	"brainbot/bot/terminal"
 	"brainbot/metrics"
+	"brainbot/output"
 	"brainbot/state/sqlite"
 )
 
@@ -45,7 +46,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	user := fs.Int64("user", 1, "the Telegram user id you talk as (for access.allowed_users, limits)")
 	firstName := fs.String("first-name", "Ada", "your first name, as the system prompt's {{user_first_name}} gets it")
 	chatType := fs.String("chat", "private", "private, or group: a group chat, where the brain's groups setting applies (mention the bot as @<brain id>)")
-	stateDir := fs.String("state", "", "folder for the chat's state: sessions, voice notes, pictures, brainbot.log (default: a new temporary folder)")
+	stateDir := fs.String("state", "", "folder for the chat's state: sessions, voice notes, pictures, brainbot.log (default: a new temporary folder, removed at the end unless it holds voice notes, pictures or the log of an answer that failed)")
 	verbose := fs.Bool("v", false, "also write brainbot's logs on stderr (they always go to brainbot.log in the state folder)")
 	cfg, err := m.loadConfig(fs, args, settingsNamed("CLAUDE_CMD", "BRAINBOT_CLAUDE_BARE", "OPENAI_BASE_URL", "BRAINBOT_LOG_LEVEL"))
 	switch {
@@ -61,8 +62,23 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		fmt.Fprintln(m.Stderr, err)
 		return errReported
 	}
-	if cfg.DataDir, err = chatState(*stateDir); err != nil {
+	dataDir, temporary, err := chatState(*stateDir)
+	if err != nil {
 		return err
+	}
+	cfg.DataDir = dataDir
+	// keep: the temporary folder holds what the chat showed or pointed
+	// to; else it goes when the chat ends (last: the log and the CLIs
+	// are done with it).
+	keep := false
+	if temporary {
+		defer func() {
+			if keep {
+				fmt.Fprintf(m.Stderr, "The chat's state is kept in %s: its voice notes, pictures and brainbot.log.\n", dataDir)
+				return
+			}
+			_ = os.RemoveAll(dataDir) // best effort: a temporary folder
+		}()
 	}
 	secrets := newSecretSet(m.Environ)
 	logs := io.Discard
@@ -84,6 +100,9 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	}
 	if checks.refused() {
 		return errReported
+	}
+	if note := withoutOpenAI(b, cfg); note != "" {
+		fmt.Fprintln(m.Stderr, "note: "+note)
 	}
 	db, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, sqlite.FileName))
 	if err != nil {
@@ -126,10 +145,44 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	c.typed = isTerminal(m.Stdin)
 	fmt.Fprintf(m.Stderr, "Talking to %s (%s) as user %d (%s) in a %s chat; state in %s\n", b.Name, b.Path, *user, *firstName, c.chatType, cfg.DataDir)
 	fmt.Fprintln(m.Stderr, "/help lists the bot's commands; Ctrl-C stops an answer; Ctrl-D ends.")
-	if !c.converse(ctx, m.Stdin) {
+	answered := c.converse(ctx, m.Stdin)
+	keep = !answered || holdsFiles(filepath.Join(dataDir, output.Audio.Dir()), filepath.Join(dataDir, output.Image.Dir()))
+	if !answered {
 		return errReported
 	}
 	return nil
+}
+
+// holdsFiles reports whether any of the folders holds a file.
+func holdsFiles(dirs ...string) bool {
+	for _, dir := range dirs {
+		found := errors.New("found")
+		err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				return found
+			}
+			return nil
+		})
+		if errors.Is(err, found) {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutOpenAI says what a brain that speaks or draws does without an
+// OpenAI key ("" with one): its replies fall back to text, which the
+// chat would otherwise show without a word.
+func withoutOpenAI(b *brain.Brain, cfg Config) string {
+	switch {
+	case cfg.OpenAIKey != "":
+		return ""
+	case b.TTS.Enabled:
+		return "OPENAI_API_KEY is not set: " + b.Name + " answers in text, not with voice notes"
+	case b.Image.Enabled:
+		return "OPENAI_API_KEY is not set: " + b.Name + " cannot draw: its pictures fail"
+	}
+	return ""
 }
 
 // chatGroupID is the chat id of `chat -chat group`: a group's id is
@@ -137,16 +190,19 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 const chatGroupID = -100
 
 // chatState is the chat's state folder: dir, made if need be, or a new
-// temporary one. It is kept when the chat ends, so that its voice notes
-// and pictures can be played and looked at.
-func chatState(dir string) (string, error) {
+// temporary one. A folder given is kept when the chat ends; a temporary
+// one only while it holds what the chat showed (voice notes and pictures
+// to play and look at, the log of an answer that did not come).
+func chatState(dir string) (path string, temporary bool, err error) {
 	if dir == "" {
-		return os.MkdirTemp("", "brainbot-chat-")
+		path, err = os.MkdirTemp("", "brainbot-chat-")
+		return path, true, err
 	}
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return "", fmt.Errorf("-state: %w", err)
+		return "", false, fmt.Errorf("-state: %w", err)
 	}
-	return filepath.Abs(dir)
+	path, err = filepath.Abs(dir)
+	return path, false, err
 }
 
 // isTerminal reports whether r is a terminal: a person types, so there is

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/output"
 )
@@ -54,12 +53,14 @@ type chatProcess struct {
 // from brainYAML) against the stand-ins, its standard input a pipe.
 func startChat(t *testing.T, brainYAML string, args ...string) *chatProcess {
 	t.Helper()
-	cli := claudetest.RequireCLI(t)
-	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	return startChatEnv(t, nil, brainYAML, args...)
+}
+
+// startChatEnv is startChat with env added to the stand-ins' environment
+// (the last assignment of a variable wins).
+func startChatEnv(t *testing.T, env []string, brainYAML string, args ...string) *chatProcess {
+	t.Helper()
+	s, _ := standIns(t)
 	brainFile := filepath.Join(t.TempDir(), "persona.yaml")
 	writeFile(t, brainFile, brainYAML)
 	p := &chatProcess{t: t, s: s, run: chatRun{state: filepath.Join(t.TempDir(), "chat-state"), data: s.DataDir},
@@ -67,8 +68,9 @@ func startChat(t *testing.T, brainYAML string, args ...string) *chatProcess {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	t.Cleanup(cancel)
 	p.cmd = exec.CommandContext(ctx, brainbotBinary(t), append(append([]string{"chat", "-state", p.run.state}, args...), brainFile)...)
-	p.cmd.Env = s.Env()
+	p.cmd.Env = append(s.Env(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p, &p.stderr
+	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
@@ -243,4 +245,94 @@ func TestEndToEndChatCtrlCStopsTheAnswer(t *testing.T) {
 	if run.code != 1 {
 		t.Errorf("exit code %d, want 1: the stopped answer did not come whole", run.code)
 	}
+}
+
+// A voice brain without an OpenAI key answers in text: the chat says why,
+// once, without -v.
+func TestEndToEndChatSaysWhyAVoiceBrainWrites(t *testing.T) {
+	// No key, and no OpenAI to take one: the stand-in takes any.
+	p := startChatEnv(t, []string{"OPENAI_API_KEY=", "OPENAI_BASE_URL=http://127.0.0.1:9/v1"}, speakerBrain)
+	if _, err := io.WriteString(p.stdin, "Good morning!\n"); err != nil {
+		t.Fatal(err)
+	}
+	run := p.end()
+	if run.code != 0 {
+		t.Errorf("exit code %d, want 0: the message got its answer, in text", run.code)
+	}
+	if !strings.Contains(run.stdout, "Speaker: You said: Good morning! (message 1)\n") {
+		t.Error("the voice brain did not answer in text")
+	}
+	const why = "note: OPENAI_API_KEY is not set: Speaker answers in text, not with voice notes\n"
+	if strings.Count(run.stderr, why) != 1 {
+		t.Errorf("the chat's stderr does not say once %q", why)
+	}
+}
+
+// A voice note shows with the words it says.
+func TestEndToEndChatShowsWhatAVoiceNoteSays(t *testing.T) {
+	run := runChat(t, speakerBrain, "Good morning!\n")
+	voice := chatVoiceNote.FindStringSubmatch(run.stdout)
+	if voice == nil {
+		t.Fatalf("no voice note printed with its path, size and duration:\n%s", run.stdout)
+	}
+	if want := voice[0] + "\n  says: You said: Good morning! (message 1)\n"; !strings.Contains(run.stdout, want) {
+		t.Errorf("the chat's output lacks %q", want)
+	}
+}
+
+// chatFolders are the temporary state folders chats left in the stack's
+// temporary folder.
+func chatFolders(t *testing.T, s *stack.Stack) []string {
+	t.Helper()
+	found, err := filepath.Glob(filepath.Join(s.TempDir, "brainbot-chat-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// A chat in a temporary folder (no -state) removes it when it ends,
+// unless it holds what the chat showed: voice notes and pictures, or the
+// log of a message that got no answer. A chat that did not start leaves
+// nothing.
+func TestEndToEndChatCleansItsTemporaryFolder(t *testing.T) {
+	t.Run("answered", func(t *testing.T) {
+		p := startChat(t, narratorBrain, "-state", "")
+		if _, err := io.WriteString(p.stdin, "Hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		if run := p.end(); run.code != 0 {
+			t.Fatalf("exit code %d, want 0", run.code)
+		}
+		if left := chatFolders(t, p.s); len(left) > 0 {
+			t.Errorf("the chat left %v", left)
+		}
+	})
+	t.Run("not started", func(t *testing.T) {
+		p := startChatEnv(t, []string{"CLAUDE_CMD=/nonexistent/claude"}, narratorBrain, "-state", "")
+		if run := p.end(); run.code != 1 {
+			t.Fatalf("exit code %d, want 1: there is no CLI", run.code)
+		}
+		if left := chatFolders(t, p.s); len(left) > 0 {
+			t.Errorf("the chat that did not start left %v", left)
+		}
+	})
+	t.Run("voice note", func(t *testing.T) {
+		p := startChat(t, speakerBrain, "-state", "")
+		if _, err := io.WriteString(p.stdin, "Hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		run := p.end()
+		voice := chatVoiceNote.FindStringSubmatch(run.stdout)
+		if voice == nil {
+			t.Fatalf("no voice note printed:\n%s", run.stdout)
+		}
+		if _, err := os.Stat(voice[1]); err != nil {
+			t.Errorf("the voice note shown is gone: %v", err)
+		}
+		left := chatFolders(t, p.s)
+		if len(left) != 1 || !strings.Contains(run.stderr, "state is kept in "+left[0]) {
+			t.Errorf("the chat left %v and said:\n%s", left, run.stderr)
+		}
+	})
 }

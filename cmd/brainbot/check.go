@@ -57,17 +57,31 @@ func (m *Main) check(ctx context.Context, args []string) error {
 		}
 	}
 	problems = append(problems, m.checkTokens(brain.HeldFirst(brains, held))...)
+	panels := cmp.Or(*panelsDir, cfg.PanelsDir)
+	var panelProblems brain.Errors
 	if info, err := os.Stat(dir); err == nil && info.IsDir() {
-		problems = append(problems, m.checkPanels(cmp.Or(*panelsDir, cfg.PanelsDir), dir)...)
+		panelProblems = m.checkPanels(panels, dir)
 	}
-	if len(problems) == 0 {
+	if len(problems)+len(panelProblems) == 0 {
 		return nil
 	}
-	for _, p := range problems {
+	for _, p := range append(problems, panelProblems...) {
 		fmt.Fprintln(m.Stderr, p)
 	}
-	fmt.Fprintf(m.Stderr, "%d problem(s) in %s\n", len(problems), dir)
+	fmt.Fprintln(m.Stderr, problemsSummary(len(problems), dir, len(panelProblems), panels))
 	return errReported
+}
+
+// problemsSummary counts the problems where they are: in the brains'
+// folder (or file) and in the panels'.
+func problemsSummary(brains int, brainsDir string, panels int, panelsDir string) string {
+	switch {
+	case panels == 0:
+		return fmt.Sprintf("%d problem(s) in %s", brains, brainsDir)
+	case brains == 0:
+		return fmt.Sprintf("%d problem(s) in %s", panels, panelsDir)
+	}
+	return fmt.Sprintf("%d problem(s) in %s, %d in %s", brains, brainsDir, panels, panelsDir)
 }
 
 // checkTokens resolves the brains' tokens where check runs: the tokens

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"text/template"
+
+	"golang.org/x/term"
 
 	"brainbot/bot/brain"
 	"brainbot/bot/telegram"
@@ -48,7 +51,7 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 	if err := refuseExisting(envFile); err != nil {
 		return err
 	}
-	q := &questions{in: bufio.NewReader(m.Stdin), out: m.Stdout, typed: isTerminal(m.Stdin)}
+	q := newQuestions(m.Stdin, m.Stdout)
 
 	if err := q.ask(token, "token", "The bot's token from @BotFather (send it /newbot)"); err != nil {
 		return err
@@ -72,7 +75,7 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 	if err := refuseExisting(brainFile); err != nil {
 		return err
 	}
-	if err := q.askDefault(kind, "kind", "What should it answer with: text, voice or pictures?", "text"); err != nil {
+	if err := q.askDefault(kind, "kind", "What should it answer with: text, voice or pictures?", "text", false); err != nil {
 		return err
 	}
 	tmpl, ok := brainTemplates[*kind]
@@ -83,7 +86,8 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 		return err
 	}
 	if *kind != "text" {
-		err = q.ask(openAIKey, "openai-key", "An OpenAI API key: the bot's "+*kind+" come from OpenAI")
+		err = q.ask(openAIKey, "openai-key", "An OpenAI API key: "+map[string]string{
+			"voice": "the bot's voice comes", "pictures": "the bot's pictures come"}[*kind]+" from OpenAI")
 	} else {
 		err = q.optional(openAIKey, "An OpenAI API key, to hear voice messages (empty: none, they get a polite no)")
 	}
@@ -102,8 +106,12 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 	if *openAIKey != "" {
 		env = append(env, "OPENAI_API_KEY="+*openAIKey)
 	}
-	if v, ok := m.lookupEnv("CLAUDE_CMD"); ok && v != "" {
-		env = append(env, "CLAUDE_CMD="+cfg.ClaudeCmd)
+	// What init was told or found of these goes in the env file, so that
+	// doctor, chat and run use it as init did.
+	for _, v := range [][2]string{{"CLAUDE_CMD", claudeCmd(cfg.ClaudeCmd)}, {"TELEGRAM_API_URL", cfg.TelegramAPIURL}} {
+		if v[1] != lookupSetting(v[0]).def {
+			env = append(env, v[0]+"="+v[1])
+		}
 	}
 	if err := writeBrain(brainFile, tmpl, b); err != nil {
 		return err
@@ -121,6 +129,28 @@ func (m *Main) initBot(ctx context.Context, args []string) error {
 	return doctorErr
 }
 
+// claudeCmd is the CLI init writes down: the one given (-claude-cmd,
+// CLAUDE_CMD), else the claude on the PATH, else the pinned one that
+// `make claude-cli` installed in the checkout init runs in.
+func claudeCmd(given string) string {
+	def := lookupSetting("CLAUDE_CMD").def
+	if given != def {
+		return given
+	}
+	if _, err := exec.LookPath(def); err == nil {
+		return def
+	}
+	found, _ := filepath.Glob(filepath.Join(".cache", "claude-code-"+testedClaudeVersion, "node_modules", "@anthropic-ai", "claude-code-*", "claude"))
+	if len(found) == 0 {
+		return def
+	}
+	abs, err := filepath.Abs(found[0]) // the env file is read from elsewhere
+	if err != nil {
+		return def
+	}
+	return abs
+}
+
 // envFileHeader opens the env file init writes.
 const envFileHeader = `# brainbot's settings and secrets, written by brainbot init: keep it private.
 # brainbot run -env-file <this file> reads it, as systemd's EnvironmentFile= does.
@@ -132,22 +162,36 @@ type questions struct {
 	out io.Writer
 	// typed: a person answers, whose Enter ends the question's line.
 	typed bool
+	// hidden reads a line from the terminal without showing it; nil
+	// unless typed.
+	hidden func() ([]byte, error)
+}
+
+func newQuestions(in io.Reader, out io.Writer) *questions {
+	q := &questions{in: bufio.NewReader(in), out: out, typed: isTerminal(in)}
+	if f, ok := in.(*os.File); ok && q.typed {
+		// A terminal hands over a line a read: nothing typed after it
+		// waits in q.in's buffer, so the two readers can take turns.
+		q.hidden = func() ([]byte, error) { return term.ReadPassword(int(f.Fd())) }
+	}
+	return q
 }
 
 // ask sets *value from the next line of input unless a flag set it; no
-// answer is a usage error naming the flag.
+// answer is a usage error naming the flag. The answer is a secret: a
+// terminal does not show it as it is typed.
 func (q *questions) ask(value *string, flag, question string) error {
-	return q.askDefault(value, flag, question, "")
+	return q.askDefault(value, flag, question, "", true)
 }
 
-func (q *questions) askDefault(value *string, flag, question, def string) error {
+func (q *questions) askDefault(value *string, flag, question, def string, secret bool) error {
 	if *value != "" {
 		return nil
 	}
 	if def != "" {
 		question += " [" + def + "]"
 	}
-	err := q.read(value, question)
+	err := q.read(value, question, secret)
 	if *value == "" {
 		*value = def
 	}
@@ -160,19 +204,28 @@ func (q *questions) askDefault(value *string, flag, question, def string) error 
 	return nil
 }
 
-// optional asks a question that may be left unanswered.
+// optional asks for a secret that may be left unanswered.
 func (q *questions) optional(value *string, question string) error {
 	if *value != "" {
 		return nil
 	}
-	return q.read(value, question)
+	return q.read(value, question, true)
 }
 
 // read asks question and sets *value to the answer ("" at the end of the
 // input).
-func (q *questions) read(value *string, question string) error {
+func (q *questions) read(value *string, question string, secret bool) error {
 	fmt.Fprintf(q.out, "%s: ", question)
-	line, err := q.in.ReadString('\n')
+	var line string
+	var err error
+	if secret && q.hidden != nil {
+		var b []byte
+		b, err = q.hidden()
+		line = string(b)
+		fmt.Fprintln(q.out) // the Enter typed was not shown either
+	} else {
+		line, err = q.in.ReadString('\n')
+	}
 	if !q.typed {
 		fmt.Fprintln(q.out)
 	}

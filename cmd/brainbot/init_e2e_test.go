@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,12 +22,7 @@ import (
 // stand-in for getMe, the model's and OpenAI's: the files it writes are
 // what doctor and run accept, and it never overwrites them.
 func TestEndToEndInit(t *testing.T) {
-	cli := claudetest.RequireCLI(t)
-	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s, _ := standIns(t)
 	dir := filepath.Join(t.TempDir(), "mybots")
 	token := stack.Token("lighthouse")
 	args := []string{"init", "-dir", dir, "-token", token, "-id", "lighthouse", "-kind", "voice",
@@ -123,5 +120,104 @@ func TestInitAsks(t *testing.T) {
 	// doctor has nothing to warn of.
 	if strings.Contains(out.String(), "voice messages in") {
 		t.Error("doctor warns that the text bot cannot hear voice messages")
+	}
+}
+
+// standIns makes the stand-ins of a stack (Telegram, the model, OpenAI)
+// for a command that is not run: init, chat. It returns the stack and the
+// Claude CLI its environment names.
+func standIns(t *testing.T) (*stack.Stack, string) {
+	t.Helper()
+	cli := claudetest.RequireCLI(t)
+	s, err := stack.New(stack.Config{Brainbot: brainbotBinary(t), ClaudeCmd: cli, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s, cli
+}
+
+// envWithout is env less the variables named.
+func envWithout(env []string, names ...string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
+}
+
+// The CLI and the Bot API given to init as flags are the ones its doctor
+// checks and the ones its env file keeps for chat and run: nothing of them
+// is in the environment.
+func TestEndToEndInitKeepsItsFlags(t *testing.T) {
+	s, cli := standIns(t)
+	dir := filepath.Join(t.TempDir(), "mybots")
+	token := stack.Token("flagged")
+	code, stdout, stderr := runMain(t, envWithout(s.Env(), "CLAUDE_CMD", "TELEGRAM_API_URL"), "init", "-dir", dir,
+		"-claude-cmd", cli, "-telegram-api-url", s.Telegram.URL,
+		"-token", token, "-kind", "text", "-model-credential", claudetest.APIKey, "-openai-key", stack.OpenAIKey)
+	t.Logf("init exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 {
+		t.Errorf("init exited %d, want 0: doctor checks the CLI and the Bot API of the flags", code)
+	}
+	assertEnvFile(t, filepath.Join(dir, "brainbot.env"), "CLAUDE_CMD="+cli, "TELEGRAM_API_URL="+s.Telegram.URL)
+}
+
+// Given no CLI, with none on the PATH, init takes the one `make
+// claude-cli` installed in the checkout it runs in, and keeps it in the
+// env file.
+func TestEndToEndInitFindsTheCLIOfMake(t *testing.T) {
+	if found, err := exec.LookPath("claude"); err == nil {
+		t.Skipf("a claude on the PATH (%s) comes first", found)
+	}
+	s, cli := standIns(t)
+	checkout := t.TempDir()
+	pinned := filepath.Join(checkout, ".cache", "claude-code-"+testedClaudeVersion, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+	if err := os.MkdirAll(filepath.Dir(pinned), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cli, pinned); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(checkout)
+	dir := filepath.Join(t.TempDir(), "mybots")
+	code, stdout, stderr := runMain(t, envWithout(s.Env(), "CLAUDE_CMD"), "init", "-dir", dir,
+		"-token", stack.Token("found"), "-kind", "text", "-model-credential", claudetest.APIKey, "-openai-key", stack.OpenAIKey)
+	t.Logf("init exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	if code != 0 {
+		t.Errorf("init exited %d, want 0: doctor checks the CLI of make claude-cli", code)
+	}
+	assertEnvFile(t, filepath.Join(dir, "brainbot.env"), "CLAUDE_CMD="+pinned)
+}
+
+// assertEnvFile fails t unless the env file at path has each line of want.
+func assertEnvFile(t *testing.T, path string, want ...string) {
+	t.Helper()
+	env, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range want {
+		if !strings.Contains(string(env), "\n"+line+"\n") {
+			t.Errorf("the env file lacks %q:\n%s", line, env)
+		}
+	}
+}
+
+// init asks a bot that speaks or draws for the OpenAI key, saying why in
+// a sentence that reads.
+func TestInitSaysWhyItAsksForTheOpenAIKey(t *testing.T) {
+	tg := telegramtest.NewServer()
+	defer tg.Close()
+	for kind, why := range map[string]string{
+		"voice":    "An OpenAI API key: the bot's voice comes from OpenAI: ",
+		"pictures": "An OpenAI API key: the bot's pictures come from OpenAI: ",
+	} {
+		var out strings.Builder
+		m := &Main{Stdin: strings.NewReader(stack.Token(kind) + "\n" + kind + "\nsk-ant-oat01-subscription\nsk-openai\n"), Stdout: &out, Stderr: io.Discard,
+			Environ: []string{"TELEGRAM_API_URL=" + tg.URL, "CLAUDE_CMD=/nonexistent/claude"}}
+		m.Run(context.Background(), []string{"init", "-dir", t.TempDir(), "-id", kind})
+		if !strings.Contains(out.String(), why) {
+			t.Errorf("init of a %s bot does not ask %q:\n%s", kind, why, out.String())
+		}
 	}
 }

@@ -208,6 +208,15 @@ func TestCheckPanels(t *testing.T) {
 	if want := filepath.Join(panels, "bad.yaml") + `:3: members[1]: no brain "ghost" in the brains folder`; !strings.Contains(stderr, want) {
 		t.Errorf("stderr = %q, want %q", stderr, want)
 	}
+	// The summary blames the panels, not the brains.
+	if want := "1 problem(s) in " + panels + "\n"; !strings.HasSuffix(stderr, want) {
+		t.Errorf("stderr = %q, want it to end %q", stderr, want)
+	}
+	writeFile(t, filepath.Join(brains, "bad.yaml"), "name: bad\n")
+	_, _, stderr = runMain(t, nil, "check", "-panels", panels, brains)
+	if want := "2 problem(s) in " + brains + ", 1 in " + panels + "\n"; !strings.HasSuffix(stderr, want) {
+		t.Errorf("stderr = %q, want it to end %q", stderr, want)
+	}
 }
 
 func TestCheckExamplePanels(t *testing.T) {

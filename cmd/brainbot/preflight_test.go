@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -490,11 +491,17 @@ func (b *syncBuffer) String() string {
 func startRun(t *testing.T, env []string) (stderr *syncBuffer, stop func() int) {
 	t.Helper()
 	stderr = &syncBuffer{}
+	return stderr, startRunTo(t, env, stderr)
+}
+
+// startRunTo is startRun logging to stderr.
+func startRunTo(t *testing.T, env []string, stderr io.Writer) (stop func() int) {
+	t.Helper()
 	m := &Main{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: stderr, Environ: append(env, "BRAINBOT_LOG_FORMAT=json")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() { done <- m.Run(ctx, []string{"run"}) }()
-	return stderr, func() int {
+	return func() int {
 		cancel()
 		select {
 		case code := <-done:

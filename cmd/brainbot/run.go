@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,11 +51,13 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		return errNotStarted
 	}
 	// The admin who stops the service learns at once that brainbot heard
-	// it, not only once the requests in flight have finished.
-	defer context.AfterFunc(ctx, func() {
+	// it, not only once the requests in flight have finished; and before
+	// "brainbot stopped", however late AfterFunc's goroutine runs.
+	stopping := sync.OnceFunc(func() {
 		log.Info("stopping: no new messages; requests in flight may finish within the grace period",
 			zap.String("cause", context.Cause(ctx).Error()), zap.Duration("grace_ms", cfg.Grace))
-	})()
+	})
+	defer context.AfterFunc(ctx, stopping)()
 
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return fmt.Errorf("BRAINBOT_DATA (-data): %w", err)
@@ -170,10 +173,14 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		}
 		defer stop()
 	}
-	go pruneOutputs(ctx, cfg.DataDir, map[output.Kind]output.Retention{
+	defer startPruning(ctx, cfg.DataDir, map[output.Kind]output.Retention{
 		output.Audio: cfg.AudioRetention, output.Image: cfg.ImageRetention,
-	}, pruneEvery, log)
-	if err := manager.Run(ctx); err != nil {
+	}, pruneEvery, log)()
+	err = manager.Run(ctx)
+	if ctx.Err() != nil {
+		stopping()
+	}
+	if err != nil {
 		log.Error("brainbot stopped", zap.Error(err))
 		return errReported
 	}

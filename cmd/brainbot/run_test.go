@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,5 +54,61 @@ func TestPruneOutputs(t *testing.T) {
 	}
 	if got := logs.FilterMessage("pruned old files").FilterField(zap.Int("removed", 1)).Len(); got != 1 {
 		t.Errorf("want one log line saying one file was pruned, got %v", logs.All())
+	}
+}
+
+// Pruning is owned by run: once stopped, no pass is under way or to come.
+func TestPruningEndsWhenStopped(t *testing.T) {
+	stop := startPruning(context.Background(), t.TempDir(), map[output.Kind]output.Retention{
+		output.Audio: {MaxAge: 24 * time.Hour},
+	}, time.Hour, zap.NewNop())
+	stop()
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "brainbot.pruneOutputs(") {
+		t.Errorf("pruning still runs after it was stopped:\n%s", stacks)
+	}
+}
+
+// holdWriter is a log's stderr that holds back a line with hold in it
+// until a line with until has been written, or for at most window: the
+// line comes late, as from a goroutine the scheduler runs last.
+type holdWriter struct {
+	syncBuffer
+	hold, until string
+	window      time.Duration
+	came        chan struct{}
+	once        sync.Once
+}
+
+func (w *holdWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), w.hold) {
+		select {
+		case <-w.came:
+		case <-time.After(w.window):
+		}
+	}
+	n, err := w.syncBuffer.Write(p)
+	if strings.Contains(string(p), w.until) {
+		w.once.Do(func() { close(w.came) })
+	}
+	return n, err
+}
+
+// The admin who stops brainbot reads "stopping" before "brainbot
+// stopped", however late the line saying it heard the stop is written:
+// run waits for it. (Were run not to wait, "brainbot stopped" would come
+// within the window and the lines would be out of order.)
+func TestStoppingIsLoggedBeforeStopped(t *testing.T) {
+	s := newSite(t, map[string]string{"chat.yaml": brainWith("CHAT_TOKEN", "")}, "CHAT_TOKEN="+chatToken)
+	logs := &holdWriter{hold: `"msg":"stopping: `, until: `"msg":"brainbot stopped"`, window: 2 * time.Second, came: make(chan struct{})}
+	stop := startRunTo(t, s.env, logs)
+	waitForLog(t, &logs.syncBuffer, `"msg":"telegram bot polling"`)
+	if code := stop(); code != exitOK {
+		t.Errorf("exit %d, want 0", code)
+	}
+	out := logs.String()
+	stopping, stopped := strings.Index(out, `"msg":"stopping: `), strings.Index(out, `"msg":"brainbot stopped"`)
+	if stopping < 0 || stopped < stopping {
+		t.Errorf("the stop is logged out of order (stopping at %d, stopped at %d):\n%s", stopping, stopped, out)
 	}
 }

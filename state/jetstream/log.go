@@ -243,7 +243,7 @@ func (u *updates) startWorker(p int) (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{u: u, p: p, cons: cons, held: map[uint64]bool{}, pin: "\x00", ended: make(chan struct{})}
+	w := newWorker(u, p, cons)
 	w.cc, err = cons.Consume(w.receive, jsapi.PullPriorityGroup(group), jsapi.PullMaxMessages(64),
 		jsapi.PullExpiry(max(time.Second, u.conn.cfg.PinnedTTL/2)),
 		jsapi.ConsumeErrHandler(func(_ jsapi.ConsumeContext, err error) {

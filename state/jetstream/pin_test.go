@@ -2,6 +2,8 @@ package jetstream
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,13 +20,8 @@ import (
 // A message held (kept in progress) by the last owner of a partition is
 // not handed to the next owner while it is being worked on.
 func TestHeldMessageStaysWithItsHolderAcrossAHandover(t *testing.T) {
-	url := natstest.Start(t)
-	a, b := join(t, url, "a"), join(t, url, "b")
 	ctx := context.Background()
-	if err := publish(ctx, a, 1, 1, update(1, 1, "x")); err != nil {
-		t.Fatal(err)
-	}
-	d, letGo := holdInProgress(t, a, partitionOf(t, a))
+	_, b, d, letGo := lastOwnerHolds(t)
 	var handed atomic.Int32
 	b.updates.mu.Lock()
 	b.handle = func(*Delivery) { handed.Add(1) }
@@ -107,13 +104,8 @@ func releaseHandsOverAtOnce(t *testing.T, gap time.Duration) {
 // delivered after the next owner looked must not hide the one the last
 // owner still holds.
 func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
-	url := natstest.Start(t)
-	a, b := join(t, url, "a"), join(t, url, "b")
 	ctx := context.Background()
-	if err := publish(ctx, a, 1, 1, update(1, 1, "x")); err != nil {
-		t.Fatal(err)
-	}
-	d, letGo := holdInProgress(t, a, partitionOf(t, a))
+	a, b, d, letGo := lastOwnerHolds(t)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var handed atomic.Int32
@@ -154,15 +146,10 @@ func TestNoLaterUpdateHandedOnWhileTheLastOwnerHoldsAnEarlierOne(t *testing.T) {
 // (a killed instance's idle conversations do not wait for its busy ones'
 // ack wait), and the held conversation's later updates wait for it.
 func TestOtherConversationsGoOnWhileTheLastOwnerHoldsOne(t *testing.T) {
-	url := natstest.Start(t)
-	a, b := join(t, url, "a"), join(t, url, "b")
 	ctx := context.Background()
-	if err := publish(ctx, a, 1, 1, update(1, 1, "held")); err != nil {
-		t.Fatal(err)
-	}
-	part := partitionOf(t, a)
+	a, b, d, letGo := lastOwnerHolds(t)
+	part := d.w.p
 	other := chatOfPartition(t, 8, part, 1)
-	d, letGo := holdInProgress(t, a, part)
 	g := newGot()
 	b.updates.mu.Lock()
 	b.handle = func(d *Delivery) { g.record("b", d); go d.Done(true) }
@@ -261,6 +248,20 @@ func TestAbandonedWhileLeavingGoesToTheNextOwnerAtOnce(t *testing.T) {
 	}
 }
 
+// lastOwnerHolds joins instances a and b and has a hold chat 1's first
+// update in progress (holdInProgress): b, taking its partition, is the
+// next owner.
+func lastOwnerHolds(t *testing.T) (a, b *Cluster, d *Delivery, letGo func()) {
+	t.Helper()
+	url := natstest.Start(t)
+	a, b = join(t, url, "a"), join(t, url, "b")
+	if err := publish(context.Background(), a, 1, 1, update(1, 1, "held")); err != nil {
+		t.Fatal(err)
+	}
+	d, letGo = holdInProgress(t, a, partitionOf(t, a))
+	return a, b, d, letGo
+}
+
 // holdInProgress has c take partition part until it is handed its first
 // update, then stop pulling it while keeping that update in progress,
 // unanswered, until letGo: the partition is free for a next owner while
@@ -290,4 +291,35 @@ func holdInProgress(t *testing.T, c *Cluster, part int) (d *Delivery, letGo func
 	}()
 	w.stop()
 	return d, func() { close(stop); <-done }
+}
+
+// A worker stopped while its handover waits for the last owner's update
+// (held in progress there) returns only once the handover has ended: no
+// goroutine of a stopped worker looks at the stream any more.
+func TestStopEndsTheHandover(t *testing.T) {
+	ctx := context.Background()
+	a, b, d, letGo := lastOwnerHolds(t)
+	defer func() { letGo(); d.Done(true) }()
+	part := d.w.p
+	b.updates.mu.Lock()
+	b.handle = func(*Delivery) { t.Error("b handed on an update while a held an earlier one") }
+	b.updates.mu.Unlock()
+	wb, err := b.startWorker(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := publish(ctx, a, 1, 2, update(2, 1, "after the held one")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, hangGuard, "b's handover to wait for a", func() bool {
+		wb.mu.Lock()
+		defer wb.mu.Unlock()
+		return wb.buffering && wb.blocked != nil
+	})
+	wb.stop()
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	if strings.Contains(stacks, fmt.Sprintf("(*worker).handover(%p", wb)) {
+		t.Errorf("the handover of a stopped worker is still running:\n%s", stacks)
+	}
 }

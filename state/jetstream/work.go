@@ -40,6 +40,22 @@ type worker struct {
 	// and the partition is unpinned.
 	ended   chan struct{}
 	endOnce sync.Once
+
+	// quit ends at stop: a handover waiting for the last owner's updates
+	// stops looking. handovers is the handover running (one at a time,
+	// started under mu while not stopped); stop waits for it, so none
+	// outlives its worker.
+	quit      context.Context
+	endQuit   context.CancelFunc
+	handovers sync.WaitGroup
+}
+
+// newWorker returns the worker of partition p, consuming cons once its
+// cc is set.
+func newWorker(u *updates, p int, cons jsapi.Consumer) *worker {
+	quit, endQuit := context.WithCancel(context.Background())
+	return &worker{u: u, p: p, cons: cons, held: map[uint64]bool{}, pin: "\x00", ended: make(chan struct{}),
+		quit: quit, endQuit: endQuit}
 }
 
 // handoverMax bounds how long a new owner waits for the last owner's
@@ -47,8 +63,9 @@ type worker struct {
 const handoverMax = time.Minute
 
 // stop ends pulling, gives up what was buffered and not handed on, and
-// unpins the partition so the next owner is pinned at once. A receive
-// from then on hands its message back.
+// unpins the partition so the next owner is pinned at once; it returns
+// once the handover, if one was running, has ended. A receive from then
+// on hands its message back.
 func (w *worker) stop() {
 	w.cc.Stop()
 	w.mu.Lock()
@@ -56,6 +73,7 @@ func (w *worker) stop() {
 	buf := w.buffer
 	w.buffer = nil
 	w.mu.Unlock()
+	w.endQuit()
 	for _, d := range buf {
 		d.Abandon()
 	}
@@ -63,6 +81,7 @@ func (w *worker) stop() {
 	defer cancel()
 	_ = w.u.stream.UnpinConsumer(ctx, consumerName(w.p), group)
 	w.endOnce.Do(func() { close(w.ended) })
+	w.handovers.Wait()
 }
 
 // ending reports whether the worker stopped or is about to: this
@@ -132,7 +151,7 @@ func (w *worker) receive(msg jsapi.Msg) {
 		w.pin = pin
 		if !w.buffering {
 			w.buffering = true
-			go w.handover()
+			w.handovers.Go(w.handover)
 		}
 	}
 	if w.buffering && (w.blocked == nil || w.blocked[msg.Subject()]) {
@@ -156,9 +175,12 @@ func (w *worker) handover() {
 	start := time.Now()
 	for round := 0; ; round++ {
 		if round > 0 {
-			time.Sleep(100 * time.Millisecond)
+			select {
+			case <-w.quit.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(w.quit, 2*time.Second)
 		blocked, err := w.pendingElsewhere(ctx)
 		cancel()
 		w.mu.Lock()

@@ -11,6 +11,8 @@
 //
 // The scripted model answers "You said: ..." and obeys the directives its
 // documentation lists: "#ask" asks a question with options, for one.
+// brains/README.md lists them for bot authors (a test keeps the list
+// whole), and offlinechat says where as it starts.
 package main
 
 import (
@@ -73,6 +75,7 @@ func run(brainbot, claudeCmd string, args []string) (int, error) {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(signals)
+	fmt.Fprintln(os.Stderr, "Offline: the stand-in model answers \"You said: ...\"; #ask, #long, #fail, #call and more show the rest of the flow (brains/README.md, \"Rehearsing offline\").")
 	if err := cmd.Start(); err != nil {
 		return 1, err
 	}
