@@ -81,6 +81,9 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		backend = db
 	} else {
 		if shared, err = joinCluster(ctx, cfg, log); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while it waited for NATS: a stop like any other
+			}
 			return err
 		}
 		defer shared.Close()
