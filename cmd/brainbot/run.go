@@ -231,11 +231,17 @@ func clusterView(c *jetstream.Cluster) admin.ClusterView {
 }
 
 // statusOfCluster is a cluster as /status reads it: each member's
-// partitions are what jetstream.Assign gives it.
+// partitions are what jetstream.Assign gives it; what is pending is
+// admin's Pending.
 type statusOfCluster struct{ *jetstream.Cluster }
 
 func (c statusOfCluster) Assigned(members []string, member string) []int {
 	return jetstream.Assign(members, member, c.Partitions())
+}
+
+func (c statusOfCluster) Pending(ctx context.Context) (admin.Pending, error) {
+	total, byBot, err := c.Cluster.Pending(ctx)
+	return admin.Pending{Messages: total, ByBot: byBot}, err
 }
 
 // logFailure logs err, the error that ended run, and returns it as
