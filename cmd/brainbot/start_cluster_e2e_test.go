@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +20,7 @@ func TestClusterInstanceWaitsForALateNATS(t *testing.T) {
 	c := newCluster(t, []string{"alpha"}, 0)
 	c.server.Stop() // nothing listens at BRAINBOT_NATS_URL yet
 	in := c.launch("i0")
-	waiting := func(l map[string]any) bool {
-		return strings.HasPrefix(fmt.Sprint(l["msg"]), "waiting for NATS: cannot reach it yet")
-	}
+	waiting := msgStarts("waiting for NATS: cannot reach it yet")
 	c.waitLog(in, time.Minute, "two tries to reach NATS logged", waiting, 2)
 	var waits []float64
 	in.logs.each(func(l map[string]any) {

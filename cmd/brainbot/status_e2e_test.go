@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -267,11 +266,8 @@ func TestClusterStatusPendingOutage(t *testing.T) {
 
 	c.server.Stop()
 	defer c.server.Restart()
-	isMsg := func(msg string) func(map[string]any) bool {
-		return func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), msg) }
-	}
-	c.waitLog(in, waitLong, "the outage noticed", isMsg("NATS unavailable"), 1)
-	c.waitLog(in, waitLong, "polling stopped", isMsg("poller lease lost"), 1)
+	c.waitLog(in, waitLong, "the outage noticed", msgStarts("NATS unavailable"), 1)
+	c.waitLog(in, waitLong, "polling stopped", msgStarts("poller lease lost"), 1)
 	asked := time.Now()
 	_, body := report()
 	t.Logf("/status during the outage answered in %v", time.Since(asked).Round(time.Millisecond))
