@@ -76,3 +76,14 @@ func TestWrongCredentialsAreARefusal(t *testing.T) {
 		t.Errorf("Ping: %+v, %v, want one server, no cluster", info, err)
 	}
 }
+
+// A nats-server without JetStream is a refusal too: no retry turns it on.
+func TestNATSWithoutJetStreamIsARefusal(t *testing.T) {
+	srv := natstest.StartServer(t, func(o *server.Options) { o.JetStream = false })
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	defer cancel()
+	if _, err := Ping(ctx, srv.URL); !Refused(err) {
+		t.Errorf("Ping of a server without JetStream: %v, want a refusal", err)
+	}
+}
+
