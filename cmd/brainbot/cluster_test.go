@@ -90,6 +90,10 @@ func TestDoctorChecksReplicasAgainstTheServers(t *testing.T) {
 			t.Errorf("%d replicas on %s: %+v, want a refusal saying %q", c.replicas, c.url, r.findings, c.want)
 		}
 	}
+	code, stdout, _ := runMain(t, []string{"BRAINBOT_NATS_URL=" + single, "BRAINBOT_NATS_REPLICAS=3", "BRAINBOT_DATA=" + t.TempDir()}, "doctor")
+	if code != exitError || !strings.Contains(stdout, "fail  NATS: BRAINBOT_NATS_REPLICAS (-nats-replicas) is 3, but the NATS at") {
+		t.Errorf("doctor = %d:\n%s", code, stdout)
+	}
 }
 
 // In a cluster, `brainbot usage` reads the records every instance keeps
