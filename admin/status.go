@@ -8,9 +8,11 @@ import (
 	"context"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -51,8 +53,41 @@ type ClaudeStatus struct {
 type ClusterStatus struct {
 	Partitions int             `json:"partitions"`
 	Members    []ClusterMember `json:"members"`
-	// Error says why the members or the pollers could not be read.
+	// Pending is what waits in the cluster's stream, not answered yet
+	// (nil: not known, NATS does not answer).
+	Pending *Pending `json:"pending,omitempty"`
+	// NATSUnavailable says why NATS does not answer this instance: the
+	// members, the pollers and the figures are not known meanwhile, and
+	// nobody polls.
+	NATSUnavailable string `json:"nats_unavailable,omitempty"`
+	// Error says why the members, the pollers or what is pending could
+	// not be read.
 	Error string `json:"error,omitempty"`
+}
+
+// Pending counts the updates in the cluster's stream not answered
+// (acknowledged) yet: all of them, and by bot those of each bot that has
+// any. None left is a drained stream, as `brainbot carry` wants it.
+type Pending struct {
+	Messages uint64            `json:"messages"`
+	ByBot    map[string]uint64 `json:"by_bot,omitempty"`
+}
+
+// String says what is pending: "none: the stream is drained", or "3
+// messages not answered yet (alpha 2, beta 1)".
+func (p Pending) String() string {
+	if p.Messages == 0 {
+		return "none: the stream is drained"
+	}
+	var bots []string
+	for _, b := range slices.Sorted(maps.Keys(p.ByBot)) {
+		bots = append(bots, fmt.Sprintf("%s %d", b, p.ByBot[b]))
+	}
+	s := Counted(int64(p.Messages), "message") + " not answered yet"
+	if len(bots) > 0 {
+		s += " (" + strings.Join(bots, ", ") + ")"
+	}
+	return s
 }
 
 type ClusterMember struct {
@@ -63,7 +98,10 @@ type ClusterMember struct {
 // BotStatus is a bot's status, and in a cluster which instance polls it.
 type BotStatus struct {
 	bot.BotStatus
-	PolledBy string `json:"polled_by,omitempty"`
+	// Today hides the Manager's figures, zero when they could not be
+	// read: nil (null) says they are not known (UsageError says why).
+	Today    *bot.BotDay `json:"today"`
+	PolledBy string      `json:"polled_by,omitempty"`
 	// Warm and Spares are the CLI processes this instance keeps for the
 	// bot: its conversations' between their messages, and ready for new
 	// ones.
@@ -74,14 +112,22 @@ type BotStatus struct {
 // ClusterView is what /status reads of the cluster this instance is a
 // member of: the live members (as the cluster's assignment takes them, so
 // that each one's partitions are what it computes itself), the partitions
-// a member holds among them, and the instance holding a bot's poller
-// lease ("": none).
+// a member holds among them, the instance holding a bot's poller lease
+// ("": none), what is pending in the stream, and why NATS does not answer
+// this instance now ("": it does; known without asking NATS).
 type ClusterView interface {
 	Partitions() int
 	Members(ctx context.Context) ([]string, error)
 	Assigned(members []string, member string) []int
 	Poller(ctx context.Context, bot string) (instance string, err error)
+	Pending(ctx context.Context) (Pending, error)
+	Outage() string
 }
+
+// TelegramUnpolled is a bot's Telegram while NATS does not answer this
+// instance, which does not poll it: its poller lease is in NATS, and no
+// instance that lost NATS polls.
+const TelegramUnpolled = "nobody polls (NATS unavailable)"
 
 // StatusSource gathers a StatusReport.
 type StatusSource struct {
@@ -100,30 +146,66 @@ func (s StatusSource) report(ctx context.Context) StatusReport {
 	now := s.Now()
 	r := StatusReport{Version: s.Version, Revision: s.Revision, Instance: s.Instance, Started: s.Started,
 		Uptime: int64(now.Sub(s.Started).Seconds()), Claude: s.Claude(), Bots: []BotStatus{}}
-	bots, err := s.Bots(ctx)
-	if err != nil {
+	var outage string
+	if s.Cluster != nil {
+		outage = s.Cluster.Outage()
+	}
+	bots, err := s.Bots(askUnlessAway(ctx, outage))
+	switch {
+	case outage != "":
+		r.UsageError = "today's usage: not known while " + outage
+	case err != nil:
 		r.UsageError = err.Error()
 	}
 	for _, b := range bots {
 		st := BotStatus{BotStatus: b}
+		if err == nil {
+			st.Today = &b.Today
+		}
 		if s.CLIs != nil {
 			st.Warm, st.Spares = s.CLIs(b.ID)
 		}
 		r.Bots = append(r.Bots, st)
 	}
 	if s.Cluster != nil {
-		r.Cluster = clusterReport(ctx, s.Cluster, r.Bots)
+		r.Cluster = clusterReport(ctx, s.Cluster, r.Bots, outage)
 	}
 	return r
 }
 
-// clusterReport lists the cluster's members with their partitions, and
-// has each bot say which instance polls it.
-func clusterReport(ctx context.Context, c ClusterView, bots []BotStatus) *ClusterStatus {
-	r := &ClusterStatus{Partitions: c.Partitions()}
+// askUnlessAway is ctx, already ended when NATS is known not to answer
+// (outage): the bots' figures are then not asked of it, which would only
+// wait for its timeout, and the rest of the status is this process's.
+func askUnlessAway(ctx context.Context, outage string) context.Context {
+	if outage == "" {
+		return ctx
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	cancel(errors.New(outage))
+	return ctx
+}
+
+// clusterReport lists the cluster's members with their partitions and
+// what is pending, and has each bot say which instance polls it; during
+// an outage (why NATS does not answer) none of it is asked: nobody polls.
+func clusterReport(ctx context.Context, c ClusterView, bots []BotStatus, outage string) *ClusterStatus {
+	r := &ClusterStatus{Partitions: c.Partitions(), NATSUnavailable: outage}
+	if outage != "" {
+		for i := range bots {
+			if bots[i].State != bot.StateNotStarted && bots[i].Telegram == bot.TelegramStandby {
+				bots[i].Telegram = TelegramUnpolled
+			}
+		}
+		return r
+	}
+	if pending, err := c.Pending(ctx); err != nil {
+		r.Error = "pending: " + err.Error()
+	} else {
+		r.Pending = &pending
+	}
 	members, err := c.Members(ctx)
 	if err != nil {
-		r.Error = "members: " + err.Error()
+		r.Error = cmp.Or(r.Error, "members: "+err.Error())
 	}
 	slices.Sort(members)
 	for _, m := range members {
@@ -175,11 +257,11 @@ var statusFiles embed.FS
 
 var statusPage = template.Must(template.New("status.html").Funcs(template.FuncMap{
 	"when":     formatWhen,
-	"usd":      formatUSD,
 	"duration": func(seconds int64) string { return (time.Duration(seconds) * time.Second).String() },
 	"join":     joinInts,
 	"caps":     formatCaps,
-	"counted":  Counted[int64],
+	"today":    formatToday,
+	"pending":  formatPending,
 }).ParseFS(statusFiles, "status.html"))
 
 // WriteStatusTable prints r: the process, the cluster, then a line per
@@ -192,6 +274,10 @@ func WriteStatusTable(w io.Writer, r StatusReport) {
 		c.Warm, c.SparesReady, c.SparesStarting, c.SparesWanted, c.SparesTaken, c.SparesMissed)
 	if cl := r.Cluster; cl != nil {
 		fmt.Fprintf(w, "Cluster: %d partitions\n", cl.Partitions)
+		if cl.NATSUnavailable != "" {
+			fmt.Fprintf(w, "  %s: members, pollers and figures unknown; nobody polls\n", cl.NATSUnavailable)
+		}
+		fmt.Fprintf(w, "  pending in the stream: %s\n", formatPending(cl.Pending))
 		for _, m := range cl.Members {
 			fmt.Fprintf(w, "  %s: partitions %s\n", m.Name, joinInts(m.Partitions))
 		}
@@ -214,8 +300,8 @@ func WriteStatusTable(w io.Writer, r StatusReport) {
 		if b.PolledBy != "" {
 			telegram += " (" + b.PolledBy + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d warm, %d spare\t%s, %s\t%s\n", b.ID, b.State, cmp.Or(telegram, "-"),
-			formatWhen(b.LastUpdate), b.Waiting+b.Gathering+b.Parked, b.Warm, b.Spares, Counted(b.Today.Requests, "request"), formatUSD(b.Today.USD), formatCaps(b.Caps))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d warm, %d spare\t%s\t%s\n", b.ID, b.State, cmp.Or(telegram, "-"),
+			formatWhen(b.LastUpdate), b.Waiting+b.Gathering+b.Parked, b.Warm, b.Spares, formatToday(b.Today), formatCaps(b.Caps))
 	}
 	_ = tw.Flush() // writes to m.Stdout: nowhere to report a failure
 	for _, b := range r.Bots {
@@ -238,6 +324,24 @@ func formatCaps(l brain.Limits) string {
 		caps = append(caps, strconv.Itoa(l.PerUserPerDay)+" messages a day per user")
 	}
 	return cmp.Or(strings.Join(caps, ", "), "-")
+}
+
+// formatToday is a bot's requests and costs today, "unknown" when they
+// could not be read (not zeros: the bot may have spent its cap).
+func formatToday(d *bot.BotDay) string {
+	if d == nil {
+		return "unknown"
+	}
+	return Counted(d.Requests, "request") + ", " + formatUSD(d.USD)
+}
+
+// formatPending is what waits in the cluster's stream, "unknown" when
+// NATS did not say.
+func formatPending(p *Pending) string {
+	if p == nil {
+		return "unknown"
+	}
+	return p.String()
 }
 
 // formatWhen is a time in UTC to the second ("-" for none).

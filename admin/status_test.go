@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,10 +37,21 @@ func statusBots(context.Context) ([]bot.BotStatus, error) {
 	}, nil
 }
 
-// fakeCluster lists its members, a, b and c, and who polls each bot.
+// fakeCluster lists its members, a, b and c, who polls each bot, and
+// what is pending; with outage, NATS does not answer and every call fails.
 type fakeCluster struct {
 	pollers map[string]string
+	pending Pending
+	outage  string
 }
+
+func (f fakeCluster) Pending(context.Context) (Pending, error) {
+	if f.outage != "" {
+		return Pending{}, errors.New("nats: timeout")
+	}
+	return f.pending, nil
+}
+func (f fakeCluster) Outage() string { return f.outage }
 
 func (fakeCluster) Partitions() int                           { return 8 }
 func (fakeCluster) Members(context.Context) ([]string, error) { return []string{"c", "a", "b"}, nil }
@@ -180,13 +193,15 @@ func TestStatusAsksForTheAdminToken(t *testing.T) {
 // bot, and each bot's problems below.
 func TestStatusTable(t *testing.T) {
 	var b strings.Builder
-	r := testStatusSource(fakeCluster{pollers: map[string]string{"narrator": "b", "voice": "c"}}).report(context.Background())
+	r := testStatusSource(fakeCluster{pollers: map[string]string{"narrator": "b", "voice": "c"},
+		pending: Pending{Messages: 3, ByBot: map[string]uint64{"voice": 1, "narrator": 2}}}).report(context.Background())
 	WriteStatusTable(&b, r)
 	stdout := b.String()
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^brainbot .+ \(revision .+\), instance b, up 1h30m0s$`),
 		regexp.MustCompile(`(?m)^Claude CLIs: 3 warm; spares 2 ready, 0 starting of 3 wanted \(7 taken, 0 missed\)$`),
 		regexp.MustCompile(`(?m)^Cluster: 8 partitions$`),
+		regexp.MustCompile(`(?m)^  pending in the stream: 3 messages not answered yet \(narrator 2, voice 1\)$`),
 		regexp.MustCompile(`(?m)^BOT +STATE +TELEGRAM +LAST UPDATE +WAITING +CLIS +TODAY +CAPS$`),
 		regexp.MustCompile(`(?m)^narrator +running +polling \(b\) +2026-11-27 06:00:00 UTC +5 +2 warm, 1 spare +12 requests, 0.3400 USD +5.0000 USD a day, 20 messages a day per user$`),
 		regexp.MustCompile(`(?m)^voice +running an older version +standby \(c\) +- +0 +0 warm, 0 spare +0 requests, 0.0000 USD +-$`),
@@ -208,6 +223,63 @@ func TestCounted(t *testing.T) {
 	}{{0, "0 requests"}, {1, "1 request"}, {2, "2 requests"}} {
 		if got := Counted(c.n, "request"); got != c.want {
 			t.Errorf("Counted(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}
+
+// During a NATS outage the status says that nobody polls the bots this
+// instance does not poll, and that today's figures and what is pending
+// are unknown: not standby with zeros, as if all were well and idle.
+func TestStatusDuringAnOutage(t *testing.T) {
+	src := testStatusSource(fakeCluster{outage: "NATS JetStream unavailable for 12s (connection: nats: connection closed): messages wait for it"})
+	src.Bots = func(ctx context.Context) ([]bot.BotStatus, error) {
+		bots, _ := statusBots(ctx)
+		for i := range bots {
+			bots[i].Today = bot.BotDay{} // what the Manager gives when it cannot read them
+		}
+		return bots, errors.New("today's usage: usage stream: nats: timeout")
+	}
+	addr := serveStatus(t, src)
+	_, body := getStatus(t, "http://"+addr+"/status", "", statusToken)
+	var raw struct {
+		Cluster map[string]any   `json:"cluster"`
+		Bots    []map[string]any `json:"bots"`
+	}
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range raw.Bots {
+		if today, ok := b["today"]; !ok || today != nil {
+			t.Errorf("%s today: %v, want null (unknown)", b["name"], today)
+		}
+	}
+	if raw.Bots[1]["telegram"] != TelegramUnpolled || raw.Bots[0]["telegram"] != bot.TelegramPolling {
+		t.Errorf("telegram: %v and %v, want voice unpolled, narrator still polling here", raw.Bots[1]["telegram"], raw.Bots[0]["telegram"])
+	}
+	if _, known := raw.Cluster["pending"]; known || !strings.Contains(fmt.Sprint(raw.Cluster["nats_unavailable"]), "unavailable for 12s") {
+		t.Errorf("cluster %v, want NATS unavailable and nothing pending known", raw.Cluster)
+	}
+
+	var table strings.Builder
+	WriteStatusTable(&table, src.report(context.Background()))
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^  NATS JetStream unavailable for 12s .*: members, pollers and figures unknown; nobody polls$`),
+		regexp.MustCompile(`(?m)^  pending in the stream: unknown$`),
+		regexp.MustCompile(`(?m)^voice +running an older version +nobody polls \(NATS unavailable\) +- +0 +0 warm, 0 spare +unknown +-$`),
+		regexp.MustCompile(`(?m)^narrator +running +polling .* unknown +5.0000 USD a day`),
+	} {
+		if !want.MatchString(table.String()) {
+			t.Errorf("the table does not match %s:\n%s", want, table.String())
+		}
+	}
+	if strings.Contains(table.String(), "0 requests") {
+		t.Errorf("the table counts zeros it does not know:\n%s", table.String())
+	}
+	_, page := getStatus(t, "http://"+addr+"/status", "text/html", statusToken)
+	for _, want := range []string{"<dt>Today</dt><dd>unknown</dd>", "nobody polls (NATS unavailable)", "<dt>Pending in the stream</dt><dd>unknown</dd>",
+		"members, pollers and figures unknown; nobody polls"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q:\n%s", want, page)
 		}
 	}
 }

@@ -107,7 +107,7 @@ func nothingRuns(ctx context.Context, cfg Config, cluster *jetstream.Cluster) er
 	}
 	if len(members) > 0 {
 		return fmt.Errorf("instances of the cluster are running (%s): stop them all first (systemctl stop brainbot), "+
-			"or what they change during the carry is lost", strings.Join(members, ", "))
+			"or what they change during the carry is lost; pending in the stream: %s", strings.Join(members, ", "), pendingIn(ctx, cluster))
 	}
 	if conn, err := net.DialTimeout("unix", cfg.adminSocket(), time.Second); err == nil {
 		conn.Close()
@@ -124,6 +124,16 @@ func nothingRuns(ctx context.Context, cfg Config, cluster *jetstream.Cluster) er
 	conn.Close()
 	return fmt.Errorf("something answers at %s (%s): the service runs on this machine; stop it first (systemctl stop brainbot), "+
 		"or what it changes during the carry is lost", cfg.HTTPAddr, lookupSetting("BRAINBOT_HTTP_ADDR").name())
+}
+
+// pendingIn says what waits in the cluster's stream, not answered yet:
+// to stop the instances once it is drained, with nothing left behind.
+func pendingIn(ctx context.Context, cluster *jetstream.Cluster) string {
+	total, byBot, err := cluster.Pending(ctx)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	return admin.Pending{Messages: total, ByBot: byBot}.String()
 }
 
 // reportCarry prints each conversation's outcome and a summary; an error

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"brainbot/bot/message"
 	"brainbot/state/jetstream"
 	"brainbot/state/jetstream/natstest"
 	"brainbot/state/sqlite"
@@ -38,10 +39,17 @@ func TestCarryRefusesWhileTheServiceRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.Work(ctx, func(d *jetstream.Delivery) { d.Done(true) })
+	// k7 holds an update of alpha's, not answered yet: the refusal says
+	// the stream is not drained.
+	update := message.Envelope{Bot: "alpha", UpdateID: 1, Key: message.Key{Bot: "alpha", Chat: 7}, Raw: []byte(`{"update_id":1}`)}
+	if err := c.Publish(ctx, update); err != nil {
+		t.Fatal(err)
+	}
+	c.Work(ctx, func(*jetstream.Delivery) {})
 	for _, to := range []string{"sqlite", "cluster"} {
 		code, _, stderr := runMain(t, env, "carry", "-to", to)
-		if code != exitError || !strings.Contains(stderr, "instances of the cluster are running (k7)") {
+		if code != exitError || !strings.Contains(stderr, "instances of the cluster are running (k7)") ||
+			!strings.Contains(stderr, "pending in the stream: 1 message not answered yet (alpha 1)") {
 			t.Errorf("carry -to %s with k7 running = %d, %s", to, code, stderr)
 		}
 	}

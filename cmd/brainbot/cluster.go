@@ -14,13 +14,20 @@ import (
 )
 
 // joinCluster connects to the NATS JetStream the instances share
-// (BRAINBOT_NATS_URL).
+// (BRAINBOT_NATS_URL), waiting for NATS while it cannot be reached (it may
+// start after this instance). What NATS refuses for good is logged and
+// errNotStarted: no restart would change it.
 func joinCluster(ctx context.Context, cfg Config, log *zap.Logger) (*jetstream.Cluster, error) {
 	name := instanceName(cfg)
 	c, err := jetstream.Connect(ctx, jetstream.Config{URL: cfg.NATSURL, Partitions: cfg.NATSPartitions, Replicas: cfg.NATSReplicas, Instance: name,
-		SpoolDir: filepath.Join(cfg.DataDir, "cluster-spool"), Log: log.Named("cluster")})
+		SpoolDir: filepath.Join(cfg.DataDir, "cluster-spool"), WaitForNATS: true, Log: log.Named("cluster")})
+	if jetstream.Refused(err) {
+		log.Error("brainbot not started: NATS refuses it, and would at every restart; fix the settings (brainbot doctor checks them)",
+			zap.Error(fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)))
+		return nil, errNotStarted
+	}
 	if err != nil {
-		return nil, fmt.Errorf("BRAINBOT_NATS_URL (-nats-url): %w", err)
+		return nil, fmt.Errorf("%s: %w", lookupSetting("BRAINBOT_NATS_URL").name(), err)
 	}
 	return c, nil
 }
@@ -36,24 +43,57 @@ func instanceName(cfg Config) string {
 }
 
 // checkNATS checks, with BRAINBOT_NATS_URL, that NATS answers, is recent
-// enough and has JetStream: without them no instance can work.
+// enough, has JetStream, and has the servers for BRAINBOT_NATS_REPLICAS:
+// without them no instance can work. A NATS not reached fails the check
+// but not the start: run waits for it.
 func checkNATS(ctx context.Context, cfg Config, r *report) {
 	if cfg.NATSURL == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	version, err := jetstream.Ping(ctx, cfg.NATSURL)
-	if err != nil {
-		r.fatal("NATS", fmt.Sprintf("%s: %v", lookupSetting("BRAINBOT_NATS_URL").name(), err))
+	url := lookupSetting("BRAINBOT_NATS_URL").name()
+	info, err := jetstream.Ping(ctx, cfg.NATSURL)
+	switch {
+	case jetstream.Refused(err):
+		r.fatal(checkNATSName, fmt.Sprintf("%s: %v", url, err))
+		return
+	case err != nil:
+		r.fail(checkNATSName, fmt.Sprintf("%s: %v (run waits for it, trying again)", url, err))
+		return
+	}
+	if problem := replicasProblem(cfg, info); problem != "" {
+		r.fatal(checkNATSName, problem)
 		return
 	}
 	detail := fmt.Sprintf("JetStream at %s (nats-server %s; brainbot needs %s or newer)",
-		jetstream.Redact(cfg.NATSURL), version, jetstream.MinServerVersion)
+		jetstream.Redact(cfg.NATSURL), info.Version, jetstream.MinServerVersion)
 	if cfg.WebhookURL != "" {
 		detail += "; updates by webhook at " + cfg.WebhookURL
 	}
-	r.ok("NATS", detail)
+	r.ok(checkNATSName, detail)
+}
+
+// checkNATSName names the check of NATS.
+const checkNATSName = "NATS"
+
+// replicasProblem says why NATS cannot keep BRAINBOT_NATS_REPLICAS copies
+// of brainbot's streams and buckets ("": it can). JetStream would refuse
+// every one of them at the start.
+func replicasProblem(cfg Config, info jetstream.ServerInfo) string {
+	replicas := max(cfg.NATSReplicas, 1)
+	if replicas <= info.Servers {
+		return ""
+	}
+	setting := fmt.Sprintf("%s is %d", lookupSetting("BRAINBOT_NATS_REPLICAS").name(), replicas)
+	if info.Cluster == "" {
+		return fmt.Sprintf("%s, but the NATS at %s is a single server, not a cluster: it keeps one copy; "+
+			"set BRAINBOT_NATS_REPLICAS=1 (or leave it empty), or make NATS a cluster of %d servers",
+			setting, jetstream.Redact(cfg.NATSURL), replicas)
+	}
+	return fmt.Sprintf("%s, but NATS cluster %s has %d servers: it keeps at most %d copies; "+
+		"set BRAINBOT_NATS_REPLICAS to %d or fewer, or add servers to the cluster",
+		setting, info.Cluster, info.Servers, info.Servers, info.Servers)
 }
 
 // clusterReady adds the cluster's connection to the bots' readiness.

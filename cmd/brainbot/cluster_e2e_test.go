@@ -479,11 +479,8 @@ func (c *testCluster) outage(d time.Duration) {
 		}
 	}
 	c.mu.Unlock()
-	isMsg := func(msg string) func(map[string]any) bool {
-		return func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), msg) }
-	}
 	for _, in := range live {
-		c.waitLog(in, d, "the outage noticed", isMsg("NATS unavailable"), 1)
+		c.waitLog(in, d, "the outage noticed", msgStarts("NATS unavailable"), 1)
 		if code, body := adminGet(c.t, in, "/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "NATS") {
 			c.t.Errorf("%s /readyz during the outage: %d %q, want 503 naming NATS", in.name, code, body)
 		}
@@ -495,12 +492,17 @@ func (c *testCluster) outage(d time.Duration) {
 	c.server.Restart()
 	c.t.Logf("nats-server stopped for %v", time.Since(stopped).Round(time.Millisecond))
 	for _, in := range live {
-		c.waitLog(in, time.Minute, "the end of the outage", isMsg("NATS available again"), 1)
+		c.waitLog(in, time.Minute, "the end of the outage", msgStarts("NATS available again"), 1)
 		_, metrics := adminGet(c.t, in, "/metrics")
 		if m := regexp.MustCompile(`(?m)^brainbot_cluster_nats_outages_total (\d+)$`).FindStringSubmatch(metrics); m == nil || m[1] == "0" {
 			c.t.Errorf("%s /metrics does not count the outage: %v", in.name, m)
 		}
 	}
+}
+
+// msgStarts matches the log lines whose message starts with msg.
+func msgStarts(msg string) func(map[string]any) bool {
+	return func(l map[string]any) bool { return strings.HasPrefix(fmt.Sprint(l["msg"]), msg) }
 }
 
 // adminGet GETs path from the instance's admin surface, through its

@@ -55,10 +55,44 @@ func TestDoctorChecksNATS(t *testing.T) {
 	if d := r.findings[0].detail; !strings.Contains(d, "nats-server "+natsserver.VERSION) || !strings.Contains(d, "needs "+jetstream.MinServerVersion) {
 		t.Errorf("detail %q, want the server's version and the one needed", d)
 	}
+	// NATS not reached yet fails doctor, but run waits for it.
 	r = &report{}
 	checkNATS(context.Background(), Config{NATSURL: "nats://u:secret@127.0.0.1:9"}, r)
-	if !r.refused() || strings.Contains(r.findings[0].detail, "secret") {
+	if !r.failed() || r.refused() || strings.Contains(r.findings[0].detail, "secret") ||
+		!strings.Contains(r.findings[0].detail, "run waits for it") {
 		t.Fatalf("unreachable NATS: findings %+v", r.findings)
+	}
+}
+
+// BRAINBOT_NATS_REPLICAS=3 against a single nats-server passed doctor,
+// and run then exited 1 at every restart: doctor fails naming the
+// setting, and run refuses to start (fatal).
+func TestDoctorChecksReplicasAgainstTheServers(t *testing.T) {
+	single := natstest.Start(t)
+	_, cluster := natstest.StartCluster(t, 3)
+	for _, c := range []struct {
+		url      string
+		replicas int
+		want     string // "": ok
+	}{
+		{single, 0, ""},
+		{single, 1, ""},
+		{single, 3, "BRAINBOT_NATS_REPLICAS (-nats-replicas) is 3, but the NATS at " + single + " is a single server"},
+		{strings.Join(cluster, ","), 3, ""},
+		{cluster[0], 5, "BRAINBOT_NATS_REPLICAS (-nats-replicas) is 5, but NATS cluster brainbot has 3 servers"},
+	} {
+		r := &report{}
+		checkNATS(context.Background(), Config{NATSURL: c.url, NATSReplicas: c.replicas}, r)
+		switch {
+		case c.want == "" && r.failed():
+			t.Errorf("%d replicas on %s: %+v, want ok", c.replicas, c.url, r.findings)
+		case c.want != "" && (!r.refused() || !strings.Contains(r.findings[0].detail, c.want)):
+			t.Errorf("%d replicas on %s: %+v, want a refusal saying %q", c.replicas, c.url, r.findings, c.want)
+		}
+	}
+	code, stdout, _ := runMain(t, []string{"BRAINBOT_NATS_URL=" + single, "BRAINBOT_NATS_REPLICAS=3", "BRAINBOT_DATA=" + t.TempDir()}, "doctor")
+	if code != exitError || !strings.Contains(stdout, "fail  NATS: BRAINBOT_NATS_REPLICAS (-nats-replicas) is 3, but the NATS at") {
+		t.Errorf("doctor = %d:\n%s", code, stdout)
 	}
 }
 

@@ -84,6 +84,9 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		backend = db
 	} else {
 		if shared, err = joinCluster(ctx, cfg, log); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while it waited for NATS: a stop like any other
+			}
 			return err
 		}
 		defer shared.Close()
@@ -235,11 +238,17 @@ func clusterView(c *jetstream.Cluster) admin.ClusterView {
 }
 
 // statusOfCluster is a cluster as /status reads it: each member's
-// partitions are what jetstream.Assign gives it.
+// partitions are what jetstream.Assign gives it; what is pending is
+// admin's Pending.
 type statusOfCluster struct{ *jetstream.Cluster }
 
 func (c statusOfCluster) Assigned(members []string, member string) []int {
 	return jetstream.Assign(members, member, c.Partitions())
+}
+
+func (c statusOfCluster) Pending(ctx context.Context) (admin.Pending, error) {
+	total, byBot, err := c.Cluster.Pending(ctx)
+	return admin.Pending{Messages: total, ByBot: byBot}, err
 }
 
 // logFailure logs err, the error that ended run, and returns it as

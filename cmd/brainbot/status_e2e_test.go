@@ -14,6 +14,7 @@ import (
 
 	"brainbot/admin"
 	"brainbot/bot"
+	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 )
@@ -212,5 +213,81 @@ func TestClusterStatus(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the instances' /status never agreed on who polls each bot and holds each partition: %+v", last)
 		}
+	}
+}
+
+// `brainbot status` says what waits in the cluster's stream, not answered
+// yet (a reply Telegram has not confirmed), and when it is drained. During
+// a NATS outage it says that nobody polls and that today's figures and
+// what is pending are unknown, not standby with zeros.
+func TestClusterStatusPendingOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a brainbot process")
+	}
+	c := newCluster(t, []string{"alpha"}, 0)
+	in := c.start("i0")
+	socket := instanceAdminSocket(t, in)
+	token := stack.Token("alpha")
+	release := c.tg.Hold(token, "sendMessage")
+	const user = 6161
+	c.tg.SendText(token, user, user, "hello")
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := c.tg.WaitCall(ctx, token, func(call telegramtest.Call) bool { return call.Method == "sendMessage" }); err != nil {
+		t.Fatal(err)
+	}
+	report := func() (admin.StatusReport, string) {
+		code, body := socketCall(t, socket, http.MethodGet, "/status", "", nil)
+		var r admin.StatusReport
+		if err := json.Unmarshal([]byte(body), &r); code != 200 || err != nil || r.Cluster == nil {
+			t.Fatalf("/status = %d %q: %v", code, body, err)
+		}
+		return r, body
+	}
+	if r, body := report(); r.Cluster.Pending == nil || r.Cluster.Pending.Messages != 1 || r.Cluster.Pending.ByBot["alpha"] != 1 {
+		t.Errorf("/status with a reply held: %s, want one message of alpha pending", body)
+	}
+	if _, table := statusCommand(t, socket); !strings.Contains(table, "pending in the stream: 1 message not answered yet (alpha 1)") {
+		t.Errorf("brainbot status with a reply held:\n%s", table)
+	}
+	release()
+	for deadline := time.Now().Add(waitLong); ; time.Sleep(50 * time.Millisecond) {
+		r, body := report()
+		if r.Cluster.Pending != nil && r.Cluster.Pending.Messages == 0 && len(r.Bots) == 1 && r.Bots[0].Today != nil && r.Bots[0].Today.Requests == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/status never said the stream is drained and the request counted: %s", body)
+		}
+	}
+	if _, table := statusCommand(t, socket); !strings.Contains(table, "pending in the stream: none: the stream is drained") {
+		t.Errorf("brainbot status once answered:\n%s", table)
+	}
+
+	c.server.Stop()
+	defer c.server.Restart()
+	c.waitLog(in, waitLong, "the outage noticed", msgStarts("NATS unavailable"), 1)
+	c.waitLog(in, waitLong, "polling stopped", msgStarts("poller lease lost"), 1)
+	asked := time.Now()
+	_, body := report()
+	t.Logf("/status during the outage answered in %v", time.Since(asked).Round(time.Millisecond))
+	var raw struct {
+		Cluster map[string]any   `json:"cluster"`
+		Bots    []map[string]any `json:"bots"`
+	}
+	if err := json.Unmarshal([]byte(body), &raw); err != nil || len(raw.Bots) != 1 {
+		t.Fatalf("%s: %v", body, err)
+	}
+	if b := raw.Bots[0]; b["today"] != nil || b["telegram"] != admin.TelegramUnpolled || raw.Cluster["nats_unavailable"] == nil || raw.Cluster["pending"] != nil {
+		t.Errorf("/status during the outage: %s, want nobody polling, today and pending unknown", body)
+	}
+	_, table := statusCommand(t, socket)
+	for _, want := range []string{"nobody polls (NATS unavailable)", "unknown", "pending in the stream: unknown"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("brainbot status during the outage lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "0 requests") || strings.Contains(table, "standby") {
+		t.Errorf("brainbot status during the outage says standby or zeros:\n%s", table)
 	}
 }

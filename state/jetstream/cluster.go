@@ -102,8 +102,12 @@ type Config struct {
 	// Replicas is the replication of the streams and buckets (default 1;
 	// 3 on a three-node cluster).
 	Replicas int
-	// StartWait bounds how long Connect waits for NATS to answer and to
-	// create what brainbot keeps there (default 1m).
+	// WaitForNATS has Connect wait, until its context ends, while no
+	// NATS server can be reached (an instance started before NATS, after
+	// a reboot); without it an unreachable NATS fails Connect at once.
+	WaitForNATS bool
+	// StartWait bounds how long Connect, once NATS is reached, waits for
+	// JetStream to create what brainbot keeps there (default 1m).
 	StartWait time.Duration
 	// Patience is how long a call to the shared state is tried again
 	// while NATS is unavailable before the message waiting on it is
@@ -157,7 +161,9 @@ type Cluster struct {
 }
 
 // Connect connects to NATS and makes sure the stream, consumers, buckets
-// and object store exist (any instance may be first).
+// and object store exist (any instance may be first). While NATS cannot
+// be reached it waits for it until ctx ends; what NATS refuses for good
+// is a Refusal.
 func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 	cfg.defaults()
 	if cfg.Instance == "" {
@@ -173,13 +179,13 @@ func Connect(ctx context.Context, cfg Config) (*Cluster, error) {
 				h.failed("connection", cmp.Or(err, nats.ErrDisconnected))
 			}
 		})}, clientLog(cfg.Log)...)
-	nc, err := nats.Connect(cfg.URL, opts...)
+	nc, err := dial(ctx, cfg, opts)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: connect to %s: %w", Redact(cfg.URL), err)
+		return nil, err
 	}
 	if err := checkServerVersion(nc.ConnectedServerVersion()); err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("cluster: NATS at %s: %w", Redact(cfg.URL), err)
+		return nil, &Refusal{fmt.Errorf("cluster: NATS at %s: %w", Redact(cfg.URL), err)}
 	}
 	js, err := jsapi.New(nc)
 	if err != nil {
@@ -293,27 +299,51 @@ func (c *Cluster) Partitions() int { return c.cfg.Partitions }
 // State returns the shared state.
 func (c *Cluster) State() *State { return c.state }
 
+// ServerInfo is what Ping learns of NATS.
+type ServerInfo struct {
+	// Version is the version of the nats-server that answered.
+	Version string
+	// Cluster is the NATS cluster's name, "" for a single server.
+	Cluster string
+	// Servers counts the servers the client knows of: 1 for a single
+	// server, the cluster's members (as their INFO lists them) else.
+	Servers int
+}
+
 // Ping connects to url and checks the server's version and JetStream, for
-// `brainbot doctor` and run's preflight. It returns the server's version.
-func Ping(ctx context.Context, url string) (version string, err error) {
+// `brainbot doctor` and run's preflight. A server that cannot be reached
+// is an error; what no retry changes (credentials, a server too old,
+// JetStream off) is a Refusal.
+func Ping(ctx context.Context, url string) (ServerInfo, error) {
 	// Its errors come back from the calls: none is written to stderr.
 	nc, err := nats.Connect(url, nats.Timeout(5*time.Second), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", Redact(url), err)
+		err = fmt.Errorf("connect to %s: %w", Redact(url), err)
+		if refusedConnect(err) {
+			return ServerInfo{}, &Refusal{err}
+		}
+		return ServerInfo{}, err
 	}
 	defer nc.Close()
-	version = nc.ConnectedServerVersion()
-	if err := checkServerVersion(version); err != nil {
-		return version, fmt.Errorf("NATS at %s: %w", Redact(url), err)
+	info := ServerInfo{Version: nc.ConnectedServerVersion(), Cluster: nc.ConnectedClusterName(), Servers: 1}
+	if info.Cluster != "" {
+		info.Servers = max(1, len(nc.Servers()))
+	}
+	if err := checkServerVersion(info.Version); err != nil {
+		return info, &Refusal{fmt.Errorf("NATS at %s: %w", Redact(url), err)}
 	}
 	js, err := jsapi.New(nc)
 	if err != nil {
-		return version, err
+		return info, err
 	}
 	if _, err := js.AccountInfo(ctx); err != nil {
-		return version, fmt.Errorf("JetStream at %s: %w", Redact(url), err)
+		err = fmt.Errorf("JetStream at %s: %w", Redact(url), err)
+		if errors.Is(err, jsapi.ErrJetStreamNotEnabled) || errors.Is(err, jsapi.ErrJetStreamNotEnabledForAccount) {
+			return info, &Refusal{err}
+		}
+		return info, err
 	}
-	return version, nil
+	return info, nil
 }
 
 // Redact drops credentials from NATS URLs, for messages.

@@ -39,11 +39,24 @@ func (c *conn) Check(ctx context.Context) error {
 	}
 	// A stream or bucket may still be without its quorum: the calls that
 	// meet that say so, and the heartbeat says when it is over.
-	if st := c.health.outage(); !st.UnavailableSince.IsZero() {
-		return fmt.Errorf("NATS JetStream unavailable for %v (%s: %v): messages wait for it",
-			time.Since(st.UnavailableSince).Round(time.Second), st.UnavailableOp, st.UnavailableErr)
+	if outage := c.Outage(); outage != "" {
+		return errors.New(outage)
 	}
 	return nil
+}
+
+// Outage says why NATS does not answer this instance now ("": it does),
+// from what the calls and the connection met, without asking NATS: for
+// /status, which must answer during an outage.
+func (c *conn) Outage() string {
+	switch st := c.status(); {
+	case !st.UnavailableSince.IsZero():
+		return fmt.Sprintf("NATS JetStream unavailable for %v (%s: %v): messages wait for it",
+			time.Since(st.UnavailableSince).Round(time.Second), st.UnavailableOp, st.UnavailableErr)
+	case !st.Connected:
+		return fmt.Sprintf("not connected to NATS (%s): messages wait for it", c.nc.Status())
+	}
+	return ""
 }
 
 // status is what Status says of the connection and its outages.

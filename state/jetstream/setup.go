@@ -149,7 +149,7 @@ func (c *conn) creating(ctx context.Context, what string, do func(ctx context.Co
 			return nil
 		}
 		if permanent(err) {
-			return fmt.Errorf("cluster: NATS JetStream at %s refused to create %s: %w", Redact(c.cfg.URL), what, err)
+			return &Refusal{fmt.Errorf("cluster: NATS JetStream at %s refused to create %s: %w", Redact(c.cfg.URL), what, err)}
 		}
 		if last == nil || !errors.Is(err, context.DeadlineExceeded) {
 			last = err

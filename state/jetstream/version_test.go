@@ -73,6 +73,9 @@ func TestConnectDoesNotRetryAPermanentRefusal(t *testing.T) {
 	if !errors.As(err, &apiErr) {
 		t.Errorf("error %q does not wrap the server's", err)
 	}
+	if !Refused(err) {
+		t.Errorf("error %q is no Refusal: run would exit for a restart", err)
+	}
 	if n := logs.FilterMessageSnippet("trying again").Len(); n != 0 {
 		t.Errorf("%d retries logged for a permanent refusal", n)
 	}

@@ -31,8 +31,9 @@ type Server struct {
 func Start(t testing.TB) string { return StartServer(t).URL }
 
 // StartServer is Start for a test that stops the server and starts it
-// again (Stop, Restart).
-func StartServer(t testing.TB) *Server {
+// again (Stop, Restart), or sets options of its own (configure: users,
+// say).
+func StartServer(t testing.TB, configure ...func(*server.Options)) *Server {
 	t.Helper()
 	port := freePort(t)
 	s := &Server{t: t, opts: server.Options{
@@ -43,6 +44,9 @@ func StartServer(t testing.TB) *Server {
 		NoLog:     true,
 		NoSigs:    true,
 	}, URL: fmt.Sprintf("nats://127.0.0.1:%d", port)}
+	for _, c := range configure {
+		c(&s.opts)
+	}
 	s.Restart()
 	t.Cleanup(s.Stop)
 	return s
