@@ -86,4 +86,3 @@ func TestNATSWithoutJetStreamIsARefusal(t *testing.T) {
 		t.Errorf("Ping of a server without JetStream: %v, want a refusal", err)
 	}
 }
-
