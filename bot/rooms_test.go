@@ -66,7 +66,8 @@ const (
 // cluster's packages speak NATS; the conversation, the intake, the
 // journal and the panels know neither the transport's library nor NATS;
 // the shared words (message) are the standard library's alone; the
-// CLI's protocol (claude/streamjson) starts no process; and no
+// CLI's protocol (claude/streamjson) starts no process, and the package
+// that runs it (claude/cliproc) does not speak it; and no
 // package holds more than 15% of the production lines.
 func TestRoomsKeepToThemselves(t *testing.T) {
 	pkgs := listModule(t)
@@ -99,7 +100,11 @@ func TestRoomsKeepToThemselves(t *testing.T) {
 				}
 			}
 		}
-		// The protocol is spoken, not run: it starts no process.
+		// The process is run, not spoken: its package knows nothing of
+		// the protocol, which starts no process.
+		if path == "brainbot/claude/cliproc" && importsAny(p, "brainbot/claude/streamjson") {
+			t.Errorf("claude/cliproc imports the protocol: %v", p.Imports)
+		}
 		if path == "brainbot/claude/streamjson" && slices.ContainsFunc(p.Deps, func(dep string) bool { return dep == "os/exec" || strings.HasPrefix(dep, "brainbot/") }) {
 			t.Errorf("claude/streamjson links os/exec or another package of brainbot: %v", p.Deps)
 		}

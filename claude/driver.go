@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"brainbot/claude/cliproc"
 	"brainbot/claude/streamjson"
 	"brainbot/reaper"
 	"brainbot/sysprompt"
@@ -366,7 +367,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		// line (checked on 2.1.328), so an error assembled at the result
 		// would lose them. An interrupted turn is no failure: the process
 		// stays.
-		cli.p.shutdown()
+		cli.p.Shutdown()
 	}
 	if (warm || cli.spare) && abort == nil && !x.finished && x.events == 0 {
 		d.pool.done(req.Conversation, cli, false)
@@ -450,7 +451,8 @@ func (d *Driver) spawn(req Request, fingerprint string, start func(*exec.Cmd) er
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
 	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
-	if cli.p, err = startProcess(context.Background(), d.procs, start, d.cfg.Command, d.args(req, mcpConfig), d.workDir(req.BotID), d.env(req.BotID, tmp)); err != nil {
+	if cli.p, err = cliproc.Start(context.Background(), d.procs, start, cliproc.Command{Path: d.cfg.Command, Args: d.args(req, mcpConfig),
+		Dir: d.workDir(req.BotID), Env: d.env(req.BotID, tmp), MaxLine: streamjson.MaxLineSize}); err != nil {
 		cli.release()
 		return nil, err
 	}
@@ -484,7 +486,7 @@ func (d *Driver) fingerprint(req Request) string {
 // already been ended (run).
 func (d *Driver) keep(cli *live, req Request, abort error) bool {
 	switch {
-	case req.Conversation == "" || d.cfg.Warm.Max <= 0 || abort != nil || isDone(cli.p.exited):
+	case req.Conversation == "" || d.cfg.Warm.Max <= 0 || abort != nil || isDone(cli.p.Exited()):
 		return false
 	case cli.requests >= d.pool.cfg.RecycleAfter:
 		d.log.Info("claude: warm process recycled after its requests", zap.Int("requests", cli.requests))
@@ -576,7 +578,7 @@ type exchange struct {
 }
 
 func (x *exchange) send(line []byte) {
-	if err := x.cli.p.send(line, x.req.InactivityTimeout); err != nil {
+	if err := x.cli.p.Send(line, x.req.InactivityTimeout); err != nil {
 		// The CLI is gone or stuck: its exit or the watchdog decides.
 		x.log.Warn("claude: writing stdin failed", zap.Error(err))
 	}
@@ -592,39 +594,40 @@ func (x *exchange) loop(ctx context.Context) error {
 	defer inactivity.Stop()
 	overall := time.NewTimer(x.req.MaxDuration)
 	defer overall.Stop()
-	exited := p.exited
+	exited := p.Exited()
 	var drain <-chan time.Time
 	for !x.finished {
 		select {
-		case le, ok := <-p.events:
+		case l, ok := <-p.Lines():
 			if !ok {
 				return nil
 			}
-			if le.err != nil {
-				p.terminate()
-				return le.err
+			ev, err := streamjson.ParseLine(l.N, l.Text, l.Err)
+			if err != nil {
+				p.Terminate()
+				return err
 			}
 			inactivity.Reset(x.req.InactivityTimeout)
-			if le.ev.Kind != streamjson.KindLifecycle && (le.ev.Type != "system" || le.ev.Kind == streamjson.KindInit) {
+			if ev.Kind != streamjson.KindLifecycle && (ev.Type != "system" || ev.Kind == streamjson.KindInit) {
 				// Lines that say nothing of the request are not an answer:
 				// the CLI's word on a stdin line (command_lifecycle), and a
 				// system line but init, which a spare prints (ui_invalidate)
 				// while it waits, even one that died having served nothing.
 				x.events++
 			}
-			x.handle(le.ev)
+			x.handle(ev)
 		case <-inactivity.C:
-			p.terminate()
+			p.Terminate()
 			return &timeoutError{Inactivity: true, After: x.req.InactivityTimeout}
 		case <-overall.C:
-			p.terminate()
+			p.Terminate()
 			return &timeoutError{After: x.req.MaxDuration}
 		case <-ctx.Done():
-			p.terminate()
+			p.Terminate()
 			return fmt.Errorf("claude: request abandoned: %w", context.Cause(ctx))
 		case <-exited:
 			exited = nil
-			drain = time.After(drainGrace)
+			drain = time.After(cliproc.DrainGrace)
 		case <-drain:
 			// The CLI has exited but something it started still holds
 			// stdout; shutdown kills the group and closes the pipe.
@@ -831,7 +834,7 @@ func (x *exchange) askedQuestion() bool {
 // outcome decides the request's error once the process is gone and its
 // stderr has been read completely.
 func (x *exchange) outcome(abort error) error {
-	tail := x.cli.p.stderrTail.String()
+	tail := x.cli.p.StderrTail()
 	if abort != nil {
 		var te *timeoutError
 		if errors.As(abort, &te) {
@@ -856,7 +859,7 @@ func (x *exchange) outcome(abort error) error {
 		}
 		return re
 	case !x.finished:
-		ee := &exitError{Code: x.cli.p.exitCode(), StderrTail: tail}
+		ee := &exitError{Code: x.cli.p.ExitCode(), StderrTail: tail}
 		if x.req.Resume && strings.Contains(tail, noConversation) {
 			return fmt.Errorf("%w: %w", ErrSessionNotFound, ee)
 		}

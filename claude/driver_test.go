@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/claude/claudetest"
+	"brainbot/claude/cliproc"
 	"brainbot/claude/streamjson"
 	"brainbot/mcp"
 	"brainbot/mcp/toolstest"
@@ -852,8 +853,8 @@ func TestCLINotFound(t *testing.T) {
 	for _, command := range []string{filepath.Join(dir, "missing"), "brainbot-no-such-claude-cli", notExecutable} {
 		e := newFakeEnv(t)
 		e.d.cfg.Command = command
-		if _, err := e.run(t, e.request(Text, "hi")); !errors.Is(err, errCLINotFound) {
-			t.Errorf("%s: err = %v, want errCLINotFound", command, err)
+		if _, err := e.run(t, e.request(Text, "hi")); !errors.Is(err, cliproc.ErrNotFound) {
+			t.Errorf("%s: err = %v, want cliproc.ErrNotFound", command, err)
 		}
 	}
 }

@@ -13,8 +13,6 @@ import (
 // for logs (they carry the CLI's stderr tail) and must never be shown to
 // users.
 var (
-	// errCLINotFound: the CLI command does not exist or is not executable.
-	errCLINotFound = errors.New("claude: CLI not found or not executable")
 	// ErrSessionNotFound: --resume named a conversation the CLI does not
 	// know (another HOME, another working directory, deleted files). The
 	// caller can start a fresh session. It comes wrapped together with the

@@ -1,12 +1,12 @@
 package claude
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,21 +128,27 @@ func summarizeLines(t *testing.T, data []byte) string {
 	return s.String()
 }
 
-// summarizeStream parses the whole transcript through a Reader.
+// summarizeStream parses the whole transcript as the driver does: its
+// lines framed as cliproc frames them, each parsed with ParseLine.
 func summarizeStream(t *testing.T, data []byte) string {
 	t.Helper()
 	var s summary
-	r := streamjson.NewReader(bytes.NewReader(data))
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return s.String()
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, streamjson.MaxLineSize)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
 		}
+		ev, err := streamjson.ParseLine(n, sc.Bytes(), nil)
 		if err != nil {
 			t.Fatalf("after %d events: %v", s.n, err)
 		}
 		s.add(ev)
 	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s.String()
 }
 
 // summary is what a golden file pins down: per event its kind, type,

@@ -456,7 +456,7 @@ func (p *pool) takeSpare(fingerprint string) take {
 		}
 		for _, sp := range set.spares {
 			switch {
-			case sp.ready && !isDone(sp.cli.p.exited):
+			case sp.ready && !isDone(sp.cli.p.Exited()):
 				p.removeSpare(sp)
 				set.lastTaken = now
 				p.spares.stats.Taken++
@@ -734,14 +734,14 @@ func (p *pool) watch(sp *spare) {
 	select {
 	case <-sp.cli.tools.Reached():
 		p.spareReady(sp)
-	case <-sp.cli.p.exited:
+	case <-sp.cli.p.Exited():
 		p.spareDied(sp)
 		return
 	case <-sp.settled:
 		return
 	}
 	select {
-	case <-sp.cli.p.exited:
+	case <-sp.cli.p.Exited():
 		p.spareDied(sp)
 	case <-sp.settled:
 	}
@@ -770,7 +770,7 @@ func (p *pool) spareDied(sp *spare) {
 	p.failed(sp.set, time.Now())
 	p.mu.Unlock()
 	p.log.Warn("claude: a spare CLI exited before it was used; replacing it", zap.String("spares", sp.set.name),
-		zap.Int("exit_code", sp.cli.p.exitCode()), zap.String("stderr", sp.cli.p.stderrTail.String()))
+		zap.Int("exit_code", sp.cli.p.ExitCode()), zap.String("stderr", sp.cli.p.StderrTail()))
 	p.endLater(sp.cli)
 	p.wake()
 }
@@ -993,7 +993,7 @@ func (d *Driver) raise(cli *live) {
 	d.pool.ending.Add(1)
 	go func() {
 		defer d.pool.ending.Done()
-		if err := d.procs.Raise(cli.p.cmd.Process.Pid); err != nil && !errors.Is(err, reaper.ErrClosed) {
+		if err := d.procs.Raise(cli.p.Pid()); err != nil && !errors.Is(err, reaper.ErrClosed) {
 			d.raiseFailed.Do(func() {
 				d.log.Info("claude: CLIs started ahead of their request (spares, prewarmed conversations) keep their lower CPU priority (nice +10) once a request takes them: brainbot may not raise them back (LimitNICE=+0 in its systemd unit allows it)", zap.Error(err))
 			})

@@ -11,6 +11,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"brainbot/claude/cliproc"
+	"brainbot/claude/streamjson"
 	"brainbot/ticket"
 )
 
@@ -85,7 +87,7 @@ func (w WarmConfig) withDefaults() WarmConfig {
 // live is one running CLI: the process, its standing with the tool
 // server, its MCP config file, and what it was started with.
 type live struct {
-	p         *process
+	p         *cliproc.Process
 	tools     *ticket.Process
 	mcpConfig string
 	// tmpDir is the process's TMPDIR, removed with it.
@@ -116,7 +118,7 @@ type live struct {
 // fits reports whether cli can serve req: the same settings, the same
 // session resumed, and still running.
 func (cli *live) fits(req Request, fingerprint string) bool {
-	return cli.fingerprint == fingerprint && req.Resume && cli.sessionID == req.SessionID && !isDone(cli.p.exited)
+	return cli.fingerprint == fingerprint && req.Resume && cli.sessionID == req.SessionID && !isDone(cli.p.Exited())
 }
 
 func isDone(c <-chan struct{}) bool {
@@ -130,7 +132,7 @@ func isDone(c <-chan struct{}) bool {
 
 // shutdown ends the process and releases what it held.
 func (cli *live) shutdown() {
-	cli.p.shutdown()
+	cli.p.Shutdown()
 	cli.release()
 }
 
@@ -143,7 +145,7 @@ func (cli *live) release() {
 
 // residentMB is the process's resident memory (Linux; 0 elsewhere).
 func (cli *live) residentMB() int {
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(cli.p.cmd.Process.Pid) + "/status")
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(cli.p.Pid()) + "/status")
 	if err != nil {
 		return 0
 	}
@@ -374,5 +376,5 @@ func (p *pool) interrupt(key string) bool {
 		return false
 	}
 	cli.interrupted.Store(true)
-	return cli.p.interrupt() == nil
+	return cli.p.Send(streamjson.InterruptLine(), cliproc.KillGrace) == nil
 }

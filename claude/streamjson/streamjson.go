@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 )
 
@@ -344,53 +343,28 @@ func toolResultText(raw json.RawMessage) string {
 	return strings.Join(parts, "\n")
 }
 
-// maxLineSize is the longest stdout line a reader accepts. A tool_use with
-// a long text or a base64 payload makes long lines; 16 MiB is far above
-// anything the CLI prints for our tools and still bounds memory.
-const maxLineSize = 16 << 20
+// MaxLineSize is the longest stdout line taken. A tool_use with a long
+// text or a base64 payload makes long lines; 16 MiB is far above anything
+// the CLI prints for our tools and still bounds memory.
+const MaxLineSize = 16 << 20
 
-// reader reads the CLI's stdout as a sequence of events.
-type Reader struct {
-	sc   *bufio.Scanner
-	line int
-}
-
-// NewReader returns a reader over r. It accepts "\n" and "\r\n" line ends
-// and skips blank lines.
-func NewReader(r io.Reader) *Reader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLineSize)
-	return &Reader{sc: sc}
-}
-
-// next returns the next event. It returns io.EOF at the end of input and a
-// *ProtocolError (with its line number) for a line that is not a JSON
-// object or is longer than maxLineSize; read errors are returned as is.
-func (r *Reader) Next() (Event, error) {
-	for r.sc.Scan() {
-		r.line++
-		line := r.sc.Bytes()
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		ev, err := Parse(line)
-		if err != nil {
-			var pe *ProtocolError
-			if errors.As(err, &pe) {
-				pe.Line = r.line
-			}
-			return Event{}, err
-		}
-		return ev, nil
-	}
-	err := r.sc.Err()
+// ParseLine is Parse of line n of the CLI's stdout, as its reader handed
+// it: readErr, if set, is the reader's (a line longer than MaxLineSize is
+// a *ProtocolError; other read errors are returned as they are), and a
+// line that is not a JSON object is a *ProtocolError with its number.
+func ParseLine(n int, line []byte, readErr error) (Event, error) {
 	switch {
-	case err == nil:
-		return Event{}, io.EOF
-	case errors.Is(err, bufio.ErrTooLong):
-		return Event{}, &ProtocolError{Line: r.line + 1, Err: err}
+	case errors.Is(readErr, bufio.ErrTooLong):
+		return Event{}, &ProtocolError{Line: n, Err: readErr}
+	case readErr != nil:
+		return Event{}, readErr
 	}
-	return Event{}, err
+	ev, err := Parse(line)
+	var pe *ProtocolError
+	if errors.As(err, &pe) {
+		pe.Line = n
+	}
+	return ev, err
 }
 
 // Tokens counts what a turn used of the model.

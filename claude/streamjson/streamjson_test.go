@@ -1,6 +1,7 @@
 package streamjson
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -107,47 +108,21 @@ func TestParseEventRejectsBrokenFraming(t *testing.T) {
 	}
 }
 
-func TestReader(t *testing.T) {
-	in := realInit + "\r\n\r\n" + realAPIErrorText + "\n" + realAPIErrorResult // no final newline
-	r := NewReader(strings.NewReader(in))
-	var kinds []Kind
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		kinds = append(kinds, ev.Kind)
+// A line's number goes into its broken framing; a line too long is broken
+// framing too; another read error is as it was.
+func TestParseLine(t *testing.T) {
+	if ev, err := ParseLine(1, []byte(realInit), nil); err != nil || ev.Kind != KindInit {
+		t.Errorf("ParseLine(init) = %v, %v", ev.Kind, err)
 	}
-	if want := []Kind{KindInit, KindAssistant, KindResult}; !reflect.DeepEqual(kinds, want) {
-		t.Errorf("kinds %v, want %v", kinds, want)
-	}
-}
-
-func TestReaderReportsLineOfBrokenFraming(t *testing.T) {
-	r := NewReader(strings.NewReader(realInit + "\n\nnot json\n" + realInit + "\n"))
-	if _, err := r.Next(); err != nil {
-		t.Fatal(err)
-	}
-	_, err := r.Next()
 	var pe *ProtocolError
-	if !errors.As(err, &pe) || pe.Line != 3 {
+	if _, err := ParseLine(3, []byte("not json"), nil); !errors.As(err, &pe) || pe.Line != 3 {
 		t.Errorf("err = %v, want *ProtocolError on line 3", err)
 	}
-}
-
-func TestReaderLineTooLong(t *testing.T) {
-	long := `{"type":"assistant","message":{"content":[{"type":"text","text":"` + strings.Repeat("a", maxLineSize) + `"}]}}` + "\n"
-	r := NewReader(strings.NewReader(realInit + "\n" + long))
-	if _, err := r.Next(); err != nil {
-		t.Fatal(err)
-	}
-	_, err := r.Next()
-	var pe *ProtocolError
-	if !errors.As(err, &pe) || pe.Line != 2 {
+	if _, err := ParseLine(2, nil, bufio.ErrTooLong); !errors.As(err, &pe) || pe.Line != 2 || !errors.Is(err, bufio.ErrTooLong) {
 		t.Errorf("err = %v, want *ProtocolError on line 2", err)
+	}
+	if _, err := ParseLine(2, nil, io.ErrClosedPipe); err != io.ErrClosedPipe {
+		t.Errorf("err = %v, want the read error", err)
 	}
 }
 
@@ -222,7 +197,7 @@ func FuzzParseEvent(f *testing.F) {
 // the stream the driver parses on every request. ms/request is the cost
 // of one request's output, to hold against the request's ~500 ms.
 func BenchmarkParse(b *testing.B) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "*.jsonl"))
 	var transcript []byte
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -232,18 +207,16 @@ func BenchmarkParse(b *testing.B) {
 		transcript = append(transcript, data...)
 	}
 	if len(transcript) == 0 {
-		b.Fatal("no testdata/*.jsonl transcripts")
+		b.Fatal("no ../testdata/*.jsonl transcripts")
 	}
 	b.SetBytes(int64(len(transcript)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := NewReader(bytes.NewReader(transcript))
-		for {
-			if _, err := r.Next(); err != nil {
-				if err != io.EOF {
-					b.Fatal(err)
-				}
-				break
+		sc := bufio.NewScanner(bytes.NewReader(transcript))
+		sc.Buffer(nil, MaxLineSize)
+		for n := 1; sc.Scan(); n++ {
+			if _, err := ParseLine(n, sc.Bytes(), nil); err != nil && len(bytes.TrimSpace(sc.Bytes())) > 0 {
+				b.Fatal(err)
 			}
 		}
 	}
