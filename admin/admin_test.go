@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -207,5 +209,29 @@ func TestDialable(t *testing.T) {
 		if got := Dialable(addr); got != want {
 			t.Errorf("Dialable(%s) = %s, want %s", addr, got, want)
 		}
+	}
+}
+
+// The admin socket is made wherever its path fits a Unix socket's, even
+// when its folder's path nearly fills it; a longer one is refused,
+// naming it.
+func TestSocketPathBounds(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, strings.Repeat("d", maxSocketPath-len(base)-len("/")-tempSocket-1))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, SocketName)
+	ln, err := ListenSocket(path)
+	if err != nil {
+		t.Fatalf("a folder of %d bytes: %v", len(dir), err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 || fi.Mode().Type() != os.ModeSocket {
+		t.Errorf("the socket: %v, %v; want a socket, 0600", fi, err)
+	}
+	ln.Close()
+	long := filepath.Join(dir, "xx", SocketName)
+	if _, err := ListenSocket(long); err == nil || !strings.Contains(err.Error(), long) {
+		t.Errorf("a path too long: %v, want an error naming it", err)
 	}
 }

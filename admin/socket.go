@@ -18,25 +18,31 @@ const SocketName = "admin.sock"
 // (sun_path holds 108 bytes with the closing NUL).
 const maxSocketPath = 107
 
+// tempSocket is the longest the name of the folder a socket is made in
+// and its own name add to its folder's path: "/.s" and MkdirTemp's up to
+// ten digits, then "/s".
+const tempSocket = len("/.s") + 10 + len("/s")
+
 // ListenSocket listens on the admin socket at path, a file only this
 // process's user (and root) may open. A socket left by a brainbot that
 // was killed is replaced; one that answers is another brainbot's, and is
 // refused.
 func ListenSocket(path string) (net.Listener, error) {
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("%s is %d bytes long: a Unix socket's path can have at most %d", path, len(path), maxSocketPath)
+	// Bound in a folder of its own (0700) and moved into place once it is
+	// 0600: at no moment can another account open it. Both names are
+	// short: a socket's path is bounded.
+	if n := len(filepath.Dir(path)) + tempSocket; len(path) > maxSocketPath || n > maxSocketPath {
+		return nil, fmt.Errorf("%s is too long for a Unix socket (%d bytes at most, %d while it is made): choose a shorter path", path, maxSocketPath, n)
 	}
 	if err := removeStale(path); err != nil {
 		return nil, err
 	}
-	// Bound in a folder of its own (0700) and moved into place once it is
-	// 0600: at no moment can another account open it.
-	dir, err := os.MkdirTemp(filepath.Dir(path), ".admin-sock-")
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".s")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	tmp := filepath.Join(dir, SocketName)
+	tmp := filepath.Join(dir, "s")
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, err
