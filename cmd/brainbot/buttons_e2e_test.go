@@ -382,15 +382,7 @@ func testGroupStop(t *testing.T, env []string) {
 	s.Model.SetPace(100 * time.Millisecond) // 64 bytes a tenth of a second: about 10 s for #long
 	const group, asker, other = -100778, 601, 602
 	token := stack.Token("asker")
-	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
-	msg := waitChat(t, s, token, group, 1)[0]
-	var data string
-	waitShows(t, s, "asker", group, msg.MessageID, "⏹", func(m telegramtest.Message) bool {
-		if len(m.Buttons) == 1 && m.Buttons[0][0].Text == conversation.StopLabel {
-			data = m.Buttons[0][0].Data
-		}
-		return data != ""
-	})
+	msg, data := streamWithStop(t, s, group, asker)
 	if notice := waitAnswer(t, s, "asker", s.Tap("asker", other, group, msg.MessageID, data)); notice != conversation.NoticeNotYours {
 		t.Errorf("someone else's ⏹ answered %q, want %q", notice, conversation.NoticeNotYours)
 	}
@@ -442,15 +434,7 @@ func testForgetHandsOverAGroupStop(t *testing.T, env []string) {
 	const group, asker, admin = -100781, 601, 602 // -100781: its admins are allowed
 	token := stack.Token("asker")
 	s.Telegram.Promote(token, group, admin)
-	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
-	msg := waitChat(t, s, token, group, 1)[0]
-	var data string
-	waitShows(t, s, "asker", group, msg.MessageID, "⏹", func(m telegramtest.Message) bool {
-		if len(m.Buttons) == 1 && m.Buttons[0][0].Text == conversation.StopLabel {
-			data = m.Buttons[0][0].Data
-		}
-		return data != ""
-	})
+	msg, data := streamWithStop(t, s, group, asker)
 
 	offer, _, confirm := question(t, ask(t, s, "asker", asker, "/forget"))
 	if notice := waitAnswer(t, s, "asker", s.Tap("asker", asker, asker, offer.MessageID, confirm[0])); notice != conversation.NoticeForgetting {
@@ -488,6 +472,22 @@ func wantStopOfTheGroup(t *testing.T, s *stack.Stack, id string, group int64) {
 	if err != nil || !found || b.User != group {
 		t.Errorf("⏹ after the forget: %+v (found %v, %v); want it the group's (user %d)", b, found, err, group)
 	}
+}
+
+// streamWithStop has asker ask for a long story in group, and returns the
+// answer's message once it shows ⏹, with the button's data.
+func streamWithStop(t *testing.T, s *stack.Stack, group, asker int64) (msg telegramtest.Call, data string) {
+	t.Helper()
+	token := stack.Token("asker")
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
+	msg = waitChat(t, s, token, group, 1)[0]
+	waitShows(t, s, "asker", group, msg.MessageID, "⏹", func(m telegramtest.Message) bool {
+		if len(m.Buttons) == 1 && m.Buttons[0][0].Text == conversation.StopLabel {
+			data = m.Buttons[0][0].Data
+		}
+		return data != ""
+	})
+	return msg, data
 }
 
 // In a group, as in a private chat, a question's and 🔊's buttons work
