@@ -22,7 +22,7 @@ REVISION      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS       := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
 
-.PHONY: all build test bench demo chat run doctor lint claude-cli dist deb clean
+.PHONY: all build test bench demo chat run doctor lint claude-cli dist deb deb-version clean
 
 all: lint build test
 
@@ -141,9 +141,12 @@ dist:
 # its folders, and install the environment file and the brains only where
 # there are none yet, so an upgrade keeps them and the data.
 DEB_ARCH      := $(shell dpkg --print-architecture 2>/dev/null || echo $(GOARCH))
-# Debian versions start with a digit: v1.2.3 -> 1.2.3, a bare commit -> 0~g<commit>.
-DEB_BARE      := $(patsubst v%,%,$(VERSION))
-DEB_VERSION   := $(subst -,~,$(if $(filter 0% 1% 2% 3% 4% 5% 6% 7% 8% 9%,$(DEB_BARE)),$(DEB_BARE),0~g$(DEB_BARE)))
+# Successive builds' versions sort in build order, so each installs as an
+# upgrade: v1.2.3 -> 1.2.3, 5 commits later 1.2.3+5.g<commit>, before any
+# tag 0+<commits>.g<commit> (deploy/debian/version says how).
+ifndef DEB_VERSION
+DEB_VERSION   := $(shell sh deploy/debian/version '$(VERSION)')
+endif
 DEB_ROOT      := $(DIST_DIR)/deb-$(DEB_ARCH)
 DEB_FILE      := $(DIST_DIR)/brainbot_$(DEB_VERSION)_$(DEB_ARCH).deb
 
@@ -165,6 +168,10 @@ deb:
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) dpkg-deb --root-owner-group -Zxz --build $(DEB_ROOT) $(DEB_FILE)
 	rm -rf $(DEB_ROOT)
 	@echo "$(DEB_FILE)"
+
+# deb-version prints the version make deb gives the package.
+deb-version:
+	@echo $(DEB_VERSION)
 
 clean:
 	rm -rf bin dist

@@ -85,6 +85,9 @@ func (d *Driver) prepareBot(botID string) error {
 	if !d.prepared.bots[botID] {
 		d.prepared.bots[botID] = true
 		d.moveSessions(b, log)
+		if err := removePromptFiles(b.home); err != nil {
+			return fmt.Errorf("claude: an earlier system prompt file: %w", err)
+		}
 	}
 	return ensureSettings(b.config, log)
 }

@@ -103,6 +103,8 @@ type Driver struct {
 	ownProcs bool
 	// raiseFailed says once that a spare taken keeps its low priority.
 	raiseFailed sync.Once
+	// prompts are the system prompt files the CLIs read.
+	prompts promptFiles
 	// prepared holds the bots whose sessions were moved in (prepareBot).
 	prepared struct {
 		mu   sync.Mutex
@@ -199,7 +201,9 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	// Snapshot off: the brain's current prompt applies on every resume,
 	// so an edited brain reaches existing conversations. The values of its
 	// per-message variables come with each message (Run).
-	args = append(args, "--system-prompt", sysprompt.ForProcess(req.SystemPrompt, req.PromptVars), "--system-prompt-snapshot", "off")
+	// The prompt is in a file of the bot's (promptfile.go), named by its
+	// text: the command line is anyone's to read.
+	args = append(args, "--system-prompt-file", promptFile(d.dirs(req.BotID).home, processPrompt(req)), "--system-prompt-snapshot", "off")
 	if req.Model != "" {
 		args = append(args, "--model", req.Model)
 	}
@@ -436,10 +440,17 @@ func (d *Driver) spawn(req Request, fingerprint string, start func(*exec.Cmd) er
 	if err := d.prepareBot(req.BotID); err != nil {
 		return nil, err
 	}
+	prompt, err := d.prompts.acquire(d.dirs(req.BotID).home, processPrompt(req))
+	if err != nil {
+		return nil, err
+	}
+	// Once: a second release would take the file from another CLI.
+	dropPrompt := sync.OnceFunc(func() { d.prompts.release(prompt) })
 	tools := d.cfg.Tickets.Connect()
 	mcpConfig, err := d.writeMCPConfig(tools.Token(), req)
 	if err != nil {
 		tools.Close()
+		dropPrompt()
 		return nil, err
 	}
 	// The CLI copies every image it is sent into its temporary folder and
@@ -448,9 +459,11 @@ func (d *Driver) spawn(req Request, fingerprint string, start func(*exec.Cmd) er
 	if err != nil {
 		tools.Close()
 		os.Remove(mcpConfig)
+		dropPrompt()
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
-	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, fingerprint: fingerprint, sessionID: req.SessionID, started: time.Now()}
+	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, dropPrompt: dropPrompt, fingerprint: fingerprint,
+		sessionID: req.SessionID, started: time.Now()}
 	if cli.p, err = cliproc.Start(context.Background(), d.procs, start, cliproc.Command{Path: d.cfg.Command, Args: d.args(req, mcpConfig),
 		Dir: d.workDir(req.BotID), Env: d.env(req.BotID, tmp), MaxLine: streamjson.MaxLineSize}); err != nil {
 		cli.release()
@@ -458,6 +471,10 @@ func (d *Driver) spawn(req Request, fingerprint string, start func(*exec.Cmd) er
 	}
 	return cli, nil
 }
+
+// processPrompt is the system prompt a process of req is started with:
+// the values of its per-message variables come with each message (Run).
+func processPrompt(req Request) string { return sysprompt.ForProcess(req.SystemPrompt, req.PromptVars) }
 
 // env is the environment of a CLI of the bot whose temporary folder is
 // tmp: the allow-list of Config.Environ, Config.Env, then the bot's own

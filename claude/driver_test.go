@@ -230,18 +230,21 @@ func TestArgs(t *testing.T) {
 	d := &Driver{}
 	const mcpConfig = "/data/claude/mcp/cli-1.json"
 	tools := toolspec.SpeechTool + "," + toolspec.ImageTool
-	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice"}
+	d.cfg.DataDir = "/data"
+	// The prompt is in a file named by its text, in the bot's HOME.
+	prompt := func(text string) string { return promptFile("/data/claude/home/bot-b", text) }
+	req := Request{Mode: Text, SessionID: "s", SystemPrompt: "-be nice", BotID: "b"}
 	want := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--disable-slash-commands", "--setting-sources", "user", "--session-id", "s", "--system-prompt", "-be nice", "--system-prompt-snapshot", "off",
+		"--disable-slash-commands", "--setting-sources", "user", "--session-id", "s", "--system-prompt-file", prompt("-be nice"), "--system-prompt-snapshot", "off",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
 		t.Errorf("text args\n got %q\nwant %q", got, want)
 	}
 
-	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x"}
+	req = Request{Mode: Image, SessionID: "s", Resume: true, SystemPrompt: "p", Model: "claude-x", BotID: "b"}
 	want = []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
-		"--disable-slash-commands", "--setting-sources", "user", "--resume", "s", "--system-prompt", "p", "--system-prompt-snapshot", "off", "--model", "claude-x",
+		"--disable-slash-commands", "--setting-sources", "user", "--resume", "s", "--system-prompt-file", prompt("p"), "--system-prompt-snapshot", "off", "--model", "claude-x",
 		"--tools", "", "--strict-mcp-config", "--mcp-config", mcpConfig,
 		"--allowedTools", tools, "--permission-mode", "dontAsk"}
 	if got := d.args(req, mcpConfig); !slices.Equal(got, want) {
@@ -264,16 +267,19 @@ func TestArgs(t *testing.T) {
 	// A request's own tools join ours in the allow-list, and its system
 	// prompt is the process's: the bot's name filled, the per-message
 	// variables placeholders (sysprompt.ForProcess).
-	req = Request{Mode: Text, SessionID: "s", SystemPrompt: "I am {{bot_name}} on {{ date }}; {{time}} stays",
+	req = Request{Mode: Text, SessionID: "s", BotID: "b", SystemPrompt: "I am {{bot_name}} on {{ date }}; {{time}} stays",
 		PromptVars:   sysprompt.Vars{sysprompt.BotName: "Clock", sysprompt.Date: "2026-11-23"},
 		AllowedTools: []string{"mcp__clock__now", "mcp__search"}}
 	got := d.args(req, mcpConfig)
 	if i := slices.Index(got, "--allowedTools"); i < 0 || got[i+1] != tools+",mcp__clock__now,mcp__search" {
 		t.Errorf("allowed tools: args %q", got)
 	}
-	if i := slices.Index(got, "--system-prompt"); i < 0 || got[i+1] != sysprompt.ForProcess(req.SystemPrompt, req.PromptVars) ||
-		!strings.HasPrefix(got[i+1], "I am Clock on {{date}}; {{time}} stays\n\n") {
+	if i := slices.Index(got, "--system-prompt-file"); i < 0 || got[i+1] != prompt(sysprompt.ForProcess(req.SystemPrompt, req.PromptVars)) ||
+		!strings.HasPrefix(sysprompt.ForProcess(req.SystemPrompt, req.PromptVars), "I am Clock on {{date}}; {{time}} stays\n\n") {
 		t.Errorf("system prompt: args %q", got)
+	}
+	if slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, "I am Clock") }) {
+		t.Errorf("the system prompt is on the command line: %q", got)
 	}
 }
 

@@ -70,8 +70,10 @@ type Request struct {
 	MessageID string
 	Retry     bool
 
-	// SystemPrompt is passed as --system-prompt, fixed for the life of the
-	// process: the variables that hold for the bot ({{bot_name}}) are
+	// SystemPrompt reaches the CLI in a file (--system-prompt-file,
+	// promptfile.go: never on its command line, which any local user
+	// reads), fixed for the life of the process: the variables that hold
+	// for the bot ({{bot_name}}) are
 	// filled in from PromptVars when the process starts, while the values
 	// of the per-message ones ({{time}}, {{user_first_name}}...) come with
 	// this request's message, in a note of their own ahead of the user's

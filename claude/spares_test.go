@@ -128,8 +128,9 @@ func TestSpareGetsTheMessagesValues(t *testing.T) {
 	e.mustRun(t, withVars(newConversation(e.request(Text, "#note"), "bot/1"), "Ann", "09:00 UTC"))
 	waitSpares(t, e.d, readySpares(1))
 	for _, p := range claudetest.ProcessesUnder(e.data) {
-		if strings.Contains(p.Cmdline, "Ann") || strings.Contains(p.Cmdline, "09:00") || !strings.Contains(p.Cmdline, "You are Clock. It is {{time}}") {
-			t.Errorf("a CLI was started with a message's values: %s", p.Cmdline)
+		if prompt := p.SystemPrompt(); strings.Contains(prompt, "Ann") || strings.Contains(prompt, "09:00") ||
+			!strings.Contains(prompt, "You are Clock. It is {{time}}") || strings.Contains(p.Cmdline, "Ann") {
+			t.Errorf("a CLI was started with a message's values: %s, prompt %q", p.Cmdline, prompt)
 		}
 	}
 	res := e.mustRun(t, withVars(newConversation(e.request(Text, "#note"), "bot/2"), "Bob", "10:30 UTC"))

@@ -92,6 +92,8 @@ type live struct {
 	mcpConfig string
 	// tmpDir is the process's TMPDIR, removed with it.
 	tmpDir string
+	// dropPrompt releases its system prompt file (promptFiles).
+	dropPrompt func()
 	// fingerprint is everything the process was started with except its
 	// session: a request with another (an edited brain) needs a new one.
 	fingerprint string
@@ -141,6 +143,7 @@ func (cli *live) release() {
 	cli.tools.Close()
 	os.Remove(cli.mcpConfig)
 	os.RemoveAll(cli.tmpDir)
+	cli.dropPrompt()
 }
 
 // residentMB is the process's resident memory (Linux; 0 elsewhere).

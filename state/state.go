@@ -182,8 +182,11 @@ type Conversations interface {
 	// bot): their conversations (message.Key.User is user), with their
 	// sessions, past ones too, and stored transcripts, the buttons under
 	// them, the updates not answered yet in them; the /voice choice and
-	// the daily counts. Usage records stay, with the user's id (and a
-	// private chat's id) removed, so costs still add up. It returns what
+	// the daily counts. Buttons elsewhere (a group's) that name the user
+	// no longer do: they are the group's admins' (Buttons.User the chat's
+	// id, as an anonymous admin's), and a question asked of the user is
+	// closed. Usage records stay, with the user's id (and a private
+	// chat's id) removed, so costs still add up. It returns what
 	// it deleted, for the caller to delete what lives beside the backend
 	// (the CLI's own transcripts, generated files) and to end its warm
 	// CLIs, and tells the other instances (WatchForgets).

@@ -190,17 +190,17 @@ func hang() {
 
 // options are the CLI flags the driver passes.
 type options struct {
-	print, verbose, strictMCP, noSlash      bool
-	inputFormat, outputFormat               string
-	sessionID, resume                       string
-	systemPrompt, snapshot, model, tools    string
-	mcpConfig, allowedTools, permissionMode string
-	settingSources                          string
-	toolsSet, systemPromptSet               bool
-	servers                                 map[string]mcpServer
-	maxTurns                                int
-	maxBudget                               float64
-	partial                                 bool
+	print, verbose, strictMCP, noSlash       bool
+	inputFormat, outputFormat                string
+	sessionID, resume                        string
+	systemPromptFile, snapshot, model, tools string
+	mcpConfig, allowedTools, permissionMode  string
+	settingSources                           string
+	toolsSet                                 bool
+	servers                                  map[string]mcpServer
+	maxTurns                                 int
+	maxBudget                                float64
+	partial                                  bool
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -218,7 +218,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.outputFormat, "output-format", "text", "output format")
 	fs.StringVar(&o.sessionID, "session-id", "", "new session id")
 	fs.StringVar(&o.resume, "resume", "", "session to resume")
-	fs.StringVar(&o.systemPrompt, "system-prompt", "", "system prompt")
+	fs.StringVar(&o.systemPromptFile, "system-prompt-file", "", "system prompt file")
 	fs.StringVar(&o.snapshot, "system-prompt-snapshot", "on", "on|off")
 	fs.StringVar(&o.model, "model", fakeModel, "model")
 	fs.StringVar(&o.tools, "tools", "default", "built-in tools")
@@ -232,7 +232,6 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	fs.Visit(func(f *flag.Flag) {
 		o.toolsSet = o.toolsSet || f.Name == "tools"
-		o.systemPromptSet = o.systemPromptSet || f.Name == "system-prompt"
 	})
 	var problems []string
 	check := func(ok bool, problem string) {
@@ -246,7 +245,10 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	check(o.verbose, "--output-format=stream-json requires --verbose")
 	check((o.sessionID == "") != (o.resume == ""), "exactly one of --session-id and --resume is required")
 	check(o.sessionID == "" || uuid.Validate(o.sessionID) == nil, "--session-id must be a valid UUID")
-	check(o.systemPromptSet, "--system-prompt is required")
+	// The driver's prompt is never on the command line, where any local
+	// user reads it.
+	_, statErr := os.Stat(o.systemPromptFile)
+	check(o.systemPromptFile != "" && statErr == nil, "--system-prompt-file naming a readable file is required")
 	check(o.snapshot == "off", "--system-prompt-snapshot off is required")
 	check(o.toolsSet && o.tools == "", `--tools "" is required`)
 	check(o.strictMCP, "--strict-mcp-config is required")

@@ -13,7 +13,31 @@ import (
 // Process is a live process found by ProcessesWithEnv or ProcessesUnder.
 type Process struct {
 	PID     int
-	Cmdline string // arguments joined by spaces
+	Cmdline string   // arguments joined by spaces
+	Args    []string // the arguments, as given
+}
+
+// Flag is the value the process was given for flag (e.g. "--resume"):
+// the argument after it; "" for none.
+func (p Process) Flag(flag string) string {
+	for i, a := range p.Args[:max(len(p.Args)-1, 0)] {
+		if a == flag {
+			return p.Args[i+1]
+		}
+	}
+	return ""
+}
+
+// SystemPrompt is the text of the CLI's --system-prompt-file ("" for
+// none, or once it is gone): the brain's prompt is never on its command
+// line, where any local user reads it.
+func (p Process) SystemPrompt() string {
+	file := p.Flag("--system-prompt-file")
+	if file == "" {
+		return ""
+	}
+	text, _ := os.ReadFile(file)
+	return string(text)
 }
 
 // ProcessesWithEnv lists the live processes whose environment holds the
@@ -58,7 +82,9 @@ func processesWhere(match func(environ []byte) bool) []Process {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		found = append(found, Process{PID: pid, Cmdline: string(bytes.TrimRight(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), " "))})
+		args := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
+		found = append(found, Process{PID: pid, Cmdline: string(bytes.TrimRight(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}), " ")),
+			Args: args})
 	}
 	return found
 }

@@ -382,15 +382,7 @@ func testGroupStop(t *testing.T, env []string) {
 	s.Model.SetPace(100 * time.Millisecond) // 64 bytes a tenth of a second: about 10 s for #long
 	const group, asker, other = -100778, 601, 602
 	token := stack.Token("asker")
-	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
-	msg := waitChat(t, s, token, group, 1)[0]
-	var data string
-	waitShows(t, s, "asker", group, msg.MessageID, "⏹", func(m telegramtest.Message) bool {
-		if len(m.Buttons) == 1 && m.Buttons[0][0].Text == conversation.StopLabel {
-			data = m.Buttons[0][0].Data
-		}
-		return data != ""
-	})
+	msg, data := streamWithStop(t, s, group, asker)
 	if notice := waitAnswer(t, s, "asker", s.Tap("asker", other, group, msg.MessageID, data)); notice != conversation.NoticeNotYours {
 		t.Errorf("someone else's ⏹ answered %q, want %q", notice, conversation.NoticeNotYours)
 	}
@@ -424,6 +416,78 @@ func testGroupStop(t *testing.T, env []string) {
 	if n := len(waitChat(t, s, token, group, 1)); n != 1 {
 		t.Errorf("%d messages in the group, want the one answer", n)
 	}
+}
+
+// A user forgotten (their /forget) while their answer is streamed in a
+// group no longer owns its ⏹: the button is the group's admins', so an
+// admin may still stop it and the forgotten user's tap is refused as
+// anyone else's; the stored button no longer names the user.
+func TestEndToEndForgetHandsOverAGroupStop(t *testing.T) {
+	eachMode(t, testForgetHandsOverAGroupStop)
+}
+
+func testForgetHandsOverAGroupStop(t *testing.T, env []string) {
+	s := askerStack(t, env)
+	// 64 bytes a second: #long streams for over a minute, far longer than
+	// the forget below takes; the admin's stop ends it.
+	s.Model.SetPace(time.Second)
+	const group, asker, admin = -100781, 601, 602 // -100781: its admins are allowed
+	token := stack.Token("asker")
+	s.Telegram.Promote(token, group, admin)
+	msg, data := streamWithStop(t, s, group, asker)
+
+	offer, _, confirm := question(t, ask(t, s, "asker", asker, "/forget"))
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", asker, asker, offer.MessageID, confirm[0])); notice != conversation.NoticeForgetting {
+		t.Fatalf("the confirm tap answered %q", notice)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := s.Telegram.WaitCall(ctx, token, func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == asker && c.Param("text") == conversation.ForgetDone
+	}); err != nil {
+		t.Fatalf("never told it is done: %v", err)
+	}
+	if len(env) == 0 {
+		wantStopOfTheGroup(t, s, strings.TrimSuffix(data, ".0"), group)
+	}
+
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", asker, group, msg.MessageID, data)); notice != conversation.NoticeNotYours {
+		t.Errorf("the forgotten asker's ⏹ answered %q, want %q", notice, conversation.NoticeNotYours)
+	}
+	if notice := waitAnswer(t, s, "asker", s.Tap("asker", admin, group, msg.MessageID, data)); notice != conversation.NoticeStopped {
+		t.Fatalf("an admin's ⏹ answered %q, want %q", notice, conversation.NoticeStopped)
+	}
+}
+
+// wantStopOfTheGroup checks, in the SQLite store, that ⏹ id names the
+// group (its admins) and no user.
+func wantStopOfTheGroup(t *testing.T, s *stack.Stack, id string, group int64) {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(s.DataDir, sqlite.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	b, found, err := db.LookupButtons(context.Background(), id)
+	if err != nil || !found || b.User != group {
+		t.Errorf("⏹ after the forget: %+v (found %v, %v); want it the group's (user %d)", b, found, err, group)
+	}
+}
+
+// streamWithStop has asker ask for a long story in group, and returns the
+// answer's message once it shows ⏹, with the button's data.
+func streamWithStop(t *testing.T, s *stack.Stack, group, asker int64) (msg telegramtest.Call, data string) {
+	t.Helper()
+	token := stack.Token("asker")
+	s.Telegram.SendMessage(token, groupMessage(asker, group, "Tell me a story #long", ""))
+	msg = waitChat(t, s, token, group, 1)[0]
+	waitShows(t, s, "asker", group, msg.MessageID, "⏹", func(m telegramtest.Message) bool {
+		if len(m.Buttons) == 1 && m.Buttons[0][0].Text == conversation.StopLabel {
+			data = m.Buttons[0][0].Data
+		}
+		return data != ""
+	})
+	return msg, data
 }
 
 // In a group, as in a private chat, a question's and 🔊's buttons work

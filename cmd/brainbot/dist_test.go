@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,4 +133,80 @@ func brokenLinks(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return broken
+}
+
+// make deb versions successive builds so that each sorts after the one
+// before (dpkg --compare-versions), or dpkg takes it for a downgrade: in a
+// scratch repository, builds before any tag, at tags (a release
+// candidate's before its release), between them, and with uncommitted
+// changes, whatever their commits' ids start with.
+func TestDebVersionsSortInBuildOrder(t *testing.T) {
+	dpkg, err := exec.LookPath("dpkg")
+	if err != nil {
+		t.Skip("dpkg is not installed: Debian's versions are its to compare")
+	}
+	repo := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@localhost", "GIT_COMMITTER_NAME=t",
+			"GIT_COMMITTER_EMAIL=t@localhost", "GIT_AUTHOR_DATE=2026-11-29T00:00:00Z", "GIT_COMMITTER_DATE=2026-11-29T00:00:00Z")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	git("init", "-q")
+	n := 0
+	change := func() {
+		n++
+		if err := os.WriteFile(filepath.Join(repo, "file"), []byte(strconv.Itoa(n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func() { change(); git("add", "file"); git("commit", "-qm", strconv.Itoa(n)) }
+	var versions []string
+	build := func() string {
+		t.Helper()
+		cmd := exec.Command("make", "-s", "--no-print-directory", "deb-version")
+		cmd.Dir = "../.."
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool {
+			return strings.HasPrefix(kv, "MAKEFLAGS=") || strings.HasPrefix(kv, "MFLAGS=") || strings.HasPrefix(kv, "MAKELEVEL=")
+		}), "GIT_DIR="+filepath.Join(repo, ".git"), "GIT_WORK_TREE="+repo)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("make deb-version: %v\n%s", err, out)
+		}
+		v := strings.TrimSpace(string(out))
+		versions = append(versions, v)
+		return v
+	}
+
+	for range 3 {
+		commit()
+		build()
+	}
+	change()
+	build() // uncommitted changes
+	for _, tag := range []string{"v0.1.0", "v0.2.0-rc1", "v0.2.0"} {
+		commit()
+		git("tag", tag)
+		if v, want := build(), strings.ReplaceAll(strings.TrimPrefix(tag, "v"), "-", "~"); v != want {
+			t.Errorf("the build at tag %s is version %q, want %q", tag, v, want)
+		}
+		change()
+		build()
+		for range 2 {
+			commit()
+			build()
+		}
+	}
+	for i := 1; i < len(versions); i++ {
+		if err := exec.Command(dpkg, "--compare-versions", versions[i-1], "lt", versions[i]).Run(); err != nil {
+			t.Errorf("build %d's version %q does not sort after build %d's %q", i+1, versions[i], i, versions[i-1])
+		}
+	}
+	if t.Failed() {
+		t.Logf("versions: %q", versions)
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"maps"
 	"net/http"
@@ -64,16 +65,14 @@ func eachMode(t *testing.T, test func(t *testing.T, env []string)) {
 }
 
 // clis maps the session of each Claude CLI brainbot runs whose system
-// prompt holds marker to its pid: what the operating system says was
-// started, and for which session.
+// prompt (its --system-prompt-file) holds marker to its pid: what the
+// operating system says was started, and for which session.
 func clis(s *stack.Stack, marker string) map[string]int {
 	sessions := map[string]int{}
 	for _, p := range claudetest.ProcessesUnder(s.DataDir) {
-		args := strings.Fields(p.Cmdline)
-		for i, a := range args {
-			if (a == "--session-id" || a == "--resume") && i+1 < len(args) && strings.Contains(p.Cmdline, marker) {
-				sessions[args[i+1]] = p.PID
-			}
+		session := cmp.Or(p.Flag("--session-id"), p.Flag("--resume"))
+		if session != "" && strings.Contains(p.SystemPrompt(), marker) {
+			sessions[session] = p.PID
 		}
 	}
 	return sessions

@@ -22,7 +22,7 @@ func TestEndToEndWarmConversation(t *testing.T) {
 	// the same prompt).
 	cliPIDs := func() []int {
 		var pids []int
-		for session, pid := range clis(s, "--system-prompt "+prompt) {
+		for session, pid := range clis(s, prompt) {
 			if session == sessionOf(t, s, user) {
 				pids = append(pids, pid)
 			}

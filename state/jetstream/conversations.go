@@ -84,7 +84,7 @@ func (u *userData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 		forgot.Conversations = append(forgot.Conversations, c.Key)
 		forgot.Sessions = append(forgot.Sessions, past...)
 	}
-	if err := u.forgetButtons(ctx, forgot.Conversations); err != nil {
+	if err := u.forgetButtons(ctx, bot, user, forgot.Conversations); err != nil {
 		return state.Forgotten{}, fmt.Errorf("forget user %d: %w", user, err)
 	}
 	if err := u.forgetChoices(ctx, bot, user); err != nil {
@@ -147,21 +147,46 @@ func (u *userData) dropTranscript(ctx context.Context, bot, session string) erro
 	return u.conn.patiently(ctx, "forget "+key, func(ctx context.Context) error { return u.records.Purge(ctx, key) })
 }
 
-// forgetButtons deletes the buttons under the conversations' messages.
-func (u *userData) forgetButtons(ctx context.Context, convs []message.Key) error {
-	var keys []string
+// forgetButtons deletes the buttons under user's conversations with bot
+// (convs, and those without a session now), and hands the buttons in
+// other conversations (a group's) that name user to the group's admins,
+// as an anonymous admin's are: an answer they asked for may still be
+// stopped, by an admin; a question asked of them is closed, no one
+// else's to answer.
+func (u *userData) forgetButtons(ctx context.Context, bot string, user int64, convs []message.Key) error {
+	var drop, handOver []string
 	err := scan(ctx, u.button, "b.>", func(key string, value []byte) {
 		var b state.Buttons
-		if json.Unmarshal(value, &b) == nil && slices.Contains(convs, b.Conversation) {
-			keys = append(keys, key)
+		switch {
+		case json.Unmarshal(value, &b) != nil:
+		case b.Conversation.IsUsers(bot, user):
+			drop = append(drop, key)
+		case b.User == user && (bot == "" || b.Conversation.Bot == bot):
+			handOver = append(handOver, key)
 		}
 	})
 	for _, c := range convs {
-		keys = append(keys, openQuestionKey(c))
+		drop = append(drop, openQuestionKey(c))
 	}
-	for _, key := range keys {
+	for _, key := range drop {
 		if err == nil {
 			err = u.button.Purge(ctx, key)
+		}
+	}
+	for _, key := range handOver {
+		if err == nil {
+			err = u.conn.change(ctx, u.button, key, func(old []byte, found bool) ([]byte, bool) {
+				var b state.Buttons
+				if !found || json.Unmarshal(old, &b) != nil || b.User != user {
+					return nil, false
+				}
+				b.User = b.Conversation.Chat
+				if b.Kind == state.ButtonsQuestion && b.UsedBy == 0 {
+					b.UsedBy = state.ButtonsClosed
+				}
+				v, _ := json.Marshal(b)
+				return v, true
+			})
 		}
 	}
 	return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"brainbot/bot/message"
@@ -72,6 +73,7 @@ func (c *UserData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 			`DELETE FROM sessions WHERE ` + ofBot + ` AND ` + withUser,
 			`DELETE FROM session_history WHERE ` + ofBot + ` AND ` + withUser,
 			`DELETE FROM buttons WHERE ` + ofBot + ` AND ` + withUser,
+			handOverButtons,
 			`DELETE FROM journal WHERE ` + ofBot + ` AND ` + withUser,
 			`DELETE FROM voice WHERE ` + ofBot + ` AND user_id = ?1`,
 			`DELETE FROM daily WHERE ` + ofBot + ` AND user_id = ?1`,
@@ -90,6 +92,15 @@ func (c *UserData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 	c.db.eraseDeleted(ctx)
 	return forgot, nil
 }
+
+// handOverButtons gives the buttons in other conversations (a group's)
+// that name user ?1 to the group's admins, as an anonymous admin's are
+// (user_id the chat's id): an answer they asked for may still be stopped,
+// by an admin. A question asked of them is closed: it is no one else's
+// to answer.
+var handOverButtons = `UPDATE buttons SET user_id = chat_id,
+	used_by = CASE WHEN kind = '` + state.ButtonsQuestion + `' AND used_by = 0 THEN ` + strconv.Itoa(state.ButtonsClosed) + ` ELSE used_by END
+	WHERE ` + ofBot + ` AND user_id = ?1`
 
 // userSessions lists user's conversations with bot and every session
 // they had, current and past.

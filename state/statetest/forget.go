@@ -85,7 +85,10 @@ var forgetTests = []behaviour{
 		if _, found, err := s.LookupButtons(ctx(t), theirs.ID); err != nil || found {
 			t.Errorf("Ann's buttons after the forget: found %v, %v", found, err)
 		}
-		wantButtons(t, s, others) // the group's stay
+		// The group's stay, no longer naming Ann (see
+		// ForgetLeavesNoButtonsNamingTheUser).
+		others.User, others.UsedBy = group.Chat, state.ButtonsClosed
+		wantButtons(t, s, others)
 		after, err := s.UsageReport(ctx(t), state.UsageFilter{Since: now.Add(-time.Hour)})
 		must(t, err)
 		if !slices.Equal(before, after) {
@@ -128,6 +131,33 @@ var forgetTests = []behaviour{
 		s.restarted()
 		wantNoCopy(t, s, "after a restart", secret, name)
 		wantConversations(t, s, state.ConversationFilter{}, boAlice)
+	}},
+	{"ForgetLeavesNoButtonsNamingTheUser", func(t *testing.T, s *subject) {
+		// In a group, Ann's ⏹ (her answer still streamed), a question
+		// the bot asked her, Bo's ⏹, and bob's ⏹ for her.
+		stop := state.Buttons{ID: state.NewButtonsID(), Kind: state.ButtonsStop, Conversation: group, User: 7, Created: base()}
+		asked := question(7, "yes", "no")
+		asked.Conversation = group
+		bos, bobs := stop, stop
+		bos.ID, bos.User = state.NewButtonsID(), 8
+		bobs.ID, bobs.Conversation.Bot = state.NewButtonsID(), "bob"
+		for _, b := range []state.Buttons{stop, asked, bos, bobs} {
+			must(t, s.SaveButtons(ctx(t), b))
+		}
+		_, err := s.ForgetUser(ctx(t), "alice", 7)
+		must(t, err)
+		s.restarted()
+		// Ann's ⏹ is the group's admins' now (as an anonymous admin's
+		// is): they may still stop the answer; the question asked her
+		// is closed, no one else's to answer.
+		stop.User, asked.User, asked.UsedBy = group.Chat, group.Chat, state.ButtonsClosed
+		for _, b := range []state.Buttons{stop, asked, bos, bobs} {
+			wantButtons(t, s, b)
+		}
+		wantUse(t, s, stop.ID, 400, true)
+		if closed, err := s.CloseQuestions(ctx(t), group, 0); err != nil || len(closed) != 0 {
+			t.Errorf("CloseQuestions after the forget = %+v, %v; want none open", closed, err)
+		}
 	}},
 	{"ForgetOfEveryBot", func(t *testing.T, s *subject) {
 		talk(t, s, annAlice, annBob, boAlice)
