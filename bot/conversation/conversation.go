@@ -767,13 +767,15 @@ func (r *request) replyText(text string) {
 
 // replyFile sends the generated voice note or image found at paths (a
 // voice answer longer than one note: each, in order; and the text too when
-// the brain asks). Speech that cannot be sent as a file falls back to its
+// the brain asks, or when the note holds only part of it). Speech that cannot be sent as a file falls back to its
 // text.
 func (r *request) replyFile(res *claude.Result, paths []string, located error) {
 	speechText := ""
 	textToo := r.brain.Image.SendTextToo
 	if r.sum.mode == claude.Speech {
-		speechText, textToo = res.Text, r.brain.TTS.SendTextToo
+		// A note cut short (tts.max_chars, a spending cap) is followed by
+		// all of the answer: the user can read what they did not hear.
+		speechText, textToo = res.Text, r.brain.TTS.SendTextToo || r.spokenInPart(res.Text)
 	}
 	if located != nil {
 		if speechText != "" {
@@ -813,6 +815,13 @@ func (r *request) replyFile(res *claude.Result, paths []string, located error) {
 			r.log.Warn("text after the file not sent", zap.Error(err))
 		}
 	}
+}
+
+// spokenInPart reports whether the request's speech bound left part of
+// text unspoken.
+func (r *request) spokenInPart(text string) bool {
+	bound := r.allow.speechBound()
+	return bound > 0 && utf8.RuneCountInString(text) > bound
 }
 
 // speechFailed sends text, the words of a voice reply that could not be

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,10 +151,24 @@ func TestEndToEndParallelAnswersStayWithinTheUsersCap(t *testing.T) {
 	}
 }
 
+// wantCutNote asserts that r is a voice note of part of the #long answer,
+// followed by all of its text.
+func wantCutNote(t *testing.T, r stack.Reply) {
+	t.Helper()
+	got := r.Methods()
+	if len(got) < 2 || got[0] != "sendVoice" || slices.Contains(got[1:], "sendVoice") {
+		t.Fatalf("want one voice note and the text after it, got %v\n%s", got, r.Summary.Raw)
+	}
+	if n := utf8.RuneCountInString(strings.Join(r.Texts(), "")); n < claudetest.LongReplyLength-100 {
+		t.Errorf("the text after the note holds %d characters, want all %d of the answer", n, claudetest.LongReplyLength)
+	}
+}
+
 // A long voice answer is spoken up to tts.max_chars, ending at a sentence
 // within it, whether it is spoken while the model writes or once it is
 // written: the speech calls OpenAI got hold no more, and the one voice
-// note sent is of that. Before, all 6,000 characters were spoken.
+// note sent is of that, followed by all of the answer as text. Before,
+// all 6,000 characters were spoken.
 func TestEndToEndLongVoiceStaysWithinItsBound(t *testing.T) {
 	// Short names: the admin socket's path, in the test's folder, must fit.
 	for _, tt := range []struct{ name, early string }{{"early", "on"}, {"late", "off"}} {
@@ -161,9 +176,7 @@ func TestEndToEndLongVoiceStaysWithinItsBound(t *testing.T) {
 			s := newStackWith(t, []string{"BRAINBOT_SPEECH_EARLY=" + tt.early})
 			const user = 4611
 			r := ask(t, s, "speaker", user, "tell me everything #long")
-			if got := r.Methods(); len(got) != 1 || got[0] != "sendVoice" {
-				t.Fatalf("want one voice note, got %v\n%s", got, r.Summary.Raw)
-			}
+			wantCutNote(t, r)
 			chars, calls := spokenChars(s)
 			if chars > brain.DefaultMaxSpokenChars || chars < brain.DefaultMaxSpokenChars-300 {
 				t.Errorf("OpenAI spoke %d characters in %d calls of a %d-character answer, want up to the bound %d",
@@ -211,9 +224,7 @@ limits:
 func TestEndToEndSpeechStopsWhereTheBotsCapIsReached(t *testing.T) {
 	s := newStackWithBrains(t, map[string]string{"frugal.yaml": frugalBrain})
 	r := ask(t, s, "frugal", 4621, "tell me everything #long")
-	if got := r.Methods(); len(got) != 1 || got[0] != "sendVoice" {
-		t.Fatalf("want one voice note, got %v\n%s", got, r.Summary.Raw)
-	}
+	wantCutNote(t, r)
 	const capUSD = 0.02
 	perChar, _ := pricing.Speech("tts-1", 1)
 	chars, calls := spokenChars(s)
