@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"brainbot/bot/brain"
+	"brainbot/bot/conversation"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
@@ -88,8 +89,9 @@ func spent(lines []stack.Line) (total, dearest float64) {
 // answer whose speech stops at the cap, and the cap's reply everywhere
 // else: the answers under way count against the cap. Before, each passed
 // the check as it started, and all five were answered in full.
-func TestEndToEndParallelAnswersStayWithinTheUsersCap(t *testing.T) {
-	s := newStackWithBrains(t, map[string]string{"thrifty.yaml": thriftyBrain})
+func TestEndToEndParallelAnswersWithinTheCap(t *testing.T) {
+	// Room for all five at once, as an instance with more memory has.
+	s := newStackWithPrepare(t, map[string]string{"thrifty.yaml": thriftyBrain}, []string{"BRAINBOT_MAX_CLAUDE=8"}, nil)
 	const user = 4601
 	token := stack.Token("thrifty")
 	resume := s.Model.Pause()
@@ -221,7 +223,7 @@ limits:
 // asked to speak no more than the cap buys, and the note holds that much.
 // The cap then answers everyone, and /metrics shows nothing held once
 // the answer is over. Before, all 6,000 characters were spoken ($0.09).
-func TestEndToEndSpeechStopsWhereTheBotsCapIsReached(t *testing.T) {
+func TestEndToEndSpeechStopsAtTheBotsCap(t *testing.T) {
 	s := newStackWithBrains(t, map[string]string{"frugal.yaml": frugalBrain})
 	r := ask(t, s, "frugal", 4621, "tell me everything #long")
 	wantCutNote(t, r)
@@ -240,5 +242,56 @@ func TestEndToEndSpeechStopsWhereTheBotsCapIsReached(t *testing.T) {
 	_, metrics := get(t, "http://"+adminAddr(t, s)+"/metrics")
 	if !strings.Contains(metrics, `brainbot_reserved_usd{bot="frugal"} 0`) {
 		t.Errorf("/metrics shows %q, want nothing held", grepLines(metrics, "brainbot_reserved_usd"))
+	}
+}
+
+// readerBrain answers in text under a 🔊 button.
+const readerBrain = `name: Reader
+telegram:
+  token_env: READER_TOKEN
+system_prompt: You answer in writing.
+tts:
+  user_toggle: true
+  model: tts-1
+  max_chars: 0
+`
+
+// A tap on 🔊 near the user's cap reads the answer aloud only as far as
+// the room left buys: OpenAI is asked to speak no more, and the note sent
+// holds that much. Before, the tap read all of it.
+func TestEndToEndReadAloudStopsAtTheCap(t *testing.T) {
+	s := newStackWithBrains(t, map[string]string{"reader.yaml": readerBrain})
+	const user = 4631
+	var words []string
+	for i := 1; len(strings.Join(words, " ")) < 1500; i++ {
+		words = append(words, fmt.Sprintf("Sentence %d of a question long enough to be read aloud for a while.", i))
+	}
+	r := ask(t, s, "reader", user, strings.Join(words, " "))
+	answer, labels, data := question(t, r)
+	if len(labels) != 1 {
+		t.Fatalf("the answer carries %v, want 🔊", labels)
+	}
+	// The cap leaves $0.006 beside what the answer cost: 400 characters of
+	// tts-1 speech.
+	const room = 0.006
+	capped := readerBrain + fmt.Sprintf("limits:\n  per_user_daily_usd: %.6f\n", r.Summary.Float("cost_usd")+r.Summary.Float("openai_usd")+room)
+	mark := s.Logs().Len()
+	if err := s.WriteBrain("reader.yaml", capped); err != nil {
+		t.Fatal(err)
+	}
+	waitLogFrom(t, s, mark, func(l stack.Line) bool { return l.Msg == "brain loaded" && l.Str("bot") == "reader" })
+
+	if notice := waitAnswer(t, s, "reader", s.Tap("reader", user, user, answer.MessageID, data[0])); notice != conversation.NoticeReading {
+		t.Fatalf("the tap on 🔊 answered %q", notice)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if _, err := s.Telegram.WaitCall(ctx, stack.Token("reader"), func(c telegramtest.Call) bool { return c.Method == "sendVoice" }); err != nil {
+		t.Fatal(err)
+	}
+	perChar, _ := pricing.Speech("tts-1", 1)
+	if chars, calls := spokenChars(s); chars > int(room/perChar) || chars < int(room/perChar)-100 {
+		t.Errorf("OpenAI spoke %d characters in %d calls of a %d-character answer, want up to the %d the room buys",
+			chars, calls, utf8.RuneCountInString(stack.Rendered(answer)), int(room/perChar))
 	}
 }
