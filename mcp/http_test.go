@@ -210,3 +210,21 @@ func TestHTTPQuestion(t *testing.T) {
 		t.Errorf("OpenAI was called %d times", n)
 	}
 }
+
+// The ticket's MaxChars bounds what the asked-for call speaks of the
+// model's text: the rest never reaches OpenAI.
+func TestHTTPSpeechStopsAtTheTicketsBound(t *testing.T) {
+	f := newHTTPFixture(t)
+	p := f.process(t)
+	tts, err := f.connect(t, toolspec.SpeechServer, p.Token())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Open(ticket.Ticket{Tool: toolspec.SpeechTool, Prefix: httpPrefix, Speech: toolspec.SpeechSettings{Voice: "nova", Speed: 1, Model: "tts-1", Format: "mp3", MaxChars: 30}})
+	var res toolspec.SpeechResult
+	success(t, call(t, tts, toolspec.SpeechToolName, map[string]any{"text": "First things first. Then the rest, which is long.", "filename": httpPrefix}), &res)
+	reqs := f.oa.Requests()
+	if len(reqs) != 1 || reqs[0].Input != "First things first." || res.Characters != len("First things first.") {
+		t.Fatalf("OpenAI saw %+v, the tool reported %d characters; want the first sentence only", reqs, res.Characters)
+	}
+}

@@ -6,6 +6,33 @@ import (
 	"unicode/utf8"
 )
 
+// within is as much of text as max characters hold: all of it when it
+// is no longer, else up to its last sentence end within them, else its
+// last whole word, else nothing (a word is not cut).
+func within(text string, max int) string {
+	if utf8.RuneCountInString(text) <= max {
+		return text
+	}
+	if max <= 0 {
+		return ""
+	}
+	head := text[:byteIndexOfRune(text, max)]
+	for i := len(head); i > 0; {
+		r, size := utf8.DecodeLastRuneInString(head[:i])
+		if strings.ContainsRune(".!?…。！？", r) && startsWithSpace(text[i:]) {
+			return strings.TrimSpace(head[:i])
+		}
+		i -= size
+	}
+	if startsWithSpace(text[len(head):]) {
+		return strings.TrimSpace(head)
+	}
+	if i := strings.LastIndexFunc(head, isSpace); i > 0 {
+		return strings.TrimSpace(head[:i])
+	}
+	return ""
+}
+
 // splitText cuts text into parts of at most limit characters (runes), at
 // sentence ends where possible, else at spaces, else anywhere: every
 // character of text except whitespace at the cuts is kept, in order.

@@ -111,6 +111,9 @@ func speechArgsOf(req mcpgo.CallToolRequest) (args toolspec.SpeechArgs, problem 
 // args.Filename and answers the tool's result; it logs to log.
 func (t *tts) speak(ctx context.Context, log *zap.Logger, args toolspec.SpeechArgs) *mcpgo.CallToolResult {
 	log.Debug("speech requested", zap.String("text", args.Text))
+	if args.MaxChars > 0 {
+		args.Text = within(args.Text, args.MaxChars) // the rest is not spoken
+	}
 	speech := func(ctx context.Context, limit int) ([][]byte, int, error) {
 		return t.audio(ctx, args.Text, args.SpeechSettings, limit)
 	}

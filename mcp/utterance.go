@@ -51,6 +51,12 @@ type Utterance struct {
 	// spoken counts the characters of the parts OpenAI made: what it
 	// bills.
 	spoken int
+	// asked counts the characters handed to speech calls, a dropped
+	// part's too (OpenAI may have billed it); max bounds it
+	// (SpeechSettings.MaxChars; 0: no bound). full: a part was cut at
+	// the bound, so none follows it.
+	max, asked int
+	full       bool
 }
 
 // part is one speech call of an utterance.
@@ -71,6 +77,7 @@ func (s *Speaker) Begin(ctx context.Context, settings toolspec.SpeechSettings) *
 	ctx, cancel := context.WithCancel(ctx)
 	return &Utterance{
 		t: s.t, ctx: ctx, cancel: cancel, slots: make(chan struct{}, speechParallel), finished: make(chan struct{}),
+		max: settings.MaxChars,
 		base: openai.CreateSpeechRequest{
 			Model: openai.SpeechModel(settings.Model), Voice: openai.SpeechVoice(settings.Voice),
 			ResponseFormat: openai.SpeechResponseFormat(settings.Format), Speed: settings.Speed,
@@ -141,12 +148,23 @@ func (u *Utterance) keepPartsOf(text string) {
 
 // start speaks piece as the next part, unless it has nothing to say:
 // whitespace and punctuation alone (a cap's closing "…") are no speech
-// call. The caller holds u.mu.
+// call. Past the utterance's bound nothing more is spoken: the part that
+// reaches it ends at the last sentence (else word) within it. The caller
+// holds u.mu.
 func (u *Utterance) start(piece string) *part {
 	piece = strings.TrimSpace(piece)
+	if u.full {
+		return nil
+	}
+	if u.max > 0 {
+		if cut := within(piece, u.max-u.asked); cut != piece {
+			piece, u.full = cut, true // nothing after this part
+		}
+	}
 	if strings.IndexFunc(piece, func(r rune) bool { return !unicode.IsPunct(r) && !unicode.IsSpace(r) }) < 0 {
 		return nil
 	}
+	u.asked += utf8.RuneCountInString(piece)
 	p := &part{text: piece, made: make(chan struct{})}
 	u.parts = append(u.parts, p)
 	u.wg.Add(1)

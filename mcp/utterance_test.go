@@ -233,3 +233,62 @@ func TestUtteranceFinishedShorterKeepsThePartsItGoesOnFrom(t *testing.T) {
 		t.Errorf("Spoken() = %d, want all %d characters made, the dropped parts' too", got, made)
 	}
 }
+
+// An utterance bounded by MaxChars speaks no more than that many
+// characters of a long answer, whether it comes as it is written or
+// whole: the last part ends at the last sentence within the bound, and
+// nothing after it reaches OpenAI.
+func TestUtteranceStopsAtItsBound(t *testing.T) {
+	text := story(40) // about 2,000 characters
+	const bound = 500
+	for _, written := range []bool{true, false} {
+		t.Run(fmt.Sprintf("written=%v", written), func(t *testing.T) {
+			f := newFixture(t)
+			u := NewSpeaker(f.cfg).Begin(context.Background(), toolspec.SpeechSettings{MaxChars: bound})
+			defer u.Cancel()
+			if written {
+				for i := 7; i < len(text); i += 7 {
+					u.Write(text[:i])
+				}
+			}
+			u.Finish(text)
+			notes, parts, err := u.Audio(context.Background(), 0)
+			if err != nil || len(notes) != 1 {
+				t.Fatalf("%d notes, %v: want one", len(notes), err)
+			}
+			var inputs []string
+			for _, r := range f.oa.Requests() {
+				inputs = append(inputs, r.Input)
+			}
+			// Parts reach the stand-in in any order: put them in the text's.
+			slices.SortFunc(inputs, func(a, b string) int { return strings.Index(text, a) - strings.Index(text, b) })
+			spoken := strings.Join(inputs, " ")
+			if n := utf8.RuneCountInString(spoken) - (len(inputs) - 1); n > bound || n < bound-60 || u.Spoken() != n {
+				t.Errorf("spoken %d characters in %d parts (Spoken() = %d), want up to the last sentence within %d", n, parts, u.Spoken(), bound)
+			}
+			if !strings.HasPrefix(text, spoken) || !strings.HasSuffix(spoken, ".") {
+				t.Errorf("spoken %q, want the text's beginning up to a sentence end", spoken)
+			}
+		})
+	}
+}
+
+func TestWithin(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		max  int
+		want string
+	}{
+		{"Short.", 10, "Short."},
+		{"One. Two three.", 12, "One."},
+		{"One two three four.", 12, "One two"},
+		{"One two three four.", 7, "One two"},
+		{"Unbreakable", 5, ""},
+		{"Anything", 0, ""},
+		{"Ça va? Très bien.", 9, "Ça va?"},
+	} {
+		if got := within(tt.text, tt.max); got != tt.want {
+			t.Errorf("within(%q, %d) = %q, want %q", tt.text, tt.max, got, tt.want)
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Metrics struct {
 	// SpendingCap is each bot's limits.daily_usd (0: no cap), for alerts
 	// on spending near it.
 	SpendingCap *prometheus.GaugeVec
+	// Reserved is what each bot's answers under way may still cost: held
+	// against its spending caps until their cost is recorded.
+	Reserved *prometheus.GaugeVec
 	// Tokens counts model tokens by bot and kind (input, output,
 	// cache_read, cache_write).
 	Tokens *prometheus.CounterVec
@@ -106,6 +109,9 @@ func New() *Metrics {
 		SpendingCap: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "brainbot_spending_cap_usd", Help: "Each bot's daily spending cap, its brain's limits.daily_usd (0: no cap).",
 		}, []string{"bot"}),
+		Reserved: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "brainbot_reserved_usd", Help: "USD each bot's answers under way may cost, held against its spending caps until their cost is recorded.",
+		}, []string{"bot"}),
 		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "brainbot_tokens_total", Help: "Model tokens, by bot and kind (input, output, cache_read, cache_write).",
 		}, []string{"bot", "kind"}),
@@ -151,7 +157,7 @@ func New() *Metrics {
 		}),
 	}
 	m.registry.MustRegister(m.ButtonTaps, m.BrainFilesInvalid)
-	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.EphemeralNotices, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Tokens,
+	m.registry.MustRegister(m.Stops, m.RichMessages, m.GuestAnswers, m.EphemeralNotices, m.Requests, m.Stage, m.ClaudeRunning, m.ClaudeWaiting, m.CostUSD, m.SpendingCap, m.Reserved, m.Tokens,
 		m.TelegramErrors, m.JournalReplays, m.UndecodableUpdates, m.Panics, m.LastPoll, m.ToolCalls, m.Panels,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -39,6 +39,11 @@ type SpeechSettings struct {
 	Speed  float64 `json:"speed,omitempty"`
 	Model  string  `json:"model,omitempty"`
 	Format string  `json:"format,omitempty"` // mp3 or opus
+	// MaxChars bounds how many characters of one text are spoken (0: all
+	// of it): the rest is not sent to OpenAI. The bot sets it (the
+	// brain's tts.max_chars, less where a spending cap is near), never
+	// the model, so it is no argument of the tool.
+	MaxChars int `json:"-"`
 }
 
 // SpeechArgs are the arguments of text_to_speech.

@@ -228,7 +228,17 @@ type TTS struct {
 	// brain can speak (Enabled or UserToggle), whatever /voice chose for
 	// text messages (default true).
 	ReplyToVoice bool `yaml:"reply_to_voice"`
+	// MaxChars bounds what one spoken answer may cost: no more of an
+	// answer (or of a text read aloud) is spoken than this many characters
+	// (default DefaultMaxSpokenChars; 0: no bound).
+	MaxChars int `yaml:"max_chars"`
 }
+
+// DefaultMaxSpokenChars is tts.max_chars when a brain leaves it out: about
+// three minutes of speech at speed 1 (OpenAI's voices speak about 900
+// characters a minute), the long end of a voice note people listen to to
+// the end; $0.04 with tts-1, $0.08 with tts-1-hd.
+const DefaultMaxSpokenChars = 2700
 
 // STT configures voice messages in (speech to text): they are
 // transcribed and the model answers the words. It needs brainbot's

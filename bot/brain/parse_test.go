@@ -85,7 +85,7 @@ func TestParseRules(t *testing.T) {
 		{name: "rich setting", yaml: minimal + "rich: sometimes\n", want: []string{
 			`t.yaml:5: rich: must be one of auto, off, always; got "sometimes"`}},
 		{name: "unknown nested field", yaml: minimal + "tts:\n  pitch: 2\n", want: []string{
-			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle, reply_to_voice"}},
+			"t.yaml:6: tts.pitch: unknown field; want one of enabled, voice, speed, model, format, send_text_too, user_toggle, reply_to_voice, max_chars"}},
 		// A field of a section written at the wrong level: where it goes.
 		{name: "section field indented one level too little", yaml: minimal + "limits:\n  daily_usd: 5\nper_user_per_day: 50\n", want: []string{
 			"t.yaml:7: per_user_per_day: unknown field here; did you mean limits.per_user_per_day? Write it indented under limits:"}},
@@ -174,6 +174,8 @@ func TestParseRules(t *testing.T) {
 		// TTS.
 		{name: "tts voice", yaml: minimal + "tts:\n  voice: bob\n", want: []string{
 			`t.yaml:6: tts.voice: must be one of alloy, ash, ballad, coral, echo, fable, onyx, nova, sage, shimmer, verse; got "bob"`}},
+		{name: "tts max_chars negative", yaml: minimal + "tts:\n  max_chars: -1\n", want: []string{
+			"t.yaml:6: tts.max_chars: must be 0 (no bound) or a number of characters, got -1; leave the field out for 2700 (about three minutes of speech)"}},
 		{name: "tts speed too fast", yaml: minimal + "tts:\n  speed: 4.5\n", want: []string{
 			"t.yaml:6: tts.speed: must be between 0.25 and 4.0, got 4.5"}},
 		{name: "tts speed too slow", yaml: minimal + "tts:\n  speed: 0.1\n", want: []string{
@@ -310,7 +312,7 @@ func TestParseDefaults(t *testing.T) {
 		Groups:       GroupsMention,
 		Claude:       Claude{Timeout: Duration(120 * time.Second), MaxTurns: 3},
 		Tools:        Tools{Timeout: Duration(30 * time.Second)},
-		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3", ReplyToVoice: true},
+		TTS:          TTS{Voice: "nova", Speed: 1.0, Model: "tts-1", Format: "mp3", ReplyToVoice: true, MaxChars: DefaultMaxSpokenChars},
 		STT:          STT{Enabled: true, Model: "gpt-4o-mini-transcribe"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
@@ -368,6 +370,7 @@ tts:
   send_text_too: true
   user_toggle: true
   reply_to_voice: false
+  max_chars: 1500
 stt:
   enabled: false
   model: whisper-1
@@ -415,7 +418,7 @@ messages:
 			"search": {Type: "http", URL: "https://search.example/mcp", Headers: map[string]string{"Authorization": "Bearer ${SEARCH_TOKEN}"}},
 		},
 		Tools: Tools{Allow: []string{"mcp__clock__now", "mcp__search"}, Timeout: Duration(10 * time.Second)},
-		TTS:   TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true},
+		TTS:   TTS{Enabled: true, Voice: "onyx", Speed: 0.25, Model: "gpt-4o-mini-tts", Format: "opus", SendTextToo: true, UserToggle: true, MaxChars: 1500},
 		STT:   STT{Model: "whisper-1"},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},

@@ -106,6 +106,9 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("tts.reply_to_voice") {
 		b.TTS.ReplyToVoice = true
 	}
+	if !isSet("tts.max_chars") {
+		b.TTS.MaxChars = DefaultMaxSpokenChars
+	}
 	if !isSet("buttons.questions") {
 		b.Buttons.Questions = true
 	}
@@ -212,6 +215,9 @@ func (d *decoder) validate(b *Brain) {
 	}
 	d.oneOf("tts.model", b.TTS.Model, toolspec.SpeechModels(), "")
 	d.oneOf("tts.format", b.TTS.Format, toolspec.SpeechFormats(), "")
+	if n := b.TTS.MaxChars; n < 0 {
+		d.reject("tts.max_chars", "must be 0 (no bound) or a number of characters, got %d; leave the field out for %d (about three minutes of speech)", n, DefaultMaxSpokenChars)
+	}
 	d.oneOf("stt.model", b.STT.Model, toolspec.TranscriptionModels(), "")
 
 	img := b.Image

@@ -58,28 +58,39 @@ func (p *Pipeline) withinBudget(r *request) bool {
 // overBudget reports whether bot (brain b) has spent its daily cap today,
 // in all or on user. The admin hears of a bot's cap once a day.
 func (p *Pipeline) overBudget(ctx context.Context, b *brain.Brain, bot string, user int64, log *zap.Logger) (bool, error) {
-	lim := b.Limits
-	for _, cap := range []struct {
-		usd  float64
-		user int64
-		what string
-	}{{lim.DailyUSD, 0, "limits.daily_usd"}, {lim.PerUserDailyUSD, user, "limits.per_user_daily_usd"}} {
-		if cap.usd <= 0 {
-			continue
-		}
-		now := p.cfg.Now()
-		spent, err := p.store.SpentToday(ctx, bot, cap.user, now)
-		if err != nil {
-			return false, err
-		}
-		if spent < cap.usd {
-			continue
-		}
-		if cap.user == 0 && p.budgets.firstToday(bot, now) {
-			log.Warn("daily spending cap reached: the bot answers no more messages today",
-				zap.String("setting", cap.what), zap.Float64("cap_usd", cap.usd), zap.Float64("spent_usd", spent))
-		}
+	s, err := p.spending(ctx, b, bot, user)
+	if err != nil {
+		return false, err
+	}
+	if s.botCap > 0 && s.botSpent >= s.botCap || s.userCap > 0 && s.userSpent >= s.userCap {
+		p.warnCapReached(b, bot, s, log)
 		return true, nil
 	}
 	return false, nil
+}
+
+// spending is what bot (brain b), and user, spent today against the
+// caps b sets; a cap not set is not looked up.
+func (p *Pipeline) spending(ctx context.Context, b *brain.Brain, bot string, user int64) (spending, error) {
+	s := spending{botCap: b.Limits.DailyUSD, userCap: b.Limits.PerUserDailyUSD}
+	now := p.cfg.Now()
+	var err error
+	if s.botCap > 0 {
+		if s.botSpent, err = p.store.SpentToday(ctx, bot, 0, now); err != nil {
+			return s, err
+		}
+	}
+	if s.userCap > 0 {
+		s.userSpent, err = p.store.SpentToday(ctx, bot, user, now)
+	}
+	return s, err
+}
+
+// warnCapReached tells the admin, once a day, that bot's own cap is
+// reached (s: a cap is).
+func (p *Pipeline) warnCapReached(b *brain.Brain, bot string, s spending, log *zap.Logger) {
+	if s.botCap > 0 && s.botSpent >= s.botCap && p.budgets.firstToday(bot, p.cfg.Now()) {
+		log.Warn("daily spending cap reached: the bot answers no more messages today",
+			zap.String("setting", "limits.daily_usd"), zap.Float64("cap_usd", s.botCap), zap.Float64("spent_usd", s.botSpent))
+	}
 }

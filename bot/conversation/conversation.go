@@ -102,6 +102,8 @@ type Pipeline struct {
 	// slots are the Claude requests allowed to run at once.
 	slots   *slots
 	budgets budgetWarnings
+	// purse holds what the answers under way may cost (reserve.go).
+	purse   *purse
 	unset   unsetWarnings
 	media   media
 	panels  Panels
@@ -121,6 +123,7 @@ func New(cfg Config) *Pipeline {
 		slots: newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning,
 			cfg.Metrics.ClaudeWaiting),
 		media: media{transcriber: cfg.Transcriber, fetch: cfg.Chats.Fetch},
+		purse: newPurse(cfg.Metrics),
 	}
 }
 
@@ -150,6 +153,9 @@ type request struct {
 	keep bool
 	// writing is the answer being written (nil until Claude is asked).
 	writing *answer
+	// allow is what the spending caps gave the answer (reserve.go),
+	// released once its cost is recorded.
+	allow allowance
 }
 
 // Serve answers one message from its conversation's queue.
@@ -249,6 +255,9 @@ func (p *Pipeline) converse(r *request) {
 		r.fail("mode", err)
 		return
 	}
+	if mode, err = p.reserveAnswer(r, mode); err != nil {
+		return
+	}
 	r.sum.mode = mode
 	// The daily limit has counted the message: a replay must not again.
 	r.record("charge", r.in.Progress.MarkCharged)
@@ -305,7 +314,7 @@ func (p *Pipeline) converse(r *request) {
 	r.countToolCalls(res)
 	r.sum.noteClaude(res)
 	r.sum.ranClaude = true
-	r.sum.openAI += openAICost(r.brain, mode, res)
+	r.sum.openAI += openAICost(r.brain, mode, res, r.allow.speechBound())
 	if !sent && r.superseded(res) {
 		return
 	}
@@ -376,8 +385,9 @@ func allowed(b *brain.Brain, user int64) bool {
 
 // openAICost prices the speech or image a request produced (0 when it
 // produced none: a failed tool call is not billed by OpenAI), and the
-// speech spoken while the model wrote, file or not.
-func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
+// speech spoken while the model wrote, file or not. maxChars is the
+// speech's bound (0: none): the tool spoke no more of the text.
+func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result, maxChars int) float64 {
 	if res == nil {
 		return 0
 	}
@@ -389,7 +399,11 @@ func openAICost(b *brain.Brain, mode claude.Mode, res *claude.Result) float64 {
 		usd, _ = pricing.Speech(b.TTS.Model, res.SpokenChars)
 	case res.FilePath == "":
 	case mode == claude.Speech:
-		usd, _ = pricing.Speech(b.TTS.Model, utf8.RuneCountInString(res.Text))
+		chars := utf8.RuneCountInString(res.Text)
+		if maxChars > 0 {
+			chars = min(chars, maxChars)
+		}
+		usd, _ = pricing.Speech(b.TTS.Model, chars)
 	case mode == claude.Image:
 		usd, _ = pricing.Image(b.Image.Model, b.Image.Size, b.Image.Quality)
 	}
@@ -611,7 +625,8 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 	}
 	req.Conversation = r.in.Key.String()
 	req.FilePrefix = output.Prefix(r.in.Key.Bot, r.in.Sender, time.Now())
-	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
+	req.Speech = toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,
+		MaxChars: r.allow.speechBound()}
 	req.Image = toolspec.ImageSettings{Model: b.Image.Model, Size: b.Image.Size, Quality: b.Image.Quality, Style: b.Image.Style}
 	return req
 }
@@ -752,13 +767,15 @@ func (r *request) replyText(text string) {
 
 // replyFile sends the generated voice note or image found at paths (a
 // voice answer longer than one note: each, in order; and the text too when
-// the brain asks). Speech that cannot be sent as a file falls back to its
+// the brain asks, or when the note holds only part of it). Speech that cannot be sent as a file falls back to its
 // text.
 func (r *request) replyFile(res *claude.Result, paths []string, located error) {
 	speechText := ""
 	textToo := r.brain.Image.SendTextToo
 	if r.sum.mode == claude.Speech {
-		speechText, textToo = res.Text, r.brain.TTS.SendTextToo
+		// A note cut short (tts.max_chars, a spending cap) is followed by
+		// all of the answer: the user can read what they did not hear.
+		speechText, textToo = res.Text, r.brain.TTS.SendTextToo || r.spokenInPart(res.Text)
 	}
 	if located != nil {
 		if speechText != "" {
@@ -798,6 +815,13 @@ func (r *request) replyFile(res *claude.Result, paths []string, located error) {
 			r.log.Warn("text after the file not sent", zap.Error(err))
 		}
 	}
+}
+
+// spokenInPart reports whether the request's speech bound left part of
+// text unspoken.
+func (r *request) spokenInPart(text string) bool {
+	bound := r.allow.speechBound()
+	return bound > 0 && utf8.RuneCountInString(text) > bound
 }
 
 // speechFailed sends text, the words of a voice reply that could not be
@@ -871,6 +895,8 @@ func (r *request) finish() {
 	if r.sum.ranClaude || r.sum.openAI > 0 {
 		r.recordUsage()
 	}
+	// Recorded: the caps count it as spent, no longer as held.
+	r.p.purse.release(r.allow.hold, r.sum.cost+r.sum.openAI)
 	total := time.Since(r.in.Arrived)
 	// Counted before the line is written: once an admin reads the line,
 	// the metrics have the request.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -153,9 +154,13 @@ func (p *Pipeline) choose(ctx context.Context, t *tap, option string) (string, b
 	return option, true
 }
 
-// readTap takes a tap on 🔊: the first reads the answer aloud.
+// readTap takes a tap on 🔊: the first reads the answer aloud, as much
+// of it as tts.max_chars and the spending caps allow. It does not wait
+// for room under a cap (Telegram wants the tap answered at once): with
+// too little, the tap is told the limit is reached.
 func (p *Pipeline) readTap(ctx context.Context, t *tap) {
-	over, err := p.overBudget(ctx, t.brain, t.in.Key.Bot, t.in.Sender, t.log)
+	a, over, err := p.reserve(ctx, t.brain, t.in.Key.Bot, t.in.Sender, claude.Speech, false, t.log)
+	over = over || err == nil && a.chars < min(minSpokenChars, utf8.RuneCountInString(t.buttons.Text))
 	var used bool
 	if err == nil && !over {
 		used, err = p.store.UseButtons(ctx, t.buttons.ID, t.in.ID)
@@ -173,17 +178,20 @@ func (p *Pipeline) readTap(ctx context.Context, t *tap) {
 		t.outcome, t.notice = "used", NoticeRead
 	default:
 		t.outcome, t.notice = "read", NoticeReading
-		t.then = func(ctx context.Context) { p.readAloud(ctx, t) }
+		t.then = func(ctx context.Context) { p.purse.release(a.hold, p.readAloud(ctx, t, a.speechBound())) }
+		return
 	}
+	p.purse.release(a.hold, 0)
 }
 
 // readAloud sends the tapped answer as a voice note, in reply to it, and
-// takes the 🔊 away.
-func (p *Pipeline) readAloud(ctx context.Context, t *tap) {
+// takes the 🔊 away; it speaks at most maxChars characters of it (0: all)
+// and returns what the speech cost.
+func (p *Pipeline) readAloud(ctx context.Context, t *tap, maxChars int) float64 {
 	out := p.cfg.Chats.Outbox(t.in.Key, t.in.InGroup(), 0, t.log)
 	defer out.KeepAction(ctx, message.RecordVoice)()
 	b := t.brain
-	path, spoken, err := p.speak(ctx, t)
+	path, spoken, err := p.speak(ctx, t, maxChars)
 	// What OpenAI spoke is billed, on a failure too.
 	usd, _ := pricing.Speech(b.TTS.Model, spoken)
 	outcome := "read aloud"
@@ -210,13 +218,15 @@ func (p *Pipeline) readAloud(ctx context.Context, t *tap) {
 			t.log.Warn("could not tell the user", zap.Error(serr))
 		}
 	}
+	return usd
 }
 
 // speak speaks the tapped answer with the brain's voice and keeps the
 // note where the voice answers are kept (audio-output/bot-<id>/user-<id>/).
-func (p *Pipeline) speak(ctx context.Context, t *tap) (path string, spoken int, err error) {
+func (p *Pipeline) speak(ctx context.Context, t *tap, maxChars int) (path string, spoken int, err error) {
 	s := t.brain.TTS
-	data, ext, spoken, err := p.cfg.Speaker.Speak(ctx, t.buttons.Text, toolspec.SpeechSettings{Voice: s.Voice, Speed: s.Speed, Model: s.Model, Format: s.Format})
+	data, ext, spoken, err := p.cfg.Speaker.Speak(ctx, t.buttons.Text,
+		toolspec.SpeechSettings{Voice: s.Voice, Speed: s.Speed, Model: s.Model, Format: s.Format, MaxChars: maxChars})
 	if err != nil {
 		return "", spoken, fmt.Errorf("speak: %w", err)
 	}

@@ -145,9 +145,11 @@ func (h *Host) spent(ctx context.Context, run *engine.Run, member string, b *bra
 	return usd
 }
 
-// speechSettings are brain b's voice settings.
+// speechSettings are brain b's voice settings, with its bound on one
+// spoken answer.
 func speechSettings(b *brain.Brain) toolspec.SpeechSettings {
-	return toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format}
+	return toolspec.SpeechSettings{Voice: b.TTS.Voice, Speed: b.TTS.Speed, Model: b.TTS.Model, Format: b.TTS.Format,
+		MaxChars: b.TTS.MaxChars}
 }
 
 // outbox sends as member to the run's chat, replying to message replyTo.

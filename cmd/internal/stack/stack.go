@@ -449,13 +449,13 @@ func (p *Pending) Wait(ctx context.Context) (Reply, error) {
 	}
 	s.mu.Unlock()
 	lines, err := s.logs.WaitFrom(ctx, 0, func(lines []Line) bool {
-		return len(summaries(lines, p.bot, p.user)) > p.requests
+		return len(Summaries(lines, p.bot, p.user)) > p.requests
 	}, done)
 	if err != nil {
 		return Reply{}, fmt.Errorf("stack: no answer from %s to user %d: %w\n%s", p.bot, p.user, err, s.logs.Tail(15))
 	}
 	calls := s.chatCalls(Token(p.bot), p.user)
-	reply := Reply{Summary: summaries(lines, p.bot, p.user)[p.requests], Sent: p.sent, Elapsed: time.Since(p.sent)}
+	reply := Reply{Summary: Summaries(lines, p.bot, p.user)[p.requests], Sent: p.sent, Elapsed: time.Since(p.sent)}
 	if p.callsMark < len(calls) {
 		reply.Calls = calls[p.callsMark:]
 	}
@@ -477,7 +477,9 @@ func (s *Stack) chatCalls(token string, chat int64) []telegramtest.Call {
 	return calls
 }
 
-func summaries(lines []Line, bot string, user int64) []Line {
+// Summaries are the summary lines ("request") among lines of bot's
+// requests from user, in order.
+func Summaries(lines []Line, bot string, user int64) []Line {
 	var out []Line
 	for _, l := range lines {
 		if l.Msg == "request" && l.Str("bot") == bot && l.Int("user") == user {
