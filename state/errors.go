@@ -27,6 +27,10 @@ var (
 	ErrPanelBusy = errors.New("store: a panel is running in this chat")
 )
 
+// ErrNotesFull is AddNote's answer when the user's notes are at the
+// brain's bound: a note must be dropped before another is kept.
+var ErrNotesFull = errors.New("store: the notes about this user are at their bound")
+
 // UnavailableError is an ErrUnavailable that names what could not be
 // reached, for the admin reading the log.
 type UnavailableError struct {

@@ -34,6 +34,7 @@ type Backend interface {
 	Transcripts
 	Maintenance
 	Conversations
+	Memories
 }
 
 // Log keeps the bots' updates until they are answered.
@@ -181,21 +182,40 @@ type Conversations interface {
 	// ForgetUser deletes what is kept of user's with bot ("": with every
 	// bot): their conversations (message.Key.User is user), with their
 	// sessions, past ones too, and stored transcripts, the buttons under
-	// them, the updates not answered yet in them; the /voice choice and
-	// the daily counts. Buttons elsewhere (a group's) that name the user
-	// no longer do: they are the group's admins' (Buttons.User the chat's
-	// id, as an anonymous admin's), and a question asked of the user is
-	// closed. Usage records stay, with the user's id (and a private
-	// chat's id) removed, so costs still add up. It returns what
-	// it deleted, for the caller to delete what lives beside the backend
-	// (the CLI's own transcripts, generated files) and to end its warm
-	// CLIs, and tells the other instances (WatchForgets).
+	// them, the updates not answered yet in them; the /voice choice, the
+	// daily counts and the notes kept about them (Memories). Buttons
+	// elsewhere (a group's) that name the user no longer do: they are the
+	// group's admins' (Buttons.User the chat's id, as an anonymous
+	// admin's), and a question asked of the user is closed. Usage records
+	// stay, with the user's id (and a private chat's id) removed, so costs
+	// still add up. It returns what it deleted, for the caller to delete
+	// what lives beside the backend (the CLI's own transcripts, generated
+	// files) and to end its warm CLIs, and tells the other instances
+	// (WatchForgets).
 	ForgetUser(ctx context.Context, bot string, user int64) (Forgotten, error)
 	// WatchForgets calls fn, until ctx ends, with every ForgetUser done
 	// from now on through another instance sharing the backend, so this
 	// one too ends its warm CLIs and deletes its copies of what was
 	// forgotten. A backend of one process has no other: it returns.
 	WatchForgets(ctx context.Context, fn func(Forgotten))
+}
+
+// Memories keeps the notes a persona keeps about each user, per bot (a
+// brain's memory): the model writes and drops them through brainbot's
+// memory tools, the user reads and drops them with /memory, and they go
+// with the user's other data when they are forgotten (ForgetUser). They
+// are kept until then: no retention prunes them.
+type Memories interface {
+	// Notes lists user's notes with bot, the oldest first.
+	Notes(ctx context.Context, bot string, user int64) ([]Note, error)
+	// AddNote keeps text as user's newest note with bot, made at now,
+	// unless limit (> 0) notes are kept already (ErrNotesFull). Its ID is
+	// one no other note of the user's with bot has had.
+	AddNote(ctx context.Context, bot string, user int64, text string, limit int, now time.Time) (Note, error)
+	// DropNote deletes user's note id with bot; false if there is none.
+	DropNote(ctx context.Context, bot string, user int64, id string) (bool, error)
+	// DropNotes deletes every note of user's with bot and says how many.
+	DropNotes(ctx context.Context, bot string, user int64) (int, error)
 }
 
 // Maintenance drops what the retention no longer keeps.

@@ -206,4 +206,16 @@ type Forgotten struct {
 	// of their sessions, current and past: their transcripts go.
 	Conversations []message.Key
 	Sessions      []string
+	// Notes counts the notes about the user deleted (Memories).
+	Notes int
+}
+
+// Note is one note a persona keeps about a user (Memories): a few words
+// the model chose to remember.
+type Note struct {
+	// ID names the note among the user's notes with the bot: short, for
+	// the model to name the note it drops and for a button's data.
+	ID      string
+	Text    string
+	Created time.Time
 }

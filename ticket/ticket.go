@@ -20,6 +20,13 @@
 // (Process.AllowQuestion): then the process may ask one question in the
 // request's turn one (Registry.ClaimQuestion); a second, or one in turn
 // two, is refused.
+//
+// The memory tools spend nothing either, but they write: the notes of
+// one user with one bot. Whose notes they are is never the model's to
+// say (a user's words reach it, and can ask for anything): a request
+// gives its process the scope (Process.AllowMemory), the bot and the user
+// it answers, and the tool server reads and writes only those notes
+// (Registry.Memory).
 package ticket
 
 import (
@@ -42,7 +49,17 @@ var (
 	ErrWrongFile      = errors.New("ticket: the bot asked for another file name")
 	ErrNoQuestions    = errors.New("ticket: this request may not ask the user a question")
 	ErrAskedAlready   = errors.New("ticket: the request asked its one question already")
+	ErrNoMemory       = errors.New("ticket: this request keeps no notes")
 )
+
+// Memory is whose notes a request's memory tools read and write, and
+// their bounds: the request's bot and user, as the bot knows them.
+type Memory struct {
+	Bot  string
+	User int64
+	// MaxNotes and MaxNoteChars are the brain's bounds.
+	MaxNotes, MaxNoteChars int
+}
 
 // Ticket is the one tool call a request's turn two may make.
 type Ticket struct {
@@ -85,6 +102,8 @@ type standing struct {
 	used   bool
 	// question: the request may ask the user one question; asked: it did.
 	question, asked bool
+	// memory is whose notes the request keeps (nil: none).
+	memory *Memory
 	// reached is closed at the process's first request (Known).
 	reached     chan struct{}
 	seenRequest bool
@@ -129,7 +148,7 @@ func (p *Process) Serve(log *zap.Logger) {
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()
 	if s, ok := p.r.procs[p.token]; ok {
-		s.log, s.ticket, s.used, s.question, s.asked = log, nil, false, false, false
+		s.log, s.ticket, s.used, s.question, s.asked, s.memory = log, nil, false, false, false, nil
 	}
 }
 
@@ -140,6 +159,16 @@ func (p *Process) AllowQuestion() {
 	defer p.r.mu.Unlock()
 	if s, ok := p.r.procs[p.token]; ok {
 		s.question = true
+	}
+}
+
+// AllowMemory lets the request the process serves now read and write
+// m's notes through the memory tools (until the next Serve).
+func (p *Process) AllowMemory(m Memory) {
+	p.r.mu.Lock()
+	defer p.r.mu.Unlock()
+	if s, ok := p.r.procs[p.token]; ok {
+		s.memory = &m
 	}
 }
 
@@ -217,4 +246,19 @@ func (r *Registry) ClaimQuestion(token string) (log *zap.Logger, err error) {
 	}
 	s.asked = true
 	return s.log, nil
+}
+
+// Memory returns whose notes the process with token may read and write
+// now. log is as Claim's.
+func (r *Registry) Memory(token string) (m Memory, log *zap.Logger, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.procs[token]
+	switch {
+	case !ok:
+		return Memory{}, nil, ErrUnknownProcess
+	case s.memory == nil:
+		return Memory{}, s.log, ErrNoMemory
+	}
+	return *s.memory, s.log, nil
 }

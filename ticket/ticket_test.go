@@ -194,3 +194,38 @@ func TestQuestions(t *testing.T) {
 		t.Errorf("the ticket of turn two after a question's leave: %v", err)
 	}
 }
+
+func TestMemoryIsTheRequestsUsers(t *testing.T) {
+	r := NewRegistry()
+	a, b := r.Connect(), r.Connect()
+	defer a.Close()
+	defer b.Close()
+	log := zap.NewNop()
+	a.Serve(log)
+	b.Serve(log)
+	if _, _, err := r.Memory(a.Token()); !errors.Is(err, ErrNoMemory) {
+		t.Errorf("before AllowMemory: %v, want ErrNoMemory", err)
+	}
+	ann := Memory{Bot: "alice", User: 7, MaxNotes: 30, MaxNoteChars: 200}
+	a.AllowMemory(ann)
+	b.AllowMemory(Memory{Bot: "alice", User: 8})
+	if m, _, err := r.Memory(a.Token()); err != nil || m != ann {
+		t.Errorf("Memory = %+v, %v, want %+v", m, err, ann)
+	}
+	if m, _, err := r.Memory(b.Token()); err != nil || m.User != 8 {
+		t.Errorf("the other process's Memory = %+v, %v", m, err)
+	}
+	// Turn two is still the request's user's.
+	a.Open(speechTicket())
+	if m, _, err := r.Memory(a.Token()); err != nil || m != ann {
+		t.Errorf("Memory in turn two = %+v, %v", m, err)
+	}
+	// The next request, maybe another user's, must not inherit it.
+	a.Serve(log)
+	if _, _, err := r.Memory(a.Token()); !errors.Is(err, ErrNoMemory) {
+		t.Errorf("next request: %v, want ErrNoMemory", err)
+	}
+	if _, _, err := r.Memory("forged"); !errors.Is(err, ErrUnknownProcess) {
+		t.Errorf("unknown token: %v", err)
+	}
+}

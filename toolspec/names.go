@@ -8,7 +8,7 @@ const toolPrefix = "mcp__"
 // OurServer reports whether server is the name of one of brainbot's own
 // MCP servers, which no brain's server may take.
 func OurServer(server string) bool {
-	return server == SpeechServer || server == ImageServer || server == QuestionServer
+	return server == SpeechServer || server == ImageServer || server == QuestionServer || server == MemoryServer
 }
 
 // SplitToolName splits a name as Claude Code writes it, mcp__<server> (a

@@ -60,6 +60,7 @@ const (
 	objectBucket = "brainbot_transcripts"
 	panelBucket  = "brainbot_panels"
 	buttonBucket = "brainbot_buttons"
+	notesBucket  = "brainbot_notes"
 	// panelTTL frees a chat whose panel run's instance died.
 	panelTTL      = 15 * time.Minute
 	subjectPrefix = "brainbot.in"
@@ -251,6 +252,7 @@ func assemble(cn *conn, b buckets) *Cluster {
 			records:    &records{conn: cn, kv: b.state, updates: u},
 			tally:      &tally{conn: cn, daily: b.daily},
 			buttonSets: &buttonSets{conn: cn, kv: b.buttons},
+			memories:   &memories{conn: cn, kv: b.notes},
 			panelRuns:  &panelRuns{conn: cn, kv: b.panels, members: members, ownRuns: map[string]bool{}},
 		},
 		objects: b.objects,

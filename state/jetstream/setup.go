@@ -16,9 +16,9 @@ import (
 // buckets are the handles of what brainbot keeps in JetStream, as ensure
 // made sure they exist.
 type buckets struct {
-	stream                                                             jsapi.Stream
-	leases, members, answered, progress, state, daily, panels, buttons jsapi.KeyValue
-	objects                                                            jsapi.ObjectStore
+	stream                                                                    jsapi.Stream
+	leases, members, answered, progress, state, daily, panels, buttons, notes jsapi.KeyValue
+	objects                                                                   jsapi.ObjectStore
 }
 
 // ensure creates or updates the streams, consumers, buckets and object
@@ -95,6 +95,8 @@ func (c *conn) ensure(ctx context.Context) (buckets, error) {
 	kv(&b.daily, dailyBucket, "brainbot: daily message counters and spending", 48*time.Hour)
 	kv(&b.panels, panelBucket, "brainbot: panel runs and the chats they run in", panelTTL)
 	kv(&b.buttons, buttonBucket, "brainbot: what the buttons under the bots' messages mean", state.MaxButtonsAge)
+	// Kept until the user drops them or is forgotten: no age.
+	kv(&b.notes, notesBucket, "brainbot: the notes personas keep about users", 0)
 	if err == nil {
 		err = step("object store "+objectBucket, func(ctx context.Context) error {
 			cfg := jsapi.ObjectStoreConfig{

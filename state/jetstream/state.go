@@ -17,7 +17,7 @@ import (
 // State is what the bots keep between messages, shared by every instance
 // in JetStream KV: a facade over records (sessions, voice toggles, the
 // brains of the Telegram bots), tally (daily counters, spending, usage),
-// buttonSets and panelRuns. Values are changed by revision (optimistic
+// buttonSets, panelRuns and memories (the notes kept about users). Values are changed by revision (optimistic
 // concurrency), so two instances never lose a count.
 //
 // The journal is not here: in a cluster the stream keeps the updates
@@ -27,6 +27,7 @@ type State struct {
 	*tally
 	*buttonSets
 	*panelRuns
+	*memories
 }
 
 // records keeps, in brainbot_state, each conversation's session, each

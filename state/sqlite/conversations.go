@@ -69,6 +69,9 @@ func (c *UserData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 		if forgot.Conversations, forgot.Sessions, err = userSessions(ctx, tx, bot, user); err != nil {
 			return err
 		}
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM notes WHERE `+ofBot+` AND user_id = ?1`, user, bot).Scan(&forgot.Notes); err != nil {
+			return err
+		}
 		for _, stmt := range []string{
 			`DELETE FROM sessions WHERE ` + ofBot + ` AND ` + withUser,
 			`DELETE FROM session_history WHERE ` + ofBot + ` AND ` + withUser,
@@ -77,6 +80,7 @@ func (c *UserData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 			`DELETE FROM journal WHERE ` + ofBot + ` AND ` + withUser,
 			`DELETE FROM voice WHERE ` + ofBot + ` AND user_id = ?1`,
 			`DELETE FROM daily WHERE ` + ofBot + ` AND user_id = ?1`,
+			`DELETE FROM notes WHERE ` + ofBot + ` AND user_id = ?1`,
 			`UPDATE usage SET user_id = 0, chat_id = CASE WHEN chat_id = ?1 THEN 0 ELSE chat_id END
 				WHERE ` + ofBot + ` AND user_id = ?1`,
 		} {

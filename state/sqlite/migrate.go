@@ -171,6 +171,18 @@ var migrations = []migration{
 	// with the user's words) stayed in the database's free space. Open
 	// rewrites such a database once before this step (eraseOldDeletes).
 	{6, `-- nothing: see eraseOldDeletes`},
+	// 7: the notes a persona keeps about each user, per bot (issue 49): a
+	// brain's memory. The id is never reused, so a note the model names
+	// from an older listing is never another one; a user's notes are
+	// read, counted and deleted together.
+	{7, `CREATE TABLE notes (
+		id      INTEGER PRIMARY KEY AUTOINCREMENT,
+		bot     TEXT    NOT NULL,
+		user_id INTEGER NOT NULL,
+		text    TEXT    NOT NULL,
+		created INTEGER NOT NULL
+	);
+	CREATE INDEX notes_by_user ON notes (bot, user_id, id);`},
 }
 
 // secureDeleteSince is the first schema version whose databases were

@@ -29,6 +29,7 @@ var releaseChecks = map[int]func(*testing.T, *Store){
 	3: checkRelease3Rows,
 	4: checkRelease4Rows,
 	5: checkRelease5Rows,
+	6: checkRelease6Rows,
 }
 
 // TestUpgradeFromEveryRelease makes a database as each earlier release left
@@ -167,6 +168,15 @@ func checkRelease5Rows(t *testing.T, s *Store) {
 	b, ok, err := s.LookupButtons(ctx, "q-5d1e")
 	if err != nil || !ok || b.User != 7 || b.Conversation != (message.Key{Bot: "alpha", Chat: 7}) || len(b.Options) != 2 || b.Text != "Which one?" {
 		t.Errorf("buttons = %+v, %v, %v", b, ok, err)
+	}
+}
+
+// checkRelease6Rows reads release 6's rows, release 5's; no notes were
+// kept before release 7.
+func checkRelease6Rows(t *testing.T, s *Store) {
+	checkRelease5Rows(t, s)
+	if notes, err := s.Notes(context.Background(), "alpha", 7); err != nil || len(notes) != 0 {
+		t.Errorf("notes after the upgrade = %+v, %v", notes, err)
 	}
 }
 

@@ -55,6 +55,7 @@ func Run(t *testing.T, h Harness) {
 		{"Maintenance", maintenanceTests},
 		{"AtOnce", raceTests},
 		{"Conversations", forgetTests},
+		{"Memories", memoryTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
