@@ -220,6 +220,9 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	if req.Questions {
 		allowed = append(allowed, toolspec.QuestionTool)
 	}
+	if req.Memory {
+		allowed = append(allowed, toolspec.RememberTool, toolspec.ForgetNoteTool)
+	}
 	allowed = append(allowed, req.AllowedTools...)
 	args = append(args, "--allowedTools", strings.Join(allowed, ","))
 	if req.JSONSchema != "" {
@@ -322,6 +325,9 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	cli.tools.Serve(log)
 	if req.Questions {
 		cli.tools.AllowQuestion()
+	}
+	if req.Memory && req.Notes.User != 0 {
+		cli.tools.AllowMemory(req.Notes)
 	}
 	cli.costBase = cli.lastCost
 	cli.interrupted.Store(false)

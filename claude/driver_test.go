@@ -969,3 +969,33 @@ func TestCLIEnvComesFromConfigEnviron(t *testing.T) {
 		t.Errorf("ANTHROPIC_BASE_URL = %q, taken from the process, not Config.Environ", v)
 	}
 }
+
+// A brain's memory puts brainbot's memory server in the process's MCP
+// config and its two tools in the allow-list: fixed at the spawn, as the
+// question tool is. Whose notes they keep is not in either: it comes
+// with each request (Request.Notes), through the process's ticket.
+func TestMemoryToolsOffered(t *testing.T) {
+	e := newFakeEnv(t)
+	req := Request{Mode: Text, SessionID: "s", Memory: true, Notes: ticket.Memory{Bot: "friend", User: 7, MaxNotes: 3, MaxNoteChars: 50}}
+	path, err := e.d.writeMCPConfig("tok123", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	os.Remove(path)
+	server := `"` + toolspec.MemoryServer + `":{"type":"http","url":"` + e.tools.URL + `/` + toolspec.MemoryServer + `","headers":{"Authorization":"Bearer tok123"}}`
+	if !strings.Contains(string(data), server) || strings.Contains(string(data), "friend") {
+		t.Errorf("MCP config %s: want %s, and no scope", data, server)
+	}
+	got := e.d.args(req, path)
+	if i := slices.Index(got, "--allowedTools"); i < 0 || !strings.HasSuffix(got[i+1], ","+toolspec.RememberTool+","+toolspec.ForgetNoteTool) {
+		t.Errorf("allowed tools: args %q", got)
+	}
+	req.Memory = false
+	if data := e.d.args(req, path); slices.ContainsFunc(data, func(a string) bool { return strings.Contains(a, toolspec.MemoryServer) }) {
+		t.Errorf("without memory: args %q", data)
+	}
+	if e.d.fingerprint(req) == e.d.fingerprint(Request{Mode: Text, SessionID: "s", Memory: true}) {
+		t.Error("a brain with memory and one without share a fingerprint: a spare of one would serve the other")
+	}
+}

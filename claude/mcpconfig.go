@@ -33,7 +33,8 @@ type mcpEntry struct {
 }
 
 // writeMCPConfig writes the --mcp-config of one CLI process: our servers
-// (the question tool's only when the request allows questions) with the
+// (the question tool's only when the request allows questions, the
+// memory tools' when it offers them) with the
 // process's bearer token, and the request's own servers
 // with its tool timeout, each stdio one started through the launcher. The
 // token and the servers' secrets make the file private (mode 0600,
@@ -53,6 +54,9 @@ func (d *Driver) writeMCPConfig(token string, req Request) (path string, err err
 	ours := []string{toolspec.SpeechServer, toolspec.ImageServer}
 	if req.Questions {
 		ours = append(ours, toolspec.QuestionServer)
+	}
+	if req.Memory {
+		ours = append(ours, toolspec.MemoryServer)
 	}
 	for _, name := range ours {
 		servers[name] = mcpEntry{MCPServer: MCPServer{Type: "http", URL: d.cfg.ToolsURL + toolspec.ServerPath(name),

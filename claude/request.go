@@ -15,6 +15,7 @@ import (
 
 	"brainbot/claude/streamjson"
 	"brainbot/sysprompt"
+	"brainbot/ticket"
 	"brainbot/toolspec"
 )
 
@@ -123,6 +124,15 @@ type Request struct {
 	// Mode: the question goes out as text, under its buttons (the call is
 	// in Result.ToolCalls).
 	Questions bool
+
+	// Memory offers the model the memory tools (toolspec.RememberTool,
+	// ForgetNoteTool), in the MCP config fixed at the spawn: a brain's
+	// choice. Notes is whose notes they keep in this request, the
+	// request's bot and user (the tool server answers every call with
+	// toolspec.MemoryNotHere when its User is 0). The notes themselves
+	// reach the model in Context.
+	Memory bool
+	Notes  ticket.Memory
 
 	// JSONSchema, when set, is a JSON Schema the turn's answer must
 	// follow (--json-schema): the CLI offers the model a StructuredOutput

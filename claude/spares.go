@@ -1018,6 +1018,7 @@ func shapeOf(req Request) Request {
 		ToolTimeout:  req.ToolTimeout,
 		MaxTurns:     req.MaxTurns,
 		Questions:    req.Questions,
+		Memory:       req.Memory,
 		JSONSchema:   req.JSONSchema,
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -31,12 +32,20 @@ const NotAskedFor = "this tool is only used when the bot asks for it"
 // name, the model supplying only the text to speak or the image prompt.
 // Any other call gets NotAskedFor, is logged at warn to the request the
 // process works for, and never reaches OpenAI. A question is accepted
-// once per request that allows it (see question.go).
+// once per request that allows it (see question.go). The memory tools
+// ("brainbot-memory") read and write only the notes of the request's
+// user with its bot, as the request gave them (see memory.go).
 type HTTPServer struct {
 	// URL is the base URL, http://127.0.0.1:<port>.
-	URL string
-	srv *http.Server
+	URL  string
+	srv  *http.Server
+	gate *gate
 }
+
+// UseNotes makes n keep the memory tools' notes: the process's backend,
+// opened after the server (a cluster's backend needs the driver, which
+// needs the server's URL). Until then the memory tools refuse every call.
+func (s *HTTPServer) UseNotes(n Notebook) { s.gate.notes.Store(&n) }
 
 // readHeaderTimeout bounds a request's headers. A tool call's answer may
 // take minutes (long speech), so there is no write timeout: the CLI's
@@ -56,14 +65,15 @@ func ListenHTTP(cfg Config, tickets *ticket.Registry, addr string) (*HTTPServer,
 		ln.Close()
 		return nil, fmt.Errorf("mcp: %w", err)
 	}
-	g := &gate{tickets: tickets, log: cfg.Log, tts: newTTS(cfg), img: newImageGen(cfg)}
+	g := &gate{tickets: tickets, log: cfg.Log, tts: newTTS(cfg), img: newImageGen(cfg), now: cfg.Now}
 	mux := http.NewServeMux()
-	for name, tool := range map[string]server.ServerTool{
-		toolspec.SpeechServer:   {Tool: speechToolSchema(), Handler: g.speech},
-		toolspec.ImageServer:    {Tool: imageToolSchema(), Handler: g.image},
-		toolspec.QuestionServer: {Tool: questionToolSchema(), Handler: g.question},
+	for name, tools := range map[string][]server.ServerTool{
+		toolspec.SpeechServer:   {{Tool: speechToolSchema(), Handler: g.speech}},
+		toolspec.ImageServer:    {{Tool: imageToolSchema(), Handler: g.image}},
+		toolspec.QuestionServer: {{Tool: questionToolSchema(), Handler: g.question}},
+		toolspec.MemoryServer:   memoryTools(g),
 	} {
-		h := server.NewStreamableHTTPServer(newServer(name, tool),
+		h := server.NewStreamableHTTPServer(newServer(name, tools...),
 			// Each POST stands alone: the token, not an MCP session,
 			// says who calls.
 			server.WithStateLess(true),
@@ -73,8 +83,9 @@ func ListenHTTP(cfg Config, tickets *ticket.Registry, addr string) (*HTTPServer,
 		mux.Handle(toolspec.ServerPath(name), g.authenticate(h))
 	}
 	s := &HTTPServer{
-		URL: "http://" + ln.Addr().String(),
-		srv: &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: errLog},
+		URL:  "http://" + ln.Addr().String(),
+		gate: g,
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ErrorLog: errLog},
 	}
 	go func() {
 		if err := s.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
@@ -100,6 +111,10 @@ type gate struct {
 	log     *zap.Logger
 	tts     *tts
 	img     *imageGen
+	// notes keeps the memory tools' notes (UseNotes); nil: their calls
+	// are refused.
+	notes atomic.Pointer[Notebook]
+	now   func() time.Time
 }
 
 type tokenKey struct{}

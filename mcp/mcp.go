@@ -78,9 +78,9 @@ func (c Config) withDefaults() Config {
 // Version is reported to MCP clients.
 const Version = "1.0.0"
 
-func newServer(name string, tool server.ServerTool) *server.MCPServer {
+func newServer(name string, tools ...server.ServerTool) *server.MCPServer {
 	s := server.NewMCPServer(name, Version, server.WithToolCapabilities(false), server.WithRecovery())
-	s.AddTools(tool)
+	s.AddTools(tools...)
 	return s
 }
 

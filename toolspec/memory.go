@@ -19,10 +19,11 @@ const (
 
 // The bounds of a brain's memory (memory.max_notes, memory.max_note_chars):
 // the defaults, and the most a brain may allow. Every note reaches the
-// model at the start of each new session, so the bounds bound that too.
+// model at the start of each new session, so the bounds bound that too;
+// /memory shows a button per note under one message.
 const (
 	DefaultMaxNotes     = 30
-	MaxMaxNotes         = 200
+	MaxMaxNotes         = 50
 	DefaultMaxNoteChars = 200
 	MaxMaxNoteChars     = 1000
 )

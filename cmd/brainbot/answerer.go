@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"brainbot/claude"
 	mcpserver "brainbot/mcp"
 	"brainbot/reaper"
+	"brainbot/state"
 	"brainbot/ticket"
 	"brainbot/toolspec"
 	"brainbot/transcribe"
@@ -31,6 +34,9 @@ type answerer struct {
 	speaker     bot.Speaker
 	bare        bool
 	toolsURL    string
+	// tools serves the MCP tools; its memory tools keep their notes in
+	// the backend once it is open (UseNotes).
+	tools *mcpserver.HTTPServer
 	// close stops it all, the driver first.
 	close func()
 	// speakEarly speaks a voice answer or a panel member's turn while
@@ -63,7 +69,7 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger, waiting func() int) (*
 	if err != nil {
 		return nil, err
 	}
-	e.toolsURL = tools.URL
+	e.toolsURL, e.tools = tools.URL, tools
 	closers = append(closers, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), toolsStopGrace)
 		defer cancel()
@@ -137,4 +143,21 @@ func speakEarly(cfg Config, s *mcpserver.Speaker) func(context.Context, toolspec
 	return func(ctx context.Context, settings toolspec.SpeechSettings) claude.Utterance {
 		return s.Begin(ctx, settings)
 	}
+}
+
+// notebook keeps the memory tools' notes in the backend.
+type notebook struct{ state.Memories }
+
+// Remember keeps a note, saying a full notebook in the tool side's words.
+func (n notebook) Remember(ctx context.Context, bot string, user int64, text string, limit int, now time.Time) (string, error) {
+	note, err := n.AddNote(ctx, bot, user, text, limit, now)
+	if errors.Is(err, state.ErrNotesFull) {
+		return "", fmt.Errorf("%w: %w", mcpserver.ErrNotesFull, err)
+	}
+	return note.ID, err
+}
+
+// Forget drops a note.
+func (n notebook) Forget(ctx context.Context, bot string, user int64, id string) (bool, error) {
+	return n.DropNote(ctx, bot, user, id)
 }

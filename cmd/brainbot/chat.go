@@ -114,6 +114,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		return err
 	}
 	defer ans.close()
+	ans.tools.UseNotes(notebook{db})
 
 	screen := terminal.New(m.Stdout, b.Name)
 	stopping := make(chan struct{})

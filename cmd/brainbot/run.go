@@ -92,6 +92,7 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 		defer shared.Close()
 		backend = shared.Backend(driver.SessionFile)
 	}
+	ans.tools.UseNotes(notebook{backend})
 	reg.TrackWarm(driver.Warm)
 	reg.TrackSpares(func() metrics.SpareCounts {
 		s := driver.SpareStats()
