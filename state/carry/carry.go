@@ -2,8 +2,9 @@
 // keeps into another: from a cluster back into one instance's SQLite
 // file, or from that file into a cluster. A conversation is carried with
 // its current session (when it began and was last used), its transcript
-// (so the CLI resumes it with its whole history) and its user's /voice
-// choice. brainbot carry runs it while the instances are stopped.
+// (so the CLI resumes it with its whole history), its user's /voice
+// choice and the notes the persona keeps about its user. brainbot carry
+// runs it while the instances are stopped.
 package carry
 
 import (
@@ -13,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"brainbot/state"
@@ -24,12 +26,14 @@ type From interface {
 	state.Conversations
 	state.Transcripts
 	state.Voices
+	state.Memories
 }
 
 // To is the backend they are carried into.
 type To interface {
 	state.Sessions
 	state.Voices
+	state.Memories
 }
 
 // Config says what to carry where.
@@ -110,6 +114,9 @@ func (cfg Config) carry(ctx context.Context, c state.Conversation, into state.Tr
 	if err := cfg.voice(ctx, k.Bot, k.User()); err != nil {
 		return Failed, err
 	}
+	if err := cfg.notes(ctx, k.Bot, k.User()); err != nil {
+		return Failed, err
+	}
 	// The session is kept even without its transcript: the CLI then
 	// finds no such session and the user's next message starts a new one
 	// with the brain's messages.expired, not silently. UseSession keeps
@@ -170,6 +177,37 @@ func (cfg Config) voice(ctx context.Context, bot string, user int64) error {
 	}
 	if err := cfg.To.SetVoice(ctx, bot, user, on); err != nil {
 		return fmt.Errorf("keep the /voice choice: %w", err)
+	}
+	return nil
+}
+
+// notes carries the notes kept about user with bot that To lacks (by
+// their text: carrying again doubles none), in order. Like /voice
+// choices, the contract lists the notes of a user it is asked about:
+// those of users without a conversation stay.
+func (cfg Config) notes(ctx context.Context, bot string, user int64) error {
+	if user == 0 {
+		return nil // a group's conversation
+	}
+	from, err := cfg.From.Notes(ctx, bot, user)
+	if err != nil {
+		return fmt.Errorf("read the notes: %w", err)
+	}
+	if len(from) == 0 {
+		return nil
+	}
+	there, err := cfg.To.Notes(ctx, bot, user)
+	if err != nil {
+		return fmt.Errorf("read the notes kept there: %w", err)
+	}
+	for _, n := range from {
+		if slices.ContainsFunc(there, func(t state.Note) bool { return t.Text == n.Text }) {
+			continue
+		}
+		// Unbounded: the brain's bound held where they were kept.
+		if _, err := cfg.To.AddNote(ctx, bot, user, n.Text, 0, n.Created); err != nil {
+			return fmt.Errorf("keep the notes: %w", err)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,6 +113,7 @@ func TestCarryFromAClusterIntoSQLite(t *testing.T) {
 	if err := answered.SetVoice(ctx, "narrator", 7, true); err != nil {
 		t.Fatal(err)
 	}
+	keepNotes(t, answered, "Has a cat named Miso", "Learns Portuguese")
 	if err := answered.UseSession(ctx, bob, "s-bob", used); err != nil { // no transcript stored
 		t.Fatal(err)
 	}
@@ -137,6 +139,7 @@ func TestCarryFromAClusterIntoSQLite(t *testing.T) {
 	if on, set, err := db.Voice(ctx, "narrator", 7); err != nil || !set || !on {
 		t.Errorf("alice's /voice choice: on %v, set %v, %v", on, set, err)
 	}
+	wantNotes(t, db, "Has a cat named Miso", "Learns Portuguese")
 
 	again := outcomes(t, cfg)
 	if again[alice].Outcome != carry.Already || again[bob].Outcome != carry.Failed {
@@ -163,6 +166,7 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 	if err := db.SetVoice(ctx, "narrator", 7, false); err != nil {
 		t.Fatal(err)
 	}
+	keepNotes(t, db, "Has a cat named Miso")
 	cluster := connect(t, url, "carry")
 	cfg := carry.Config{From: db, To: cluster.Backend(here.path),
 		ToTranscripts: func(p func(string, string) string) state.Transcripts { return cluster.Transcripts(p) },
@@ -181,6 +185,7 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 	if on, set, err := other.Voice(ctx, "narrator", 7); err != nil || !set || on {
 		t.Errorf("alice's /voice choice: on %v, set %v, %v", on, set, err)
 	}
+	wantNotes(t, other, "Has a cat named Miso")
 	if got := outcomes(t, cfg); got[alice].Outcome != carry.Already {
 		t.Fatalf("second carry: %+v", got)
 	}
@@ -191,13 +196,42 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 	if err := db.UseSession(ctx, alice, "s-alice", later); err != nil {
 		t.Fatal(err)
 	}
+	keepNotes(t, db, "Learns Portuguese")
 	if got := outcomes(t, cfg); got[alice].Outcome != carry.Carried || got[alice].Err != nil {
 		t.Fatalf("carry after another turn: %+v", got)
 	}
+	// The new note follows; the one carried before is not doubled.
+	wantNotes(t, other, "Has a cat named Miso", "Learns Portuguese")
 	if err := other.Restore(ctx, "narrator", "s-alice", func() {}); err != nil {
 		t.Fatal(err)
 	}
 	if text := elsewhere.read(t, "narrator", "s-alice"); text != "turn 1\nturn 2\n" {
 		t.Errorf("transcript restored elsewhere after the second carry: %q", text)
+	}
+}
+
+// keepNotes keeps texts as alice's notes with the narrator (user 7).
+func keepNotes(t *testing.T, m state.Memories, texts ...string) {
+	t.Helper()
+	for _, text := range texts {
+		if _, err := m.AddNote(context.Background(), "narrator", 7, text, 0, used); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// wantNotes checks alice's notes with the narrator, in order.
+func wantNotes(t *testing.T, m state.Memories, want ...string) {
+	t.Helper()
+	notes, err := m.Notes(context.Background(), "narrator", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range notes {
+		got = append(got, n.Text)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("alice's notes = %q, want %q", got, want)
 	}
 }
