@@ -50,6 +50,7 @@ type Brain struct {
 	STT        STT                  `yaml:"stt"`
 	Image      Image                `yaml:"image"`
 	Buttons    Buttons              `yaml:"buttons"`
+	Memory     Memory               `yaml:"memory"`
 	Messages   Messages             `yaml:"messages"`
 
 	// lines locates the fields the file sets, for problems found after
@@ -271,6 +272,24 @@ type Buttons struct {
 	// MaxAge is how long a button works; a tap on an older one is told it
 	// expired (default 48h, at most 720h).
 	MaxAge Duration `yaml:"max_age"`
+}
+
+// Memory lets the persona keep short notes about each user, which every
+// new conversation with them starts with (off by default): the model
+// writes them through brainbot's memory tools, users read and drop them
+// with /memory, and /forget deletes them.
+type Memory struct {
+	Enabled bool `yaml:"enabled"`
+	// MaxNotes bounds the notes kept per user (default 30, at most 50);
+	// MaxNoteChars each note's length in characters (default 200, at
+	// most 1000). The tool refuses a note past either, telling the model
+	// why.
+	MaxNotes     int `yaml:"max_notes"`
+	MaxNoteChars int `yaml:"max_note_chars"`
+	// Groups keeps and uses notes in groups too: a sender's notes come
+	// with each of their messages there, where the whole group may read
+	// what the answer makes of them (default false: private chats only).
+	Groups bool `yaml:"groups"`
 }
 
 // Messages are what users are told in the bot's own words. Parse fills in

@@ -73,7 +73,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, rich, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, rich, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, memory, messages"}},
 		// A misspelt field: the field it is closest to.
 		{name: "misspelt field", yaml: "name: Narrator\ntelegram:\n  token_env: NARRATOR_TOKEN\nsytem_prompt: You tell stories.\n", want: []string{
 			"t.yaml:1: system_prompt: is required (who the bot is and how it answers)",
@@ -164,6 +164,11 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:6: buttons.max_age: must be between 1m and 720h, got 30s"}},
 		{name: "buttons kept too long", yaml: minimal + "buttons:\n  max_age: 721h\n", want: []string{
 			"t.yaml:6: buttons.max_age: must be between 1m and 720h, got 721h0m0s"}},
+		{name: "memory with too few turns", yaml: minimal + "claude:\n  max_turns: 1\nmemory:\n  enabled: true\n", want: []string{
+			"t.yaml:6: claude.max_turns: must be at least 2 when memory is on (the model keeps a note with a tool call, then answers), got 1"}},
+		{name: "memory bounds out of range", yaml: minimal + "memory:\n  enabled: true\n  max_notes: 0\n  max_note_chars: 1001\n", want: []string{
+			"t.yaml:7: memory.max_notes: must be between 1 and 50 (the notes kept per user; default 30), got 0",
+			"t.yaml:8: memory.max_note_chars: must be between 1 and 1000 (the characters of one note; default 200), got 1001"}},
 		{name: "max turns zero", yaml: minimal + "claude:\n  max_turns: 0\n", want: []string{
 			"t.yaml:6: claude.max_turns: must be between 1 and 100, got 0"}},
 		{name: "max turns too few for voice", yaml: minimal + "claude:\n  max_turns: 1\ntts:\n  enabled: true\n", want: []string{
@@ -317,6 +322,7 @@ func TestParseDefaults(t *testing.T) {
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
 		Buttons: Buttons{Questions: true, MaxAge: Duration(48 * time.Hour)},
+		Memory:  Memory{MaxNotes: 30, MaxNoteChars: 200},
 		Messages: Messages{
 			Error:       "Sorry, something went wrong. Please try again.",
 			Busy:        "I'm still working on your earlier messages. Please wait a moment and send this one again.",
@@ -386,6 +392,11 @@ buttons:
   questions: false
   read_aloud: false
   max_age: 90m
+memory:
+  enabled: true
+  max_notes: 5
+  max_note_chars: 80
+  groups: true
 messages:
   error: Oops.
   busy: Busy.
@@ -423,6 +434,7 @@ messages:
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
 		Buttons: Buttons{MaxAge: Duration(90 * time.Minute)},
+		Memory:  Memory{Enabled: true, MaxNotes: 5, MaxNoteChars: 80, Groups: true},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.", SpendingCap: "Budget spent; back {reset}.",
 			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable,
 			Unsupported: "Can't open that.", TextOnly: "Write, please.", TooBig: "Over {max}!"},

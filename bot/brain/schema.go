@@ -118,6 +118,12 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("buttons.max_age") {
 		b.Buttons.MaxAge = Duration(defaultButtonsAge)
 	}
+	if !isSet("memory.max_notes") {
+		b.Memory.MaxNotes = toolspec.DefaultMaxNotes
+	}
+	if !isSet("memory.max_note_chars") {
+		b.Memory.MaxNoteChars = toolspec.DefaultMaxNoteChars
+	}
 	if !isSet("stt.enabled") {
 		b.STT.Enabled = true
 	}
@@ -150,6 +156,19 @@ func applyDefaults(b *Brain, present fieldLines) {
 	orDefault(&m.Unsupported, defaultMessages.Unsupported)
 	orDefault(&m.TextOnly, defaultMessages.TextOnly)
 	orDefault(&m.TooBig, defaultMessages.TooBig)
+}
+
+// validateMemory checks the bounds of the notes kept per user: every
+// note reaches the model at the start of each new conversation.
+func (d *decoder) validateMemory(m Memory) {
+	if n := m.MaxNotes; n < 1 || n > toolspec.MaxMaxNotes {
+		d.reject("memory.max_notes", "must be between 1 and %d (the notes kept per user; default %d), got %d",
+			toolspec.MaxMaxNotes, toolspec.DefaultMaxNotes, n)
+	}
+	if n := m.MaxNoteChars; n < 1 || n > toolspec.MaxMaxNoteChars {
+		d.reject("memory.max_note_chars", "must be between 1 and %d (the characters of one note; default %d), got %d",
+			toolspec.MaxMaxNoteChars, toolspec.DefaultMaxNoteChars, n)
+	}
 }
 
 func orDefault(s *string, def string) {
@@ -197,7 +216,10 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.max_turns", "must be at least %d when voice or picture replies are on (the tool call and the answer to its result), got %d", toolMinTurns, n)
 	case n < toolMinTurns && len(b.Tools.Allow) > 0:
 		d.reject("claude.max_turns", "must be at least %d when tools.allow lets the model call tools (a call and the answer to its result), got %d", toolMinTurns, n)
+	case n < toolMinTurns && b.Memory.Enabled:
+		d.reject("claude.max_turns", "must be at least %d when memory is on (the model keeps a note with a tool call, then answers), got %d", toolMinTurns, n)
 	}
+	d.validateMemory(b.Memory)
 	d.validateTools(b)
 	if a := b.Buttons.MaxAge.D(); a < minButtonsAge || a > maxButtonsAge {
 		d.reject("buttons.max_age", "must be between 1m and 720h, got %v", a)

@@ -145,11 +145,15 @@ func (r *request) keepStopped(res *claude.Result, streamed bool) {
 // callbackData is the data of the button at place among buttons id.
 func callbackData(id string, place int) string { return id + "." + strconv.Itoa(place) }
 
+// maxButtons is the most buttons one message carries: a question's
+// options, or /memory's notes and its "drop all".
+const maxButtons = max(toolspec.MaxOptions, toolspec.MaxMaxNotes+1)
+
 // parseCallbackData reads callbackData; false for data we never made.
 func parseCallbackData(data string) (id string, place int, ok bool) {
 	id, p, found := strings.Cut(data, ".")
 	n, err := strconv.Atoi(p)
-	if !found || err != nil || id == "" || n < 0 || n >= toolspec.MaxOptions || p != strconv.Itoa(n) {
+	if !found || err != nil || id == "" || n < 0 || n >= maxButtons || p != strconv.Itoa(n) {
 		return "", 0, false
 	}
 	return id, n, true

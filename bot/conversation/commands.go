@@ -23,6 +23,9 @@ func Commands(b *brain.Brain, onPanel bool) []message.Command {
 	if b.TTS.UserToggle {
 		cmds = append(cmds, message.Command{Name: "voice", Description: "Switch voice replies on or off"})
 	}
+	if b.Memory.Enabled {
+		cmds = append(cmds, message.Command{Name: "memory", Description: "What I remember about you"})
+	}
 	if onPanel {
 		cmds = append(cmds, message.Command{Name: "panel", Description: "Ask the panel a question (in groups)"})
 	}

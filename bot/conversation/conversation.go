@@ -177,6 +177,8 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 		p.startPanel(r)
 	case in.Command == "forget":
 		p.offerForget(r)
+	case in.Command == "memory" && b.Memory.Enabled:
+		p.showMemory(r)
 	case in.Command != "":
 		r.say("command", p.command(r))
 	default:
@@ -525,6 +527,10 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 	// Without a session the driver names one: a new conversation (or the
 	// first message after /reset) is served by a spare when one is ready.
 	creq.SessionID, creq.Resume = sess.ID, ok
+	withReply := creq.Context
+	if creq.Context, err = p.withNotes(r, withReply, !ok); err != nil {
+		return nil, false, err
+	}
 	// An earlier attempt may have sent the message to the session: the
 	// driver keeps one copy of it there.
 	creq.MessageID, creq.Retry = r.in.RequestID, r.in.Progress.Attempts() > 0
@@ -541,6 +547,10 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 		r.log.Warn("stored session is gone; starting a new one", zap.String("lost_session", creq.SessionID))
 		expired = true
 		creq.SessionID, creq.Resume = "", false
+		// The new session starts with the notes, as after /reset.
+		if creq.Context, err = p.withNotes(r, withReply, true); err != nil {
+			return nil, expired, err
+		}
 		res, err = p.claude.Run(r.ctx, creq)
 	}
 	// Keep the session the CLI reported (for a new conversation, the one
@@ -620,6 +630,7 @@ func (p *Pipeline) claudeRequest(r *request, mode claude.Mode) claude.Request {
 		ChatType: r.in.ChatType}, r.log)
 	req.Prompt, req.Mode, req.Attachments = prompt(r.in), mode, r.attach
 	req.Context = replyContext(r.in)
+	req.Notes = notesScope(r)
 	if r.in.Guest != nil {
 		req.Questions = false // a guest answer is one article: no buttons to tap under it
 	}
@@ -639,6 +650,7 @@ func (p *Pipeline) conversationRequest(b *brain.Brain, bot string, facts sysprom
 	req := p.baseRequest(b, bot, "", facts, log)
 	req.MaxTurns = b.Claude.MaxTurns
 	req.Questions = b.Buttons.Questions // the question tool is in the MCP config, fixed at the spawn
+	req.Memory = b.Memory.Enabled       // so are the memory tools; whose notes they keep is each request's
 	p.brainTools(b, bot, log, &req)
 	return req
 }

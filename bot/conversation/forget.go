@@ -38,6 +38,7 @@ const (
 		"• our conversation and its history\n" +
 		"• the voice notes and pictures I made for you\n" +
 		"• the buttons under my messages and your /voice choice\n" +
+		"• the notes I keep about you\n" +
 		"• messages I have not answered yet and today's message count\n\n" +
 		"What your messages cost stays in the usage records, without your id. Forget it all?"
 	ForgetInGroup     = "/forget works in a private chat with me: a group's conversation is everyone's."
@@ -127,7 +128,7 @@ func (p *Pipeline) Forget(ctx context.Context, bot string, user int64, by string
 	}
 	here := p.ForgetHere(ctx, f)
 	p.log.Info("user forgotten", zap.String("bot", bot), zap.Int64("user", user), zap.String("by", by),
-		zap.Int("conversations", len(f.Conversations)), zap.Int("sessions", len(f.Sessions)),
+		zap.Int("conversations", len(f.Conversations)), zap.Int("sessions", len(f.Sessions)), zap.Int("notes", f.Notes),
 		zap.Int("transcripts", here.Transcripts), zap.Int("files", here.Files), zap.Int("unanswered", here.Unanswered))
 	return f, nil
 }

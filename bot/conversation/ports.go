@@ -63,6 +63,7 @@ type State interface {
 	state.ButtonSets
 	state.Transcripts
 	state.Conversations
+	state.Memories
 }
 
 // Chats is the pipeline's way to Telegram, as a given bot (the

@@ -113,6 +113,8 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 		p.stopTap(ctx, t)
 	case b.Kind == ButtonsForget:
 		p.forgetTap(ctx, t, place)
+	case b.Kind == ButtonsMemory:
+		p.memoryTap(ctx, t, place)
 	}
 	return "", false
 }

@@ -172,5 +172,11 @@ func describe(b *brain.Brain) string {
 	if len(b.Tools.Allow) > 0 {
 		mode += ", tools"
 	}
+	if m := b.Memory; m.Enabled {
+		mode += fmt.Sprintf(", memory: %d notes of %d characters per user", m.MaxNotes, m.MaxNoteChars)
+		if m.Groups {
+			mode += ", in groups too"
+		}
+	}
 	return fmt.Sprintf("%q (%s)", b.Name, mode)
 }

@@ -184,6 +184,19 @@ func TestCheckOneFile(t *testing.T) {
 	if code != exitError || !strings.Contains(stderr, bad+":6: tts.speed:") {
 		t.Fatalf("check bad.yaml = %d, stderr:\n%s", code, stderr)
 	}
+	// A brain's memory is said with its bounds, and bounds out of range
+	// with what they may be.
+	code, stdout, _ = runMain(t, nil, "check", "../../brains/narrator.yaml")
+	if want := `"Narrator" (text, memory: 20 notes of 200 characters per user)`; code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("check narrator.yaml = %d: %s, want %s", code, stdout, want)
+	}
+	if err := os.WriteFile(bad, []byte("name: Bad\nsystem_prompt: x\ntelegram:\n  token_env: BAD_TOKEN\nmemory:\n  enabled: true\n  max_notes: 51\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runMain(t, nil, "check", bad)
+	if want := bad + ":7: memory.max_notes: must be between 1 and 50 (the notes kept per user; default 30), got 51"; code != exitError || !strings.Contains(stderr, want) {
+		t.Errorf("check of a memory past its bound = %d, stderr:\n%s", code, stderr)
+	}
 }
 
 func TestCheckPanels(t *testing.T) {
