@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestBackupWhileWriting backs up through a second connection, as
@@ -97,6 +98,10 @@ func TestBackupReplacesThePreviousOne(t *testing.T) {
 	if err := os.WriteFile(dest, []byte("an older backup"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The notes personas keep about users are in it too.
+	if _, err := s.AddNote(ctx, "b", 7, "Has a cat named Miso", 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	for i := range int64(2) {
 		journalMessage(t, s, i)
 		if err := s.Backup(ctx, dest); err != nil {
@@ -107,9 +112,13 @@ func TestBackupReplacesThePreviousOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		entries, err := pendingOf(ctx, copied, "b")
+		notes, nerr := copied.Notes(ctx, "b", 7)
 		copied.Close()
 		if err != nil || len(entries) != int(i)+1 {
 			t.Fatalf("backup %d holds %d entries (%v), want %d", i+1, len(entries), err, i+1)
+		}
+		if nerr != nil || len(notes) != 1 || notes[0].Text != "Has a cat named Miso" {
+			t.Errorf("backup %d holds notes %+v (%v)", i+1, notes, nerr)
 		}
 	}
 	if info, err := os.Stat(dest); err != nil || info.Mode().Perm() != 0o600 {
