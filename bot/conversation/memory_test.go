@@ -99,6 +99,14 @@ func TestNotesInGroups(t *testing.T) {
 		t.Errorf("a group's request: Memory %v, Notes %+v, context %q", req.Memory, req.Notes, req.Context)
 	}
 
+	// A guest answer goes out in someone else's chat: none either.
+	guest := k.private("hello")
+	guest.Key, guest.Guest = message.GuestKey(kitBot, kitGroup, kitUser), &message.Guest{QueryID: "q1"}
+	k.serve(guest)
+	if req := k.lastRequest(); req.Notes != (ticket.Memory{}) || strings.Contains(req.Context, "Miso") {
+		t.Errorf("a guest answer's request: Notes %+v, context %q", req.Notes, req.Context)
+	}
+
 	k = newKit(t, memoryBrain+"  groups: true\n")
 	k.note(kitUser, "Has a cat named Miso")
 	k.note(8, "Bo works nights")
