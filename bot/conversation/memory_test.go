@@ -14,6 +14,7 @@ import (
 
 	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/state/statetest"
 	"brainbot/ticket"
 )
 
@@ -72,15 +73,7 @@ func TestNotesStartTheSessionAfterALostOne(t *testing.T) {
 	k.note(kitUser, "Has a cat named Miso")
 	in := k.private("hello")
 	in.ReplyTo = &message.Reply{Text: "an earlier answer", Mine: true}
-	if err := k.store.Store.UseSession(context.Background(), in.Key, "old", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	k.agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
-		if req.Resume {
-			return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
-		}
-		return &claude.Result{Text: "Hello again.", Answered: true, SessionID: "session-2"}, nil
-	}
+	k.loseSession(in)
 	k.serve(in)
 	reqs := k.agent.requests()
 	if len(reqs) != 2 || strings.Contains(reqs[0].Context, "Miso") || !strings.Contains(reqs[1].Context, "Miso") ||
@@ -177,7 +170,7 @@ func TestMemoryCommand(t *testing.T) {
 	if _, _, notice := k.tap(k.privateTap(msg, buttons[2])); notice != NoticeForgetFired {
 		t.Errorf("a second tap under the list answered %q", notice)
 	}
-	wantNotes(t, k, "Learns Portuguese")
+	statetest.WantNotes(t, k.store, kitBot, kitUser, "Learns Portuguese")
 
 	k.serve(k.private("/memory"))
 	msg, buttons = k.chats.newestSent(), k.chats.buttons[len(k.chats.buttons)-2:]
@@ -187,7 +180,7 @@ func TestMemoryCommand(t *testing.T) {
 	if out := k.ev.Of("out"); out[len(out)-1] != fmt.Sprintf("amend %d %q", msg, MemoryDroppedAll) {
 		t.Errorf("after drop all: %q", out[len(out)-1])
 	}
-	wantNotes(t, k)
+	statetest.WantNotes(t, k.store, kitBot, kitUser)
 }
 
 // In a group /memory says where it works, and shows nothing.
@@ -209,23 +202,8 @@ func TestForgetDropsTheNotes(t *testing.T) {
 	if _, err := k.p.Forget(context.Background(), kitBot, kitUser, "user"); err != nil {
 		t.Fatal(err)
 	}
-	wantNotes(t, k)
+	statetest.WantNotes(t, k.store, kitBot, kitUser)
 	if l := k.logs.FilterMessage("user forgotten").All(); len(l) != 1 || l[0].ContextMap()["notes"] != int64(2) {
 		t.Errorf("logged %v", l)
-	}
-}
-
-func wantNotes(t *testing.T, k *kit, want ...string) {
-	t.Helper()
-	notes, err := k.store.Notes(context.Background(), kitBot, kitUser)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, n := range notes {
-		got = append(got, n.Text)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("notes %q, want %q", got, want)
 	}
 }

@@ -380,21 +380,29 @@ func TestAttemptMark(t *testing.T) {
 func TestLostSessionIsRetriedInANewOne(t *testing.T) {
 	k := newKit(t, "messages:\n  expired: I lost our earlier conversation.\n")
 	in := k.private("hello")
-	if err := k.store.Store.UseSession(context.Background(), in.Key, "old", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	k.agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
-		if req.Resume {
-			return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
-		}
-		return &claude.Result{Text: "Hello again.", Answered: true, SessionID: "session-2"}, nil
-	}
+	k.loseSession(in)
 	k.serve(in)
 	k.want("agent", `run text session="old" resume=true retry=false`, `run text session="" resume=false retry=false`)
 	k.want("out", `text "I lost our earlier conversation." formatted=false`, `text "Hello again." formatted=true`)
 	k.want("state", "restore alpha old", "save alpha session-2", "use session session-2")
 	if s, _, _ := k.store.Session(context.Background(), in.Key); s.ID != "session-2" {
 		t.Errorf("session %q, want the new one", s.ID)
+	}
+}
+
+// loseSession gives in's conversation the stored session "old", which
+// the CLI no longer has: resuming it fails as lost, and a new session,
+// "session-2", answers "Hello again.".
+func (k *kit) loseSession(in *message.Inbound) {
+	k.t.Helper()
+	if err := k.store.Store.UseSession(context.Background(), in.Key, "old", time.Now()); err != nil {
+		k.t.Fatal(err)
+	}
+	k.agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
+		if req.Resume {
+			return nil, fmt.Errorf("resume: %w", claude.ErrSessionNotFound)
+		}
+		return &claude.Result{Text: "Hello again.", Answered: true, SessionID: "session-2"}, nil
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"brainbot/state/jetstream"
 	"brainbot/state/jetstream/natstest"
 	"brainbot/state/sqlite"
+	"brainbot/state/statetest"
 )
 
 // files is a machine's CLI folder: where a session's transcript is.
@@ -139,7 +139,7 @@ func TestCarryFromAClusterIntoSQLite(t *testing.T) {
 	if on, set, err := db.Voice(ctx, "narrator", 7); err != nil || !set || !on {
 		t.Errorf("alice's /voice choice: on %v, set %v, %v", on, set, err)
 	}
-	wantNotes(t, db, "Has a cat named Miso", "Learns Portuguese")
+	statetest.WantNotes(t, db, "narrator", 7, "Has a cat named Miso", "Learns Portuguese")
 
 	again := outcomes(t, cfg)
 	if again[alice].Outcome != carry.Already || again[bob].Outcome != carry.Failed {
@@ -185,7 +185,7 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 	if on, set, err := other.Voice(ctx, "narrator", 7); err != nil || !set || on {
 		t.Errorf("alice's /voice choice: on %v, set %v, %v", on, set, err)
 	}
-	wantNotes(t, other, "Has a cat named Miso")
+	statetest.WantNotes(t, other, "narrator", 7, "Has a cat named Miso")
 	if got := outcomes(t, cfg); got[alice].Outcome != carry.Already {
 		t.Fatalf("second carry: %+v", got)
 	}
@@ -201,7 +201,7 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 		t.Fatalf("carry after another turn: %+v", got)
 	}
 	// The new note follows; the one carried before is not doubled.
-	wantNotes(t, other, "Has a cat named Miso", "Learns Portuguese")
+	statetest.WantNotes(t, other, "narrator", 7, "Has a cat named Miso", "Learns Portuguese")
 	if err := other.Restore(ctx, "narrator", "s-alice", func() {}); err != nil {
 		t.Fatal(err)
 	}
@@ -217,21 +217,5 @@ func keepNotes(t *testing.T, m state.Memories, texts ...string) {
 		if _, err := m.AddNote(context.Background(), "narrator", 7, text, 0, used); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// wantNotes checks alice's notes with the narrator, in order.
-func wantNotes(t *testing.T, m state.Memories, want ...string) {
-	t.Helper()
-	notes, err := m.Notes(context.Background(), "narrator", 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, n := range notes {
-		got = append(got, n.Text)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("alice's notes = %q, want %q", got, want)
 	}
 }

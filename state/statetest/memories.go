@@ -121,7 +121,14 @@ func addNote(t *testing.T, s *subject, bot string, user int64, text string, limi
 // wantNotes checks the texts of user's notes with bot, in order.
 func wantNotes(t *testing.T, s *subject, bot string, user int64, want ...string) {
 	t.Helper()
-	notes, err := s.Notes(ctx(t), bot, user)
+	WantNotes(t, s, bot, user, want...)
+}
+
+// WantNotes checks the texts of the notes m keeps about user with bot,
+// in order: for the tests of the notes' consumers too.
+func WantNotes(t *testing.T, m state.Memories, bot string, user int64, want ...string) {
+	t.Helper()
+	notes, err := m.Notes(ctx(t), bot, user)
 	must(t, err)
 	var got []string
 	for _, n := range notes {
