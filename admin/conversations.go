@@ -32,6 +32,7 @@ type Conversations struct {
 	State interface {
 		state.Conversations
 		state.Transcripts
+		state.Memories
 	}
 	// Claude is the driver: where a session's transcript is, and the warm
 	// CLI a restored transcript replaces.
@@ -59,6 +60,9 @@ type ConversationInfo struct {
 	Messages int    `json:"messages"`
 	Bytes    int64  `json:"bytes"`
 	Problem  string `json:"problem,omitempty"`
+	// Notes counts the notes the bot's persona keeps about User (0 for a
+	// group's conversation): a brain's memory.
+	Notes int `json:"notes"`
 }
 
 // ConversationShown is one conversation with its transcript.
@@ -73,6 +77,7 @@ type ForgetAnswer struct {
 	User          int64  `json:"user"`
 	Conversations int    `json:"conversations"`
 	Sessions      int    `json:"sessions"`
+	Notes         int    `json:"notes"`
 }
 
 func (api Conversations) list(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +142,7 @@ func (api Conversations) forgetUser(w http.ResponseWriter, r *http.Request) {
 		api.fail(w, "forget a user", err)
 		return
 	}
-	writeJSON(w, ForgetAnswer{Bot: f.Bot, User: f.User, Conversations: len(f.Conversations), Sessions: len(f.Sessions)})
+	writeJSON(w, ForgetAnswer{Bot: f.Bot, User: f.User, Conversations: len(f.Conversations), Sessions: len(f.Sessions), Notes: f.Notes})
 }
 
 // conversationFilter reads the filter of GET /conversations.
@@ -178,6 +183,13 @@ func (api Conversations) read(ctx context.Context, c state.Conversation) (Conver
 		if t.Role == "user" {
 			info.Messages++
 		}
+	}
+	if info.User != 0 {
+		notes, err := api.State.Notes(ctx, k.Bot, info.User)
+		if err != nil {
+			api.Log.Warn("could not count the notes kept about a conversation's user", zap.String("bot", k.Bot), zap.Error(err))
+		}
+		info.Notes = len(notes)
 	}
 	return info, turns
 }

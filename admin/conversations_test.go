@@ -41,6 +41,9 @@ func TestConversationCalls(t *testing.T) {
 	if err := db.UseSession(ctx, key, "s1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := db.AddNote(ctx, "alpha", 7, "Has a cat named Miso", 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	files := transcriptsIn(dir)
 	transcript, err := os.ReadFile(filepath.Join("..", "claude", "testdata", "transcript.jsonl"))
 	if err != nil {
@@ -56,7 +59,7 @@ func TestConversationCalls(t *testing.T) {
 	api := Conversations{State: db, Claude: files, Log: zap.NewNop(),
 		Forget: func(_ context.Context, bot string, user int64) (state.Forgotten, error) {
 			forgot = append(forgot, user)
-			return state.Forgotten{Bot: bot, User: user}, nil
+			return state.Forgotten{Bot: bot, User: user, Notes: 1}, nil
 		}}
 	const token = "0123456789abcdef0123"
 	surface := New(Config{Token: token, Ready: func() error { return nil }, Metrics: http.NotFoundHandler(), Conversations: api})
@@ -79,13 +82,14 @@ func TestConversationCalls(t *testing.T) {
 		has          string
 	}{
 		{"GET", "/conversations?user=7", 200, `"turns": 4`},
+		{"GET", "/conversations?user=7", 200, `"notes": 1`},
 		{"GET", "/conversations?user=abc", 400, "user"},
 		{"GET", "/conversations/show?bot=alpha&chat=7", 200, "assistant:\n  (called mcp__image-gen__generate_image)\n  Done.\n  file: /tmp/"},
 		{"GET", "/conversations/show?bot=alpha&chat=8", 404, "no such conversation"},
 		{"GET", "/conversations/show?chat=7", 400, "want bot"},
 		{"POST", "/forget?bot=alpha", 400, "want user"},
 		{"GET", "/forget?user=7", 405, ""}, // POST only
-		{"POST", "/forget?user=7", 200, `"user": 7`},
+		{"POST", "/forget?user=7", 200, `"notes": 1`},
 		{"GET", "/readyz", 200, "ready"},
 	} {
 		if code, body := call(c.method, c.path); code != c.code || !strings.Contains(body, c.has) {

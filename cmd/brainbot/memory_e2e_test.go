@@ -118,9 +118,13 @@ func testMemory(t *testing.T, env []string) {
 	}
 	wantNoNotes(t, s, ann)
 
-	// brainbot forget too, of every bot.
+	// The admin sees how many notes are kept about the user of each
+	// conversation; brainbot forget, of every bot, deletes them too.
 	remember(t, s, ann, "My cat is Miso.", "Ann has a cat named Miso", "said: ")
-	if code, out, stderr := runMain(t, admin, "forget", "-user", "9"); code != exitOK {
+	if list := listConversations(t, admin, "-user", "9"); len(list) != 1 || list[0].Notes != 1 {
+		t.Errorf("conversations -user 9: %+v, want one with 1 note", list)
+	}
+	if code, out, stderr := runMain(t, admin, "forget", "-user", "9"); code != exitOK || !strings.HasSuffix(out, ", 1 note\n") {
 		t.Fatalf("forget = %d: %s%s", code, out, stderr)
 	}
 	wantNoNotes(t, s, ann)
