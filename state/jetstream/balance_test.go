@@ -289,8 +289,11 @@ func TestALeaseReleasedBeforeItsHolderLeftIsTakenOnceItLeft(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	slowLease := func(cfg *Config) { cfg.LeaseTTL = 3 * hangGuard }
+	// Who polls, by instance: a member that joined a moment ago may not
+	// see a yet, take the lease a released and poll before a's poll has
+	// returned; one variable for all would lose that a stopped.
 	var mu sync.Mutex
-	var poller string
+	polls := map[string]bool{}
 	bot := "bot-0"
 	for i := 1; spread([]string{"a", "b", "c"}, "a", []string{bot})[0] != "a"; i++ {
 		bot = fmt.Sprint("bot-", i)
@@ -302,28 +305,28 @@ func TestALeaseReleasedBeforeItsHolderLeftIsTakenOnceItLeft(t *testing.T) {
 		leaseCtx, stopLease := context.WithCancel(ctx)
 		go c.Lease(leaseCtx, bot, func(ctx context.Context) error {
 			mu.Lock()
-			poller = name
+			polls[name] = true
 			mu.Unlock()
 			<-ctx.Done()
 			mu.Lock()
-			poller = ""
+			polls[name] = false
 			mu.Unlock()
 			return nil
 		})
 		return c, stopWork, stopLease
 	}
-	polling := func() string { mu.Lock(); defer mu.Unlock(); return poller }
+	polling := func(name string) bool { mu.Lock(); defer mu.Unlock(); return polls[name] }
 	a, stopWork, stopLease := start("a")
-	waitFor(t, hangGuard, "a to poll", func() bool { return polling() == "a" })
+	waitFor(t, hangGuard, "a to poll", func() bool { return polling("a") })
 	start("b")
 	start("c")
 	waitFor(t, hangGuard, "three members", func() bool { m, err := a.Members(ctx); return err == nil && len(m) == 3 })
 
 	stopLease() // a stops: its poller first, while it is still a member
-	waitFor(t, hangGuard, "a to stop polling", func() bool { return polling() == "" })
+	waitFor(t, hangGuard, "a to stop polling", func() bool { return !polling("a") })
 	time.Sleep(time.Second) // b and c have found the bot given to a
 	stopWork()
-	waitFor(t, hangGuard, "b or c to poll", func() bool { p := polling(); return p == "b" || p == "c" })
+	waitFor(t, hangGuard, "b or c to poll", func() bool { return polling("b") || polling("c") })
 }
 
 // A member of the spread before an outage that never beats after it is
