@@ -66,6 +66,9 @@ CHAT_FLAGS    ?=
 chat: build claude-cli
 	PATH=$(dir $(BIN)):$$PATH $(GO) run ./cmd/internal/offlinechat -brainbot $(BIN) -claude $(CLAUDE_BIN) -- $(CHAT_FLAGS) $(BRAIN)
 
+# OPERATOR_DOCS is the operator's guide: its index and a page a task.
+OPERATOR_DOCS := docs/operations.md docs/install.md docs/configure.md docs/observe.md docs/backup.md docs/security.md docs/troubleshoot.md
+
 # staticcheck comes from the module proxy at a pinned version rather than
 # from go.mod, so that the module's requirements stay what brainbot imports.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -127,7 +130,7 @@ dist:
 	cp panels/*.yaml panels/README.md $(DIST_DIR)/$(DIST_NAME)/panels/
 	cp $(DEPLOY_FILES) $(DIST_DIR)/$(DIST_NAME)/deploy/
 	cp README.md CONTRIBUTING.md $(DIST_DIR)/$(DIST_NAME)/
-	cp docs/operations.md docs/architecture.md docs/scaling.md docs/performance.md $(DIST_DIR)/$(DIST_NAME)/docs/
+	cp $(OPERATOR_DOCS) docs/architecture.md docs/scaling.md docs/performance.md $(DIST_DIR)/$(DIST_NAME)/docs/
 	cd $(DIST_DIR)/$(DIST_NAME) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | sed 's|^\./||' | xargs sha256sum > SHA256SUMS
 	tar -C $(DIST_DIR) --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) \
 		-cf - $(DIST_NAME) | gzip -n > $(DIST_DIR)/$(DIST_NAME).tar.gz
@@ -161,7 +164,7 @@ deb:
 	cp README.md $(DEB_ROOT)/usr/share/doc/brainbot/
 	cp brains/README.md $(DEB_ROOT)/usr/share/doc/brainbot/brains/
 	cp panels/README.md $(DEB_ROOT)/usr/share/doc/brainbot/panels/
-	cp docs/operations.md docs/architecture.md docs/scaling.md $(DEB_ROOT)/usr/share/doc/brainbot/docs/
+	cp $(OPERATOR_DOCS) docs/architecture.md docs/scaling.md $(DEB_ROOT)/usr/share/doc/brainbot/docs/
 	sed -e 's|@VERSION@|$(DEB_VERSION)|' -e 's|@ARCH@|$(DEB_ARCH)|' deploy/debian/control > $(DEB_ROOT)/DEBIAN/control
 	install -m 0755 deploy/debian/postinst deploy/debian/prerm deploy/debian/postrm $(DEB_ROOT)/DEBIAN/
 	find $(DEB_ROOT) -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} +

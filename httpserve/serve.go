@@ -25,7 +25,7 @@ type Endpoint struct {
 	Limits  Limits
 }
 
-// Limits are an endpoint's bounds; docs/operations.md lists them.
+// Limits are an endpoint's bounds; docs/security.md lists them.
 type Limits struct {
 	ReadHeader, Read, Write, Idle time.Duration
 	MaxHeaderBytes                int

@@ -1,7 +1,7 @@
 // Package metrics holds brainbot's Prometheus metrics: what an admin
 // scrapes from /metrics to watch the bots. Each Metrics has its own
 // registry (no global state), with the Go runtime and process collectors
-// beside brainbot's own. docs/operations.md lists every metric.
+// beside brainbot's own. docs/observe.md lists every metric.
 package metrics
 
 import (

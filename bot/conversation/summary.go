@@ -41,7 +41,7 @@ func (s *summary) noteClaude(res *claude.Result) {
 }
 
 // write logs the line every message gets, whatever became of it: the
-// admin's record of the request (docs/operations.md lists its fields).
+// admin's record of the request (docs/observe.md lists its fields).
 // Durations are whole milliseconds, the unit in the key.
 func (s *summary) write(log *zap.Logger, total time.Duration) {
 	log.Info("request",

@@ -30,11 +30,11 @@ const (
 	testedClaudeVersion = "2.1.328"
 )
 
-// installClaude says how to install the tested CLI, as docs/operations.md
+// installClaude says how to install the tested CLI, as docs/install.md
 // does (a release has no Makefile; in a checkout, make run and make doctor
 // install it themselves).
 const installClaude = "sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@" + testedClaudeVersion +
-	" (docs/operations.md, Install)"
+	" (docs/install.md)"
 
 // checkClaude runs the CLI to learn its version, then asks it whether it
 // has credentials for the model.

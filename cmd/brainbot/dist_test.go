@@ -14,12 +14,13 @@ import (
 )
 
 // distFiles are what a release tarball holds besides its folders, in
-// order: what docs/operations.md installs from it.
+// order: what docs/install.md installs from it.
 var distFiles = []string{
 	"CONTRIBUTING.md", "README.md", "SHA256SUMS", "brainbot",
 	"brains/README.md", "brains/clock.yaml", "brains/narrator.yaml", "brains/painter.yaml", "brains/voice.yaml",
 	"deploy/brainbot-alerts.yml", "deploy/brainbot-dashboard.json", "deploy/brainbot.env.example", "deploy/brainbot.service",
-	"docs/architecture.md", "docs/operations.md", "docs/performance.md", "docs/scaling.md",
+	"docs/architecture.md", "docs/backup.md", "docs/configure.md", "docs/install.md", "docs/observe.md", "docs/operations.md",
+	"docs/performance.md", "docs/scaling.md", "docs/security.md", "docs/troubleshoot.md",
 	"panels/README.md", "panels/cities.yaml",
 }
 

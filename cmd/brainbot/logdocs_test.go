@@ -119,7 +119,7 @@ var (
 	quotedLogs = regexp.MustCompile("(?:log line|logs|logs say)\\s+((?:`[^`]+`(?:,\\s*|\\s+and\\s+|,\\s+and\\s+)?)+)")
 )
 
-// Each log line docs/operations.md's table and docs/scaling.md quote is
+// Each log line docs/observe.md's table and docs/scaling.md quote is
 // logged by brainbot, and each field the table names is a string of the
 // sources: the docs cannot drift from the code. Every duration field ends
 // in _ms, as the docs promise.
@@ -146,17 +146,17 @@ func TestDocumentedLogLinesExist(t *testing.T) {
 		rows++
 		for _, m := range backticked.FindAllStringSubmatch(cells[0], -1) {
 			if !logged(m[1]) {
-				t.Errorf("docs/operations.md quotes the log line %q: no such message in the sources", m[1])
+				t.Errorf("docs/observe.md quotes the log line %q: no such message in the sources", m[1])
 			}
 		}
 		for _, m := range backticked.FindAllStringSubmatch(cells[len(cells)-1], -1) {
 			if fieldName.MatchString(m[1]) && !notFields[m[1]] && !literal[m[1]] {
-				t.Errorf("docs/operations.md names %q for the line %s: no such string in the sources", m[1], cells[0])
+				t.Errorf("docs/observe.md names %q for the line %s: no such string in the sources", m[1], cells[0])
 			}
 		}
 	}
 	if rows < 20 {
-		t.Fatalf("read %d rows of docs/operations.md's log table: the table moved", rows)
+		t.Fatalf("read %d rows of docs/observe.md's log table: the table moved", rows)
 	}
 	scaling, err := os.ReadFile("../../docs/scaling.md")
 	if err != nil {

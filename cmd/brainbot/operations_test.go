@@ -15,20 +15,26 @@ import (
 	"brainbot/state/sqlite"
 )
 
-// docSection returns the section of docs/operations.md under the heading
-// title, up to the next heading of its level.
+// docSection returns the section of the operator's guide (the pages of
+// docs/) under the heading title, up to the next heading of its level.
 func docSection(t *testing.T, title string) string {
 	t.Helper()
-	doc, err := os.ReadFile("../../docs/operations.md")
+	pages, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(doc), "\n## "+title+"\n")
-	if !ok {
-		t.Fatalf("docs/operations.md has no section %q", title)
+	for _, page := range pages {
+		doc, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, rest, ok := strings.Cut(string(doc), "\n## "+title+"\n"); ok {
+			section, _, _ := strings.Cut(rest, "\n## ")
+			return section
+		}
 	}
-	section, _, _ := strings.Cut(rest, "\n## ")
-	return section
+	t.Fatalf("no page of docs/ has a section %q", title)
+	return ""
 }
 
 // shellBlocks are the ```sh blocks of a piece of Markdown.
@@ -51,7 +57,7 @@ install() {
 date() { n=$(( $(cat "$ROOT/date.count" 2>/dev/null || echo 0) + 1 )); echo $n > "$ROOT/date.count"; printf '20250301T1200%02dZ\n' "$n"; }
 `
 
-// The backup and restore recipes of docs/operations.md, run as the page
+// The backup and restore recipes of docs/backup.md, run as the page
 // shows them, in a temporary root: the backup twice in a row (it used to
 // fail the second time), then the restore of the first archive, which
 // brings back the state of then but not its secrets.
@@ -163,6 +169,6 @@ func TestOperationsBackupRecipe(t *testing.T) {
 func TestOperationsInstallsTheCLIAsBrainbotSays(t *testing.T) {
 	command, _, _ := strings.Cut(installClaude, " (")
 	if !strings.Contains(docSection(t, "Install"), "   "+command+"\n") {
-		t.Errorf("docs/operations.md, Install, does not run %q", command)
+		t.Errorf("docs/install.md, Install, does not run %q", command)
 	}
 }

@@ -137,9 +137,9 @@ func TestDoctorClaudeCLI(t *testing.T) {
 		want      string
 	}{
 		{"missing", "/nonexistent/claude", exitError,
-			`fail  claude CLI: CLAUDE_CMD (-claude-cmd) "/nonexistent/claude": not found: install the CLI, sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@2.1.328 (docs/operations.md, Install), and set CLAUDE_CMD to its path`},
+			`fail  claude CLI: CLAUDE_CMD (-claude-cmd) "/nonexistent/claude": not found: install the CLI, sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@2.1.328 (docs/install.md), and set CLAUDE_CMD to its path`},
 		{"older", "2.0.5 (Claude Code)", exitError,
-			"fail  claude CLI: Claude Code 2.0.5 at %s is older than 2.1.328, the oldest brainbot supports: install 2.1.328: sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@2.1.328 (docs/operations.md, Install)"},
+			"fail  claude CLI: Claude Code 2.0.5 at %s is older than 2.1.328, the oldest brainbot supports: install 2.1.328: sudo npm install --prefix /opt/claude-code @anthropic-ai/claude-code@2.1.328 (docs/install.md)"},
 		{"newer", "2.3.0 (Claude Code)", exitOK,
 			"warn  claude CLI: Claude Code 2.3.0 at %s is newer than 2.1.328, the newest brainbot was tested with"},
 		{"not claude", "cat 9.1", exitError, `fail  claude CLI: CLAUDE_CMD (-claude-cmd) "%s": not the Claude Code CLI: --version printed "cat 9.1"`},
