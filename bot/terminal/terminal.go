@@ -108,10 +108,10 @@ func (s *Screen) endLine() {
 	}
 }
 
-// say writes one message of the bot, with kb's options numbered below
-// it, and returns its id. A message that goes on from the streamed text
-// writes only the rest of it.
-func (s *Screen) say(text string, kb message.Keyboard) int {
+// say writes one message of the bot called name, with kb's options
+// numbered below it, and returns its id. A message that goes on from the
+// streamed text writes only the rest of it.
+func (s *Screen) say(name, text string, kb message.Keyboard) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rest, ok := strings.CutPrefix(text, s.open); ok && s.open != "" {
@@ -119,7 +119,7 @@ func (s *Screen) say(text string, kb message.Keyboard) int {
 		s.open = ""
 	} else {
 		s.endLine()
-		fmt.Fprintf(s.w, "%s: %s\n", s.name, text)
+		fmt.Fprintf(s.w, "%s: %s\n", name, text)
 	}
 	s.last++
 	id := s.last
@@ -163,12 +163,18 @@ func (s *Screen) drop(id int) {
 // Outbox is the conversation's outbox, whichever chat it names: a
 // terminal holds one conversation.
 func (s *Screen) Outbox(message.Key, bool, int, *zap.Logger) conversation.Outbox {
-	return &outbox{s: s}
+	return &outbox{s: s, name: s.name}
 }
 
 // GuestOutbox is the same outbox: there are no guests in a terminal.
 func (s *Screen) GuestOutbox(string, string, *zap.Logger) conversation.Outbox {
-	return &outbox{s: s}
+	return &outbox{s: s, name: s.name}
+}
+
+// As is an outbox of another bot of the conversation, called name (a
+// panel's member): its lines start with its name.
+func (s *Screen) As(name string) conversation.Outbox {
+	return &outbox{s: s, name: name}
 }
 
 func (s *Screen) Fetch(context.Context, string, string, int64) ([]byte, error) {
@@ -192,6 +198,7 @@ func (s *Screen) IsAdmin(context.Context, string, int64, int64) (bool, error) {
 // outbox sends one answer to the screen.
 type outbox struct {
 	s        *Screen
+	name     string // the bot it sends as
 	keyboard message.Keyboard
 	sent     []int
 	streamed *stream
@@ -200,7 +207,7 @@ type outbox struct {
 func (o *outbox) Text(_ context.Context, text string, _ bool) error {
 	kb := o.keyboard
 	o.keyboard = nil
-	o.sent = append(o.sent, o.s.say(text, kb))
+	o.sent = append(o.sent, o.s.say(o.name, text, kb))
 	return nil
 }
 
@@ -229,7 +236,7 @@ func (o *outbox) File(_ context.Context, kind message.FileKind, path string) err
 	if words != "" {
 		text += "\n  says: " + words
 	}
-	o.sent = append(o.sent, o.s.say(text, nil))
+	o.sent = append(o.sent, o.s.say(o.name, text, nil))
 	return nil
 }
 

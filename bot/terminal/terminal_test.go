@@ -59,3 +59,24 @@ func TestChoiceByNumber(t *testing.T) {
 		t.Error("an answered question's option was chosen again")
 	}
 }
+
+// Another bot of the conversation (a panel's member) writes under its
+// own name, and its messages take ids of the conversation's.
+func TestAnotherBotWritesUnderItsName(t *testing.T) {
+	var out strings.Builder
+	s := New(&out, "Bot")
+	ctx := context.Background()
+	if err := s.Outbox(message.Key{}, true, 0, nil).Text(ctx, "Hello", true); err != nil {
+		t.Fatal(err)
+	}
+	o := s.As("Painter")
+	if err := o.Text(ctx, "Blue.", true); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Bot: Hello\nPainter: Blue.\n"; out.String() != want {
+		t.Errorf("wrote %q, want %q", out.String(), want)
+	}
+	if got := o.Sent(); len(got) != 1 || got[0] != 2 {
+		t.Errorf("Painter's message has ids %v, want [2]", got)
+	}
+}
