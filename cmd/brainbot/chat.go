@@ -17,12 +17,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/mattn/go-isatty"
-	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
 	"brainbot/bot/conversation"
 	"brainbot/bot/intake"
 	"brainbot/bot/message"
+	"brainbot/bot/panel/engine"
+	"brainbot/bot/panel/host"
 	"brainbot/bot/terminal"
 	"brainbot/metrics"
 	"brainbot/output"
@@ -42,13 +43,15 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		"each line typed (or piped in) is a message; the answer shows as it is written. Voice notes and\n"+
 		"pictures are written to the state folder and their paths printed; a question's options are\n"+
 		"numbered: type the number to choose. /reset, /voice and /help work as in Telegram. Ctrl-C stops\n"+
-		"the answer being written; Ctrl-D ends. Exits 0 when every message got its answer.")
+		"the answer being written; Ctrl-D ends. Exits 0 when every message got its answer.\n\n"+
+		"With -chat group, /panel <question> runs the panel of -panels the brain is on, its members the\n"+
+		"brains in BRAIN_FILE's folder, each member's turns written under its name.")
 	user := fs.Int64("user", 1, "the Telegram user id you talk as (for access.allowed_users, limits)")
 	firstName := fs.String("first-name", "Ada", "your first name, as the system prompt's {{user_first_name}} gets it")
 	chatType := fs.String("chat", "private", "private, or group: a group chat, where the brain's groups setting applies (mention the bot as @<brain id>)")
-	stateDir := fs.String("state", "", "folder for the chat's state: sessions, voice notes, pictures, brainbot.log (default: a new temporary folder, removed at the end unless it holds voice notes, pictures or the log of an answer that failed)")
+	stateDir := fs.String("state", "", "folder for the chat's state: sessions, voice notes, pictures, panels' files, brainbot.log (default: a new temporary folder, removed at the end unless it holds voice notes, pictures, a panel's files or the log of an answer that failed)")
 	verbose := fs.Bool("v", false, "also write brainbot's logs on stderr (they always go to brainbot.log in the state folder)")
-	cfg, err := m.loadConfig(fs, args, settingsNamed("CLAUDE_CMD", "BRAINBOT_CLAUDE_BARE", "OPENAI_BASE_URL", "BRAINBOT_LOG_LEVEL"))
+	cfg, err := m.loadConfig(fs, args, settingsNamed("CLAUDE_CMD", "BRAINBOT_PANELS", "BRAINBOT_CLAUDE_BARE", "OPENAI_BASE_URL", "BRAINBOT_LOG_LEVEL"))
 	switch {
 	case err != nil:
 		return usageError{err}
@@ -68,7 +71,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	}
 	cfg.DataDir = dataDir
 	// keep: the temporary folder holds what the chat showed or pointed
-	// to; else it goes when the chat ends (last: the log and the CLIs
+	// to (a panel's files and record among them); else it goes when the chat ends (last: the log and the CLIs
 	// are done with it).
 	keep := false
 	if temporary {
@@ -119,24 +122,25 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	screen := terminal.New(m.Stdout, b.Name)
 	stopping := make(chan struct{})
 	defer close(stopping)
+	brains := loadChatBrains(b)
 	p := conversation.New(conversation.Config{
-		DataDir: cfg.DataDir, State: db, Agent: ans.driver, Chats: screen,
-		Brain: func(id string) *brain.Brain {
-			if id == b.ID {
-				return b
-			}
-			return nil
-		},
+		DataDir: cfg.DataDir, State: db, Agent: ans.driver, Chats: screen, Brain: brains.brain,
 		Transcriber: ans.transcriber, Speaker: ans.speaker, FileAfterTurn: cfg.SpeechEarly == "off",
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaiting, MaxWait: cfg.MaxWait, QueueSize: 1,
 		Warmer: ans.driver, Spares: cfg.Spares, Stopping: stopping, LookupEnv: m.lookupEnv, OnSecret: secrets.Add,
 		Now: time.Now, Metrics: metrics.New(), Log: log,
 	})
-	p.UsePanels(noPanels{})
+	panels := &chatPanels{dir: cfg.PanelsDir, brains: brains}
+	panels.host = host.New(host.Config{
+		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: p, Members: chatMembers{screen, brains}, Runs: db, Brain: brains.brain,
+		Speaker: ans.speaker, SpeakEarly: ans.speakEarly, Launch: panels.launch(ctx), Now: time.Now, Metrics: metrics.New(), Log: log,
+	})
+	p.UsePanels(panels)
 	p.KeepSpares(b.ID, b)
 	defer p.DropSpares(b.ID)
+	defer brains.each(panels.host.DropSpares) // those of the panels run
 
-	c := &chatSession{p: p, screen: screen, brain: b, user: *user, firstName: *firstName}
+	c := &chatSession{p: p, panels: panels, screen: screen, brain: b, user: *user, firstName: *firstName}
 	c.key = message.Key{Bot: b.ID, Chat: *user}
 	if *chatType == "group" {
 		c.chatType, c.key.Chat = "group", chatGroupID
@@ -147,7 +151,8 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	fmt.Fprintf(m.Stderr, "Talking to %s (%s) as user %d (%s) in a %s chat; state in %s\n", b.Name, b.Path, *user, *firstName, c.chatType, cfg.DataDir)
 	fmt.Fprintln(m.Stderr, "/help lists the bot's commands; Ctrl-C stops an answer; Ctrl-D ends.")
 	answered := c.converse(ctx, m.Stdin)
-	keep = !answered || holdsFiles(filepath.Join(dataDir, output.Audio.Dir()), filepath.Join(dataDir, output.Image.Dir()))
+	keep = !answered || holdsFiles(filepath.Join(dataDir, output.Audio.Dir()), filepath.Join(dataDir, output.Image.Dir()),
+		filepath.Join(dataDir, engine.OutputDir))
 	if !answered {
 		return errReported
 	}
@@ -213,18 +218,11 @@ func isTerminal(r io.Reader) bool {
 	return ok && isatty.IsTerminal(f.Fd())
 }
 
-// noPanels: a terminal chat is with one bot, on no panel.
-type noPanels struct{}
-
-func (noPanels) Start(context.Context, *message.Inbound, *brain.Brain, *zap.Logger) (string, string, error) {
-	return "not on a panel", "Panels need a group of bots: try them with brainbot run.", nil
-}
-func (noPanels) OnPanel(string) bool { return false }
-
 // chatSession is one terminal conversation: the user's lines, served one
 // at a time as the conversation's queue would.
 type chatSession struct {
 	p         *conversation.Pipeline
+	panels    *chatPanels
 	screen    *terminal.Screen
 	brain     *brain.Brain
 	key       message.Key
@@ -316,15 +314,17 @@ func (c *chatSession) serve(ctx context.Context, u message.Update, interrupts <-
 	progress := &chatProgress{}
 	in := &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: progress}
 	done := make(chan struct{})
+	panelRan := false
 	go func() {
 		defer close(done)
 		c.p.Serve(ctx, in)
+		panelRan = c.panels.wait() // its turns are its answer
 	}()
 	stopped := false
 	for {
 		select {
 		case <-done:
-			if !progress.answered.Load() {
+			if !progress.answered.Load() && !panelRan {
 				c.missed++
 				if !stopped { // else the reply to the stop said it
 					c.screen.Print("(no answer: see brainbot.log in the state folder, or run with -v)")

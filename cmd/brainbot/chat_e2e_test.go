@@ -60,9 +60,16 @@ func startChat(t *testing.T, brainYAML string, args ...string) *chatProcess {
 // (the last assignment of a variable wins).
 func startChatEnv(t *testing.T, env []string, brainYAML string, args ...string) *chatProcess {
 	t.Helper()
-	s, _ := standIns(t)
 	brainFile := filepath.Join(t.TempDir(), "persona.yaml")
 	writeFile(t, brainFile, brainYAML)
+	return startChatFile(t, env, brainFile, args...)
+}
+
+// startChatFile is startChatEnv with the brain file given: the brains
+// beside it are a panel's members.
+func startChatFile(t *testing.T, env []string, brainFile string, args ...string) *chatProcess {
+	t.Helper()
+	s, _ := standIns(t)
 	p := &chatProcess{t: t, s: s, run: chatRun{state: filepath.Join(t.TempDir(), "chat-state"), data: s.DataDir},
 		grew: make(chan struct{}, 1), done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)

@@ -173,9 +173,12 @@ type Engine struct {
 	Log *zap.Logger
 }
 
+// OutputDir holds the runs' files, in the data folder.
+const OutputDir = "panel-output"
+
 // Folder is where a run's files go, relative to the data folder.
 func Folder(chat int64, runID string) string {
-	return filepath.Join("panel-output", strconv.FormatInt(chat, 10), runID)
+	return filepath.Join(OutputDir, strconv.FormatInt(chat, 10), runID)
 }
 
 // Report sums up a finished (or interrupted) run for its log line.
