@@ -45,7 +45,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		"numbered: type the number to choose. /reset, /voice and /help work as in Telegram. Ctrl-C stops\n"+
 		"the answer being written; Ctrl-D ends. Exits 0 when every message got its answer.\n\n"+
 		"With -chat group, /panel <question> runs the panel of -panels the brain is on, its members the\n"+
-		"brains in BRAIN_FILE's folder, each member's turns written under its name.")
+		"brains in BRAIN_FILE's folder, each member's turns written under its name; Ctrl-C stops it.")
 	user := fs.Int64("user", 1, "the Telegram user id you talk as (for access.allowed_users, limits)")
 	firstName := fs.String("first-name", "Ada", "your first name, as the system prompt's {{user_first_name}} gets it")
 	chatType := fs.String("chat", "private", "private, or group: a group chat, where the brain's groups setting applies (mention the bot as @<brain id>)")
@@ -130,9 +130,10 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 		Warmer: ans.driver, Spares: cfg.Spares, Stopping: stopping, LookupEnv: m.lookupEnv, OnSecret: secrets.Add,
 		Now: time.Now, Metrics: metrics.New(), Log: log,
 	})
-	panels := &chatPanels{dir: cfg.PanelsDir, brains: brains}
+	panels := &chatPanels{runs: &chatRuns{Panels: db, open: map[string][]byte{}}, dir: cfg.PanelsDir, brains: brains}
+	panels.runs.end(ctx)
 	panels.host = host.New(host.Config{
-		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: p, Members: chatMembers{screen, brains}, Runs: db, Brain: brains.brain,
+		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: p, Members: chatMembers{screen, brains}, Runs: panels.runs, Brain: brains.brain,
 		Speaker: ans.speaker, SpeakEarly: ans.speakEarly, Launch: panels.launch(ctx), Now: time.Now, Metrics: metrics.New(), Log: log,
 	})
 	p.UsePanels(panels)
@@ -149,7 +150,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	}
 	c.typed = isTerminal(m.Stdin)
 	fmt.Fprintf(m.Stderr, "Talking to %s (%s) as user %d (%s) in a %s chat; state in %s\n", b.Name, b.Path, *user, *firstName, c.chatType, cfg.DataDir)
-	fmt.Fprintln(m.Stderr, "/help lists the bot's commands; Ctrl-C stops an answer; Ctrl-D ends.")
+	fmt.Fprintln(m.Stderr, "/help lists the bot's commands; Ctrl-C stops an answer (or a panel); Ctrl-D ends.")
 	answered := c.converse(ctx, m.Stdin)
 	keep = !answered || holdsFiles(filepath.Join(dataDir, output.Audio.Dir()), filepath.Join(dataDir, output.Image.Dir()),
 		filepath.Join(dataDir, engine.OutputDir))
@@ -308,8 +309,9 @@ func (c *chatSession) tap(ctx context.Context, button message.Button, id int, in
 	c.serve(ctx, words, interrupts)
 }
 
-// serve answers u as the conversation's queue would; Ctrl-C meanwhile
-// stops the answer as /stop does.
+// serve answers u as the conversation's queue would, with the panel
+// it starts, if any; Ctrl-C meanwhile stops the panel, or the answer as
+// /stop does.
 func (c *chatSession) serve(ctx context.Context, u message.Update, interrupts <-chan os.Signal) {
 	progress := &chatProgress{}
 	in := &message.Inbound{Update: u, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: progress}
@@ -318,7 +320,7 @@ func (c *chatSession) serve(ctx context.Context, u message.Update, interrupts <-
 	go func() {
 		defer close(done)
 		c.p.Serve(ctx, in)
-		panelRan = c.panels.wait() // its turns are its answer
+		panelRan = c.panels.wait(ctx) // its turns are its answer
 	}()
 	stopped := false
 	for {
@@ -333,6 +335,10 @@ func (c *chatSession) serve(ctx context.Context, u message.Update, interrupts <-
 			return
 		case <-interrupts:
 			stopped = true
+			if c.panels.stop() {
+				c.screen.Print("(the panel stops)")
+				continue
+			}
 			stop := c.written("/stop")
 			c.p.Stop(ctx, &message.Inbound{Update: stop, RequestID: uuid.NewString(), Arrived: time.Now(), Progress: &chatProgress{}})
 		}

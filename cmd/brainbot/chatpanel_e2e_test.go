@@ -7,7 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"brainbot/bot/panel/engine"
 )
 
 // A panel rehearsed in `brainbot chat`: the members are the brains beside
@@ -117,5 +120,37 @@ func TestEndToEndChatKeepsAPanelsVoiceNotes(t *testing.T) {
 		if _, err := os.Stat(n[2]); err != nil {
 			t.Errorf("%s's voice note is gone once the chat ended: %v", n[1], err)
 		}
+	}
+}
+
+// Ctrl-C while a panel runs stops it, as it stops an answer: the chat goes
+// on, the next /panel runs (the stopped one is over, not left running in
+// the group), and the exit code says the first did not end whole.
+func TestEndToEndChatCtrlCStopsAPanel(t *testing.T) {
+	brains, panels := chatPanelFolders(t,
+		map[string]string{"chat.yaml": panelChatBrain, "voice.yaml": panelVoiceBrain},
+		map[string]string{"duo.yaml": "members: [chat, voice]\n"})
+	p := startChatFile(t, nil, filepath.Join(brains, "chat.yaml"), "-chat", "group", "-panels", panels)
+	p.s.Model.Hold(engine.HoldMarker) // turn 3 waits: the panel is stopped in it
+	if _, err := io.WriteString(p.stdin, "/panel is jazz music?\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput("Voice: comment of chat\n")
+	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput("(the panel stops)\n")
+	p.s.Model.Hold("")
+	if _, err := io.WriteString(p.stdin, "/panel is rock music?\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.waitOutput("you: /panel is rock music?\nChat: You said: ")
+	run := p.end()
+	_, second, _ := strings.Cut(run.stdout, "you: /panel is rock music?\n")
+	if n := len(panelSpeakers.FindAllString(second, -1)); n != 6 {
+		t.Errorf("the second panel wrote %d messages, want 6: two answers, two comments, two replies", n)
+	}
+	if run.code != 1 {
+		t.Errorf("exit code %d, want 1: the stopped panel did not end whole", run.code)
 	}
 }

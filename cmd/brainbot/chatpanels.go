@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -21,6 +22,7 @@ import (
 	"brainbot/bot/panel"
 	"brainbot/bot/panel/host"
 	"brainbot/bot/terminal"
+	"brainbot/state"
 )
 
 // chatBrains are the brains a terminal chat knows: the one talked to and
@@ -64,27 +66,60 @@ func (c *chatBrains) each(fn func(id string)) {
 // to wait for before the next prompt.
 type chatPanels struct {
 	host   *host.Host
+	runs   *chatRuns
 	dir    string // the panels folder (-panels)
 	brains *chatBrains
 	// running are the runs launched; launched counts them until wait.
 	running  sync.WaitGroup
 	launched atomic.Int64
+
+	mu sync.Mutex
+	// cancels stop the runs launched since the last wait; stopped: one
+	// was.
+	cancels []context.CancelFunc
+	stopped bool
 }
 
 // launch runs a panel run in the background (host.Config.Launch); the
-// chat waits for it before its next prompt.
+// chat waits for it before its next prompt, and Ctrl-C stops it.
 func (c *chatPanels) launch(ctx context.Context) func(fn func(ctx context.Context)) {
 	return func(fn func(ctx context.Context)) {
+		ctx, cancel := context.WithCancel(ctx)
+		c.mu.Lock()
+		c.cancels = append(c.cancels, cancel)
+		c.mu.Unlock()
 		c.launched.Add(1)
-		c.running.Go(func() { fn(ctx) })
+		c.running.Go(func() {
+			defer cancel()
+			fn(ctx)
+		})
 	}
 }
 
+// stop stops the runs going on, and reports whether there were any.
+func (c *chatPanels) stop() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.cancels {
+		cancel()
+	}
+	c.stopped = c.stopped || len(c.cancels) > 0
+	return len(c.cancels) > 0
+}
+
 // wait waits for the runs launched and reports whether there were any
-// since the last wait.
-func (c *chatPanels) wait() bool {
+// since the last wait, all run to their end. Runs stopped are ended in
+// the journal.
+func (c *chatPanels) wait(ctx context.Context) bool {
 	c.running.Wait()
-	return c.launched.Swap(0) > 0
+	c.mu.Lock()
+	stopped := c.stopped
+	c.cancels, c.stopped = nil, false
+	c.mu.Unlock()
+	if stopped {
+		c.runs.end(ctx)
+	}
+	return c.launched.Swap(0) > 0 && !stopped
 }
 
 // Start answers /panel as the host does, and says in a line what keeps a
@@ -136,4 +171,52 @@ func (c chatMembers) Outbox(to message.Key, _ int, _ *zap.Logger) host.Outbox {
 		name = b.Name
 	}
 	return c.screen.As(name)
+}
+
+// chatRuns is the chat's panel journal: the store's, which knows the
+// runs started here that did not finish, to end them when stopped.
+type chatRuns struct {
+	state.Panels
+
+	mu   sync.Mutex
+	open map[string][]byte // the runs started here, not finished: their last state
+}
+
+func (r *chatRuns) StartPanel(ctx context.Context, run state.PanelRun) error {
+	err := r.Panels.StartPanel(ctx, run)
+	if err == nil {
+		r.mu.Lock()
+		r.open[run.ID] = run.Run
+		r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *chatRuns) SavePanel(ctx context.Context, id string, run []byte, finished bool, now time.Time) error {
+	err := r.Panels.SavePanel(ctx, id, run, finished, now)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case finished:
+		delete(r.open, id)
+	case err == nil:
+		r.open[id] = run
+	}
+	return err
+}
+
+// end ends the runs that did not finish: stopped here, or left by a chat
+// that was killed. A chat resumes none, and a run left running would
+// refuse the next /panel in the group.
+func (r *chatRuns) end(ctx context.Context) {
+	left, _ := r.RunningPanels(ctx) // best effort: /panel then says one runs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, run := range left {
+		r.open[run.ID] = run.Run
+	}
+	for id, run := range r.open {
+		_ = r.Panels.SavePanel(ctx, id, run, true, time.Now())
+		delete(r.open, id)
+	}
 }
