@@ -60,6 +60,15 @@ func New(w io.Writer, name string) *Screen {
 	return &Screen{w: w, name: name, questions: map[int][]message.Button{}}
 }
 
+// NumberFrom makes first the id of the conversation's next message: a
+// conversation kept on (its state stored) goes on numbering where the
+// last one stopped, as a Telegram chat's ids do.
+func (s *Screen) NumberFrom(first int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = first - 1
+}
+
 // NextID gives a message its id; the user's messages take theirs here
 // too, so that every message of the conversation has its own.
 func (s *Screen) NextID() int {

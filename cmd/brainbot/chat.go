@@ -120,6 +120,12 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	ans.tools.UseNotes(notebook{db})
 
 	screen := terminal.New(m.Stdout, b.Name)
+	// Message ids are unique in a chat, on the same -state too: a panel's
+	// run is journaled by its /panel message, and a message id of an
+	// earlier chat would be taken for that run's. Ids from the clock in
+	// milliseconds: a chat takes far fewer than one a millisecond, so a
+	// later chat numbers above an earlier one.
+	screen.NumberFrom(int(time.Now().UnixMilli()))
 	stopping := make(chan struct{})
 	defer close(stopping)
 	brains := loadChatBrains(b)

@@ -154,3 +154,32 @@ func TestEndToEndChatCtrlCStopsAPanel(t *testing.T) {
 		t.Errorf("exit code %d, want 1: the stopped panel did not end whole", run.code)
 	}
 }
+
+// A chat killed during a panel leaves it unfinished in its state folder;
+// a chat started on that folder resumes none, and runs the next /panel.
+func TestEndToEndChatEndsThePanelAKilledChatLeft(t *testing.T) {
+	brains, panels := chatPanelFolders(t,
+		map[string]string{"chat.yaml": panelChatBrain, "voice.yaml": panelVoiceBrain},
+		map[string]string{"duo.yaml": "members: [chat, voice]\n"})
+	state := filepath.Join(t.TempDir(), "state")
+	args := []string{"-chat", "group", "-panels", panels, "-state", state}
+	killed := startChatFile(t, nil, filepath.Join(brains, "chat.yaml"), args...)
+	killed.s.Model.Hold(engine.HoldMarker)
+	if _, err := io.WriteString(killed.stdin, "/panel is jazz music?\n"); err != nil {
+		t.Fatal(err)
+	}
+	killed.waitOutput("Voice: comment of chat\n")
+	if err := killed.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed.end()
+
+	p := startChatFile(t, nil, filepath.Join(brains, "chat.yaml"), args...)
+	if _, err := io.WriteString(p.stdin, "/panel is rock music?\n"); err != nil {
+		t.Fatal(err)
+	}
+	run := p.end()
+	if n := len(panelSpeakers.FindAllString(run.stdout, -1)); n != 6 || run.code != 0 {
+		t.Errorf("the next chat wrote %d messages of the panel (exit code %d), want 6 (0)", n, run.code)
+	}
+}
