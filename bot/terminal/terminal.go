@@ -53,11 +53,13 @@ type Screen struct {
 	// of the message they are under.
 	questions map[int][]message.Button
 	asked     int // the message of the latest open question (0: none)
+	// said names the bot that said each message, by its id.
+	said map[int]string
 }
 
 // New writes a conversation with the bot called name to w.
 func New(w io.Writer, name string) *Screen {
-	return &Screen{w: w, name: name, questions: map[int][]message.Button{}}
+	return &Screen{w: w, name: name, questions: map[int][]message.Button{}, said: map[int]string{}}
 }
 
 // NumberFrom makes first the id of the conversation's next message: a
@@ -119,8 +121,9 @@ func (s *Screen) endLine() {
 
 // say writes one message of the bot called name, with kb's options
 // numbered below it, and returns its id. A message that goes on from the
-// streamed text writes only the rest of it.
-func (s *Screen) say(name, text string, kb message.Keyboard) int {
+// streamed text writes only the rest of it; one in reply to another
+// bot's message (replyTo) names that bot.
+func (s *Screen) say(name string, replyTo int, text string, kb message.Keyboard) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rest, ok := strings.CutPrefix(text, s.open); ok && s.open != "" {
@@ -128,10 +131,15 @@ func (s *Screen) say(name, text string, kb message.Keyboard) int {
 		s.open = ""
 	} else {
 		s.endLine()
-		fmt.Fprintf(s.w, "%s: %s\n", name, text)
+		speaker := name
+		if to := s.said[replyTo]; to != "" && to != name {
+			speaker += " (to " + to + ")"
+		}
+		fmt.Fprintf(s.w, "%s: %s\n", speaker, text)
 	}
 	s.last++
 	id := s.last
+	s.said[id] = name
 	var options []message.Button
 	for _, row := range kb {
 		options = append(options, row...)
@@ -181,9 +189,10 @@ func (s *Screen) GuestOutbox(string, string, *zap.Logger) conversation.Outbox {
 }
 
 // As is an outbox of another bot of the conversation, called name (a
-// panel's member): its lines start with its name.
-func (s *Screen) As(name string) conversation.Outbox {
-	return &outbox{s: s, name: name}
+// panel's member), replying to message replyTo (0: none): its lines
+// start with its name, and the name of the bot it replies to.
+func (s *Screen) As(name string, replyTo int) conversation.Outbox {
+	return &outbox{s: s, name: name, replyTo: replyTo}
 }
 
 func (s *Screen) Fetch(context.Context, string, string, int64) ([]byte, error) {
@@ -208,6 +217,7 @@ func (s *Screen) IsAdmin(context.Context, string, int64, int64) (bool, error) {
 type outbox struct {
 	s        *Screen
 	name     string // the bot it sends as
+	replyTo  int    // the message it replies to (0: none)
 	keyboard message.Keyboard
 	sent     []int
 	streamed *stream
@@ -216,7 +226,7 @@ type outbox struct {
 func (o *outbox) Text(_ context.Context, text string, _ bool) error {
 	kb := o.keyboard
 	o.keyboard = nil
-	o.sent = append(o.sent, o.s.say(o.name, text, kb))
+	o.sent = append(o.sent, o.s.say(o.name, o.replyTo, text, kb))
 	return nil
 }
 
@@ -245,7 +255,7 @@ func (o *outbox) File(_ context.Context, kind message.FileKind, path string) err
 	if words != "" {
 		text += "\n  says: " + words
 	}
-	o.sent = append(o.sent, o.s.say(o.name, text, nil))
+	o.sent = append(o.sent, o.s.say(o.name, o.replyTo, text, nil))
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"brainbot/bot/conversation"
 	"brainbot/bot/message"
 )
 
@@ -61,19 +62,26 @@ func TestChoiceByNumber(t *testing.T) {
 }
 
 // Another bot of the conversation (a panel's member) writes under its
-// own name, and its messages take ids of the conversation's.
+// own name, and names the bot it replies to; its messages take ids of the
+// conversation's.
 func TestAnotherBotWritesUnderItsName(t *testing.T) {
 	var out strings.Builder
 	s := New(&out, "Bot")
 	ctx := context.Background()
-	if err := s.Outbox(message.Key{}, true, 0, nil).Text(ctx, "Hello", true); err != nil {
+	main := s.Outbox(message.Key{}, true, 0, nil)
+	if err := main.Text(ctx, "Hello", true); err != nil {
 		t.Fatal(err)
 	}
-	o := s.As("Painter")
+	o := s.As("Painter", 0)
 	if err := o.Text(ctx, "Blue.", true); err != nil {
 		t.Fatal(err)
 	}
-	if want := "Bot: Hello\nPainter: Blue.\n"; out.String() != want {
+	for _, reply := range []conversation.Outbox{s.As("Painter", main.Sent()[0]), s.As("Bot", o.Sent()[0]), s.As("Bot", main.Sent()[0])} {
+		if err := reply.Text(ctx, "Yes.", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := "Bot: Hello\nPainter: Blue.\nPainter (to Bot): Yes.\nBot (to Painter): Yes.\nBot: Yes.\n"; out.String() != want {
 		t.Errorf("wrote %q, want %q", out.String(), want)
 	}
 	if got := o.Sent(); len(got) != 1 || got[0] != 2 {

@@ -31,8 +31,9 @@ func chatPanelFolders(t *testing.T, brains, panels map[string]string) (brainsDir
 	return brainsDir, panelsDir
 }
 
-// panelSpeakers are the names that start the members' lines, in order.
-var panelSpeakers = regexp.MustCompile(`(?m)^(Chat|Voice|Painter): `)
+// panelSpeakers are the names that start the members' lines, in order,
+// with the member each replies to, if any.
+var panelSpeakers = regexp.MustCompile(`(?m)^((?:Chat|Voice|Painter)(?: \(to (?:Chat|Voice|Painter)\))?): `)
 
 func TestEndToEndChatRehearsesAPanel(t *testing.T) {
 	brains, panels := chatPanelFolders(t,
@@ -57,8 +58,10 @@ func TestEndToEndChatRehearsesAPanel(t *testing.T) {
 		order = append(order, m[1])
 	}
 	// Scripted model: each member comments on the first other member's
-	// answer, so Painter's got no comment and Painter does not reply.
-	if want := []string{"Chat", "Voice", "Painter", "Chat", "Voice", "Painter", "Chat", "Voice"}; !slices.Equal(order, want) {
+	// answer, so Painter's got no comment and Painter does not reply; a
+	// member replies to the first comment on its answer.
+	if want := []string{"Chat", "Voice", "Painter", "Chat (to Voice)", "Voice (to Chat)", "Painter (to Chat)", "Chat (to Voice)",
+		"Voice (to Chat)"}; !slices.Equal(order, want) {
 		t.Errorf("the members spoke in the order %v, want %v", order, want)
 	}
 	if !strings.HasPrefix(panelOut, "you: /panel should cities ban cars?\nChat: ") {
@@ -112,7 +115,7 @@ func TestEndToEndChatKeepsAPanelsVoiceNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := p.end()
-	notes := regexp.MustCompile(`(?m)^(Chat|Voice): \[voice message\] (\S+) \(\d+ bytes`).FindAllStringSubmatch(run.stdout, -1)
+	notes := regexp.MustCompile(`(?m)^(Chat|Voice)(?: \(to \w+\))?: \[voice message\] (\S+) \(\d+ bytes`).FindAllStringSubmatch(run.stdout, -1)
 	if len(notes) != 6 { // two answers, two comments, two replies
 		t.Fatalf("%d voice notes printed, want 6", len(notes))
 	}
@@ -135,7 +138,7 @@ func TestEndToEndChatCtrlCStopsAPanel(t *testing.T) {
 	if _, err := io.WriteString(p.stdin, "/panel is jazz music?\n"); err != nil {
 		t.Fatal(err)
 	}
-	p.waitOutput("Voice: comment of chat\n")
+	p.waitOutput("Voice (to Chat): comment of chat\n")
 	if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +171,7 @@ func TestEndToEndChatEndsThePanelAKilledChatLeft(t *testing.T) {
 	if _, err := io.WriteString(killed.stdin, "/panel is jazz music?\n"); err != nil {
 		t.Fatal(err)
 	}
-	killed.waitOutput("Voice: comment of chat\n")
+	killed.waitOutput("Voice (to Chat): comment of chat\n")
 	if err := killed.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

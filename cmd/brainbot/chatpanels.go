@@ -165,12 +165,12 @@ func (c chatMembers) InChat(_ context.Context, bot string, _ int64) (bool, error
 	return true, nil
 }
 
-func (c chatMembers) Outbox(to message.Key, _ int, _ *zap.Logger) host.Outbox {
+func (c chatMembers) Outbox(to message.Key, replyTo int, _ *zap.Logger) host.Outbox {
 	name := to.Bot
 	if b := c.brains.brain(to.Bot); b != nil {
 		name = b.Name
 	}
-	return c.screen.As(name)
+	return c.screen.As(name, replyTo)
 }
 
 // chatRuns is the chat's panel journal: the store's, which knows the
