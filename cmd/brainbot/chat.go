@@ -77,7 +77,7 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	if temporary {
 		defer func() {
 			if keep {
-				fmt.Fprintf(m.Stderr, "The chat's state is kept in %s: its voice notes, pictures and brainbot.log.\n", dataDir)
+				fmt.Fprintf(m.Stderr, "The chat's state is kept in %s: its voice notes, pictures, panels' files and brainbot.log.\n", dataDir)
 				return
 			}
 			_ = os.RemoveAll(dataDir) // best effort: a temporary folder
