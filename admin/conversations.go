@@ -20,8 +20,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/output"
 	"brainbot/state"
 )

@@ -14,8 +14,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/state/sqlite"
 	"brainbot/state/sqlite/sqlitefresh"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // benchHarness is a running bot with an instant fake Claude and 10,000

@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/state/sqlite"
 )
 

@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/message"
 	"brainbot/bot/panel/host"
 	"brainbot/bot/telegram"
+	"brainbot/message"
 )
 
 // chats is the pipeline's Chats: the transport, as each bot, through the

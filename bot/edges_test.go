@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/message"
 	"brainbot/bot/telegram"
 	"brainbot/bot/telegramtest"
+	"brainbot/message"
 	"brainbot/state/jetstream"
 	"brainbot/state/jetstream/natstest"
 	"brainbot/state/sqlite"

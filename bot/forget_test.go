@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"brainbot/bot/intake"
-	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
+	"brainbot/message"
 )
 
 // An admin's forget drops the messages the user sent that wait behind

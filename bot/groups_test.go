@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf16"
 
-	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
+	"brainbot/message"
 )
 
 const groupChat = -1001500

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
+	"brainbot/message"
 )
 
 // guestText is the text of a guest query's answer (an article's

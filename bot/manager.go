@@ -27,9 +27,9 @@ import (
 	"brainbot/bot/brain"
 	"brainbot/bot/conversation"
 	"brainbot/bot/intake"
-	"brainbot/bot/message"
 	"brainbot/bot/panel/host"
 	"brainbot/bot/telegram"
+	"brainbot/message"
 	"brainbot/metrics"
 	"brainbot/state"
 )

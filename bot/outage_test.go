@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/state/sqlite"
 )

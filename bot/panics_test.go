@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest/observer"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/metrics"
 	"brainbot/state/sqlite"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // After a restart the conversations used within PrewarmWithin, the most

@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/message"
 	"brainbot/bot/telegram"
+	"brainbot/message"
 	"brainbot/state"
 )
 

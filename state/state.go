@@ -16,7 +16,7 @@ import (
 	"context"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // Backend is everything a backend keeps.

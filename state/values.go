@@ -5,7 +5,7 @@ import (
 	"encoding/base64"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // Session is a conversation's Claude session.

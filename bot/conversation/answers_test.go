@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
 	"brainbot/bot/panel/host"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/sysprompt"
 	"brainbot/toolspec"

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // Commands is what the bot registers with setMyCommands and lists in

@@ -35,8 +35,8 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/contain"
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/metrics"
 	"brainbot/output"
 	"brainbot/pricing"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // A bot without a brain here may still have a message turned away by a

@@ -6,8 +6,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 )
 
 // supersede stops the turn of a message its sender edited while it was

@@ -3,7 +3,7 @@ package conversation
 import (
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // outbox is where in's answer goes: its chat, or for a guest message

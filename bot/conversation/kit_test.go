@@ -25,9 +25,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/bot/porttest"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/metrics"
 	"brainbot/state"
 	"brainbot/state/sqlite"

@@ -23,8 +23,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/pricing"
 )
 

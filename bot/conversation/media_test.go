@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 )
 
 // fakeTranscriber hears words in any audio, and says what it was given.

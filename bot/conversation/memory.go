@@ -17,7 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/ticket"
 )

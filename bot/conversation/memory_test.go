@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/state/statetest"
 	"brainbot/ticket"
 )

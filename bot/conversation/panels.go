@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 
 	"go.uber.org/zap"

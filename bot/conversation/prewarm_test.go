@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/state"
 )
 

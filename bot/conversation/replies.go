@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // maxReplyContext bounds, in characters, the replied-to text the model

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // The replied-to text reaches the model as words: escaped so it cannot

@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 )
 
 // heldAgent makes k's agent hold each run until the test lets it go

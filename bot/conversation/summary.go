@@ -5,8 +5,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/metrics"
 )
 

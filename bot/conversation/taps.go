@@ -16,8 +16,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/output"
 	"brainbot/pricing"
 	"brainbot/state"

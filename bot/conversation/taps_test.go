@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/pricing"
 	"brainbot/toolspec"
 )

@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // mayStop reports whether user may stop what asker asked in conversation

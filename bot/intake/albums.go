@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // AlbumWait is how long an album stays open after its latest message:

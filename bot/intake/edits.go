@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // edit takes an edited message in. Still waiting in its queue, it is

@@ -22,7 +22,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/metrics"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/metrics"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"brainbot/bot/message"
 	"brainbot/bot/telegram"
+	"brainbot/message"
 	"brainbot/metrics"
 	"brainbot/state/jetstream"
 	"brainbot/state/jetstream/natstest"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // progress is a message's progress told to its deliveries: one, or an

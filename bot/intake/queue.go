@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // queue holds one conversation's messages waiting to be answered; one

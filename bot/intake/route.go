@@ -10,7 +10,7 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/contain"
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // route reads a delivery of a connected bot (me) and hands it on: to its

@@ -3,7 +3,7 @@ package intake
 import (
 	"context"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // tap hands a tap on a button to the conversation beside the queue: it is

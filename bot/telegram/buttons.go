@@ -11,7 +11,7 @@ import (
 	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // MaxNotice is Telegram's limit for a tap's answer (answerCallbackQuery's

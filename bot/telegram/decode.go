@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // KeyOf reads the update id of a raw update and the conversation it

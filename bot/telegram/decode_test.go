@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 
 	"github.com/go-telegram/bot/models"
 )

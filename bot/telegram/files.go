@@ -13,7 +13,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // mediaOf is the file msg carries, if any: everything a user may send on

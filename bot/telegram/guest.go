@@ -8,7 +8,7 @@ import (
 	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // readGuest reads a guest message: the message that summoned the bot in

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // guestUpdate is a guest_message as Telegram sends it when caller (a

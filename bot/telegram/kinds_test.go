@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // Every kind of update brainbot asks Telegram for reads as something it

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-telegram/bot/models"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // readReply reads what msg replies to: the part the user quoted (quote),

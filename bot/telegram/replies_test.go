@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // What a message replies to reads from the update as Telegram sends it:

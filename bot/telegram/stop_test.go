@@ -3,7 +3,7 @@ package telegram
 import (
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // A stop button pressed reads as StopPressed in its private chat's

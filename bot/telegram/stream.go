@@ -13,7 +13,7 @@ import (
 	"github.com/go-telegram/bot/models"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // Stream shows a text reply while the model writes it: as a draft in a

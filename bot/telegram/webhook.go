@@ -22,7 +22,7 @@ import (
 	tgbot "github.com/go-telegram/bot"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // secretHeader is where Telegram puts the webhook's secret token.

@@ -30,7 +30,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/output"
 )
 

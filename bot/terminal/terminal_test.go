@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // A streamed answer is written as it grows, and the reply that replaces

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state/sqlite"
 )
 

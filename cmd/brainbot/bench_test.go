@@ -13,11 +13,11 @@ import (
 
 	"github.com/google/uuid"
 
-	"brainbot/bot/message"
 	"brainbot/claude"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/mcp/toolstest"
+	"brainbot/message"
 	"brainbot/output"
 	"brainbot/state/sqlite"
 	"brainbot/toolspec"

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/message"
 	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/state/sqlite"
 	"brainbot/toolspec"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
+	"brainbot/message"
 	"brainbot/state/jetstream"
 	"brainbot/state/jetstream/natstest"
 )

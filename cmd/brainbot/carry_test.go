@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state/jetstream"
 	"brainbot/state/jetstream/natstest"
 	"brainbot/state/sqlite"

@@ -6,8 +6,8 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/intake"
-	"brainbot/bot/message"
 	"brainbot/bot/terminal"
+	"brainbot/message"
 )
 
 // In `chat -chat group`, a line is a group message: the brain's groups

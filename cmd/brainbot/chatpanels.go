@@ -18,10 +18,10 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/bot/panel"
 	"brainbot/bot/panel/host"
 	"brainbot/bot/terminal"
+	"brainbot/message"
 	"brainbot/state"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state/sqlite"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/state/carry"
 	"brainbot/state/jetstream"

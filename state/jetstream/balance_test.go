@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state/jetstream/natstest"
 )
 

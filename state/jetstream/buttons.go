@@ -8,7 +8,7 @@ import (
 
 	jsapi "github.com/nats-io/nats.go/jetstream"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 )
 

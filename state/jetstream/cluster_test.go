@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state/jetstream/natstest"
 )
 

@@ -13,7 +13,7 @@ import (
 	jsapi "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 )
 

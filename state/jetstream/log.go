@@ -14,7 +14,7 @@ import (
 	jsapi "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // updates is the bots' update log: the stream the pollers publish to,

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/state/jetstream/natstest"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state/jetstream/natstest"
 )
 

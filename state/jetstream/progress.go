@@ -10,7 +10,7 @@ import (
 	jsapi "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // progress is what the work on one update recorded, in the progress

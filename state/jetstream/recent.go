@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 )
 

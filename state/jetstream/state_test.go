@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 	"brainbot/state/jetstream/natstest"
 )

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 )
 

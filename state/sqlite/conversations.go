@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 )
 

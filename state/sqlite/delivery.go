@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // delivery is one journal entry handed to the consumer. Its marks are

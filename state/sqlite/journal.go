@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // Deliveries hands the journal's entries over to its consumer, the intake:

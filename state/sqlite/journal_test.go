@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
 	"brainbot/bot/telegram"
+	"brainbot/message"
 )
 
 func openJournal(t *testing.T) *Store {

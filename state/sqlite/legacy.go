@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode/utf16"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // legacyUpdate is the Telegram update a journal entry of an earlier

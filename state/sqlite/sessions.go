@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 func openTemp(t testing.TB) (*Store, string) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 	"brainbot/state"
 )
 

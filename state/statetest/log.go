@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"brainbot/bot/message"
+	"brainbot/message"
 )
 
 // The update log and its deliveries, and the poller leases.

@@ -24,10 +24,10 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/bot/panel"
 	"brainbot/bot/panel/engine"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/metrics"
 	"brainbot/state"
 	"brainbot/toolspec"

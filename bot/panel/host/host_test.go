@@ -25,10 +25,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/bot/panel/engine"
 	"brainbot/bot/porttest"
 	"brainbot/claude"
+	"brainbot/message"
 	"brainbot/metrics"
 	"brainbot/state"
 	"brainbot/state/sqlite"

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/bot/panel/engine"
+	"brainbot/message"
 	"brainbot/pricing"
 	"brainbot/toolspec"
 )

@@ -20,11 +20,11 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"brainbot/bot/brain"
-	"brainbot/bot/message"
 	"brainbot/bot/panel/engine"
 	"brainbot/claude"
 	"brainbot/mcp"
 	"brainbot/mcp/openaitest"
+	"brainbot/message"
 	"brainbot/pricing"
 	"brainbot/state"
 	"brainbot/toolspec"

@@ -2,7 +2,9 @@
 // what goes back to it: where a message belongs (Key), who a bot is
 // (Identity), an update as it was received (Envelope) and as it reads
 // (Update). It holds no Telegram library types, so the transport, the
-// intake and the conversation speak it without knowing one another.
+// intake and the conversation speak it without knowing one another, and
+// the state contract keeps them without knowing the Telegram side: a
+// room of its own, below both.
 package message
 
 import (
