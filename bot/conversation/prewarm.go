@@ -63,17 +63,16 @@ type prewarmed struct{ started, warm int }
 // stored), but for those that have a process here already. It stops when
 // the agent's budget is full or ctx ends.
 func (p *Pipeline) prewarmAll(ctx context.Context, list []state.RecentSession) prewarmed {
-	agent := p.warmer
 	var n prewarmed
 	for _, r := range list {
-		if agent.HasProcess(r.Conversation.String()) {
+		if p.warmer.HasProcess(r.Conversation.String()) {
 			n.warm++
 			continue
 		}
 		if n.started > 0 && !sleep(ctx, prewarmPace) {
 			break
 		}
-		err := p.prewarm(ctx, agent, r)
+		err := p.prewarm(ctx, r)
 		if errors.Is(err, claude.ErrNoRoom) {
 			break
 		}
@@ -89,7 +88,7 @@ func (p *Pipeline) prewarmAll(ctx context.Context, list []state.RecentSession) p
 
 // prewarm starts one conversation's process, resuming its session, with
 // the request its brain gives it now.
-func (p *Pipeline) prewarm(ctx context.Context, agent Warmer, r state.RecentSession) error {
+func (p *Pipeline) prewarm(ctx context.Context, r state.RecentSession) error {
 	bot := r.Conversation.Bot
 	b := p.cfg.Brain(bot)
 	if b == nil {
@@ -102,7 +101,7 @@ func (p *Pipeline) prewarm(ctx context.Context, agent Warmer, r state.RecentSess
 	log := p.log.With(zap.String("bot", bot), zap.Int64("chat", r.Conversation.Chat))
 	req := p.conversationRequest(b, bot, sysprompt.Facts{}, log)
 	req.SessionID, req.Resume, req.Conversation = r.ID, true, r.Conversation.String()
-	return agent.PrewarmResume(req)
+	return p.warmer.PrewarmResume(req)
 }
 
 // sleep waits d; false when ctx ended first.
