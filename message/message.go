@@ -100,6 +100,10 @@ type Envelope struct {
 	// the messages it had accepted for the bot (and not the update as
 	// received): it is the bot's to answer, however it reads now.
 	Accepted bool
+	// Scheduled is set for what brainbot appended itself (a reminder, a
+	// check-in), with no Raw, no UpdateID and no poller's offset; nil for
+	// an update from Telegram.
+	Scheduled *Scheduled
 }
 
 // Kind is what an update is to brainbot.
