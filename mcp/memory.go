@@ -52,6 +52,9 @@ func (g *gate) memory(ctx context.Context, tool string) (ticket.Memory, Notebook
 		log = g.log
 	}
 	notes := g.notes.Load()
+	if err == nil && m.MaxNotes == 0 {
+		err = errors.New("the brain keeps no notes")
+	}
 	if err != nil || notes == nil {
 		log.Info("memory tool call refused", zap.String("tool", tool), zap.Error(err))
 		return m, nil, log, false
