@@ -35,6 +35,8 @@ type Backend interface {
 	Maintenance
 	Conversations
 	Memories
+	Reminders
+	Contacts
 }
 
 // Log keeps the bots' updates until they are answered.
@@ -182,8 +184,10 @@ type Conversations interface {
 	// ForgetUser deletes what is kept of user's with bot ("": with every
 	// bot): their conversations (message.Key.User is user), with their
 	// sessions, past ones too, and stored transcripts, the buttons under
-	// them, the updates not answered yet in them; the /voice choice, the
-	// daily counts and the notes kept about them (Memories). Buttons
+	// them, the updates not answered yet in them and what was scheduled
+	// for them anywhere (message.Scheduled); the /voice choice, the daily
+	// counts, the notes kept about them (Memories), their reminders and
+	// contact (Reminders, Contacts). Buttons
 	// elsewhere (a group's) that name the user no longer do: they are the
 	// group's admins' (Buttons.User the chat's id, as an anonymous
 	// admin's), and a question asked of the user is closed. Usage records
