@@ -27,7 +27,7 @@ const (
 // (/reminders shows a button per reminder under one message).
 const (
 	DefaultMaxPending = 20
-	MaxMaxPending     = 100
+	MaxMaxPending     = 50
 	DefaultMaxAhead   = 365 * 24 * time.Hour
 	// MaxReminderChars bounds what one reminder says.
 	MaxReminderChars = 500

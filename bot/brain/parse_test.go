@@ -171,8 +171,8 @@ func TestParseRules(t *testing.T) {
 			"t.yaml:8: memory.max_note_chars: must be between 1 and 1000 (the characters of one note; default 200), got 1001"}},
 		{name: "reminders with too few turns", yaml: minimal + "claude:\n  max_turns: 1\nreminders:\n  enabled: true\n", want: []string{
 			"t.yaml:6: claude.max_turns: must be at least 2 when reminders are on (the model keeps one with a tool call, then answers), got 1"}},
-		{name: "schedule bounds out of range", yaml: minimal + "reminders:\n  max_pending: 101\n  max_ahead: 30s\ncheck_ins:\n  quiet_for: 0s\n  per_week: 15\n", want: []string{
-			"t.yaml:6: reminders.max_pending: must be between 1 and 100 (the reminders a user may have waiting; default 20), got 101",
+		{name: "schedule bounds out of range", yaml: minimal + "reminders:\n  max_pending: 51\n  max_ahead: 30s\ncheck_ins:\n  quiet_for: 0s\n  per_week: 15\n", want: []string{
+			"t.yaml:6: reminders.max_pending: must be between 1 and 50 (the reminders a user may have waiting; default 20), got 51",
 			"t.yaml:7: reminders.max_ahead: must be between 1m and 87600h (how far ahead a reminder may be; default 8760h, a year), got 30s",
 			"t.yaml:9: check_ins.quiet_for: must be at least 1s (how long a user is quiet before the persona writes first; default 72h), got 0s",
 			"t.yaml:10: check_ins.per_week: must be between 1 and 14 (the check-ins one user gets in any 7 days; default 2), got 15"}},

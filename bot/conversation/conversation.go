@@ -164,9 +164,12 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 	defer r.finish()
 	defer r.contain()
 	b := r.brain
+	p.wrote(r)
 	switch {
 	case b == nil:
 		r.drop("dropped")
+	case in.Scheduled != nil:
+		p.writeFirst(r)
 	case in.ForOtherBot:
 		r.drop("ignored")
 	case !allowed(b, in.Sender):
@@ -179,6 +182,10 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 		p.offerForget(r)
 	case in.Command == "memory" && b.Memory.Enabled:
 		p.showMemory(r)
+	case in.Command == "reminders" && b.Reminders.Enabled:
+		p.showReminders(r)
+	case in.Command == "checkins" && b.CheckIns.Enabled:
+		p.checkInsCommand(r)
 	case in.Command != "":
 		r.say("command", p.command(r))
 	default:
@@ -248,7 +255,9 @@ func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *Pipeline) converse(r *request) {
-	p.closeQuestions(r)
+	if r.in.Scheduled == nil {
+		p.closeQuestions(r)
+	}
 	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
 		return
 	}
@@ -523,6 +532,9 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 		return nil, false, err
 	}
 	creq := p.claudeRequest(r, r.sum.mode)
+	if err := p.withSchedule(r, &creq); err != nil {
+		return nil, false, err
+	}
 	creq.OnText, creq.OnFile = onText, onFile
 	// Without a session the driver names one: a new conversation (or the
 	// first message after /reset) is served by a spare when one is ready.
@@ -650,8 +662,11 @@ func (p *Pipeline) conversationRequest(b *brain.Brain, bot string, facts sysprom
 	req := p.baseRequest(b, bot, "", facts, log)
 	req.MaxTurns = b.Claude.MaxTurns
 	req.Questions = b.Buttons.Questions // the question tool is in the MCP config, fixed at the spawn
-	req.Memory = b.Memory.Enabled       // so are the memory tools; whose notes they keep is each request's
+	// So are the memory tools, and the schedule's beside them; whose notes
+	// and reminders they keep is each request's.
+	req.Memory = b.Memory.Enabled || b.Reminders.Enabled || b.CheckIns.Enabled
 	p.brainTools(b, bot, log, &req)
+	req.AllowedTools = append(req.AllowedTools, scheduleTools(b)...)
 	return req
 }
 
@@ -752,6 +767,10 @@ func (r *request) answer(outcome string, send func() error) {
 // notice answers with one plain message meant for the sender only: in a
 // group only they see it (limits, access, busy...).
 func (r *request) notice(outcome, text string) {
+	if r.in.Scheduled != nil {
+		r.unwritten(outcome)
+		return
+	}
 	r.answer(outcome, func() error { return r.out.Notice(r.ctx, text, r.in.Sender) })
 }
 
@@ -909,6 +928,7 @@ func (r *request) finish() {
 	}
 	// Recorded: the caps count it as spent, no longer as held.
 	r.p.purse.release(r.allow.hold, r.sum.cost+r.sum.openAI)
+	r.endIfBlocked()
 	total := time.Since(r.in.Arrived)
 	// Counted before the line is written: once an admin reads the line,
 	// the metrics have the request.

@@ -64,14 +64,22 @@ func keepsNotes(r *request) bool {
 	return m.Groups && in.InGroup()
 }
 
-// notesScope is whose notes r's memory tools keep: its bot and sender,
-// never what the model says (zero when it keeps none: the tools refuse).
+// notesScope is whose notes and schedule r's tools keep: its bot and
+// sender, never what the model says (zero when it keeps neither: the
+// tools refuse).
 func notesScope(r *request) ticket.Memory {
-	if !keepsNotes(r) {
-		return ticket.Memory{}
+	var scope ticket.Memory
+	if keepsNotes(r) {
+		m := r.brain.Memory
+		scope = ticket.Memory{Bot: r.in.Key.Bot, User: r.in.Sender, MaxNotes: m.MaxNotes, MaxNoteChars: m.MaxNoteChars}
 	}
-	m := r.brain.Memory
-	return ticket.Memory{Bot: r.in.Key.Bot, User: r.in.Sender, MaxNotes: m.MaxNotes, MaxNoteChars: m.MaxNoteChars}
+	if keepsSchedule(r) {
+		scope.Bot, scope.User, scope.Schedule, scope.Zone = r.in.Key.Bot, r.in.Sender, true, r.brain.Timezone
+		if rem := r.brain.Reminders; rem.Enabled {
+			scope.MaxPending, scope.MaxAhead = rem.MaxPending, rem.MaxAhead.D()
+		}
+	}
+	return scope
 }
 
 // withNotes adds the sender's notes to what brainbot tells the model
