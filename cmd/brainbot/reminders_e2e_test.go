@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"brainbot/bot/conversation"
+	"brainbot/bot/telegramtest"
+	"brainbot/claude/claudetest"
+	"brainbot/cmd/internal/stack"
+	"brainbot/toolspec"
+)
+
+// The end-to-end suite of reminders and check-ins: the model keeps a
+// reminder through brainbot's tool, and at its time the persona writes
+// it, once, as text or a voice note by the user's mode, across a restart
+// of brainbot; /reminders lists and cancels; a check-in goes to a user
+// quiet for the brain's time, under the button that says no; a user who
+// blocked the bot gets nothing more. brainbot run with the real Claude
+// Code CLI.
+
+// reminderBrain keeps reminders, in Berlin's time, and reads answers aloud
+// for users who ask (/voice).
+const reminderBrain = `name: Keeper
+telegram:
+  token_env: KEEPER_TOKEN
+system_prompt: You keep reminders for people.
+timezone: Europe/Berlin
+tts:
+  user_toggle: true
+reminders:
+  enabled: true
+  max_pending: 3
+`
+
+func TestEndToEndReminders(t *testing.T) { eachMode(t, testReminders) }
+
+func testReminders(t *testing.T, env []string) {
+	s := startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
+		Brains: map[string]string{"keeper.yaml": reminderBrain},
+		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
+	}, nil)
+	const ann, bo = 9, 10
+	// Each keeps a reminder a few seconds ahead, and Bo then asks to hear
+	// the keeper's answers as voice notes; brainbot restarts before their
+	// time.
+	due := time.Now().Add(6 * time.Second).Truncate(time.Second)
+	remind(t, s, ann, due, "call mom", "said: Reminder ")
+	remind(t, s, bo, due, "water the plants", "said: Reminder ")
+	if got := wantText(t, ask(t, s, "keeper", bo, "/voice")); !strings.Contains(got, "Voice replies are on") {
+		t.Fatalf("/voice answered %q", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	annsReminder, bosReminder := s.Unprompted("keeper", ann), s.Unprompted("keeper", bo)
+	before := map[int64]int{ann: len(s.ChatCalls("keeper", ann)), bo: len(s.ChatCalls("keeper", bo))}
+	if code, err := s.Stop(ctx, syscall.SIGTERM); err != nil || code != 0 {
+		t.Fatalf("stop: exit %d, %v", code, err)
+	}
+	if time.Now().After(due) {
+		t.Log("brainbot took longer to stop than the reminders took to come due: they came due while it was down")
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// At their time the persona writes them: to Ann as text, to Bo as a
+	// voice note, each once.
+	reminders := map[int64]stack.Reply{}
+	for user, p := range map[int64]*stack.Pending{ann: annsReminder, bo: bosReminder} {
+		r, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reminders[user] = r
+		if reminders[user].Elapsed < time.Until(due) {
+			t.Errorf("user %d's reminder came before its time", user)
+		}
+	}
+	if got := wantText(t, reminders[ann]); !strings.Contains(got, "<reminder>call mom</reminder>") || !strings.Contains(got, "remind them") {
+		t.Errorf("Ann's reminder reads %q", got)
+	}
+	if got := reminders[bo].Methods(); len(got) != 1 || got[0] != "sendVoice" {
+		t.Errorf("Bo's reminder went as %v, want one voice note", got)
+	}
+	// Once: after it, each chat gets only the answer to the next message.
+	for user, r := range reminders {
+		thanks := ask(t, s, "keeper", user, "thanks")
+		if got, want := len(s.ChatCalls("keeper", user)), before[user]+len(r.Calls)+len(thanks.Calls); got != want {
+			t.Errorf("user %d's chat got %d calls, want %d: the reminder's, then the answer to thanks", user, got, want)
+		}
+	}
+
+	// /reminders lists Ann's in her zone, under a button each; a tap
+	// cancels one, and it does not come.
+	later := time.Now().Add(time.Hour)
+	remind(t, s, ann, later, "book the dentist", "said: Reminder ")
+	remind(t, s, ann, later.Add(time.Hour), "buy bread", "said: Reminder ")
+	list, labels, data := question(t, ask(t, s, "keeper", ann, "/reminders"))
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	wantList := conversation.RemindersHeading + "\n1. " + later.In(berlin).Format("Mon 2 Jan 15:04") + ": book the dentist\n2. " +
+		later.Add(time.Hour).In(berlin).Format("Mon 2 Jan 15:04") + ": buy bread\n\n(Europe/Berlin) " + conversation.RemindersHint
+	if got := stack.Rendered(list); got != wantList || !slices.Equal(labels, []string{"✖ 1", "✖ 2"}) {
+		t.Fatalf("/reminders answered %q under %v, want %q", got, labels, wantList)
+	}
+	if notice := waitAnswer(t, s, "keeper", s.Tap("keeper", ann, ann, list.MessageID, data[0])); notice != conversation.NoticeReminderDone {
+		t.Errorf("the tap on ✖ 1 answered %q", notice)
+	}
+	waitEdited(t, s, "keeper", list.MessageID, fmt.Sprintf(conversation.RemindersCancelledOne, 1))
+	list, _, _ = question(t, ask(t, s, "keeper", ann, "/reminders"))
+	if got := stack.Rendered(list); !strings.HasPrefix(got, conversation.RemindersHeading+"\n1. ") || !strings.Contains(got, "buy bread") ||
+		strings.Contains(got, "dentist") {
+		t.Errorf("/reminders after a cancel answered %q", got)
+	}
+}
+
+// remind has user ask the keeper for a reminder of text at due while the
+// model keeps it with the tool; the answer must hold want.
+func remind(t *testing.T, s *stack.Stack, user int64, due time.Time, text, want string) {
+	t.Helper()
+	call := fmt.Sprintf(`Remind me. #call %s {"at":%q,"text":%q}`, toolspec.RemindTool, due.Format(time.RFC3339), text)
+	got := wantText(t, ask(t, s, "keeper", user, call))
+	if !strings.HasPrefix(got, claudetest.ToolsReplyPrefix+toolspec.RemindTool+" ") || !strings.Contains(got, want) {
+		t.Fatalf("remind %q answered %q, want %q", text, got, want)
+	}
+}
+
+// waitTexts waits for a message of bot in user's chat whose text holds
+// words.
+func waitText(t *testing.T, s *stack.Stack, bot string, user int64, words string) telegramtest.Call {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	c, err := s.Telegram.WaitCall(ctx, stack.Token(bot), func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == user && strings.Contains(c.Param("text"), words)
+	})
+	if err != nil {
+		t.Fatalf("%s never wrote %q to %d: %v\n%s", bot, words, user, err, s.Logs().Tail(20))
+	}
+	return c
+}
