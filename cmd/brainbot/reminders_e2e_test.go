@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"brainbot/bot/conversation"
-	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/toolspec"
@@ -131,17 +130,91 @@ func remind(t *testing.T, s *stack.Stack, user int64, due time.Time, text, want 
 	}
 }
 
-// waitTexts waits for a message of bot in user's chat whose text holds
-// words.
-func waitText(t *testing.T, s *stack.Stack, bot string, user int64, words string) telegramtest.Call {
-	t.Helper()
+// companionBrain checks in on users quiet for 3 seconds, at most twice a
+// week, at any hour (the quiet hours, which need the clock, are the
+// scheduler's unit tests').
+const companionBrain = `name: Companion
+telegram:
+  token_env: COMPANION_TOKEN
+system_prompt: You check in on people.
+reminders:
+  enabled: true
+check_ins:
+  enabled: true
+  quiet_for: 3s
+  quiet_hours: none
+  per_week: 2
+`
+
+func TestEndToEndCheckIns(t *testing.T) { eachMode(t, testCheckIns) }
+
+func testCheckIns(t *testing.T, env []string) {
+	s := startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
+		Brains: map[string]string{"companion.yaml": companionBrain},
+		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
+	}, nil)
+	const ann, carol, dan, eve = 9, 11, 12, 13
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	c, err := s.Telegram.WaitCall(ctx, stack.Token(bot), func(c telegramtest.Call) bool {
-		return c.Method == "sendMessage" && c.ChatID() == user && strings.Contains(c.Param("text"), words)
-	})
-	if err != nil {
-		t.Fatalf("%s never wrote %q to %d: %v\n%s", bot, words, user, err, s.Logs().Tail(20))
+	wait := func(p *stack.Pending) stack.Reply {
+		t.Helper()
+		r, err := p.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
-	return c
+
+	// Quiet for 3 seconds after writing, Ann and Carol hear from the
+	// companion first, under the button that says no.
+	wantText(t, ask(t, s, "companion", ann, "hello"))
+	wantText(t, ask(t, s, "companion", carol, "hello"))
+	annsFirst, carols := s.Unprompted("companion", ann), s.Unprompted("companion", carol)
+	annsSecond := s.Unprompted("companion", ann)
+	if got := wantText(t, wait(annsFirst)); !strings.Contains(got, "has not written to you since") {
+		t.Errorf("Ann's check-in reads %q", got)
+	}
+	checkIn, labels, data := question(t, wait(carols))
+	if !slices.Equal(labels, []string{conversation.CheckInDeclineLabel}) {
+		t.Fatalf("Carol's check-in %q came under %v", stack.Rendered(checkIn), labels)
+	}
+	// Carol says no.
+	if notice := waitAnswer(t, s, "companion", s.Tap("companion", carol, carol, checkIn.MessageID, data[0])); notice != conversation.NoticeCheckInsOff {
+		t.Errorf("the tap answered %q", notice)
+	}
+	waitEdited(t, s, "companion", checkIn.MessageID, conversation.CheckInsOffAddition)
+	// Ann, quiet again, hears again: twice a week.
+	wait(annsSecond)
+
+	// Dan keeps a reminder, then blocks the bot: his check-in is refused,
+	// which ends his schedule.
+	wantText(t, ask(t, s, "companion", dan, "hello"))
+	call := fmt.Sprintf(`Remind me. #call %s {"at":%q,"text":"call mom"}`, toolspec.RemindTool, time.Now().Add(time.Hour).Format(time.RFC3339))
+	wantText(t, ask(t, s, "companion", dan, call))
+	s.Telegram.Block(stack.Token("companion"), dan)
+	if r := wait(s.Unprompted("companion", dan)); r.Summary.Str("outcome") != "blocked" {
+		t.Errorf("the check-in to Dan who blocked the bot: %s", r.Summary.Raw)
+	}
+	waitLine(ctx, t, s, 0, func(l stack.Line) bool {
+		return l.Msg == "the user blocked the bot: their reminders and check-ins end" && l.Int("user") == dan
+	})
+
+	// Eve, who writes now, is the witness: by her check-in Ann and Carol
+	// were quiet long enough again, and Dan too, and none of them heard
+	// more: Ann is at the week's bound, Carol said no, Dan blocked the bot.
+	wantText(t, ask(t, s, "companion", eve, "hello"))
+	wait(s.Unprompted("companion", eve))
+	// Their requests: Ann's hello and two check-ins, Carol's hello and
+	// one, Dan's hello, reminder and the one refused.
+	for user, want := range map[int64]int{ann: 3, carol: 2, dan: 3} {
+		if n := len(stack.Summaries(s.Logs().Lines(), "companion", user)); n != want {
+			t.Errorf("user %d: %d requests, want %d", user, n, want)
+		}
+	}
+	// Dan unblocks it and writes again: his reminder is gone.
+	s.Telegram.ClearFailures(stack.Token("companion"))
+	if got := wantText(t, ask(t, s, "companion", dan, "/reminders")); got != conversation.RemindersEmpty {
+		t.Errorf("Dan's /reminders after the block: %q", got)
+	}
 }
