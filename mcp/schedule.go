@@ -188,17 +188,9 @@ func (g *gate) cancelReminder(ctx context.Context, req mcpgo.CallToolRequest) (*
 	if !ok {
 		return mcpgo.NewToolResultError(toolspec.ScheduleNotHere), nil
 	}
-	id := strings.TrimSpace(req.GetString("id", ""))
-	cancelled, err := sc.Cancel(ctx, m.Bot, m.User, id)
-	switch {
-	case err != nil:
-		log.Warn("could not cancel a reminder", zap.Error(err))
-		return mcpgo.NewToolResultError("The reminder could not be cancelled just now: nothing was cancelled."), nil
-	case !cancelled:
-		return mcpgo.NewToolResultError(toolspec.NoReminder), nil
-	}
-	log.Info("reminder cancelled by the model", zap.String("reminder", id))
-	return mcpgo.NewToolResultText(toolspec.ReminderCancelled(id)), nil
+	return dropOne(ctx, req, log, func(ctx context.Context, id string) (bool, error) { return sc.Cancel(ctx, m.Bot, m.User, id) },
+		dropWords{what: "reminder", failed: "The reminder could not be cancelled just now: nothing was cancelled.",
+			none: toolspec.NoReminder, done: "reminder cancelled by the model", answer: toolspec.ReminderCancelled}), nil
 }
 
 // setTimeZone serves set_time_zone: an IANA name, kept for the user.

@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"html"
-	"strconv"
 	"strings"
 	"time"
 
@@ -54,9 +53,6 @@ const (
 	// user's limit, a spending cap): the user's words, as they asked.
 	ReminderFallback = "⏰ Reminder: %s"
 )
-
-// remindersButtonsPerRow is as /memory's.
-const remindersButtonsPerRow = memoryButtonsPerRow
 
 // keepsSchedule reports whether r's message may keep its sender's
 // reminders and time zone, and is told their local time: in their
@@ -260,18 +256,11 @@ func (p *Pipeline) showReminders(r *request) {
 		r.say("command", RemindersEmpty)
 		return
 	}
-	var text strings.Builder
-	text.WriteString(RemindersHeading)
-	b := state.Buttons{ID: state.NewButtonsID(), Kind: ButtonsReminders, User: r.in.Sender}
-	var kb message.Keyboard
+	lines, ids := make([]string, len(rs)), make([]string, len(rs))
 	for i, rem := range rs {
-		fmt.Fprintf(&text, "\n%d. %s: %s", i+1, rem.Due.In(loc).Format("Mon 2 Jan 15:04"), rem.Text)
-		b.Options = append(b.Options, rem.ID)
-		if i%remindersButtonsPerRow == 0 {
-			kb = append(kb, nil)
-		}
-		kb[len(kb)-1] = append(kb[len(kb)-1], message.Button{Text: "✖ " + strconv.Itoa(i+1), Data: callbackData(b.ID, i)})
+		lines[i], ids[i] = rem.Due.In(loc).Format("Mon 2 Jan 15:04")+": "+rem.Text, rem.ID
 	}
+	b, kb, text := numberedList(r, ButtonsReminders, RemindersHeading, "✖ ", lines, ids)
 	text.WriteString("\n\n(" + loc.String() + ") " + RemindersHint)
 	b.Text = text.String()
 	r.sum.outcome = "command"

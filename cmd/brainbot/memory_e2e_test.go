@@ -33,11 +33,7 @@ memory:
 func TestEndToEndMemory(t *testing.T) { eachMode(t, testMemory) }
 
 func testMemory(t *testing.T, env []string) {
-	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
-		Brains: map[string]string{"friend.yaml": rememberBrain},
-		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
-	}, nil)
+	s := startWith(t, "friend.yaml", rememberBrain, env)
 	admin := socketEnv(adminSocket(t, s))
 	const ann, bo = 9, 10
 

@@ -40,11 +40,7 @@ reminders:
 func TestEndToEndReminders(t *testing.T) { eachMode(t, testReminders) }
 
 func testReminders(t *testing.T, env []string) {
-	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
-		Brains: map[string]string{"keeper.yaml": reminderBrain},
-		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
-	}, nil)
+	s := startWith(t, "keeper.yaml", reminderBrain, env)
 	const ann, bo = 9, 10
 	// Each keeps a reminder a few seconds ahead, and Bo then asks to hear
 	// the keeper's answers as voice notes; brainbot restarts before their
@@ -149,11 +145,7 @@ check_ins:
 func TestEndToEndCheckIns(t *testing.T) { eachMode(t, testCheckIns) }
 
 func testCheckIns(t *testing.T, env []string) {
-	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
-		Brains: map[string]string{"companion.yaml": companionBrain},
-		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
-	}, nil)
+	s := startWith(t, "companion.yaml", companionBrain, env)
 	const ann, carol, dan, eve = 9, 11, 12, 13
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
