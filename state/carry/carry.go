@@ -296,4 +296,3 @@ func (cfg Config) contact(ctx context.Context, bot string, user int64) error {
 	}
 	return nil
 }
-
