@@ -84,23 +84,14 @@ var reminderTests = []behaviour{
 		wantReminders(t, s, "bob", 7, bobs)
 	}},
 	{"AddsAtOnceNeverPassTheLimit", func(t *testing.T, s *subject) {
-		const limit = 3
-		errs := make([]error, 8)
-		together(len(errs), func(i int) { _, errs[i] = s.AddReminder(ctx(t), remind(annAlice, "at once", time.Hour), limit) })
-		kept := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				kept++
-			case !errors.Is(err, state.ErrRemindersFull):
-				t.Error(err)
-			}
-		}
-		rs, err := s.Reminders(ctx(t), "alice", 7)
-		must(t, err)
-		if kept != limit || len(rs) != limit {
-			t.Errorf("%d adds at once kept %d (%d listed), want %d", len(errs), kept, len(rs), limit)
-		}
+		addsAtOnce(t, state.ErrRemindersFull, func(limit int) error {
+			_, err := s.AddReminder(ctx(t), remind(annAlice, "at once", time.Hour), limit)
+			return err
+		}, func() int {
+			rs, err := s.Reminders(ctx(t), "alice", 7)
+			must(t, err)
+			return len(rs)
+		})
 	}},
 	{"CancelledOnlyByTheirUser", func(t *testing.T, s *subject) {
 		mine := addReminder(t, s, remind(annAlice, "mine", time.Hour), 0)
