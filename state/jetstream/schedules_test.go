@@ -65,3 +65,36 @@ func TestScheduledMessageOnceWhenItsHolderIsKilled(t *testing.T) {
 		t.Fatalf("b was handed %+v (scheduled %+v), want update 5: the reminder once", e, e.Scheduled)
 	}
 }
+
+// A scheduled message appended again past the stream's duplicate window,
+// once the first was answered (its answered mark is there, the stream
+// has forgotten its id), is not handed over.
+func TestScheduledMessageAnsweredIsNotHandedAgain(t *testing.T) {
+	url := natstest.Start(t)
+	a := join(t, url, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	k := message.Key{Bot: "bot", Chat: 7}
+	env := message.Envelope{Bot: "bot", Key: k,
+		Scheduled: &message.Scheduled{Kind: message.CheckIn, ID: "checkin-7-3", User: 7, Due: time.Now()}}
+	if _, err := a.marks.answered.Put(ctx, markKey(env), []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Delivery, 2)
+	a.Work(ctx, func(d *Delivery) { got <- d })
+	if err := a.Append(ctx, "", env); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(ctx, "bot@1", message.Envelope{Bot: "bot", UpdateID: 6, Key: k, Raw: update(6, 7, "hello")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-got:
+		d.Done(true)
+		if e := d.Envelope(); e.Scheduled != nil || e.UpdateID != 6 {
+			t.Fatalf("handed %+v (scheduled %+v), want update 6 alone", e, e.Scheduled)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("nothing handed over")
+	}
+}
