@@ -6,7 +6,8 @@ import "time"
 // reminder or a check-in that came due. It goes through the log as an
 // update from Telegram does, so it is answered in its conversation's
 // order, by the instance answering that conversation, and once: a log
-// keeps one entry per (bot, ID) however often it is appended, so every
+// keeps one entry per (bot, ID) however often, and by whichever instance,
+// it is appended within a day of the first, answered or not, so every
 // instance's scheduler may append what it finds due. The logs keep it as
 // JSON, by the names below: renaming a field loses the entries stored.
 type Scheduled struct {

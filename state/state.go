@@ -42,7 +42,10 @@ type Backend interface {
 // Log keeps the bots' updates until they are answered.
 type Log interface {
 	// Append stores env durably, and poller's offset with it: polling
-	// confirms an update to Telegram only once it is stored.
+	// confirms an update to Telegram only once it is stored. A message
+	// brainbot appends itself (env.Scheduled) has no poller (""): it is
+	// stored once per bot and id (message.Scheduled) and handed over as
+	// an update is, with its Scheduled whole and no Raw.
 	Append(ctx context.Context, poller string, env message.Envelope) error
 	// Offset is the last update id poller stored (0 if none).
 	Offset(ctx context.Context, poller string) (int64, error)
