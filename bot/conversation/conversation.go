@@ -888,6 +888,10 @@ func (r *request) fail(phase string, cause error) {
 	}
 	r.sum.outcome = "error"
 	r.log.Error("request failed", zap.String("phase", phase), zap.Error(cause))
+	if r.in.Scheduled != nil {
+		r.unwritten("error") // the user sent nothing an error could answer
+		return
+	}
 	r.out.Text(r.ctx, r.brain.Messages.Error, false)
 }
 

@@ -8,12 +8,14 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"brainbot/claude"
 	"brainbot/message"
 	"brainbot/state"
 	"brainbot/ticket"
@@ -106,6 +108,20 @@ func TestReminderWrittenByThePersona(t *testing.T) {
 	k.serve(checkIn)
 	if got := k.outcome(checkIn.RequestID); !strings.Contains(got, "check-in dropped") {
 		t.Errorf("a check-in past the limit: outcome %q", got)
+	}
+}
+
+// A reminder the model failed to write goes out in the user's words,
+// not as the brain's error message, which would answer nothing they
+// sent.
+func TestReminderTheModelFailed(t *testing.T) {
+	k := newKit(t, scheduleBrain)
+	k.agent.answer = func(context.Context, claude.Request) (*claude.Result, error) { return nil, errors.New("the CLI died") }
+	in := k.due(message.Reminder, "reminder/1", "call mom")
+	k.serve(in)
+	k.want("out", fmt.Sprintf("text %q formatted=false", fmt.Sprintf(ReminderFallback, "call mom")))
+	if got := k.outcome(in.RequestID); got != "error, reminder sent as asked" {
+		t.Errorf("outcome %q", got)
 	}
 }
 
