@@ -165,7 +165,7 @@ func (s *Scheduler) reminders(ctx context.Context, now time.Time) {
 		switch {
 		case late > s.cfg.Late:
 			log.Info("reminder dropped: found due too late to be of use", zap.Time("due", r.Due),
-				zap.Duration("late", late.Round(time.Second)), zap.Duration("bound", s.cfg.Late))
+				zap.Duration("late_ms", late), zap.Duration("bound_ms", s.cfg.Late))
 		case b == nil || !b.Reminders.Enabled:
 			continue // kept while it may still go out
 		default:
