@@ -45,8 +45,8 @@ import (
 	"brainbot/toolspec"
 )
 
-// Config is what a pipeline needs. Every field but Transcriber, Speaker
-// and OnSecret is required.
+// Config is what a pipeline needs. Every field but Transcriber, Speaker,
+// Warmer and OnSecret is required.
 type Config struct {
 	// DataDir is BRAINBOT_DATA: the generated files are organised below it.
 	DataDir string
@@ -74,6 +74,13 @@ type Config struct {
 	MaxWait                     time.Duration
 	// QueueSize is the intake's, for the log of a message it turned away.
 	QueueSize int
+	// Panels run /panel. They stand on the pipeline's panel port
+	// (PanelPort), so the caller makes them after New: it passes
+	// something that reaches them once made, as it does for Chats.
+	Panels Panels
+	// Queues hold the messages waiting for the pipeline (the intake's),
+	// which hand them to it: a forget drops the forgotten user's.
+	Queues Queues
 	// Warmer starts the Agent's processes ahead of messages (nil: the
 	// Agent warms none). Spares is how many each bot keeps started ahead
 	// of its new conversations; 0: none (BRAINBOT_SPARES).
@@ -111,8 +118,7 @@ type Pipeline struct {
 	answers answers
 }
 
-// New makes a pipeline. Its panels come with UsePanels, its queues with
-// UseQueues.
+// New makes a pipeline.
 func New(cfg Config) *Pipeline {
 	return &Pipeline{
 		cfg:    cfg,
@@ -120,21 +126,14 @@ func New(cfg Config) *Pipeline {
 		claude: cfg.Agent,
 		warmer: cfg.Warmer,
 		log:    cfg.Log,
+		panels: cfg.Panels,
+		queues: cfg.Queues,
 		slots: newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning,
 			cfg.Metrics.ClaudeWaiting),
 		media: media{transcriber: cfg.Transcriber, fetch: cfg.Chats.Fetch},
 		purse: newPurse(cfg.Metrics),
 	}
 }
-
-// UsePanels has ps run /panel (they need the pipeline themselves, so they
-// come after New and before the first message).
-func (p *Pipeline) UsePanels(ps Panels) { p.panels = ps }
-
-// UseQueues has a forget drop the forgotten conversations' messages
-// waiting in qs (they hand messages to the pipeline, so they come after
-// New).
-func (p *Pipeline) UseQueues(qs Queues) { p.queues = qs }
 
 // request is one message's trip through the pipeline. It is owned by the
 // one goroutine that serves it.
