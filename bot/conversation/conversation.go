@@ -247,25 +247,8 @@ func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *Pipeline) converse(r *request) {
-	p.closeQuestions(r)
-	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
-		return
-	}
-	mode, err := p.mode(r)
-	if err != nil {
-		r.fail("mode", err)
-		return
-	}
-	if mode, err = p.reserveAnswer(r, mode); err != nil {
-		return
-	}
-	r.sum.mode = mode
-	// The daily limit has counted the message: a replay must not again.
-	r.record("charge", r.in.Progress.MarkCharged)
-	if p.warmer != nil {
-		p.warmer.Expect(r.in.Key.String())
-	}
-	if !p.waitForSlot(r) {
+	mode, ok := p.admitAnswer(r)
+	if !ok || !p.waitForSlot(r) {
 		return
 	}
 	// Given back after the answer, or by a panic on the way.
@@ -326,6 +309,39 @@ func (p *Pipeline) converse(r *request) {
 		// was not kept.
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
+	p.settle(r, mode, res, err, sent, st != nil)
+}
+
+// admitAnswer lets the message on to Claude: its questions closed, within
+// the caps and the daily limit (counted once, however often it is
+// replayed), its files read, its mode chosen and its cost reserved. false:
+// the message has had its reply.
+func (p *Pipeline) admitAnswer(r *request) (claude.Mode, bool) {
+	p.closeQuestions(r)
+	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
+		return 0, false
+	}
+	mode, err := p.mode(r)
+	if err != nil {
+		r.fail("mode", err)
+		return 0, false
+	}
+	if mode, err = p.reserveAnswer(r, mode); err != nil {
+		return 0, false
+	}
+	r.sum.mode = mode
+	// The daily limit has counted the message: a replay must not again.
+	r.record("charge", r.in.Progress.MarkCharged)
+	if p.warmer != nil {
+		p.warmer.Expect(r.in.Key.String())
+	}
+	return mode, true
+}
+
+// settle gives the message the one reply its answer calls for: err is
+// the answer's (ask), sent that its file went out as the tool made it,
+// streamed that a draft showed the text as it came.
+func (p *Pipeline) settle(r *request, mode claude.Mode, res *claude.Result, err error, sent, streamed bool) {
 	switch {
 	case errors.Is(err, errForgotten):
 		r.sum.outcome = "forgotten" // nothing of it kept, nothing sent
@@ -341,7 +357,7 @@ func (p *Pipeline) converse(r *request) {
 		r.keepPartial(res.Text)
 	case errors.Is(err, claude.ErrInterrupted):
 		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
-		r.keepStopped(res, st != nil)
+		r.keepStopped(res, streamed)
 	case err != nil && mode == claude.Speech && res != nil && res.Answered && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
 		// The words are there, only the voice failed. Not for a failed
 		// turn 1, whose text is the CLI's error, nor for a request stopped
