@@ -33,6 +33,7 @@ type Conversations struct {
 		state.Conversations
 		state.Transcripts
 		state.Memories
+		state.Reminders
 	}
 	// Claude is the driver: where a session's transcript is, and the warm
 	// CLI a restored transcript replaces.
@@ -61,8 +62,10 @@ type ConversationInfo struct {
 	Bytes    int64  `json:"bytes"`
 	Problem  string `json:"problem,omitempty"`
 	// Notes counts the notes the bot's persona keeps about User (0 for a
-	// group's conversation): a brain's memory.
-	Notes int `json:"notes"`
+	// group's conversation): a brain's memory. Reminders counts User's
+	// reminders with the bot not sent yet, set in any chat.
+	Notes     int `json:"notes"`
+	Reminders int `json:"reminders"`
 }
 
 // ConversationShown is one conversation with its transcript.
@@ -78,6 +81,7 @@ type ForgetAnswer struct {
 	Conversations int    `json:"conversations"`
 	Sessions      int    `json:"sessions"`
 	Notes         int    `json:"notes"`
+	Reminders     int    `json:"reminders"`
 }
 
 func (api Conversations) list(w http.ResponseWriter, r *http.Request) {
@@ -142,7 +146,8 @@ func (api Conversations) forgetUser(w http.ResponseWriter, r *http.Request) {
 		api.fail(w, "forget a user", err)
 		return
 	}
-	writeJSON(w, ForgetAnswer{Bot: f.Bot, User: f.User, Conversations: len(f.Conversations), Sessions: len(f.Sessions), Notes: f.Notes})
+	writeJSON(w, ForgetAnswer{Bot: f.Bot, User: f.User, Conversations: len(f.Conversations), Sessions: len(f.Sessions), Notes: f.Notes,
+		Reminders: f.Reminders})
 }
 
 // conversationFilter reads the filter of GET /conversations.
@@ -190,6 +195,11 @@ func (api Conversations) read(ctx context.Context, c state.Conversation) (Conver
 			api.Log.Warn("could not count the notes kept about a conversation's user", zap.String("bot", k.Bot), zap.Error(err))
 		}
 		info.Notes = len(notes)
+		reminders, err := api.State.Reminders(ctx, k.Bot, info.User)
+		if err != nil {
+			api.Log.Warn("could not count a conversation's user's reminders", zap.String("bot", k.Bot), zap.Error(err))
+		}
+		info.Reminders = len(reminders)
 	}
 	return info, turns
 }

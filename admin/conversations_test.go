@@ -44,6 +44,12 @@ func TestConversationCalls(t *testing.T) {
 	if _, err := db.AddNote(ctx, "alpha", 7, "Has a cat named Miso", 0, time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	for _, in := range []time.Duration{time.Hour, 2 * time.Hour} {
+		r := state.Reminder{Key: key, User: 7, Text: "call mom", Due: time.Now().Add(in), Created: time.Now()}
+		if _, err := db.AddReminder(ctx, r, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	files := transcriptsIn(dir)
 	transcript, err := os.ReadFile(filepath.Join("..", "claude", "testdata", "transcript.jsonl"))
 	if err != nil {
@@ -59,7 +65,7 @@ func TestConversationCalls(t *testing.T) {
 	api := Conversations{State: db, Claude: files, Log: zap.NewNop(),
 		Forget: func(_ context.Context, bot string, user int64) (state.Forgotten, error) {
 			forgot = append(forgot, user)
-			return state.Forgotten{Bot: bot, User: user, Notes: 1}, nil
+			return state.Forgotten{Bot: bot, User: user, Notes: 1, Reminders: 2}, nil
 		}}
 	const token = "0123456789abcdef0123"
 	surface := New(Config{Token: token, Ready: func() error { return nil }, Metrics: http.NotFoundHandler(), Conversations: api})
@@ -83,6 +89,7 @@ func TestConversationCalls(t *testing.T) {
 	}{
 		{"GET", "/conversations?user=7", 200, `"turns": 4`},
 		{"GET", "/conversations?user=7", 200, `"notes": 1`},
+		{"GET", "/conversations?user=7", 200, `"reminders": 2`},
 		{"GET", "/conversations?user=abc", 400, "user"},
 		{"GET", "/conversations/show?bot=alpha&chat=7", 200, "assistant:\n  (called mcp__image-gen__generate_image)\n  Done.\n  file: /tmp/"},
 		{"GET", "/conversations/show?bot=alpha&chat=8", 404, "no such conversation"},
@@ -90,14 +97,15 @@ func TestConversationCalls(t *testing.T) {
 		{"POST", "/forget?bot=alpha", 400, "want user"},
 		{"GET", "/forget?user=7", 405, ""}, // POST only
 		{"POST", "/forget?user=7", 200, `"notes": 1`},
+		{"POST", "/forget?user=7", 200, `"reminders": 2`},
 		{"GET", "/readyz", 200, "ready"},
 	} {
 		if code, body := call(c.method, c.path); code != c.code || !strings.Contains(body, c.has) {
 			t.Errorf("%s %s = %d %q, want %d with %q", c.method, c.path, code, body, c.code, c.has)
 		}
 	}
-	if len(forgot) != 1 || forgot[0] != 7 {
-		t.Errorf("forgot %v, want user 7 once", forgot)
+	if len(forgot) != 2 || forgot[0] != 7 {
+		t.Errorf("forgot %v, want user 7 twice", forgot)
 	}
 	resp, err := http.Get(srv.URL + "/conversations")
 	if err != nil {

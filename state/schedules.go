@@ -14,16 +14,19 @@ import (
 // and when the user blocks the bot (EndSchedule).
 type Reminders interface {
 	// AddReminder keeps r, unless its user has limit (> 0) reminders
-	// with its bot already (ErrRemindersFull). The backend gives r its ID
-	// (unique among every reminder ever kept) and returns it.
+	// with its bot already, in any chat (ErrRemindersFull); adds at once
+	// never pass the bound. The backend gives r its ID (unique among every
+	// reminder ever kept, short: the model names it to cancel it) and
+	// returns it, its times to the millisecond (what a backend keeps).
 	AddReminder(ctx context.Context, r Reminder, limit int) (Reminder, error)
-	// Reminders lists user's pending reminders with bot, the soonest first.
+	// Reminders lists user's pending reminders with bot, the soonest first
+	// (two due at once: the first kept first).
 	Reminders(ctx context.Context, bot string, user int64) ([]Reminder, error)
 	// CancelReminder deletes user's pending reminder id with bot; false if
 	// there is none (it fired already, or was cancelled).
 	CancelReminder(ctx context.Context, bot string, user int64, id string) (bool, error)
 	// DueReminders lists the pending reminders of every bot due at now or
-	// earlier, the soonest first, at most limit.
+	// earlier, the soonest first, at most limit (> 0; 0: all).
 	DueReminders(ctx context.Context, now time.Time, limit int) ([]Reminder, error)
 	// DoneReminder deletes reminder id once it is in the log (or dropped
 	// as too late); deleting one already gone is no error.
@@ -47,10 +50,11 @@ type Reminder struct {
 // check-ins sent, whether they said no, whether they blocked the bot.
 type Contacts interface {
 	// Contact is user's with bot; ok is false if they never wrote to it
-	// privately (a check-in writes to no one else).
+	// privately (a check-in writes to no one else). c holds what is kept
+	// even then: a time zone set in a group, a no said there.
 	Contact(ctx context.Context, bot string, user int64) (c Contact, ok bool, err error)
 	// Wrote records that user wrote to bot in their private chat at now
-	// (they reached out: a block is over).
+	// (they reached out: a block is over). Wrote never moves back.
 	Wrote(ctx context.Context, bot string, user int64, now time.Time) error
 	// SetTimeZone keeps user's IANA time zone with bot ("" for the
 	// brain's default).
@@ -58,15 +62,18 @@ type Contacts interface {
 	// DeclineCheckIns records user's no (or, false, their yes again).
 	DeclineCheckIns(ctx context.Context, bot string, user int64, declined bool) error
 	// CheckedIn records a check-in appended for user at at; the contact
-	// keeps those of the last 7 days.
+	// keeps those of the 7 days up to its latest (CheckInsKept).
 	CheckedIn(ctx context.Context, bot string, user int64, at time.Time) error
 	// EndSchedule: the user blocked bot (Telegram's 403). Their pending
-	// reminders with it are deleted and no check-in goes to them until
-	// they write again.
+	// reminders with it (in every chat) are deleted and no check-in goes
+	// to them until they write again (Wrote); the rest of their contact
+	// stays.
 	EndSchedule(ctx context.Context, bot string, user int64) error
-	// QuietContacts lists bot's contacts who neither wrote nor were
-	// checked in with at since or later, neither declined nor blocked,
-	// the longest quiet first, at most limit.
+	// QuietContacts lists bot's contacts who wrote to it privately, and
+	// neither wrote nor were checked in with at since or later, neither
+	// declined nor blocked, the longest quiet first (by the later of
+	// their last message and last check-in; then by user), at most limit
+	// (> 0; 0: all).
 	QuietContacts(ctx context.Context, bot string, since time.Time, limit int) ([]Contact, error)
 }
 
@@ -78,12 +85,16 @@ type Contact struct {
 	Zone string
 	// Wrote is when the user last wrote in their private chat.
 	Wrote time.Time
-	// CheckIns are the check-ins appended for them in the last 7 days,
-	// the oldest first.
+	// CheckIns are the check-ins appended for them in the 7 days up to
+	// the latest (CheckInsKept), the oldest first.
 	CheckIns []time.Time
 	Declined bool
 	Blocked  bool
 }
+
+// CheckInsKept is how long a contact keeps the check-ins sent: a brain
+// bounds them per week.
+const CheckInsKept = 7 * 24 * time.Hour
 
 // ErrRemindersFull is AddReminder's answer when the user has as many
 // reminders pending as the brain allows.

@@ -35,12 +35,17 @@ type Backend interface {
 	Maintenance
 	Conversations
 	Memories
+	Reminders
+	Contacts
 }
 
 // Log keeps the bots' updates until they are answered.
 type Log interface {
 	// Append stores env durably, and poller's offset with it: polling
-	// confirms an update to Telegram only once it is stored.
+	// confirms an update to Telegram only once it is stored. A message
+	// brainbot appends itself (env.Scheduled) has no poller (""): it is
+	// stored once per bot and id (message.Scheduled) and handed over as
+	// an update is, with its Scheduled whole and no Raw.
 	Append(ctx context.Context, poller string, env message.Envelope) error
 	// Offset is the last update id poller stored (0 if none).
 	Offset(ctx context.Context, poller string) (int64, error)
@@ -182,8 +187,10 @@ type Conversations interface {
 	// ForgetUser deletes what is kept of user's with bot ("": with every
 	// bot): their conversations (message.Key.User is user), with their
 	// sessions, past ones too, and stored transcripts, the buttons under
-	// them, the updates not answered yet in them; the /voice choice, the
-	// daily counts and the notes kept about them (Memories). Buttons
+	// them, the updates not answered yet in them and what was scheduled
+	// for them anywhere (message.Scheduled); the /voice choice, the daily
+	// counts, the notes kept about them (Memories), their reminders and
+	// contact (Reminders, Contacts). Buttons
 	// elsewhere (a group's) that name the user no longer do: they are the
 	// group's admins' (Buttons.User the chat's id, as an anonymous
 	// admin's), and a question asked of the user is closed. Usage records

@@ -206,8 +206,10 @@ type Forgotten struct {
 	// of their sessions, current and past: their transcripts go.
 	Conversations []message.Key
 	Sessions      []string
-	// Notes counts the notes about the user deleted (Memories).
-	Notes int
+	// Notes counts the notes about the user deleted (Memories), and
+	// Reminders their pending reminders (with their contact, Contacts).
+	Notes     int
+	Reminders int
 }
 
 // Note is one note a persona keeps about a user (Memories): a few words

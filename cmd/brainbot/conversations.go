@@ -53,14 +53,14 @@ func (m *Main) conversations(ctx context.Context, args []string) error {
 		return fmt.Errorf("the service's answer: %w", err)
 	}
 	tw := tabwriter.NewWriter(m.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BOT\tCHAT\tTHREAD\tUSER\tLAST MESSAGE\tMESSAGES\tSIZE\tNOTES\tSESSION")
+	fmt.Fprintln(tw, "BOT\tCHAT\tTHREAD\tUSER\tLAST MESSAGE\tMESSAGES\tSIZE\tNOTES\tREMINDERS\tSESSION")
 	for _, c := range list {
 		size := strconv.FormatInt(c.Bytes, 10) + " B"
 		if c.Problem != "" {
 			size = "unreadable"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%s\n", c.Bot, c.Chat, c.Thread, c.User,
-			c.LastMessage.UTC().Format(time.DateTime), c.Messages, size, c.Notes, c.Session)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%s\n", c.Bot, c.Chat, c.Thread, c.User,
+			c.LastMessage.UTC().Format(time.DateTime), c.Messages, size, c.Notes, c.Reminders, c.Session)
 	}
 	return tw.Flush()
 }
@@ -120,7 +120,8 @@ func (m *Main) forget(ctx context.Context, args []string) error {
 	if err := json.Unmarshal(body, &a); err != nil {
 		return fmt.Errorf("the service's answer: %w", err)
 	}
-	fmt.Fprintf(m.Stdout, "user %d forgotten with %s: %s, %s, %s\n", a.User, cmp.Or(a.Bot, "every bot"),
-		admin.Counted(a.Conversations, "conversation"), admin.Counted(a.Sessions, "session"), admin.Counted(a.Notes, "note"))
+	fmt.Fprintf(m.Stdout, "user %d forgotten with %s: %s, %s, %s, %s\n", a.User, cmp.Or(a.Bot, "every bot"),
+		admin.Counted(a.Conversations, "conversation"), admin.Counted(a.Sessions, "session"), admin.Counted(a.Notes, "note"),
+		admin.Counted(a.Reminders, "reminder"))
 	return nil
 }

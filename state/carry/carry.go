@@ -3,8 +3,10 @@
 // file, or from that file into a cluster. A conversation is carried with
 // its current session (when it began and was last used), its transcript
 // (so the CLI resumes it with its whole history), its user's /voice
-// choice and the notes the persona keeps about its user. brainbot carry
-// runs it while the instances are stopped.
+// choice, the notes the persona keeps about its user, their pending
+// reminders and what their check-ins go by (time zone, no, last message,
+// check-ins sent). brainbot carry runs it while the instances are
+// stopped.
 package carry
 
 import (
@@ -27,6 +29,8 @@ type From interface {
 	state.Transcripts
 	state.Voices
 	state.Memories
+	state.Reminders
+	state.Contacts
 }
 
 // To is the backend they are carried into.
@@ -34,6 +38,8 @@ type To interface {
 	state.Sessions
 	state.Voices
 	state.Memories
+	state.Reminders
+	state.Contacts
 }
 
 // Config says what to carry where.
@@ -115,6 +121,12 @@ func (cfg Config) carry(ctx context.Context, c state.Conversation, into state.Tr
 		return Failed, err
 	}
 	if err := cfg.notes(ctx, k.Bot, k.User()); err != nil {
+		return Failed, err
+	}
+	if err := cfg.reminders(ctx, k.Bot, k.User()); err != nil {
+		return Failed, err
+	}
+	if err := cfg.contact(ctx, k.Bot, k.User()); err != nil {
 		return Failed, err
 	}
 	// The session is kept even without its transcript: the CLI then
@@ -207,6 +219,79 @@ func (cfg Config) notes(ctx context.Context, bot string, user int64) error {
 		// Unbounded: the brain's bound held where they were kept.
 		if _, err := cfg.To.AddNote(ctx, bot, user, n.Text, 0, n.Created); err != nil {
 			return fmt.Errorf("keep the notes: %w", err)
+		}
+	}
+	return nil
+}
+
+// reminders carries user's pending reminders with bot (in any chat) that
+// To lacks (the same chat, words and time: carrying again doubles none).
+// They get To's ids. Like the notes, those of users without a
+// conversation stay.
+func (cfg Config) reminders(ctx context.Context, bot string, user int64) error {
+	if user == 0 {
+		return nil // a group's conversation
+	}
+	from, err := cfg.From.Reminders(ctx, bot, user)
+	if err != nil {
+		return fmt.Errorf("read the reminders: %w", err)
+	}
+	if len(from) == 0 {
+		return nil
+	}
+	there, err := cfg.To.Reminders(ctx, bot, user)
+	if err != nil {
+		return fmt.Errorf("read the reminders kept there: %w", err)
+	}
+	for _, r := range from {
+		if slices.ContainsFunc(there, func(t state.Reminder) bool { return t.Key == r.Key && t.Text == r.Text && t.Due.Equal(r.Due) }) {
+			continue
+		}
+		// Unbounded: the brain's bound held where they were kept.
+		if _, err := cfg.To.AddReminder(ctx, r, 0); err != nil {
+			return fmt.Errorf("keep the reminders: %w", err)
+		}
+	}
+	return nil
+}
+
+// contact carries what user's check-ins with bot go by: their last
+// private message (To keeps the later), their time zone and no (From's),
+// the check-ins sent that To lacks, and a block (unless they wrote to To
+// since).
+func (cfg Config) contact(ctx context.Context, bot string, user int64) error {
+	if user == 0 {
+		return nil // a group's conversation
+	}
+	c, _, err := cfg.From.Contact(ctx, bot, user)
+	if err != nil {
+		return fmt.Errorf("read the contact: %w", err)
+	}
+	there, _, err := cfg.To.Contact(ctx, bot, user)
+	if err != nil {
+		return fmt.Errorf("read the contact kept there: %w", err)
+	}
+	var steps []func() error
+	if !c.Wrote.IsZero() {
+		steps = append(steps, func() error { return cfg.To.Wrote(ctx, bot, user, c.Wrote) })
+	}
+	if c.Zone != "" {
+		steps = append(steps, func() error { return cfg.To.SetTimeZone(ctx, bot, user, c.Zone) })
+	}
+	if c.Declined {
+		steps = append(steps, func() error { return cfg.To.DeclineCheckIns(ctx, bot, user, true) })
+	}
+	for _, at := range c.CheckIns {
+		if !slices.ContainsFunc(there.CheckIns, at.Equal) {
+			steps = append(steps, func() error { return cfg.To.CheckedIn(ctx, bot, user, at) })
+		}
+	}
+	if c.Blocked && !there.Wrote.After(c.Wrote) {
+		steps = append(steps, func() error { return cfg.To.EndSchedule(ctx, bot, user) })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("keep the contact: %w", err)
 		}
 	}
 	return nil

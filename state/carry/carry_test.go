@@ -114,6 +114,7 @@ func TestCarryFromAClusterIntoSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 	keepNotes(t, answered, "Has a cat named Miso", "Learns Portuguese")
+	reminders := keepSchedule(t, answered)
 	if err := answered.UseSession(ctx, bob, "s-bob", used); err != nil { // no transcript stored
 		t.Fatal(err)
 	}
@@ -140,12 +141,14 @@ func TestCarryFromAClusterIntoSQLite(t *testing.T) {
 		t.Errorf("alice's /voice choice: on %v, set %v, %v", on, set, err)
 	}
 	statetest.WantNotes(t, db, "narrator", 7, "Has a cat named Miso", "Learns Portuguese")
+	wantSchedule(t, db, reminders)
 
 	again := outcomes(t, cfg)
 	if again[alice].Outcome != carry.Already || again[bob].Outcome != carry.Failed {
 		t.Fatalf("second carry: %+v", again)
 	}
 	wantSession(t, db, alice, "s-alice")
+	wantSchedule(t, db, reminders)
 }
 
 // Joining a cluster: the instance's conversations and transcripts are
@@ -167,6 +170,7 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	keepNotes(t, db, "Has a cat named Miso")
+	reminders := keepSchedule(t, db)
 	cluster := connect(t, url, "carry")
 	cfg := carry.Config{From: db, To: cluster.Backend(here.path),
 		ToTranscripts: func(p func(string, string) string) state.Transcripts { return cluster.Transcripts(p) },
@@ -186,6 +190,7 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 		t.Errorf("alice's /voice choice: on %v, set %v, %v", on, set, err)
 	}
 	statetest.WantNotes(t, other, "narrator", 7, "Has a cat named Miso")
+	wantSchedule(t, other, reminders)
 	if got := outcomes(t, cfg); got[alice].Outcome != carry.Already {
 		t.Fatalf("second carry: %+v", got)
 	}
@@ -200,8 +205,10 @@ func TestCarryFromSQLiteIntoACluster(t *testing.T) {
 	if got := outcomes(t, cfg); got[alice].Outcome != carry.Carried || got[alice].Err != nil {
 		t.Fatalf("carry after another turn: %+v", got)
 	}
-	// The new note follows; the one carried before is not doubled.
+	// The new note follows; the one carried before is not doubled, nor
+	// are the reminders and check-ins.
 	statetest.WantNotes(t, other, "narrator", 7, "Has a cat named Miso", "Learns Portuguese")
+	wantSchedule(t, other, reminders)
 	if err := other.Restore(ctx, "narrator", "s-alice", func() {}); err != nil {
 		t.Fatal(err)
 	}
@@ -217,5 +224,66 @@ func keepNotes(t *testing.T, m state.Memories, texts ...string) {
 		if _, err := m.AddNote(context.Background(), "narrator", 7, text, 0, used); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// schedule is what keepSchedule keeps of alice's (user 7) with the
+// narrator: two reminders, one set in a group, and her contact.
+type schedule interface {
+	state.Reminders
+	state.Contacts
+}
+
+var (
+	group   = message.Key{Bot: "narrator", Chat: -1001234}
+	checkIn = used.Add(-24 * time.Hour)
+)
+
+// keepSchedule keeps alice's reminders and contact and returns the
+// reminders, the soonest first.
+func keepSchedule(t *testing.T, s schedule) []state.Reminder {
+	t.Helper()
+	ctx := context.Background()
+	var kept []state.Reminder
+	for _, r := range []state.Reminder{
+		{Key: group, User: 7, Text: "bring the slides", Due: used.Add(time.Hour), Created: used},
+		{Key: alice, User: 7, Text: "call mom", Due: used.Add(48 * time.Hour), Created: used},
+	} {
+		r, err := s.AddReminder(ctx, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept = append(kept, r)
+	}
+	for _, err := range []error{s.Wrote(ctx, "narrator", 7, used), s.SetTimeZone(ctx, "narrator", 7, "Europe/Lisbon"),
+		s.CheckedIn(ctx, "narrator", 7, checkIn), s.DeclineCheckIns(ctx, "narrator", 7, true)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return kept
+}
+
+// wantSchedule checks that s keeps alice's reminders (by their chat,
+// words and times, under ids of its own) and contact.
+func wantSchedule(t *testing.T, s schedule, want []state.Reminder) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := s.Reminders(ctx, "narrator", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := len(got) == len(want)
+	for i := 0; same && i < len(got); i++ {
+		g, w := got[i], want[i]
+		same = g.Key == w.Key && g.User == w.User && g.Text == w.Text && g.Due.Equal(w.Due) && g.Created.Equal(w.Created)
+	}
+	if !same {
+		t.Errorf("reminders carried: %+v\nwant %+v", got, want)
+	}
+	c, ok, err := s.Contact(ctx, "narrator", 7)
+	if err != nil || !ok || c.Zone != "Europe/Lisbon" || !c.Wrote.Equal(used) || !c.Declined || c.Blocked ||
+		len(c.CheckIns) != 1 || !c.CheckIns[0].Equal(checkIn) {
+		t.Errorf("contact carried: %+v, %v, %v", c, ok, err)
 	}
 }

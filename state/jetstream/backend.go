@@ -26,7 +26,7 @@ func (c *Cluster) Backend(sessionFile func(bot, session string) string) *Backend
 	t := c.Transcripts(sessionFile)
 	s := c.State()
 	return &Backend{Cluster: c, State: s, Transcripts: t, userData: &userData{conn: c.conn, records: s.records.kv,
-		daily: s.tally.daily, button: s.buttonSets.kv, notes: s.memories.kv, objects: t.objects, updates: c.updates.stream}}
+		daily: s.tally.daily, button: s.buttonSets.kv, notes: s.memories.kv, schedules: s.schedules.kv, objects: t.objects, updates: c.updates.stream}}
 }
 
 // Prune prunes nothing: the buckets and streams expire their records by

@@ -27,7 +27,7 @@
 // on the updates held and each Delivery), marks (what the work on an
 // update recorded) and convLocks (the conversations' locks), membership,
 // and leases. State keeps the rest in KV (records, tally, buttonSets,
-// panelRuns), Transcripts the CLI's transcripts in an object store;
+// panelRuns, memories, schedules), Transcripts the CLI's transcripts in an object store;
 // Backend is all of it as a state.Backend.
 package jetstream
 
@@ -61,6 +61,7 @@ const (
 	panelBucket  = "brainbot_panels"
 	buttonBucket = "brainbot_buttons"
 	notesBucket  = "brainbot_notes"
+	schedBucket  = "brainbot_schedules"
 	// panelTTL frees a chat whose panel run's instance died.
 	panelTTL      = 15 * time.Minute
 	subjectPrefix = "brainbot.in"
@@ -253,6 +254,7 @@ func assemble(cn *conn, b buckets) *Cluster {
 			tally:      &tally{conn: cn, daily: b.daily},
 			buttonSets: &buttonSets{conn: cn, kv: b.buttons},
 			memories:   &memories{conn: cn, kv: b.notes},
+			schedules:  &schedules{conn: cn, kv: b.schedules},
 			panelRuns:  &panelRuns{conn: cn, kv: b.panels, members: members, ownRuns: map[string]bool{}},
 		},
 		objects: b.objects,

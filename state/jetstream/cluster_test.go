@@ -240,7 +240,7 @@ func TestRedeliveredAnsweredUpdateIsNotHandedOn(t *testing.T) {
 	d := <-got
 	// Answered, but the acknowledgement never reaches the server: the
 	// marker is written, then a dies.
-	if _, err := a.marks.answered.Put(ctx, answeredKey("bot", 42), []byte("a")); err != nil {
+	if _, err := a.marks.answered.Put(ctx, markKey(d.Envelope()), []byte("a")); err != nil {
 		t.Fatal(err)
 	}
 	_ = d

@@ -26,10 +26,10 @@ const forgottenSubject = "brainbot.forgotten"
 // userData lists the conversations in the state bucket and forgets a
 // user's everywhere the cluster keeps it (state.Conversations).
 type userData struct {
-	conn                          *conn
-	records, daily, button, notes jsapi.KeyValue
-	objects                       jsapi.ObjectStore
-	updates                       jsapi.Stream
+	conn                                     *conn
+	records, daily, button, notes, schedules jsapi.KeyValue
+	objects                                  jsapi.ObjectStore
+	updates                                  jsapi.Stream
 }
 
 var _ state.Conversations = (*userData)(nil)
@@ -91,6 +91,14 @@ func (u *userData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 		return state.Forgotten{}, fmt.Errorf("forget user %d: %w", user, err)
 	}
 	if forgot.Notes, err = u.forgetNotes(ctx, bot, user); err != nil {
+		return state.Forgotten{}, fmt.Errorf("forget user %d: %w", user, err)
+	}
+	if forgot.Reminders, err = u.forgetSchedules(ctx, bot, user); err != nil {
+		return state.Forgotten{}, fmt.Errorf("forget user %d: %w", user, err)
+	}
+	if err := u.conn.patiently(ctx, "forget scheduled messages", func(ctx context.Context) error {
+		return u.forgetScheduled(ctx, bot, user)
+	}); err != nil {
 		return state.Forgotten{}, fmt.Errorf("forget user %d: %w", user, err)
 	}
 	if err := u.anonymiseUsage(ctx, bot, user); err != nil {

@@ -19,7 +19,10 @@ const (
 	updateHeader     = "Brainbot-Update"
 	meIDHeader       = "Brainbot-Me-Id"
 	meUsernameHeader = "Brainbot-Me-Username"
-	pinHeader        = "Nats-Pin-Id"
+	// scheduledHeader marks a scheduled message (its data the
+	// message.Scheduled) and names its user, for a forget.
+	scheduledHeader = "Brainbot-Scheduled"
+	pinHeader       = "Nats-Pin-Id"
 )
 
 // Delivery is one update handed to this instance to answer. Exactly one
@@ -144,7 +147,8 @@ func (d *Delivery) Abandon() {
 
 // envelopeOf is the update msg holds, as its poller stored it. The
 // conversation is the subject's (brainbot.part.<n>.<bot>.<chat>.<thread>);
-// an update published by an earlier release has no identity.
+// an update published by an earlier release has no identity. A scheduled
+// message has no update: its data is the message.Scheduled.
 func envelopeOf(msg jsapi.Msg, meta *jsapi.MsgMetadata) message.Envelope {
 	h := msg.Headers()
 	env := message.Envelope{Bot: h.Get(botHeader), Raw: msg.Data(), Received: meta.Timestamp}
@@ -152,6 +156,9 @@ func envelopeOf(msg jsapi.Msg, meta *jsapi.MsgMetadata) message.Envelope {
 	env.Me.ID, _ = strconv.ParseInt(h.Get(meIDHeader), 10, 64)
 	env.Me.Username = h.Get(meUsernameHeader)
 	env.Key.Bot = env.Bot
+	if env.Scheduled = scheduledOf(h, env.Raw); env.Scheduled != nil {
+		env.Raw = nil
+	}
 	if tokens := strings.Split(msg.Subject(), "."); len(tokens) == 6 {
 		env.Key.Chat, _ = strconv.ParseInt(tokens[4], 10, 64)
 		env.Key.Thread, _ = strconv.Atoi(tokens[5])

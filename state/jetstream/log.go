@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -47,9 +48,10 @@ type updates struct {
 }
 
 // Append stores an update in the stream (Publish), then records poller's
-// offset: the poller confirms the update to Telegram only after.
+// offset: the poller confirms the update to Telegram only after. A
+// scheduled message has no poller.
 func (u *updates) Append(ctx context.Context, poller string, env message.Envelope) error {
-	if err := u.Publish(ctx, env); err != nil {
+	if err := u.Publish(ctx, env); err != nil || env.Scheduled != nil {
 		return err
 	}
 	return u.setOffset(ctx, poller, env.UpdateID)
@@ -58,6 +60,12 @@ func (u *updates) Append(ctx context.Context, poller string, env message.Envelop
 // Publish stores one Telegram update in the stream as received, under its
 // conversation's subject; it returns once JetStream has stored it (or
 // had it already: the message id is the bot and the update id).
+//
+// A scheduled message (env.Scheduled) is stored as JSON, its message id
+// the bot and its id: one appended again within the stream's duplicate
+// window (10 minutes), by this instance or another, is dropped by the
+// server; one appended later than that, once the first was answered, is
+// handed over and superseded at once (its answered mark, kept a day).
 func (u *updates) Publish(ctx context.Context, env message.Envelope) error {
 	msg := nats.NewMsg(conversationSubject(env.Key))
 	msg.Data = env.Raw
@@ -68,8 +76,16 @@ func (u *updates) Publish(ctx context.Context, env message.Envelope) error {
 		msg.Header.Set(meIDHeader, strconv.FormatInt(env.Me.ID, 10))
 		msg.Header.Set(meUsernameHeader, env.Me.Username)
 	}
+	what := fmt.Sprintf("update %d", env.UpdateID)
+	if sch := env.Scheduled; sch != nil {
+		msg.Data, _ = json.Marshal(sch) // plain fields: cannot fail
+		msg.Header.Set(nats.MsgIdHdr, env.Bot+":sched:"+sch.ID)
+		msg.Header.Del(updateHeader)
+		msg.Header.Set(scheduledHeader, strconv.FormatInt(sch.User, 10))
+		what = "scheduled message " + sch.ID
+	}
 	if _, err := u.conn.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("cluster: publish update %d of %s: %w", env.UpdateID, env.Bot, err)
+		return fmt.Errorf("cluster: publish %s of %s: %w", what, env.Bot, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,10 +30,14 @@ type progress struct {
 	Delivery uint64 `json:"delivery,omitempty"`
 }
 
-func progressKey(env message.Envelope) string { return answeredKey(env.Bot, env.UpdateID) }
-
-func answeredKey(bot string, update int64) string {
-	return keyPart(bot) + "." + strconv.FormatInt(update, 10)
+// markKey names env's marks, in both buckets: its bot and update id, or
+// for a scheduled message its id (any text, so encoded: a key's tokens
+// take only some characters).
+func markKey(env message.Envelope) string {
+	if env.Scheduled != nil {
+		return keyPart(env.Bot) + ".s-" + base64.RawURLEncoding.EncodeToString([]byte(env.Scheduled.ID))
+	}
+	return keyPart(env.Bot) + "." + strconv.FormatInt(env.UpdateID, 10)
 }
 
 // marks keeps the marks the work on each update leaves: its progress
@@ -47,7 +52,7 @@ type marks struct {
 // read: the update is then tried as if new).
 func (m *marks) read(ctx context.Context, env message.Envelope) progress {
 	var p progress
-	e, err := m.progress.Get(ctx, progressKey(env))
+	e, err := m.progress.Get(ctx, markKey(env))
 	switch {
 	case errors.Is(err, jsapi.ErrKeyNotFound):
 	case err != nil:
@@ -69,7 +74,7 @@ func (m *marks) charge(ctx context.Context, env message.Envelope, mode string) e
 // starts now, in mode, unless env was answered already or a newer
 // delivery's work started: then superseded is true.
 func (m *marks) attempt(ctx context.Context, env message.Envelope, delivered uint64, mode string) (superseded bool, err error) {
-	_, answered, err := m.conn.get(ctx, m.answered, answeredKey(env.Bot, env.UpdateID))
+	_, answered, err := m.conn.get(ctx, m.answered, markKey(env))
 	if err != nil || answered {
 		return answered, err
 	}
@@ -84,9 +89,9 @@ func (m *marks) attempt(ctx context.Context, env message.Envelope, delivered uin
 // answer marks env answered, within Config.Patience: an outage pauses
 // the conversation here.
 func (m *marks) answer(env message.Envelope) {
-	bot, id := env.Bot, env.UpdateID
+	bot, id, key := env.Bot, env.UpdateID, markKey(env)
 	err := m.conn.patiently(context.Background(), "mark answered", func(ctx context.Context) error {
-		_, err := m.answered.Put(ctx, answeredKey(bot, id), []byte(m.conn.cfg.Instance))
+		_, err := m.answered.Put(ctx, key, []byte(m.conn.cfg.Instance))
 		return err
 	})
 	if err != nil {
@@ -97,13 +102,13 @@ func (m *marks) answer(env message.Envelope) {
 // wasAnswered reports whether env is marked answered (false when that
 // cannot be read).
 func (m *marks) wasAnswered(ctx context.Context, env message.Envelope) bool {
-	_, err := m.answered.Get(ctx, answeredKey(env.Bot, env.UpdateID))
+	_, err := m.answered.Get(ctx, markKey(env))
 	return err == nil
 }
 
 // record applies step to env's recorded progress.
 func (m *marks) record(ctx context.Context, env message.Envelope, step func(*progress)) error {
-	err := m.conn.change(ctx, m.progress, progressKey(env), func(old []byte, _ bool) ([]byte, bool) {
+	err := m.conn.change(ctx, m.progress, markKey(env), func(old []byte, _ bool) ([]byte, bool) {
 		var p progress
 		_ = json.Unmarshal(old, &p) // none yet: zero
 		step(&p)

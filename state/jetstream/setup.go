@@ -16,9 +16,9 @@ import (
 // buckets are the handles of what brainbot keeps in JetStream, as ensure
 // made sure they exist.
 type buckets struct {
-	stream                                                                    jsapi.Stream
-	leases, members, answered, progress, state, daily, panels, buttons, notes jsapi.KeyValue
-	objects                                                                   jsapi.ObjectStore
+	stream                                                                               jsapi.Stream
+	leases, members, answered, progress, state, daily, panels, buttons, notes, schedules jsapi.KeyValue
+	objects                                                                              jsapi.ObjectStore
 }
 
 // ensure creates or updates the streams, consumers, buckets and object
@@ -97,6 +97,9 @@ func (c *conn) ensure(ctx context.Context) (buckets, error) {
 	kv(&b.buttons, buttonBucket, "brainbot: what the buttons under the bots' messages mean", state.MaxButtonsAge)
 	// Kept until the user drops them or is forgotten: no age.
 	kv(&b.notes, notesBucket, "brainbot: the notes personas keep about users", 0)
+	// Reminders until they fire or are cancelled, contacts until the user
+	// is forgotten: no age.
+	kv(&b.schedules, schedBucket, "brainbot: reminders, and what check-ins go by", 0)
 	if err == nil {
 		err = step("object store "+objectBucket, func(ctx context.Context) error {
 			cfg := jsapi.ObjectStoreConfig{

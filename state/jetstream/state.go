@@ -17,8 +17,9 @@ import (
 // State is what the bots keep between messages, shared by every instance
 // in JetStream KV: a facade over records (sessions, voice toggles, the
 // brains of the Telegram bots), tally (daily counters, spending, usage),
-// buttonSets, panelRuns and memories (the notes kept about users). Values are changed by revision (optimistic
-// concurrency), so two instances never lose a count.
+// buttonSets, panelRuns, memories (the notes kept about users) and
+// schedules (reminders, and what check-ins go by). Values are changed by
+// revision (optimistic concurrency), so two instances never lose a count.
 //
 // The journal is not here: in a cluster the stream keeps the updates
 // until they are answered (updates), with the pollers' offsets.
@@ -28,6 +29,7 @@ type State struct {
 	*buttonSets
 	*panelRuns
 	*memories
+	*schedules
 }
 
 // records keeps, in brainbot_state, each conversation's session, each

@@ -276,13 +276,18 @@ func (w *worker) pendingElsewhere(ctx context.Context) (map[string]bool, error) 
 }
 
 // deliver hands d on, unless it is a redelivery of an update already
-// answered.
+// answered, or a scheduled message answered already (appended again
+// past the stream's duplicate window, by a scheduler cut short).
 func (w *worker) deliver(d *Delivery) {
-	if d.delivered > 1 {
+	if d.delivered > 1 || d.env.Scheduled != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if w.u.marks.wasAnswered(ctx, d.env) {
 			cancel()
-			w.u.conn.log.Info("redelivered update was answered already", zap.String("bot", d.env.Bot), zap.Int64("update_id", d.env.UpdateID))
+			if sch := d.env.Scheduled; sch != nil {
+				w.u.conn.log.Info("scheduled message was answered already", zap.String("bot", d.env.Bot), zap.String("scheduled", sch.ID))
+			} else {
+				w.u.conn.log.Info("redelivered update was answered already", zap.String("bot", d.env.Bot), zap.Int64("update_id", d.env.UpdateID))
+			}
 			d.Done(false)
 			return
 		}

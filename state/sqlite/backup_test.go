@@ -10,6 +10,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"brainbot/message"
+	"brainbot/state"
 )
 
 // TestBackupWhileWriting backs up through a second connection, as
@@ -98,8 +101,16 @@ func TestBackupReplacesThePreviousOne(t *testing.T) {
 	if err := os.WriteFile(dest, []byte("an older backup"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The notes personas keep about users are in it too.
+	// The notes personas keep about users are in it too, and the
+	// reminders and contacts.
 	if _, err := s.AddNote(ctx, "b", 7, "Has a cat named Miso", 0, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := state.Reminder{Key: message.Key{Bot: "b", Chat: 7}, User: 7, Text: "call mom", Due: time.Now().Add(time.Hour), Created: time.Now()}
+	if _, err := s.AddReminder(ctx, r, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetTimeZone(ctx, "b", 7, "Europe/Lisbon"); err != nil {
 		t.Fatal(err)
 	}
 	for i := range int64(2) {
@@ -113,12 +124,17 @@ func TestBackupReplacesThePreviousOne(t *testing.T) {
 		}
 		entries, err := pendingOf(ctx, copied, "b")
 		notes, nerr := copied.Notes(ctx, "b", 7)
+		reminders, rerr := copied.Reminders(ctx, "b", 7)
+		contact, _, cerr := copied.Contact(ctx, "b", 7)
 		copied.Close()
 		if err != nil || len(entries) != int(i)+1 {
 			t.Fatalf("backup %d holds %d entries (%v), want %d", i+1, len(entries), err, i+1)
 		}
 		if nerr != nil || len(notes) != 1 || notes[0].Text != "Has a cat named Miso" {
 			t.Errorf("backup %d holds notes %+v (%v)", i+1, notes, nerr)
+		}
+		if rerr != nil || cerr != nil || len(reminders) != 1 || reminders[0].Text != "call mom" || contact.Zone != "Europe/Lisbon" {
+			t.Errorf("backup %d holds reminders %+v (%v), contact %+v (%v)", i+1, reminders, rerr, contact, cerr)
 		}
 	}
 	if info, err := os.Stat(dest); err != nil || info.Mode().Perm() != 0o600 {

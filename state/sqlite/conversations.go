@@ -72,15 +72,23 @@ func (c *UserData) ForgetUser(ctx context.Context, bot string, user int64) (stat
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM notes WHERE `+ofBot+` AND user_id = ?1`, user, bot).Scan(&forgot.Notes); err != nil {
 			return err
 		}
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM reminders WHERE `+ofBot+` AND user_id = ?1`, user, bot).Scan(&forgot.Reminders); err != nil {
+			return err
+		}
 		for _, stmt := range []string{
 			`DELETE FROM sessions WHERE ` + ofBot + ` AND ` + withUser,
 			`DELETE FROM session_history WHERE ` + ofBot + ` AND ` + withUser,
 			`DELETE FROM buttons WHERE ` + ofBot + ` AND ` + withUser,
 			handOverButtons,
-			`DELETE FROM journal WHERE ` + ofBot + ` AND ` + withUser,
+			// Their conversations' updates, and what was scheduled for
+			// them anywhere (a reminder set in a group).
+			`DELETE FROM journal WHERE ` + ofBot + ` AND (` + withUser + ` OR (scheduled IS NOT NULL AND user_id = ?1))`,
 			`DELETE FROM voice WHERE ` + ofBot + ` AND user_id = ?1`,
 			`DELETE FROM daily WHERE ` + ofBot + ` AND user_id = ?1`,
 			`DELETE FROM notes WHERE ` + ofBot + ` AND user_id = ?1`,
+			`DELETE FROM reminders WHERE ` + ofBot + ` AND user_id = ?1`,
+			`DELETE FROM contacts WHERE ` + ofBot + ` AND user_id = ?1`,
+			`DELETE FROM scheduled_log WHERE ` + ofBot + ` AND user_id = ?1`,
 			`UPDATE usage SET user_id = 0, chat_id = CASE WHEN chat_id = ?1 THEN 0 ELSE chat_id END
 				WHERE ` + ofBot + ` AND user_id = ?1`,
 		} {

@@ -4,10 +4,13 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"brainbot/message"
 )
 
 // Entry is one update taken in that has not been answered yet.
@@ -38,6 +41,9 @@ type Entry struct {
 	// Attempts counts how often work on it started (see Attempt).
 	Attempts int
 	Created  time.Time
+	// Scheduled is a message brainbot appended itself (a reminder, a
+	// check-in): no Update, no UpdateID; User is its user's.
+	Scheduled *message.Scheduled
 }
 
 // Entries keeps the journal's entries, the updates taken in and not
@@ -54,20 +60,30 @@ type Entries struct {
 // Journal records an update before any work on it starts and, in the
 // same transaction, advances poller's handled update offset to updateID
 // (never back): after a crash the update is either in the journal or will
-// be delivered again by Telegram, never both and never neither.
+// be delivered again by Telegram, never both and never neither. A
+// scheduled entry has no poller (""); one stored already, or within a
+// day (journalScheduled), is not stored again: the id is 0 then.
 func (s *Entries) Journal(ctx context.Context, e Entry, poller string, updateID int64) (int64, error) {
 	var id int64
 	err := s.db.withTx(ctx, func(tx *sql.Tx) error {
+		var scheduled []byte
+		if e.Scheduled != nil {
+			fresh, err := journalScheduled(ctx, tx, e.Bot, e.Scheduled, time.Now())
+			if err != nil || !fresh {
+				return err
+			}
+			scheduled, _ = json.Marshal(e.Scheduled) // plain fields: cannot fail
+		}
 		res, err := tx.ExecContext(ctx,
 			`INSERT INTO journal (bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created,
-			 update_id, raw, me_id, me_username)
-			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)`,
+			 update_id, raw, me_id, me_username, scheduled)
+			 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?)`,
 			e.Bot, e.Chat, e.Thread, cmp.Or(e.ChatType, "private"), e.User, e.Sender, e.MessageID, e.Text, e.Media, e.Mode, ms(e.Created),
-			e.UpdateID, e.Update, e.MeID, e.MeUsername)
+			e.UpdateID, e.Update, e.MeID, e.MeUsername, scheduled)
 		if err != nil {
 			return err
 		}
-		if id, err = res.LastInsertId(); err != nil {
+		if id, err = res.LastInsertId(); err != nil || poller == "" {
 			return err
 		}
 		return setOffset(ctx, tx, poller, updateID)
@@ -157,7 +173,7 @@ func (s *Entries) deleteAnswered(ctx context.Context) {
 func (s *Entries) Pending(ctx context.Context) ([]Entry, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT id, bot, chat_id, thread_id, chat_type, user_id, sender, message_id, text, media, mode, attempts, created,
-		 update_id, raw, me_id, me_username
+		 update_id, raw, me_id, me_username, scheduled
 		 FROM journal ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", err)
@@ -167,11 +183,18 @@ func (s *Entries) Pending(ctx context.Context) ([]Entry, error) {
 	for rows.Next() {
 		var e Entry
 		var created int64
+		var scheduled []byte
 		if err := rows.Scan(&e.ID, &e.Bot, &e.Chat, &e.Thread, &e.ChatType, &e.User, &e.Sender, &e.MessageID, &e.Text, &e.Media, &e.Mode, &e.Attempts, &created,
-			&e.UpdateID, &e.Update, &e.MeID, &e.MeUsername); err != nil {
+			&e.UpdateID, &e.Update, &e.MeID, &e.MeUsername, &scheduled); err != nil {
 			return nil, fmt.Errorf("read journal: %w", err)
 		}
 		e.Created = fromMS(created)
+		if scheduled != nil {
+			e.Scheduled = new(message.Scheduled)
+			if err := json.Unmarshal(scheduled, e.Scheduled); err != nil {
+				return nil, fmt.Errorf("read journal entry %d: %w", e.ID, err)
+			}
+		}
 		if !s.answered.has(e.ID) {
 			out = append(out, e)
 		}

@@ -28,16 +28,22 @@ type Deliveries struct {
 }
 
 // Append stores env, and poller's offset with it (in one transaction), and
-// queues it for the consumer: it never waits for the consumer's handle.
+// queues it for the consumer: it never waits for the consumer's handle. A
+// scheduled message (env.Scheduled, no poller) stored already is neither
+// stored nor queued again (Journal).
 func (l *Deliveries) Append(ctx context.Context, poller string, env message.Envelope) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	id, err := l.entries.Journal(ctx, Entry{Bot: env.Bot, Chat: env.Key.Chat, Thread: env.Key.Thread, Update: env.Raw,
-		UpdateID: env.UpdateID, MeID: env.Me.ID, MeUsername: env.Me.Username, Created: env.Received}, poller, env.UpdateID)
+	e := Entry{Bot: env.Bot, Chat: env.Key.Chat, Thread: env.Key.Thread, Update: env.Raw,
+		UpdateID: env.UpdateID, MeID: env.Me.ID, MeUsername: env.Me.Username, Created: env.Received, Scheduled: env.Scheduled}
+	if env.Scheduled != nil {
+		e.User = env.Scheduled.User // a forget of the user finds it
+	}
+	id, err := l.entries.Journal(ctx, e, poller, env.UpdateID)
 	if err != nil {
 		return err
 	}
-	if c := l.consumer; c != nil {
+	if c := l.consumer; c != nil && id != 0 { // 0: kept already
 		c.pushNew(&delivery{entries: l.entries, consumer: c, id: id, env: env})
 	}
 	return nil
@@ -67,8 +73,8 @@ func (l *Deliveries) Consume(ctx context.Context, handle func(message.Delivery))
 func (l *Deliveries) left(c *consumer, e Entry) *delivery {
 	d := &delivery{entries: l.entries, consumer: c, id: e.ID, redelivered: true, attempts: e.Attempts, charged: e.Mode != "",
 		env: message.Envelope{Bot: e.Bot, Me: message.Identity{ID: e.MeID, Username: e.MeUsername}, UpdateID: e.UpdateID,
-			Key: message.Key{Bot: e.Bot, Chat: e.Chat, Thread: e.Thread}, Raw: e.Update, Received: e.Created}}
-	if e.Update == nil {
+			Key: message.Key{Bot: e.Bot, Chat: e.Chat, Thread: e.Thread}, Raw: e.Update, Received: e.Created, Scheduled: e.Scheduled}}
+	if e.Update == nil && e.Scheduled == nil {
 		var err error
 		if d.env.Raw, err = legacyUpdate(e); err != nil {
 			l.entries.db.log.Warn("journaled message's files are unreadable; answering its text alone", zap.String("bot", e.Bot),

@@ -183,6 +183,45 @@ var migrations = []migration{
 		created INTEGER NOT NULL
 	);
 	CREATE INDEX notes_by_user ON notes (bot, user_id, id);`},
+	// 8: reminders and check-ins (issue 49). A reminder's id is never
+	// reused: the log knows a due one by it. A contact is what the
+	// check-ins of a user with a bot go by (check_ins: a JSON array of
+	// Unix ms, the last week's). The journal keeps the scheduled messages
+	// appended (JSON; user_id their user's, for a forget), and
+	// scheduled_log the ids stored in the last day, so a due one appended
+	// twice is stored once.
+	{8, `CREATE TABLE reminders (
+		id        INTEGER PRIMARY KEY AUTOINCREMENT,
+		bot       TEXT    NOT NULL,
+		chat_id   INTEGER NOT NULL,
+		thread_id INTEGER NOT NULL,
+		user_id   INTEGER NOT NULL,
+		text      TEXT    NOT NULL,
+		due       INTEGER NOT NULL,
+		created   INTEGER NOT NULL
+	);
+	CREATE INDEX reminders_by_user ON reminders (bot, user_id, due);
+	CREATE INDEX reminders_by_due ON reminders (due);
+	CREATE TABLE contacts (
+		bot           TEXT    NOT NULL,
+		user_id       INTEGER NOT NULL,
+		zone          TEXT    NOT NULL DEFAULT '',
+		wrote         INTEGER NOT NULL DEFAULT 0,
+		check_ins     TEXT    NOT NULL DEFAULT '[]',
+		last_check_in INTEGER NOT NULL DEFAULT 0,
+		declined      INTEGER NOT NULL DEFAULT 0,
+		blocked       INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (bot, user_id)
+	) WITHOUT ROWID;
+	ALTER TABLE journal ADD COLUMN scheduled TEXT;
+	CREATE TABLE scheduled_log (
+		bot      TEXT    NOT NULL,
+		id       TEXT    NOT NULL,
+		user_id  INTEGER NOT NULL,
+		appended INTEGER NOT NULL,
+		PRIMARY KEY (bot, id)
+	) WITHOUT ROWID;
+	CREATE INDEX scheduled_log_by_time ON scheduled_log (appended);`},
 }
 
 // secureDeleteSince is the first schema version whose databases were

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ var releaseChecks = map[int]func(*testing.T, *Store){
 	4: checkRelease4Rows,
 	5: checkRelease5Rows,
 	6: checkRelease6Rows,
+	7: checkRelease7Rows,
 }
 
 // TestUpgradeFromEveryRelease makes a database as each earlier release left
@@ -177,6 +179,27 @@ func checkRelease6Rows(t *testing.T, s *Store) {
 	checkRelease5Rows(t, s)
 	if notes, err := s.Notes(context.Background(), "alpha", 7); err != nil || len(notes) != 0 {
 		t.Errorf("notes after the upgrade = %+v, %v", notes, err)
+	}
+}
+
+// checkRelease7Rows reads release 7's rows, release 6's and a note; no
+// reminder or contact was kept before release 8, and the journal's
+// entries are updates, none scheduled.
+func checkRelease7Rows(t *testing.T, s *Store) {
+	ctx := context.Background()
+	checkRelease5Rows(t, s)
+	if notes, err := s.Notes(ctx, "alpha", 7); err != nil || len(notes) != 1 || notes[0].Text != "Ann has a cat named Miso" {
+		t.Errorf("notes after the upgrade = %+v, %v", notes, err)
+	}
+	if rs, err := s.Reminders(ctx, "alpha", 7); err != nil || len(rs) != 0 {
+		t.Errorf("reminders after the upgrade = %+v, %v", rs, err)
+	}
+	if _, ok, err := s.Contact(ctx, "alpha", 7); err != nil || ok {
+		t.Errorf("contact after the upgrade: %v, %v", ok, err)
+	}
+	entries, err := s.Pending(ctx)
+	if err != nil || len(entries) == 0 || slices.ContainsFunc(entries, func(e Entry) bool { return e.Scheduled != nil }) {
+		t.Errorf("journal after the upgrade = %+v, %v", entries, err)
 	}
 }
 

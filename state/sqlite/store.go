@@ -3,7 +3,8 @@
 // no cgo): each conversation's Claude session and the sessions it replaced,
 // voice-reply toggles, daily message counters, what requests cost, what
 // buttons mean, panel runs, which brain has each Telegram bot, the notes
-// personas keep about users (Memories), and the
+// personas keep about users (Memories), the reminders users asked for
+// and what check-ins go by (Schedules), and the
 // in-flight journal that lets a restarted process finish what a crashed one
 // had accepted. Beside the database, only while another process has held it
 // locked, a small file lists the answered journal entries not yet deleted
@@ -53,6 +54,7 @@ type Store struct {
 	*Maintenance
 	*UserData
 	*Memories
+	*Schedules
 
 	db *db
 }
@@ -180,7 +182,7 @@ func newStore(d *db, a *answered) *Store {
 		Sessions: &Sessions{db: d}, Voices: &Voices{db: d}, Counters: &Counters{db: d}, Spending: &Spending{db: d},
 		ButtonSets: &ButtonSets{db: d}, Panels: &Panels{db: d}, Holders: &Holders{db: d},
 		Entries: entries, Deliveries: &Deliveries{entries: entries}, Maintenance: &Maintenance{db: d},
-		UserData: &UserData{db: d}, Memories: &Memories{db: d}, db: d,
+		UserData: &UserData{db: d}, Memories: &Memories{db: d}, Schedules: &Schedules{db: d}, db: d,
 	}
 }
 

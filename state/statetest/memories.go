@@ -91,23 +91,14 @@ var memoryTests = []behaviour{
 		wantNotes(t, s, "bob", 7)
 	}},
 	{"AtOnceNeverPastTheLimit", func(t *testing.T, s *subject) {
-		const limit = 3
-		errs := make([]error, 8)
-		together(len(errs), func(i int) { _, errs[i] = s.AddNote(ctx(t), "alice", 7, "note", limit, base()) })
-		kept := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				kept++
-			case !errors.Is(err, state.ErrNotesFull):
-				t.Error(err)
-			}
-		}
-		notes, err := s.Notes(ctx(t), "alice", 7)
-		must(t, err)
-		if kept != limit || len(notes) != limit {
-			t.Errorf("%d adds at once kept %d (%d listed), want %d", len(errs), kept, len(notes), limit)
-		}
+		addsAtOnce(t, state.ErrNotesFull, func(limit int) error {
+			_, err := s.AddNote(ctx(t), "alice", 7, "note", limit, base())
+			return err
+		}, func() int {
+			notes, err := s.Notes(ctx(t), "alice", 7)
+			must(t, err)
+			return len(notes)
+		})
 	}},
 }
 

@@ -21,6 +21,28 @@ func together(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// addsAtOnce makes eight adds at once within a limit of three (add's
+// answer when full is full) and checks that three were kept, as listed
+// counts them.
+func addsAtOnce(t *testing.T, full error, add func(limit int) error, listed func() int) {
+	t.Helper()
+	const limit = 3
+	errs := make([]error, 8)
+	together(len(errs), func(i int) { errs[i] = add(limit) })
+	kept := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			kept++
+		case !errors.Is(err, full):
+			t.Error(err)
+		}
+	}
+	if n := listed(); kept != limit || n != limit {
+		t.Errorf("%d adds at once kept %d (%d listed), want %d", len(errs), kept, n, limit)
+	}
+}
+
 var raceTests = []behaviour{
 	{"TakesAtOnceNeverPassTheLimit", func(t *testing.T, s *subject) {
 		now := base()

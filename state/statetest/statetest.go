@@ -56,6 +56,9 @@ func Run(t *testing.T, h Harness) {
 		{"AtOnce", raceTests},
 		{"Conversations", forgetTests},
 		{"Memories", memoryTests},
+		{"Reminders", reminderTests},
+		{"Contacts", contactTests},
+		{"Scheduled", scheduledTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
