@@ -233,13 +233,13 @@ func New(cfg Config) (*Manager, error) {
 		DataDir: cfg.DataDir, State: cfg.State, Agent: cfg.Claude, Chats: chats{m}, Brain: m.knownBrain,
 		Transcriber: cfg.Transcriber, Speaker: cfg.Speaker, FileAfterTurn: cfg.FileAfterTurn,
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaitingPerBot, MaxWait: cfg.MaxWait, QueueSize: cfg.QueueSize,
+		Panels: panelsPort{m}, Queues: queuesPort{m},
 		Warmer: cfg.Warmer, Spares: cfg.Spares, Stopping: m.stopping, LookupEnv: cfg.LookupEnv, OnSecret: cfg.OnSecret, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
 	m.panels = host.New(host.Config{
-		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline, Members: members{m}, Runs: cfg.State, Brain: m.brain,
+		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: m.pipeline.PanelPort(), Members: members{m}, Runs: cfg.State, Brain: m.brain,
 		Speaker: cfg.Speaker, SpeakEarly: cfg.SpeakEarly, Launch: m.launch, Now: cfg.Now, Metrics: cfg.Metrics, Log: cfg.Log,
 	})
-	m.pipeline.UsePanels(m.panels)
 	m.intake = intake.New(intake.Config{
 		QueueSize: cfg.QueueSize,
 		Groups: func(bot string) string {
@@ -256,7 +256,6 @@ func New(cfg Config) (*Manager, error) {
 		Metrics:  cfg.Metrics,
 		Log:      cfg.Log,
 	})
-	m.pipeline.UseQueues(m.intake)
 	m.scheduler = schedule.New(schedule.Config{Log: cfg.State, Store: cfg.State, Brain: m.brain, Bots: m.botIDs,
 		Now: cfg.Now, Logger: cfg.Log})
 	return m, nil

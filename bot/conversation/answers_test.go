@@ -157,14 +157,14 @@ func TestPanelCommandThroughThePanelsPort(t *testing.T) {
 func TestPipelineAsThePanelsPort(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "limits:\n  per_user_per_day: 1\nmessages:\n  limit: Enough for today.\n")
-	if outcome, reply, err := k.p.Admit(ctx, k.brain, kitBot, kitUser, k.p.log); outcome != "" || reply != "" || err != nil {
+	if outcome, reply, err := k.p.PanelPort().Admit(ctx, k.brain, kitBot, kitUser, k.p.log); outcome != "" || reply != "" || err != nil {
 		t.Errorf("admitted %q, %q, %v", outcome, reply, err)
 	}
-	if err := k.p.Charge(ctx, kitBot, kitUser); err != nil {
+	if err := k.p.PanelPort().Charge(ctx, kitBot, kitUser); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if outcome, reply, err := k.p.Admit(ctx, k.brain, kitBot, kitUser, k.p.log); outcome != "limited" ||
+		if outcome, reply, err := k.p.PanelPort().Admit(ctx, k.brain, kitBot, kitUser, k.p.log); outcome != "limited" ||
 			reply != "Enough for today." || err != nil {
 			t.Errorf("over the limit: %q, %q, %v", outcome, reply, err)
 		}
@@ -175,7 +175,7 @@ func TestPipelineAsThePanelsPort(t *testing.T) {
 
 	q := host.Question{Bot: kitBot, Brain: k.brain, Run: "run-1", Chat: kitGroup, User: kitUser, UserName: "Ann",
 		Prompt: "Tea or coffee?", Speak: true, Log: k.p.log}
-	res, err := k.p.Ask(ctx, q)
+	res, err := k.p.PanelPort().Ask(ctx, q)
 	if err != nil || res.Text != "Hello, Ann." {
 		t.Fatalf("asked: %+v, %v", res, err)
 	}
@@ -185,7 +185,7 @@ func TestPipelineAsThePanelsPort(t *testing.T) {
 		t.Errorf("member's turn asked as %+v", req)
 	}
 	k.want("action", string(message.RecordVoice))
-	k.p.Spent(ctx, q, 0.015)
+	k.p.PanelPort().Spent(ctx, q, 0.015)
 	u := k.usage()
 	if len(u) != 1 || u[0].Mode != "panel" || u[0].Requests != 2 || u[0].ClaudeUSD != 0.02 || u[0].OpenAIUSD != 0.015 {
 		t.Errorf("usage %+v, want the turn and its speech under panel", u)

@@ -45,8 +45,8 @@ import (
 	"brainbot/toolspec"
 )
 
-// Config is what a pipeline needs. Every field but Transcriber, Speaker
-// and OnSecret is required.
+// Config is what a pipeline needs. Every field but Transcriber, Speaker,
+// Warmer and OnSecret is required.
 type Config struct {
 	// DataDir is BRAINBOT_DATA: the generated files are organised below it.
 	DataDir string
@@ -74,6 +74,13 @@ type Config struct {
 	MaxWait                     time.Duration
 	// QueueSize is the intake's, for the log of a message it turned away.
 	QueueSize int
+	// Panels run /panel. They stand on the pipeline's panel port
+	// (PanelPort), so the caller makes them after New: it passes
+	// something that reaches them once made, as it does for Chats.
+	Panels Panels
+	// Queues hold the messages waiting for the pipeline (the intake's),
+	// which hand them to it: a forget drops the forgotten user's.
+	Queues Queues
 	// Warmer starts the Agent's processes ahead of messages (nil: the
 	// Agent warms none). Spares is how many each bot keeps started ahead
 	// of its new conversations; 0: none (BRAINBOT_SPARES).
@@ -111,8 +118,7 @@ type Pipeline struct {
 	answers answers
 }
 
-// New makes a pipeline. Its panels come with UsePanels, its queues with
-// UseQueues.
+// New makes a pipeline.
 func New(cfg Config) *Pipeline {
 	return &Pipeline{
 		cfg:    cfg,
@@ -120,21 +126,14 @@ func New(cfg Config) *Pipeline {
 		claude: cfg.Agent,
 		warmer: cfg.Warmer,
 		log:    cfg.Log,
+		panels: cfg.Panels,
+		queues: cfg.Queues,
 		slots: newSlots(cfg.MaxClaude, cfg.MaxWaitingPerBot, cfg.MaxWait, cfg.Metrics.ClaudeRunning,
 			cfg.Metrics.ClaudeWaiting),
 		media: media{transcriber: cfg.Transcriber, fetch: cfg.Chats.Fetch},
 		purse: newPurse(cfg.Metrics),
 	}
 }
-
-// UsePanels has ps run /panel (they need the pipeline themselves, so they
-// come after New and before the first message).
-func (p *Pipeline) UsePanels(ps Panels) { p.panels = ps }
-
-// UseQueues has a forget drop the forgotten conversations' messages
-// waiting in qs (they hand messages to the pipeline, so they come after
-// New).
-func (p *Pipeline) UseQueues(qs Queues) { p.queues = qs }
 
 // request is one message's trip through the pipeline. It is owned by the
 // one goroutine that serves it.
@@ -255,27 +254,8 @@ func (p *Pipeline) begin(ctx context.Context, in *message.Inbound) *request {
 
 // converse runs the message through Claude and sends the reply.
 func (p *Pipeline) converse(r *request) {
-	if r.in.Scheduled == nil {
-		p.closeQuestions(r)
-	}
-	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
-		return
-	}
-	mode, err := p.mode(r)
-	if err != nil {
-		r.fail("mode", err)
-		return
-	}
-	if mode, err = p.reserveAnswer(r, mode); err != nil {
-		return
-	}
-	r.sum.mode = mode
-	// The daily limit has counted the message: a replay must not again.
-	r.record("charge", r.in.Progress.MarkCharged)
-	if p.warmer != nil {
-		p.warmer.Expect(r.in.Key.String())
-	}
-	if !p.waitForSlot(r) {
+	mode, ok := p.admitAnswer(r)
+	if !ok || !p.waitForSlot(r) {
 		return
 	}
 	// Given back after the answer, or by a panic on the way.
@@ -336,6 +316,41 @@ func (p *Pipeline) converse(r *request) {
 		// was not kept.
 		r.out.Text(r.ctx, r.brain.Messages.Expired, false)
 	}
+	p.settle(r, mode, res, err, sent, st != nil)
+}
+
+// admitAnswer lets the message on to Claude: its questions closed, within
+// the caps and the daily limit (counted once, however often it is
+// replayed), its files read, its mode chosen and its cost reserved. false:
+// the message has had its reply.
+func (p *Pipeline) admitAnswer(r *request) (claude.Mode, bool) {
+	if r.in.Scheduled == nil { // what came due answers no question
+		p.closeQuestions(r)
+	}
+	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
+		return 0, false
+	}
+	mode, err := p.mode(r)
+	if err != nil {
+		r.fail("mode", err)
+		return 0, false
+	}
+	if mode, err = p.reserveAnswer(r, mode); err != nil {
+		return 0, false
+	}
+	r.sum.mode = mode
+	// The daily limit has counted the message: a replay must not again.
+	r.record("charge", r.in.Progress.MarkCharged)
+	if p.warmer != nil {
+		p.warmer.Expect(r.in.Key.String())
+	}
+	return mode, true
+}
+
+// settle gives the message the one reply its answer calls for: err is
+// the answer's (ask), sent that its file went out as the tool made it,
+// streamed that a draft showed the text as it came.
+func (p *Pipeline) settle(r *request, mode claude.Mode, res *claude.Result, err error, sent, streamed bool) {
 	switch {
 	case errors.Is(err, errForgotten):
 		r.sum.outcome = "forgotten" // nothing of it kept, nothing sent
@@ -351,7 +366,7 @@ func (p *Pipeline) converse(r *request) {
 		r.keepPartial(res.Text)
 	case errors.Is(err, claude.ErrInterrupted):
 		r.sum.outcome = "stopped" // the /stop reply or the tap's notice told the user
-		r.keepStopped(res, st != nil)
+		r.keepStopped(res, streamed)
 	case err != nil && mode == claude.Speech && res != nil && res.Answered && res.Text != "" && r.ctx.Err() == nil && !errors.Is(err, claude.ErrBounded):
 		// The words are there, only the voice failed. Not for a failed
 		// turn 1, whose text is the CLI's error, nor for a request stopped

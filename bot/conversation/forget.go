@@ -161,9 +161,7 @@ func (h *ForgotHere) add(more ForgotHere) {
 // files generated for its user. An instance of a cluster runs it for a
 // forget done through another (state.Conversations.WatchForgets).
 func (p *Pipeline) ForgetHere(ctx context.Context, f state.Forgotten) (here ForgotHere) {
-	if p.queues != nil {
-		here.Unanswered = p.queues.DropWaiting(f.Bot, f.User)
-	}
+	here.Unanswered = p.queues.DropWaiting(f.Bot, f.User)
 	again := p.forgetRunning(f)
 	here.add(p.deleteHere(f))
 	if again {

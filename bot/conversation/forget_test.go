@@ -160,16 +160,18 @@ func TestForgetInGroup(t *testing.T) {
 }
 
 // An admin's forget of a user with every bot goes through the same
-// procedure, logged as theirs.
+// procedure, logged as theirs, and drops the user's messages still
+// waiting in the queues.
 func TestForgetByAdmin(t *testing.T) {
 	k := newKit(t, "")
 	k.serve(k.private("hello"))
+	k.queues.waiting = map[int64]int{kitUser: 2}
 	f, err := k.p.Forget(context.Background(), "", kitUser, "admin")
 	if err != nil || !slices.Equal(f.Conversations, []message.Key{{Bot: kitBot, Chat: kitUser}}) || !slices.Equal(f.Sessions, []string{"session-1"}) {
 		t.Errorf("forgot %+v, %v", f, err)
 	}
-	if l := k.logs.FilterMessage("user forgotten").FilterField(zap.String("by", "admin")).Len(); l != 1 {
-		t.Errorf("%d admin forgets logged", l)
+	if l := k.logs.FilterMessage("user forgotten").FilterField(zap.String("by", "admin")).FilterField(zap.Int("unanswered", 2)).Len(); l != 1 {
+		t.Errorf("%d admin forgets logged with the 2 waiting messages unanswered", l)
 	}
 }
 

@@ -57,6 +57,7 @@ type kit struct {
 	logs   *observer.ObservedLogs
 	brain  *brain.Brain
 	panels *fakePanels
+	queues *fakeQueues
 }
 
 // newKit makes a pipeline whose bot kitBot has the base brain with extra
@@ -75,7 +76,8 @@ func newKit(t *testing.T, extra string, cfg ...func(*Config)) *kit {
 		agent: &fakeAgent{ev: ev, transcripts: filepath.Join(data, "transcripts")},
 		store: &recStore{Store: st, ev: ev, fail: map[string]error{}},
 		chats: &fakeChats{ev: ev, data: data, admins: map[int64]bool{}}}
-	c := Config{DataDir: data, State: k.store, Agent: k.agent, Chats: k.chats,
+	k.panels, k.queues = &fakePanels{}, &fakeQueues{}
+	c := Config{DataDir: data, State: k.store, Agent: k.agent, Chats: k.chats, Panels: k.panels, Queues: k.queues,
 		Brain: func(bot string) *brain.Brain {
 			if bot == kitBot {
 				return b
@@ -88,8 +90,6 @@ func newKit(t *testing.T, extra string, cfg ...func(*Config)) *kit {
 		f(&c)
 	}
 	k.p = New(c)
-	k.panels = &fakePanels{}
-	k.p.UsePanels(k.panels)
 	return k
 }
 
@@ -516,3 +516,18 @@ func (f *fakePanels) Start(ctx context.Context, m *message.Inbound, b *brain.Bra
 }
 
 func (f *fakePanels) OnPanel(bot string) bool { return f.onPanel }
+
+// fakeQueues are the intake's queues: waiting messages per user, which a
+// forget drops.
+type fakeQueues struct {
+	mu      sync.Mutex
+	waiting map[int64]int
+}
+
+func (f *fakeQueues) DropWaiting(bot string, user int64) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.waiting[user]
+	delete(f.waiting, user)
+	return n
+}

@@ -33,10 +33,21 @@ func (p *Pipeline) startPanel(r *request) {
 	}
 }
 
+// PanelPort is the pipeline as the panels see it (host.Pipeline): a
+// member's turn admitted, charged, asked and paid for, and the spares kept
+// for the next ones. The panels' role is a type of its own, apart from
+// the intake's (Serve and its kin on Pipeline): each side sees only what
+// it uses.
+type PanelPort struct{ p *Pipeline }
+
+// PanelPort is the port the panels stand on.
+func (p *Pipeline) PanelPort() PanelPort { return PanelPort{p} }
+
 // Admit checks that user may have bot (brain b) answer now: allowed, and
 // within its spending caps and daily limit, looked at but not counted.
 // When not, outcome and reply say how to answer ("" when it may).
-func (p *Pipeline) Admit(ctx context.Context, b *brain.Brain, bot string, user int64, log *zap.Logger) (outcome, reply string, err error) {
+func (port PanelPort) Admit(ctx context.Context, b *brain.Brain, bot string, user int64, log *zap.Logger) (outcome, reply string, err error) {
+	p := port.p
 	if !allowed(b, user) {
 		return "denied", b.Messages.Denied, nil
 	}
@@ -60,8 +71,8 @@ func (p *Pipeline) Admit(ctx context.Context, b *brain.Brain, bot string, user i
 }
 
 // Charge counts one request of user against bot's daily limit.
-func (p *Pipeline) Charge(ctx context.Context, bot string, user int64) error {
-	_, _, err := p.store.TakeDaily(ctx, bot, user, 0, p.cfg.Now())
+func (port PanelPort) Charge(ctx context.Context, bot string, user int64) error {
+	_, _, err := port.p.store.TakeDaily(ctx, bot, user, 0, port.p.cfg.Now())
 	return err
 }
 
@@ -70,7 +81,8 @@ func (p *Pipeline) Charge(ctx context.Context, bot string, user int64) error {
 // ready; nothing is kept warm, and the member's own conversations stay as
 // they were), with the group seeing the member at work, and records what
 // it cost.
-func (p *Pipeline) Ask(ctx context.Context, q host.Question) (*claude.Result, error) {
+func (port PanelPort) Ask(ctx context.Context, q host.Question) (*claude.Result, error) {
+	p := port.p
 	if err := p.slots.acquire(ctx, q.Bot, 0, time.Now(), p.cfg.Stopping); err != nil {
 		if errors.Is(err, errStopping) || ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", host.ErrInterrupted, err)
@@ -108,7 +120,8 @@ func (p *Pipeline) questionRequest(q host.Question) claude.Request {
 }
 
 // Spent records what a panel member's turn cost outside the model.
-func (p *Pipeline) Spent(ctx context.Context, q host.Question, openAIUSD float64) {
+func (port PanelPort) Spent(ctx context.Context, q host.Question, openAIUSD float64) {
+	p := port.p
 	p.recordUsage(ctx, panelUsage(q, "ok", 0, openAIUSD), claude.Tokens{}, q.Log)
 	p.cfg.Metrics.Spent(q.Bot, metrics.ProviderOpenAI, openAIUSD)
 }

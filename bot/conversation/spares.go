@@ -38,7 +38,8 @@ func (p *Pipeline) DropSpares(bot string) {
 // KeepQuestionSpares has the agent keep n processes started, under the
 // name set, for panel questions of q's shape (its member, brain and
 // schema; the prompt does not count); n 0 ends them.
-func (p *Pipeline) KeepQuestionSpares(set string, q host.Question, n int) {
+func (port PanelPort) KeepQuestionSpares(set string, q host.Question, n int) {
+	p := port.p
 	switch {
 	case p.warmer == nil:
 	case n <= 0 || p.cfg.Spares <= 0:

@@ -129,20 +129,20 @@ func (m *Main) chat(ctx context.Context, args []string) error {
 	stopping := make(chan struct{})
 	defer close(stopping)
 	brains := loadChatBrains(b)
+	panels := &chatPanels{runs: &chatRuns{Panels: db, open: map[string][]byte{}}, dir: cfg.PanelsDir, brains: brains}
+	panels.runs.end(ctx)
 	p := conversation.New(conversation.Config{
 		DataDir: cfg.DataDir, State: db, Agent: ans.driver, Chats: screen, Brain: brains.brain,
 		Transcriber: ans.transcriber, Speaker: ans.speaker, FileAfterTurn: cfg.SpeechEarly == "off",
 		MaxClaude: cfg.MaxClaude, MaxWaitingPerBot: cfg.MaxWaiting, MaxWait: cfg.MaxWait, QueueSize: 1,
+		Panels: panels, Queues: unqueued{},
 		Warmer: ans.driver, Spares: cfg.Spares, Stopping: stopping, LookupEnv: m.lookupEnv, OnSecret: secrets.Add,
 		Now: time.Now, Metrics: metrics.New(), Log: log,
 	})
-	panels := &chatPanels{runs: &chatRuns{Panels: db, open: map[string][]byte{}}, dir: cfg.PanelsDir, brains: brains}
-	panels.runs.end(ctx)
 	panels.host = host.New(host.Config{
-		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: p, Members: chatMembers{screen, brains}, Runs: panels.runs, Brain: brains.brain,
+		Dir: cfg.PanelsDir, DataDir: cfg.DataDir, Pipeline: p.PanelPort(), Members: chatMembers{screen, brains}, Runs: panels.runs, Brain: brains.brain,
 		Speaker: ans.speaker, SpeakEarly: ans.speakEarly, Launch: panels.launch(ctx), Now: time.Now, Metrics: metrics.New(), Log: log,
 	})
-	p.UsePanels(panels)
 	p.KeepSpares(b.ID, b)
 	defer p.DropSpares(b.ID)
 	defer brains.each(panels.host.DropSpares) // those of the panels run
@@ -227,6 +227,12 @@ func isTerminal(r io.Reader) bool {
 
 // chatSession is one terminal conversation: the user's lines, served one
 // at a time as the conversation's queue would.
+// unqueued is the chat's Queues: the terminal hands the pipeline one
+// message at a time, so no message of the user's waits when they forget.
+type unqueued struct{}
+
+func (unqueued) DropWaiting(bot string, user int64) int { return 0 }
+
 type chatSession struct {
 	p         *conversation.Pipeline
 	panels    *chatPanels
