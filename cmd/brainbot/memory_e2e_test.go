@@ -120,7 +120,7 @@ func testMemory(t *testing.T, env []string) {
 	if list := listConversations(t, admin, "-user", "9"); len(list) != 1 || list[0].Notes != 1 {
 		t.Errorf("conversations -user 9: %+v, want one with 1 note", list)
 	}
-	if code, out, stderr := runMain(t, admin, "forget", "-user", "9"); code != exitOK || !strings.HasSuffix(out, ", 1 note\n") {
+	if code, out, stderr := runMain(t, admin, "forget", "-user", "9"); code != exitOK || !strings.HasSuffix(out, ", 1 note, 0 reminders\n") {
 		t.Fatalf("forget = %d: %s%s", code, out, stderr)
 	}
 	wantNoNotes(t, s, ann)
