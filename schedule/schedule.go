@@ -39,8 +39,13 @@ const (
 	DefaultEvery = 5 * time.Second
 	// DefaultLate is how late a reminder may still go out.
 	DefaultLate = time.Hour
-	// batch bounds what one look at the store takes.
-	batch = 100
+	// batch bounds the reminders one look at the store takes; quietBatch
+	// the users quiet long enough: those in their quiet hours or at their
+	// week's bound are listed again at each look, ahead of any quiet for
+	// less long, so the list must reach past them (the backends read them
+	// all anyway).
+	batch      = 100
+	quietBatch = 2000
 	week  = 7 * 24 * time.Hour
 )
 
@@ -186,7 +191,7 @@ func (s *Scheduler) reminders(ctx context.Context, now time.Time) {
 // where their hour and the week's bound allow.
 func (s *Scheduler) checkIns(ctx context.Context, bot string, b *brain.Brain, now time.Time) {
 	c := b.CheckIns
-	quiet, err := s.cfg.Store.QuietContacts(ctx, bot, now.Add(-c.QuietFor.D()), batch)
+	quiet, err := s.cfg.Store.QuietContacts(ctx, bot, now.Add(-c.QuietFor.D()), quietBatch)
 	if err != nil {
 		s.cfg.Logger.Warn("could not list the users to check in with", zap.String("bot", bot), zap.Error(err))
 		return
