@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"brainbot/bot/conversation"
+	"brainbot/bot/telegramtest"
 	"brainbot/claude/claudetest"
 	"brainbot/cmd/internal/stack"
 	"brainbot/toolspec"
@@ -197,16 +198,71 @@ func testCheckIns(t *testing.T, env []string) {
 	// more: Ann is at the week's bound, Carol said no, Dan blocked the bot.
 	wantText(t, ask(t, s, "companion", eve, "hello"))
 	wait(s.Unprompted("companion", eve))
-	// Their requests: Ann's hello and two check-ins, Carol's hello and
-	// one, Dan's hello, reminder and the one refused.
-	for user, want := range map[int64]int{ann: 3, carol: 2, dan: 3} {
-		if n := len(stack.Summaries(s.Logs().Lines(), "companion", user)); n != want {
-			t.Errorf("user %d: %d requests, want %d", user, n, want)
+	for user, want := range map[int64]int{ann: 2, carol: 1} {
+		if n := checkInsTo(t, s, user); n != want {
+			t.Errorf("user %d got %d check-ins, want %d", user, n, want)
 		}
+	}
+	// Dan's requests: his hello, his reminder and the check-in refused.
+	if n := len(stack.Summaries(s.Logs().Lines(), "companion", dan)); n != 3 {
+		t.Errorf("Dan: %d requests, want 3", n)
 	}
 	// Dan unblocks it and writes again: his reminder is gone.
 	s.Telegram.ClearFailures(stack.Token("companion"))
 	if got := wantText(t, ask(t, s, "companion", dan, "/reminders")); got != conversation.RemindersEmpty {
 		t.Errorf("Dan's /reminders after the block: %q", got)
 	}
+}
+
+// A check-in waits for the end of the user's quiet hours, in their time
+// zone: with the quiet hours around now in the brain's zone (UTC), a
+// user there hears nothing, while one who told the persona they live in
+// Tokyo, where it is day, hears from it. No clock is set: the hours are
+// chosen around the time the test runs.
+func TestEndToEndQuietHours(t *testing.T) { eachMode(t, testQuietHours) }
+
+func testQuietHours(t *testing.T, env []string) {
+	now := time.Now().UTC()
+	hours := now.Add(-time.Hour).Format("15:04") + "-" + now.Add(2*time.Hour).Format("15:04")
+	s := startWith(t, "companion.yaml", strings.Replace(companionBrain, "quiet_hours: none", "quiet_hours: \""+hours+"\"", 1), env)
+	const ann, bo = 9, 10
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	wantText(t, ask(t, s, "companion", ann, "hello"))
+	call := fmt.Sprintf(`I live in Tokyo. #call %s {"zone":"Asia/Tokyo"}`, toolspec.SetTimeZoneTool)
+	if got := wantText(t, ask(t, s, "companion", bo, call)); !strings.Contains(got, "said: Kept: the user's time zone is Asia/Tokyo") {
+		t.Fatalf("set_time_zone answered %q", got)
+	}
+	if _, err := s.Unprompted("companion", bo).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Ann was quiet longer than Bo, and is listed first: only her hour
+	// kept her check-in back.
+	if n := checkInsTo(t, s, ann); n != 0 {
+		t.Errorf("Ann, in her quiet hours (%s UTC), got %d check-ins", hours, n)
+	}
+}
+
+// checkInsTo counts the companion's check-ins in user's chat once it
+// answered a message sent now: a check-in appended before it, even in
+// the same look as one awaited, is answered before it. The answer is
+// awaited by its words, as a check-in may come in its place in the
+// stack's count.
+func checkInsTo(t *testing.T, s *stack.Stack, user int64) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s.Send("companion", user, "anything new?")
+	if _, err := s.Telegram.WaitCall(ctx, stack.Token("companion"), func(c telegramtest.Call) bool {
+		return c.Method == "sendMessage" && c.ChatID() == user && strings.Contains(stack.Rendered(c), "You said: anything new?")
+	}); err != nil {
+		t.Fatalf("no answer to %d: %v", user, err)
+	}
+	n := 0
+	for _, c := range s.ChatCalls("companion", user) {
+		if c.Method == "sendMessage" && strings.Contains(stack.Rendered(c), "has not written to you since") {
+			n++
+		}
+	}
+	return n
 }
