@@ -46,7 +46,7 @@ const (
 	// all anyway).
 	batch      = 100
 	quietBatch = 2000
-	week  = 7 * 24 * time.Hour
+	week       = 7 * 24 * time.Hour
 )
 
 // Store is what a scheduler reads and marks: the backend's reminders and
