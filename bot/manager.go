@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,7 @@ import (
 	"brainbot/bot/telegram"
 	"brainbot/message"
 	"brainbot/metrics"
+	"brainbot/schedule"
 	"brainbot/state"
 )
 
@@ -137,6 +139,8 @@ type Manager struct {
 	log       *zap.Logger
 	transport *telegram.Transport
 	intake    *intake.Intake
+	// scheduler hands the reminders and check-ins due to the log.
+	scheduler *schedule.Scheduler
 	pipeline  *conversation.Pipeline
 	panels    *host.Host
 
@@ -252,8 +256,20 @@ func New(cfg Config) (*Manager, error) {
 		Metrics:  cfg.Metrics,
 		Log:      cfg.Log,
 	})
+	m.scheduler = schedule.New(schedule.Config{Log: cfg.State, Store: cfg.State, Brain: m.brain, Bots: m.botIDs,
+		Now: cfg.Now, Logger: cfg.Log})
 	return m, nil
 }
+
+// botIDs lists the bots with a brain now.
+func (m *Manager) botIDs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Collect(maps.Keys(m.brains))
+}
+
+// Wake tells the scheduler a reminder kept here comes due at at.
+func (m *Manager) Wake(at time.Time) { m.scheduler.Wake(at) }
 
 func setDefault[T comparable](v *T, def T) {
 	var zero T
@@ -277,6 +293,12 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.pruneStore(pollCtx)
 	}()
 	m.cfg.State.Consume(pollCtx, m.intake.Deliver)
+	// Every instance looks for what came due: the log keeps each once.
+	m.pollers.Add(1)
+	go func() {
+		defer m.pollers.Done()
+		m.scheduler.Run(pollCtx)
+	}()
 	// A forget done through another instance is done here too: its warm
 	// CLIs end, its transcripts and files on this machine go.
 	m.pollers.Add(1)

@@ -71,7 +71,7 @@ func ListenHTTP(cfg Config, tickets *ticket.Registry, addr string) (*HTTPServer,
 		toolspec.SpeechServer:   {{Tool: speechToolSchema(), Handler: g.speech}},
 		toolspec.ImageServer:    {{Tool: imageToolSchema(), Handler: g.image}},
 		toolspec.QuestionServer: {{Tool: questionToolSchema(), Handler: g.question}},
-		toolspec.MemoryServer:   memoryTools(g),
+		toolspec.MemoryServer:   append(memoryTools(g), scheduleTools(g)...),
 	} {
 		h := server.NewStreamableHTTPServer(newServer(name, tools...),
 			// Each POST stands alone: the token, not an MCP session,
@@ -114,7 +114,10 @@ type gate struct {
 	// notes keeps the memory tools' notes (UseNotes); nil: their calls
 	// are refused.
 	notes atomic.Pointer[Notebook]
-	now   func() time.Time
+	// schedule keeps the schedule tools' reminders and zones
+	// (UseSchedule); nil: their calls are refused.
+	schedule atomic.Pointer[Schedule]
+	now      func() time.Time
 }
 
 type tokenKey struct{}

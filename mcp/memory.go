@@ -52,6 +52,9 @@ func (g *gate) memory(ctx context.Context, tool string) (ticket.Memory, Notebook
 		log = g.log
 	}
 	notes := g.notes.Load()
+	if err == nil && m.MaxNotes == 0 {
+		err = errors.New("the brain keeps no notes")
+	}
 	if err != nil || notes == nil {
 		log.Info("memory tool call refused", zap.String("tool", tool), zap.Error(err))
 		return m, nil, log, false
@@ -92,15 +95,31 @@ func (g *gate) forgetNote(ctx context.Context, req mcpgo.CallToolRequest) (*mcpg
 	if !ok {
 		return mcpgo.NewToolResultError(toolspec.MemoryNotHere), nil
 	}
+	return dropOne(ctx, req, log, func(ctx context.Context, id string) (bool, error) { return notes.Forget(ctx, m.Bot, m.User, id) },
+		dropWords{what: "note", failed: "The note could not be dropped just now: nothing was dropped.", none: toolspec.NoNote,
+			done: "note dropped by the model", answer: toolspec.NoteDropped}), nil
+}
+
+// dropWords are what dropOne says of one kind of thing.
+type dropWords struct {
+	// what names it in the log; failed, none and answer(id) answer the
+	// model; done is the log line of one dropped.
+	what, failed, none, done string
+	answer                   func(id string) string
+}
+
+// dropOne serves a tool that drops one of the user's things by the id
+// the call names, with drop: in words the model can act on.
+func dropOne(ctx context.Context, req mcpgo.CallToolRequest, log *zap.Logger, drop func(context.Context, string) (bool, error), w dropWords) *mcpgo.CallToolResult {
 	id := strings.TrimSpace(req.GetString("id", ""))
-	dropped, err := notes.Forget(ctx, m.Bot, m.User, id)
+	dropped, err := drop(ctx, id)
 	switch {
 	case err != nil:
-		log.Warn("could not drop a note", zap.Error(err))
-		return mcpgo.NewToolResultError("The note could not be dropped just now: nothing was dropped."), nil
+		log.Warn("could not drop a "+w.what, zap.Error(err))
+		return mcpgo.NewToolResultError(w.failed)
 	case !dropped:
-		return mcpgo.NewToolResultError(toolspec.NoNote), nil
+		return mcpgo.NewToolResultError(w.none)
 	}
-	log.Info("note dropped by the model", zap.String("note", id))
-	return mcpgo.NewToolResultText(toolspec.NoteDropped(id)), nil
+	log.Info(w.done, zap.String(w.what, id))
+	return mcpgo.NewToolResultText(w.answer(id))
 }

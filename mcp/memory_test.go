@@ -62,8 +62,8 @@ func TestHTTPMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := c.ListTools(context.Background(), mcpgo.ListToolsRequest{})
-	if err != nil || len(res.Tools) != 2 {
-		t.Fatalf("tools/list = %+v, %v; want remember and forget_note", res, err)
+	if err != nil || len(res.Tools) != 6 {
+		t.Fatalf("tools/list = %+v, %v; want remember, forget_note and the four schedule tools", res, err)
 	}
 	note := func(text string) map[string]any { return map[string]any{"note": text, "user": 8, "bot": "other"} }
 

@@ -179,6 +179,10 @@ type Update struct {
 	// not a member of (guest_message): it is answered once, through the
 	// query. Sender is the user who summoned it.
 	Guest *Guest
+	// Scheduled is set for a reminder or a check-in brainbot appended
+	// itself (Envelope.Scheduled): a Written update of the user's private
+	// chat, with no text of theirs, answered as the persona writing first.
+	Scheduled *Scheduled
 }
 
 // Guest is the query a guest message is answered through.

@@ -34,6 +34,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -57,8 +58,16 @@ var (
 type Memory struct {
 	Bot  string
 	User int64
-	// MaxNotes and MaxNoteChars are the brain's bounds.
+	// MaxNotes and MaxNoteChars are the brain's bounds (0: the brain
+	// keeps no notes; the memory tools refuse).
 	MaxNotes, MaxNoteChars int
+	// Schedule lets the request keep the user's reminders, within
+	// MaxPending and MaxAhead (the brain's bounds; 0: it keeps none), and
+	// their time zone; Zone is the brain's, theirs until they set one.
+	Schedule   bool
+	MaxPending int
+	MaxAhead   time.Duration
+	Zone       string
 }
 
 // Ticket is the one tool call a request's turn two may make.

@@ -51,6 +51,8 @@ type Brain struct {
 	Image      Image                `yaml:"image"`
 	Buttons    Buttons              `yaml:"buttons"`
 	Memory     Memory               `yaml:"memory"`
+	Reminders  Reminders            `yaml:"reminders"`
+	CheckIns   CheckIns             `yaml:"check_ins"`
 	Messages   Messages             `yaml:"messages"`
 
 	// lines locates the fields the file sets, for problems found after
@@ -290,6 +292,99 @@ type Memory struct {
 	// with each of their messages there, where the whole group may read
 	// what the answer makes of them (default false: private chats only).
 	Groups bool `yaml:"groups"`
+}
+
+// Reminders lets users ask the persona, in their private chat, to remind
+// them of something at a time (off by default): the model keeps one
+// through brainbot's reminder tools, and at its time writes the reminder
+// in its own words, as text or a voice note by the user's mode. Users
+// list and cancel theirs with /reminders. Times are the user's: their
+// time zone (set by telling the persona), else the brain's timezone.
+type Reminders struct {
+	Enabled bool `yaml:"enabled"`
+	// MaxPending bounds the reminders a user may have waiting (default
+	// 20, at most 100); MaxAhead how far ahead one may be (default
+	// 8760h, a year; from 1m to 87600h).
+	MaxPending int      `yaml:"max_pending"`
+	MaxAhead   Duration `yaml:"max_ahead"`
+}
+
+// CheckIns lets the persona write first to a user who has been quiet
+// (off by default): only to users who wrote to it privately, never to
+// one who said no (the button under each check-in, /checkins off) or
+// blocked the bot.
+type CheckIns struct {
+	Enabled bool `yaml:"enabled"`
+	// QuietFor is how long the user has been silent, and not checked in
+	// with, before a check-in (default 72h; at least 1s).
+	QuietFor Duration `yaml:"quiet_for"`
+	// QuietHours are the hours of the user's day no check-in is written
+	// in (default 22:00-08:00; "none" for none).
+	QuietHours DayHours `yaml:"quiet_hours"`
+	// PerWeek bounds the check-ins written to one user in any 7 days
+	// (default 2, from 1 to 14).
+	PerWeek int `yaml:"per_week"`
+}
+
+// DayHours are hours of a day, "22:00-08:00" in YAML: from From to To,
+// past midnight when To is earlier; none when From equals To ("none").
+type DayHours struct {
+	From, To time.Duration // since midnight
+}
+
+// UnmarshalYAML reads "HH:MM-HH:MM", or "none".
+func (h *DayHours) UnmarshalYAML(n *yaml.Node) error {
+	const form = `must be hours such as "22:00-08:00" (from-to, in the user's time zone) or none`
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("%s, got %s", form, describe(n))
+	}
+	if strings.TrimSpace(n.Value) == "none" {
+		*h = DayHours{}
+		return nil
+	}
+	from, to, ok := strings.Cut(n.Value, "-")
+	var err1, err2 error
+	if ok {
+		h.From, err1 = clockTime(from)
+		h.To, err2 = clockTime(to)
+	}
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("%s, got %q", form, n.Value)
+	}
+	return nil
+}
+
+// clockTime reads "HH:MM" as the time since midnight.
+func clockTime(s string) (time.Duration, error) {
+	t, err := time.Parse("15:04", strings.TrimSpace(s))
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute, nil
+}
+
+// None reports whether h holds no hour.
+func (h DayHours) None() bool { return h.From == h.To }
+
+// Holds reports whether t, read in its own location, falls in h.
+func (h DayHours) Holds(t time.Time) bool {
+	day := time.Duration(t.Hour())*time.Hour + time.Duration(t.Minute())*time.Minute + time.Duration(t.Second())*time.Second
+	switch {
+	case h.None():
+		return false
+	case h.From < h.To:
+		return day >= h.From && day < h.To
+	}
+	return day >= h.From || day < h.To // past midnight
+}
+
+// String writes h as in YAML.
+func (h DayHours) String() string {
+	if h.None() {
+		return "none"
+	}
+	clock := func(d time.Duration) string { return fmt.Sprintf("%02d:%02d", int(d.Hours()), int(d.Minutes())%60) }
+	return clock(h.From) + "-" + clock(h.To)
 }
 
 // Messages are what users are told in the bot's own words. Parse fills in

@@ -73,7 +73,7 @@ func TestParseRules(t *testing.T) {
 
 		// Decoding.
 		{name: "unknown field", yaml: minimal + "colour: blue\n", want: []string{
-			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, rich, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, memory, messages"}},
+			"t.yaml:5: colour: unknown field; want one of name, description, greeting, telegram, system_prompt, timezone, access, stream, rich, groups, limits, claude, mcp_servers, tools, tts, stt, image, buttons, memory, reminders, check_ins, messages"}},
 		// A misspelt field: the field it is closest to.
 		{name: "misspelt field", yaml: "name: Narrator\ntelegram:\n  token_env: NARRATOR_TOKEN\nsytem_prompt: You tell stories.\n", want: []string{
 			"t.yaml:1: system_prompt: is required (who the bot is and how it answers)",
@@ -169,6 +169,15 @@ func TestParseRules(t *testing.T) {
 		{name: "memory bounds out of range", yaml: minimal + "memory:\n  enabled: true\n  max_notes: 0\n  max_note_chars: 1001\n", want: []string{
 			"t.yaml:7: memory.max_notes: must be between 1 and 50 (the notes kept per user; default 30), got 0",
 			"t.yaml:8: memory.max_note_chars: must be between 1 and 1000 (the characters of one note; default 200), got 1001"}},
+		{name: "reminders with too few turns", yaml: minimal + "claude:\n  max_turns: 1\nreminders:\n  enabled: true\n", want: []string{
+			"t.yaml:6: claude.max_turns: must be at least 2 when reminders are on (the model keeps one with a tool call, then answers), got 1"}},
+		{name: "schedule bounds out of range", yaml: minimal + "reminders:\n  max_pending: 51\n  max_ahead: 30s\ncheck_ins:\n  quiet_for: 0s\n  per_week: 15\n", want: []string{
+			"t.yaml:6: reminders.max_pending: must be between 1 and 50 (the reminders a user may have waiting; default 20), got 51",
+			"t.yaml:7: reminders.max_ahead: must be between 1m and 87600h (how far ahead a reminder may be; default 8760h, a year), got 30s",
+			"t.yaml:9: check_ins.quiet_for: must be at least 1s (how long a user is quiet before the persona writes first; default 72h), got 0s",
+			"t.yaml:10: check_ins.per_week: must be between 1 and 14 (the check-ins one user gets in any 7 days; default 2), got 15"}},
+		{name: "quiet hours not hours", yaml: minimal + "check_ins:\n  quiet_hours: 22-8\n", want: []string{
+			`t.yaml:6: check_ins.quiet_hours: must be hours such as "22:00-08:00" (from-to, in the user's time zone) or none, got "22-8"`}},
 		{name: "max turns zero", yaml: minimal + "claude:\n  max_turns: 0\n", want: []string{
 			"t.yaml:6: claude.max_turns: must be between 1 and 100, got 0"}},
 		{name: "max turns too few for voice", yaml: minimal + "claude:\n  max_turns: 1\ntts:\n  enabled: true\n", want: []string{
@@ -321,8 +330,10 @@ func TestParseDefaults(t *testing.T) {
 		STT:          STT{Enabled: true, Model: "gpt-4o-mini-transcribe"},
 		Image: Image{Model: "dall-e-2", Size: "256x256",
 			Keywords: []string{"image", "picture", "photo", "draw", "generate", "create a"}},
-		Buttons: Buttons{Questions: true, MaxAge: Duration(48 * time.Hour)},
-		Memory:  Memory{MaxNotes: 30, MaxNoteChars: 200},
+		Buttons:   Buttons{Questions: true, MaxAge: Duration(48 * time.Hour)},
+		Memory:    Memory{MaxNotes: 30, MaxNoteChars: 200},
+		Reminders: Reminders{MaxPending: 20, MaxAhead: Duration(365 * 24 * time.Hour)},
+		CheckIns:  CheckIns{QuietFor: Duration(72 * time.Hour), QuietHours: DayHours{From: 22 * time.Hour, To: 8 * time.Hour}, PerWeek: 2},
 		Messages: Messages{
 			Error:       "Sorry, something went wrong. Please try again.",
 			Busy:        "I'm still working on your earlier messages. Please wait a moment and send this one again.",
@@ -397,6 +408,15 @@ memory:
   max_notes: 5
   max_note_chars: 80
   groups: true
+reminders:
+  enabled: true
+  max_pending: 3
+  max_ahead: 720h
+check_ins:
+  enabled: true
+  quiet_for: 48h
+  quiet_hours: "23:30-07:00"
+  per_week: 1
 messages:
   error: Oops.
   busy: Busy.
@@ -433,8 +453,10 @@ messages:
 		STT:   STT{Model: "whisper-1"},
 		Image: Image{Enabled: true, Model: "dall-e-3", Size: "1792x1024", Quality: "hd", Style: "natural",
 			Keywords: []string{"sketch"}, SendTextToo: true},
-		Buttons: Buttons{MaxAge: Duration(90 * time.Minute)},
-		Memory:  Memory{Enabled: true, MaxNotes: 5, MaxNoteChars: 80, Groups: true},
+		Buttons:   Buttons{MaxAge: Duration(90 * time.Minute)},
+		Memory:    Memory{Enabled: true, MaxNotes: 5, MaxNoteChars: 80, Groups: true},
+		Reminders: Reminders{Enabled: true, MaxPending: 3, MaxAhead: Duration(720 * time.Hour)},
+		CheckIns:  CheckIns{Enabled: true, QuietFor: Duration(48 * time.Hour), QuietHours: DayHours{From: 23*time.Hour + 30*time.Minute, To: 7 * time.Hour}, PerWeek: 1},
 		Messages: Messages{Error: "Oops.", Busy: "Busy.", Denied: "No.", Limit: "Enough for today; back {reset}.", SpendingCap: "Budget spent; back {reset}.",
 			Reset: "Fresh start.", Expired: "I forgot.", Unreadable: defaultMessages.Unreadable,
 			Unsupported: "Can't open that.", TextOnly: "Write, please.", TooBig: "Over {max}!"},

@@ -124,6 +124,7 @@ func applyDefaults(b *Brain, present fieldLines) {
 	if !isSet("memory.max_note_chars") {
 		b.Memory.MaxNoteChars = toolspec.DefaultMaxNoteChars
 	}
+	applyScheduleDefaults(b, isSet)
 	if !isSet("stt.enabled") {
 		b.STT.Enabled = true
 	}
@@ -218,8 +219,11 @@ func (d *decoder) validate(b *Brain) {
 		d.reject("claude.max_turns", "must be at least %d when tools.allow lets the model call tools (a call and the answer to its result), got %d", toolMinTurns, n)
 	case n < toolMinTurns && b.Memory.Enabled:
 		d.reject("claude.max_turns", "must be at least %d when memory is on (the model keeps a note with a tool call, then answers), got %d", toolMinTurns, n)
+	case n < toolMinTurns && b.Reminders.Enabled:
+		d.reject("claude.max_turns", "must be at least %d when reminders are on (the model keeps one with a tool call, then answers), got %d", toolMinTurns, n)
 	}
 	d.validateMemory(b.Memory)
+	d.validateSchedule(b)
 	d.validateTools(b)
 	if a := b.Buttons.MaxAge.D(); a < minButtonsAge || a > maxButtonsAge {
 		d.reject("buttons.max_age", "must be between 1m and 720h, got %v", a)

@@ -44,6 +44,10 @@ func (r *request) replyAnswer(res *claude.Result) {
 		r.replyQuestion(call)
 		return
 	}
+	if s := r.in.Scheduled; s != nil && s.Kind == message.CheckIn && res.Text != "" {
+		r.replyCheckIn(res.Text)
+		return
+	}
 	if !r.brain.Buttons.ReadAloud || r.p.cfg.Speaker == nil || res.Text == "" {
 		r.replyText(res.Text)
 		return
@@ -146,8 +150,8 @@ func (r *request) keepStopped(res *claude.Result, streamed bool) {
 func callbackData(id string, place int) string { return id + "." + strconv.Itoa(place) }
 
 // maxButtons is the most buttons one message carries: a question's
-// options, or /memory's notes and its "drop all".
-const maxButtons = max(toolspec.MaxOptions, toolspec.MaxMaxNotes+1)
+// options, /memory's notes and its "drop all", or /reminders' list.
+const maxButtons = max(toolspec.MaxOptions, toolspec.MaxMaxNotes+1, toolspec.MaxMaxPending)
 
 // parseCallbackData reads callbackData; false for data we never made.
 func parseCallbackData(data string) (id string, place int, ok bool) {

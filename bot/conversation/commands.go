@@ -26,6 +26,12 @@ func Commands(b *brain.Brain, onPanel bool) []message.Command {
 	if b.Memory.Enabled {
 		cmds = append(cmds, message.Command{Name: "memory", Description: "What I remember about you"})
 	}
+	if b.Reminders.Enabled {
+		cmds = append(cmds, message.Command{Name: "reminders", Description: "Your reminders, to cancel one"})
+	}
+	if b.CheckIns.Enabled {
+		cmds = append(cmds, message.Command{Name: "checkins", Description: "Whether I check in on you: on or off"})
+	}
 	if onPanel {
 		cmds = append(cmds, message.Command{Name: "panel", Description: "Ask the panel a question (in groups)"})
 	}

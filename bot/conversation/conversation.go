@@ -163,9 +163,12 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 	defer r.finish()
 	defer r.contain()
 	b := r.brain
+	p.wrote(r)
 	switch {
 	case b == nil:
 		r.drop("dropped")
+	case in.Scheduled != nil:
+		p.writeFirst(r)
 	case in.ForOtherBot:
 		r.drop("ignored")
 	case !allowed(b, in.Sender):
@@ -178,6 +181,10 @@ func (p *Pipeline) Serve(ctx context.Context, in *message.Inbound) {
 		p.offerForget(r)
 	case in.Command == "memory" && b.Memory.Enabled:
 		p.showMemory(r)
+	case in.Command == "reminders" && b.Reminders.Enabled:
+		p.showReminders(r)
+	case in.Command == "checkins" && b.CheckIns.Enabled:
+		p.checkInsCommand(r)
 	case in.Command != "":
 		r.say("command", p.command(r))
 	default:
@@ -317,7 +324,9 @@ func (p *Pipeline) converse(r *request) {
 // replayed), its files read, its mode chosen and its cost reserved. false:
 // the message has had its reply.
 func (p *Pipeline) admitAnswer(r *request) (claude.Mode, bool) {
-	p.closeQuestions(r)
+	if r.in.Scheduled == nil { // what came due answers no question
+		p.closeQuestions(r)
+	}
 	if !p.withinBudget(r) || !r.in.Progress.Charged() && !p.takeDaily(r) || !p.media.read(r) {
 		return 0, false
 	}
@@ -538,6 +547,9 @@ func (p *Pipeline) ask(r *request, onText func(string), onFile func(*claude.Resu
 		return nil, false, err
 	}
 	creq := p.claudeRequest(r, r.sum.mode)
+	if err := p.withSchedule(r, &creq); err != nil {
+		return nil, false, err
+	}
 	creq.OnText, creq.OnFile = onText, onFile
 	// Without a session the driver names one: a new conversation (or the
 	// first message after /reset) is served by a spare when one is ready.
@@ -665,8 +677,11 @@ func (p *Pipeline) conversationRequest(b *brain.Brain, bot string, facts sysprom
 	req := p.baseRequest(b, bot, "", facts, log)
 	req.MaxTurns = b.Claude.MaxTurns
 	req.Questions = b.Buttons.Questions // the question tool is in the MCP config, fixed at the spawn
-	req.Memory = b.Memory.Enabled       // so are the memory tools; whose notes they keep is each request's
+	// So are the memory tools, and the schedule's beside them; whose notes
+	// and reminders they keep is each request's.
+	req.Memory = b.Memory.Enabled || b.Reminders.Enabled || b.CheckIns.Enabled
 	p.brainTools(b, bot, log, &req)
+	req.AllowedTools = append(req.AllowedTools, scheduleTools(b)...)
 	return req
 }
 
@@ -767,6 +782,10 @@ func (r *request) answer(outcome string, send func() error) {
 // notice answers with one plain message meant for the sender only: in a
 // group only they see it (limits, access, busy...).
 func (r *request) notice(outcome, text string) {
+	if r.in.Scheduled != nil {
+		r.unwritten(outcome)
+		return
+	}
 	r.answer(outcome, func() error { return r.out.Notice(r.ctx, text, r.in.Sender) })
 }
 
@@ -884,6 +903,10 @@ func (r *request) fail(phase string, cause error) {
 	}
 	r.sum.outcome = "error"
 	r.log.Error("request failed", zap.String("phase", phase), zap.Error(cause))
+	if r.in.Scheduled != nil {
+		r.unwritten("error") // the user sent nothing an error could answer
+		return
+	}
 	r.out.Text(r.ctx, r.brain.Messages.Error, false)
 }
 
@@ -924,6 +947,7 @@ func (r *request) finish() {
 	}
 	// Recorded: the caps count it as spent, no longer as held.
 	r.p.purse.release(r.allow.hold, r.sum.cost+r.sum.openAI)
+	r.endIfBlocked()
 	total := time.Since(r.in.Arrived)
 	// Counted before the line is written: once an admin reads the line,
 	// the metrics have the request.

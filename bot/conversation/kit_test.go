@@ -306,6 +306,9 @@ type fakeChats struct {
 	// draft is the last stream's draft.
 	buttons []string
 	draft   int64
+	// blocked: the user blocked the bot; every text sent fails with
+	// message.ErrBlocked, as Telegram's 403 does.
+	blocked bool
 }
 
 func (c *fakeChats) Outbox(to message.Key, group bool, replyTo int, log *zap.Logger) Outbox {
@@ -368,6 +371,13 @@ func (o *fakeOutbox) sendOne() {
 }
 
 func (o *fakeOutbox) Text(ctx context.Context, text string, formatted bool) error {
+	o.chats.mu.Lock()
+	blocked := o.chats.blocked
+	o.chats.mu.Unlock()
+	if blocked {
+		o.add("text %q refused: blocked", text)
+		return message.ErrBlocked
+	}
 	o.add("text %q formatted=%v", text, formatted)
 	o.sendOne()
 	return nil

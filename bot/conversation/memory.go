@@ -45,9 +45,9 @@ const (
 // notesTag names the element that carries the notes.
 const notesTag = "notes"
 
-// memoryButtonsPerRow puts /memory's numbered buttons in rows a thumb can
-// tell apart.
-const memoryButtonsPerRow = 5
+// listButtonsPerRow puts the numbered buttons of /memory and /reminders
+// in rows a thumb can tell apart.
+const listButtonsPerRow = 5
 
 // keepsNotes reports whether r's message may read and write its sender's
 // notes: in the sender's private chat with the bot, and in groups only
@@ -64,14 +64,22 @@ func keepsNotes(r *request) bool {
 	return m.Groups && in.InGroup()
 }
 
-// notesScope is whose notes r's memory tools keep: its bot and sender,
-// never what the model says (zero when it keeps none: the tools refuse).
+// notesScope is whose notes and schedule r's tools keep: its bot and
+// sender, never what the model says (zero when it keeps neither: the
+// tools refuse).
 func notesScope(r *request) ticket.Memory {
-	if !keepsNotes(r) {
-		return ticket.Memory{}
+	var scope ticket.Memory
+	if keepsNotes(r) {
+		m := r.brain.Memory
+		scope = ticket.Memory{Bot: r.in.Key.Bot, User: r.in.Sender, MaxNotes: m.MaxNotes, MaxNoteChars: m.MaxNoteChars}
 	}
-	m := r.brain.Memory
-	return ticket.Memory{Bot: r.in.Key.Bot, User: r.in.Sender, MaxNotes: m.MaxNotes, MaxNoteChars: m.MaxNoteChars}
+	if keepsSchedule(r) {
+		scope.Bot, scope.User, scope.Schedule, scope.Zone = r.in.Key.Bot, r.in.Sender, true, r.brain.Timezone
+		if rem := r.brain.Reminders; rem.Enabled {
+			scope.MaxPending, scope.MaxAhead = rem.MaxPending, rem.MaxAhead.D()
+		}
+	}
+	return scope
 }
 
 // withNotes adds the sender's notes to what brainbot tells the model
@@ -128,24 +136,35 @@ func (p *Pipeline) showMemory(r *request) {
 		r.say("command", MemoryEmpty)
 		return
 	}
-	var text strings.Builder
-	text.WriteString(MemoryHeading)
-	b := state.Buttons{ID: state.NewButtonsID(), Kind: ButtonsMemory, User: r.in.Sender}
-	var kb message.Keyboard
+	lines, ids := make([]string, len(notes)), make([]string, len(notes))
 	for i, n := range notes {
-		fmt.Fprintf(&text, "\n%d. %s", i+1, n.Text)
-		b.Options = append(b.Options, n.ID)
-		if i%memoryButtonsPerRow == 0 {
-			kb = append(kb, nil)
-		}
-		kb[len(kb)-1] = append(kb[len(kb)-1], message.Button{Text: "🗑 " + strconv.Itoa(i+1), Data: callbackData(b.ID, i)})
+		lines[i], ids[i] = n.Text, n.ID
 	}
+	b, kb, text := numberedList(r, ButtonsMemory, MemoryHeading, "🗑 ", lines, ids)
 	text.WriteString("\n\n" + MemoryHint)
 	b.Options = append(b.Options, "all")
 	b.Text = text.String()
 	kb = append(kb, []message.Button{{Text: MemoryDropAllLabel, Data: callbackData(b.ID, len(notes))}})
 	r.sum.outcome = "command"
 	r.replyUnder(b, kb)
+}
+
+// numberedList is a list the user acts on one item at a time: heading,
+// then lines numbered, under a button per item (label and its number),
+// place i standing for ids[i]. The caller ends text and may add buttons.
+func numberedList(r *request, kind, heading, label string, lines, ids []string) (state.Buttons, message.Keyboard, *strings.Builder) {
+	text := &strings.Builder{}
+	text.WriteString(heading)
+	b := state.Buttons{ID: state.NewButtonsID(), Kind: kind, User: r.in.Sender, Options: ids}
+	var kb message.Keyboard
+	for i, line := range lines {
+		fmt.Fprintf(text, "\n%d. %s", i+1, line)
+		if i%listButtonsPerRow == 0 {
+			kb = append(kb, nil)
+		}
+		kb[len(kb)-1] = append(kb[len(kb)-1], message.Button{Text: label + strconv.Itoa(i+1), Data: callbackData(b.ID, i)})
+	}
+	return b, kb, text
 }
 
 // memoryTap takes a tap under /memory's list: the user it lists drops

@@ -64,6 +64,8 @@ type State interface {
 	state.Transcripts
 	state.Conversations
 	state.Memories
+	state.Reminders
+	state.Contacts
 }
 
 // Chats is the pipeline's way to Telegram, as a given bot (the

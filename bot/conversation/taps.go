@@ -115,6 +115,10 @@ func (p *Pipeline) resolveTap(ctx context.Context, t *tap) (choice string, chose
 		p.forgetTap(ctx, t, place)
 	case b.Kind == ButtonsMemory:
 		p.memoryTap(ctx, t, place)
+	case b.Kind == ButtonsCheckIn:
+		p.checkInTap(ctx, t)
+	case b.Kind == ButtonsReminders:
+		p.remindersTap(ctx, t, place)
 	}
 	return "", false
 }

@@ -143,3 +143,23 @@ func TestInboundKeepsWhenTheUpdateFirstCame(t *testing.T) {
 	}
 	m.Progress.Finish(false)
 }
+
+// A reminder brainbot appended is served as a message of the user's
+// private chat that carries it, with no bytes of Telegram's to decode.
+func TestScheduledIsServed(t *testing.T) {
+	h := &tapHandler{release: make(chan struct{}), served: make(chan *message.Inbound, 1)}
+	close(h.release)
+	var work sync.WaitGroup
+	key := message.Key{Bot: "b", Chat: 7}
+	in := New(Config{QueueSize: 5, Handler: h, Work: &work, Ctx: context.Background(), Stopping: make(chan struct{}),
+		Decode: func(message.Envelope) message.Update { panic("decoded") }, Metrics: metrics.New(), Log: zap.NewNop()})
+	in.Ready("b", message.Identity{ID: 1, Username: "b_bot"})
+	s := &message.Scheduled{Kind: message.Reminder, ID: "reminder/3", User: 7, Text: "call mom", Due: time.Now()}
+	in.Deliver(&recorded{env: message.Envelope{Bot: "b", Key: key, Received: s.Due, Scheduled: s}})
+	m := <-h.served
+	work.Wait()
+	if m.Key != key || m.Sender != 7 || !m.Private() || m.Scheduled != s || m.Text != "" || m.RequestID == "" {
+		t.Errorf("served %+v", m.Update)
+	}
+	m.Progress.Finish(false)
+}

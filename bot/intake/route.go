@@ -29,7 +29,7 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 		}
 	}()
 	replay := d.Redelivered()
-	u := in.cfg.Decode(env)
+	u := in.decode(env)
 	switch u.Kind {
 	case message.Membership:
 		in.logMembership(u)
@@ -69,7 +69,9 @@ func (in *Intake) route(d message.Delivery, me message.Identity) {
 	album := albumKey(u.Key, u.Album)
 	// A later message of an album joins the one already admitted; a
 	// message an earlier release accepted was admitted then.
-	if !env.Accepted && !in.albums.isOpen(album) && !in.admit(m) {
+	// What brainbot appended itself is queued whatever the queue holds:
+	// "busy" is no answer to a reminder.
+	if !env.Accepted && env.Scheduled == nil && !in.albums.isOpen(album) && !in.admit(m) {
 		in.finish(d)
 		return
 	}
@@ -102,6 +104,18 @@ func inbound(u message.Update, d message.Delivery) *message.Inbound {
 	return &message.Inbound{Update: u, RequestID: requestID(env), Arrived: time.Now(), Received: env.Received, Progress: newProgress(d)}
 }
 
+// decode reads env: an update from Telegram as the transport decodes
+// it, or a reminder or check-in brainbot appended, which has no bytes of
+// Telegram's: a message of the user's private chat, to which the persona
+// writes first.
+func (in *Intake) decode(env message.Envelope) message.Update {
+	s := env.Scheduled
+	if s == nil {
+		return in.cfg.Decode(env)
+	}
+	return message.Update{Kind: message.Written, What: "scheduled", Key: env.Key, ChatType: "private", Sender: s.User, Scheduled: s}
+}
+
 // requestID names an update's trip through brainbot in the logs: a UUID
 // made from the bot, the update's id and when it was received, so it is
 // the same for every delivery of the update (replayed after a restart,
@@ -110,6 +124,9 @@ func inbound(u message.Update, d message.Delivery) *message.Inbound {
 // under it too (claude.Request.MessageID).
 func requestID(env message.Envelope) string {
 	name := fmt.Sprintf("brainbot:%s/%d/%d", env.Bot, env.UpdateID, env.Received.UnixMilli())
+	if s := env.Scheduled; s != nil {
+		name = "brainbot:" + env.Bot + "/" + s.ID
+	}
 	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(name)).String()
 }
 
@@ -135,7 +152,7 @@ func (in *Intake) wants(u message.Update) bool {
 // and a file the bot cannot read only when it is addressed to the bot (a
 // reply to every sticker posted would be noise).
 func Wants(u message.Update, groups string) bool {
-	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 {
+	if u.Kind != message.Written || u.Text == "" && len(u.Media) == 0 && u.Scheduled == nil {
 		return false
 	}
 	if !u.InGroup() || u.Guest != nil { // a guest message summoned the bot
@@ -205,7 +222,7 @@ func (in *Intake) Take(env message.Envelope, store func() error) (err error) {
 // tellUnreadable tells the sender of env, if a person wrote it, that it
 // could not be read.
 func (in *Intake) tellUnreadable(env message.Envelope) {
-	if u := in.cfg.Decode(env); u.Kind == message.Written {
+	if u := in.decode(env); u.Kind == message.Written && u.Scheduled == nil {
 		in.tell(u)
 	}
 }

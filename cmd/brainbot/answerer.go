@@ -13,6 +13,7 @@ import (
 	"brainbot/bot/conversation"
 	"brainbot/claude"
 	mcpserver "brainbot/mcp"
+	"brainbot/message"
 	"brainbot/reaper"
 	"brainbot/state"
 	"brainbot/ticket"
@@ -160,4 +161,52 @@ func (n notebook) Remember(ctx context.Context, bot string, user int64, text str
 // Forget drops a note.
 func (n notebook) Forget(ctx context.Context, bot string, user int64, id string) (bool, error) {
 	return n.DropNote(ctx, bot, user, id)
+}
+
+// schedule keeps the schedule tools' reminders and zones in the backend,
+// and wakes the scheduler for a reminder sooner than its next round.
+type schedule struct {
+	store interface {
+		state.Reminders
+		state.Contacts
+	}
+	wake func(at time.Time)
+}
+
+// Remind keeps a reminder in user's private chat with bot.
+func (s schedule) Remind(ctx context.Context, bot string, user int64, text string, due time.Time, limit int, now time.Time) (string, error) {
+	r, err := s.store.AddReminder(ctx, state.Reminder{Key: message.Key{Bot: bot, Chat: user}, User: user, Text: text, Due: due, Created: now}, limit)
+	if errors.Is(err, state.ErrRemindersFull) {
+		return "", fmt.Errorf("%w: %w", mcpserver.ErrRemindersFull, err)
+	}
+	if err == nil {
+		s.wake(due)
+	}
+	return r.ID, err
+}
+
+// Pending lists user's reminders with bot.
+func (s schedule) Pending(ctx context.Context, bot string, user int64) ([]mcpserver.PendingReminder, error) {
+	rs, err := s.store.Reminders(ctx, bot, user)
+	pending := make([]mcpserver.PendingReminder, len(rs))
+	for i, r := range rs {
+		pending[i] = mcpserver.PendingReminder{ID: r.ID, Text: r.Text, Due: r.Due}
+	}
+	return pending, err
+}
+
+// Cancel cancels one.
+func (s schedule) Cancel(ctx context.Context, bot string, user int64, id string) (bool, error) {
+	return s.store.CancelReminder(ctx, bot, user, id)
+}
+
+// TimeZone is the zone user set with bot ("": none).
+func (s schedule) TimeZone(ctx context.Context, bot string, user int64) (string, error) {
+	c, _, err := s.store.Contact(ctx, bot, user)
+	return c.Zone, err
+}
+
+// SetTimeZone keeps it.
+func (s schedule) SetTimeZone(ctx context.Context, bot string, user int64, zone string) error {
+	return s.store.SetTimeZone(ctx, bot, user, zone)
 }

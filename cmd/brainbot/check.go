@@ -10,6 +10,7 @@ import (
 
 	"brainbot/bot/brain"
 	"brainbot/bot/panel"
+	"brainbot/toolspec"
 )
 
 // check validates a brain file, or the brain files in a folder, prints
@@ -177,6 +178,12 @@ func describe(b *brain.Brain) string {
 		if m.Groups {
 			mode += ", in groups too"
 		}
+	}
+	if r := b.Reminders; r.Enabled {
+		mode += fmt.Sprintf(", reminders: %d per user, up to %s ahead", r.MaxPending, toolspec.Span(r.MaxAhead.D()))
+	}
+	if c := b.CheckIns; c.Enabled {
+		mode += fmt.Sprintf(", check-ins: after %s quiet, at most %d a week, not in %s", toolspec.Span(c.QuietFor.D()), c.PerWeek, c.QuietHours)
 	}
 	return fmt.Sprintf("%q (%s)", b.Name, mode)
 }

@@ -116,6 +116,17 @@ func newStackWithPrepare(tb testing.TB, more map[string]string, env []string, pr
 	}, prepare)
 }
 
+// startWith starts brainbot with the one brain file holding yaml, in the
+// mode env says (eachMode), the real CLI answering.
+func startWith(t *testing.T, file, yaml string, env []string) *stack.Stack {
+	t.Helper()
+	return startStack(t, stack.Config{
+		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
+		Brains: map[string]string{file: yaml},
+		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
+	}, nil)
+}
+
 // startStack starts brainbot as cfg says, closed when the test ends;
 // prepare, if set, runs before brainbot starts.
 func startStack(tb testing.TB, cfg stack.Config, prepare func(*stack.Stack)) *stack.Stack {

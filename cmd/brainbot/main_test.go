@@ -190,6 +190,11 @@ func TestCheckOneFile(t *testing.T) {
 	if want := `"Narrator" (text, memory: 20 notes of 200 characters per user)`; code != exitOK || !strings.Contains(stdout, want) {
 		t.Errorf("check narrator.yaml = %d: %s, want %s", code, stdout, want)
 	}
+	// So are its reminders and check-ins.
+	code, stdout, _ = runMain(t, nil, "check", "../../brains/voice.yaml")
+	if want := `reminders: 20 per user, up to 365 days ahead, check-ins: after 3 days quiet, at most 2 a week, not in 22:00-08:00)`; code != exitOK || !strings.Contains(stdout, want) {
+		t.Errorf("check voice.yaml = %d: %s, want %s", code, stdout, want)
+	}
 	if err := os.WriteFile(bad, []byte("name: Bad\nsystem_prompt: x\ntelegram:\n  token_env: BAD_TOKEN\nmemory:\n  enabled: true\n  max_notes: 51\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -33,11 +33,7 @@ memory:
 func TestEndToEndMemory(t *testing.T) { eachMode(t, testMemory) }
 
 func testMemory(t *testing.T, env []string) {
-	s := startStack(t, stack.Config{
-		Brainbot: brainbotBinary(t), ClaudeCmd: claudetest.RequireCLI(t), Dir: t.TempDir(), Logs: testLogs(t),
-		Brains: map[string]string{"friend.yaml": rememberBrain},
-		Env:    append([]string{"BRAINBOT_HTTP_ADDR=127.0.0.1:0"}, env...),
-	}, nil)
+	s := startWith(t, "friend.yaml", rememberBrain, env)
 	admin := socketEnv(adminSocket(t, s))
 	const ann, bo = 9, 10
 
@@ -88,7 +84,7 @@ func testMemory(t *testing.T, env []string) {
 	if notice := waitAnswer(t, s, "friend", s.Tap("friend", ann, ann, list.MessageID, data[0])); notice != conversation.NoticeNoteDropped {
 		t.Errorf("the tap on 🗑 1 answered %q", notice)
 	}
-	waitEdited(t, s, list.MessageID, fmt.Sprintf(conversation.MemoryDroppedOne, 1))
+	waitEdited(t, s, "friend", list.MessageID, fmt.Sprintf(conversation.MemoryDroppedOne, 1))
 	list, _, data = question(t, ask(t, s, "friend", ann, "/memory"))
 	if got := stack.Rendered(list); !strings.HasPrefix(got, conversation.MemoryHeading+"\n1. Ann is learning Portuguese\n\n") || len(data) != 2 {
 		t.Fatalf("/memory after a drop answered %q with %d buttons", got, len(data))
@@ -96,7 +92,7 @@ func testMemory(t *testing.T, env []string) {
 	if notice := waitAnswer(t, s, "friend", s.Tap("friend", ann, ann, list.MessageID, data[1])); notice != conversation.NoticeNotesDropped {
 		t.Errorf("the tap on drop all answered %q", notice)
 	}
-	waitEdited(t, s, list.MessageID, conversation.MemoryDroppedAll)
+	waitEdited(t, s, "friend", list.MessageID, conversation.MemoryDroppedAll)
 	wantNoNotes(t, s, ann)
 
 	// /forget deletes them with the rest.
@@ -124,7 +120,7 @@ func testMemory(t *testing.T, env []string) {
 	if list := listConversations(t, admin, "-user", "9"); len(list) != 1 || list[0].Notes != 1 {
 		t.Errorf("conversations -user 9: %+v, want one with 1 note", list)
 	}
-	if code, out, stderr := runMain(t, admin, "forget", "-user", "9"); code != exitOK || !strings.HasSuffix(out, ", 1 note\n") {
+	if code, out, stderr := runMain(t, admin, "forget", "-user", "9"); code != exitOK || !strings.HasSuffix(out, ", 1 note, 0 reminders\n") {
 		t.Fatalf("forget = %d: %s%s", code, out, stderr)
 	}
 	wantNoNotes(t, s, ann)
@@ -144,13 +140,13 @@ func remember(t *testing.T, s *stack.Stack, user int64, text, note, want string)
 	}
 }
 
-// waitEdited waits for the friend's message id in Ann's chat to be
-// edited to end with addition.
-func waitEdited(t *testing.T, s *stack.Stack, id int, addition string) {
+// waitEdited waits for bot's message id to be edited to end with
+// addition.
+func waitEdited(t *testing.T, s *stack.Stack, bot string, id int, addition string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	if _, err := s.Telegram.WaitCall(ctx, stack.Token("friend"), func(c telegramtest.Call) bool {
+	if _, err := s.Telegram.WaitCall(ctx, stack.Token(bot), func(c telegramtest.Call) bool {
 		return c.Method == "editMessageText" && c.Param("message_id") == fmt.Sprint(id) && strings.HasSuffix(stack.Rendered(c), addition)
 	}); err != nil {
 		t.Fatalf("message %d never edited to end with %q: %v", id, addition, err)

@@ -143,6 +143,7 @@ func (m *Main) run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
+	ans.tools.UseSchedule(schedule{store: backend, wake: manager.Wake})
 	ready := manager.Ready
 	if shared != nil {
 		ready = clusterReady(shared, manager.Ready)

@@ -424,6 +424,12 @@ func (s *Stack) SendMessage(bot string, user int64, contents ...map[string]any) 
 	})
 }
 
+// Unprompted awaits a message the bot writes to a user of its own (a
+// reminder, a check-in): it is answered, and counted, as a message sent.
+func (s *Stack) Unprompted(bot string, user int64) *Pending {
+	return s.send(bot, user, func(string) {})
+}
+
 // send queues what one answer is awaited for.
 func (s *Stack) send(bot string, user int64, queue func(token string)) *Pending {
 	token := Token(bot)
