@@ -88,8 +88,14 @@ func (r *request) replyUnder(b state.Buttons, kb message.Keyboard) {
 	before := len(r.out.Sent())
 	r.out.Attach(kb)
 	r.replyText(b.Text)
+	r.placeButtons(b.ID, before)
+}
+
+// placeButtons records the message buttons id went under: the last sent,
+// if any went out after the before first.
+func (r *request) placeButtons(id string, before int) {
 	if sent := r.out.Sent(); len(sent) > before {
-		if err := r.p.store.PlaceButtons(context.WithoutCancel(r.ctx), b.ID, sent[len(sent)-1]); err != nil {
+		if err := r.p.store.PlaceButtons(context.WithoutCancel(r.ctx), id, sent[len(sent)-1]); err != nil {
 			r.log.Warn("could not keep which message the buttons are under", zap.Error(err))
 		}
 	}

@@ -833,10 +833,15 @@ func (r *request) replyFile(res *claude.Result, paths []string, located error) {
 	}
 	sent := 0
 	err := r.timeSend(func() error {
-		for _, path := range paths {
+		for i, path := range paths {
+			place := func() {}
+			if i == len(paths)-1 {
+				place = r.attachCheckIn()
+			}
 			if err := r.out.File(r.ctx, fileKind(r.sum.mode), path); err != nil {
 				return err
 			}
+			place()
 			sent++
 		}
 		return nil

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -516,6 +517,21 @@ func (f *fakePanels) Start(ctx context.Context, m *message.Inbound, b *brain.Bra
 }
 
 func (f *fakePanels) OnPanel(bot string) bool { return f.onPanel }
+
+// writeFile is the model's turn two: the tool wrote the file req asked
+// for under dir (audio-output, image-output) with ext, and the answer
+// reports it.
+func (k *kit) writeFile(req claude.Request, dir, ext string) (*claude.Result, error) {
+	path := filepath.Join(k.data, dir, req.FilePrefix+"-1"+ext)
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, []byte("not really "+ext), 0o600); err != nil {
+		return nil, err
+	}
+	return &claude.Result{Text: "Here it is.", Answered: true, SessionID: "session-1", FilePath: path,
+		FilePrefix: req.FilePrefix, FileExt: ext, CostUSD: 0.03}, nil
+}
 
 // fakeQueues are the intake's queues: waiting messages per user, which a
 // forget drops.

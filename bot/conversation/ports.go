@@ -108,8 +108,8 @@ type Outbox interface {
 	Withdraw(ctx context.Context) error
 	// Sent are the ids of the messages sent, in order.
 	Sent() []int
-	// Attach puts buttons under the next Text's last message; Quote makes
-	// the next message a reply to message id.
+	// Attach puts buttons under the next Text's last message, or the
+	// next File; Quote makes the next message a reply to message id.
 	Attach(kb message.Keyboard)
 	Quote(id int)
 	// Amend adds a paragraph to message id, which was sent as text's last

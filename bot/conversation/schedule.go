@@ -182,6 +182,25 @@ func (r *request) replyCheckIn(text string) {
 	r.replyUnder(b, message.Keyboard{{{Text: CheckInDeclineLabel, Data: callbackData(b.ID, 0)}}})
 }
 
+// attachCheckIn puts the button that says no under the next file, when
+// the request is a check-in (its last voice note); place records the
+// message it went under. Its buttons keep no text: a tap takes the button
+// away, with no words to amend under a voice note.
+func (r *request) attachCheckIn() (place func()) {
+	if s := r.in.Scheduled; s == nil || s.Kind != message.CheckIn {
+		return func() {}
+	}
+	b := state.Buttons{ID: state.NewButtonsID(), Kind: ButtonsCheckIn, User: r.in.Sender, Options: []string{"decline"},
+		Conversation: r.in.Key, Created: r.p.cfg.Now()}
+	if err := r.p.store.SaveButtons(r.ctx, b); err != nil {
+		r.log.Warn("could not keep the buttons; the answer goes without them", zap.String("kind", b.Kind), zap.Error(err))
+		return func() {}
+	}
+	before := len(r.out.Sent())
+	r.out.Attach(message.Keyboard{{{Text: CheckInDeclineLabel, Data: callbackData(b.ID, 0)}}})
+	return func() { r.placeButtons(b.ID, before) }
+}
+
 // checkInTap takes a tap on the button under a check-in: no more.
 func (p *Pipeline) checkInTap(ctx context.Context, t *tap) {
 	if t.buttons.User != t.in.Sender {
@@ -197,6 +216,12 @@ func (p *Pipeline) checkInTap(ctx context.Context, t *tap) {
 	t.log.Info("check-ins declined")
 	t.then = func(ctx context.Context) {
 		out := p.cfg.Chats.Outbox(t.in.Key, false, 0, t.log)
+		if t.buttons.Text == "" { // under a voice note: the tap's notice says it
+			if err := out.DropButtons(ctx, t.in.MessageID); err != nil {
+				t.log.Warn("could not take the button away from the check-in", zap.Error(err))
+			}
+			return
+		}
 		if err := out.Amend(ctx, t.in.MessageID, t.buttons.Text, CheckInsOffAddition); err != nil {
 			t.log.Warn("could not say under the check-in that they end", zap.Error(err))
 		}

@@ -163,6 +163,33 @@ func TestCheckInAndTheUsersNo(t *testing.T) {
 	}
 }
 
+// A check-in spoken (the brain answers in voice) goes under the button too,
+// as the voice note's; its tap takes the button away, with no words to
+// amend under a note.
+func TestVoiceCheckInUnderItsButton(t *testing.T) {
+	k := newKit(t, scheduleBrain+"tts:\n  enabled: true\n")
+	k.serve(k.private("hello"))
+	k.agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
+		return k.writeFile(req, "audio-output", ".mp3")
+	}
+	k.serve(k.due(message.CheckIn, "check-in/7/1", ""))
+	out := k.ev.Of("out")
+	if got := out[len(out)-2:]; got[0] != fmt.Sprintf("attach %q", []string{CheckInDeclineLabel}) ||
+		!strings.HasPrefix(got[1], fmt.Sprintf("file %d audio-output/", message.VoiceNote)) {
+		t.Fatalf("check-in sent %q, want the voice note under the button", got)
+	}
+	msg, button := k.chats.newestSent(), k.chats.buttons[len(k.chats.buttons)-1]
+	if _, _, notice := k.tap(k.privateTap(msg, button)); notice != NoticeCheckInsOff {
+		t.Errorf("the tap answered %q", notice)
+	}
+	if !k.contact().Declined {
+		t.Error("the tap did not record the user's no")
+	}
+	if out := k.ev.Of("out"); out[len(out)-1] != fmt.Sprintf("drop buttons %d", msg) {
+		t.Errorf("after the tap %q, want the button taken away", out[len(out)-1])
+	}
+}
+
 // /reminders lists the user's reminders in their zone under a button
 // each; a tap cancels one and says so under the list.
 func TestRemindersCommand(t *testing.T) {

@@ -7,8 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -231,16 +229,10 @@ func TestFileReply(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			k := newKit(t, c.brain, func(cfg *Config) { cfg.FileAfterTurn = c.afterTurn })
 			k.agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
-				dir := filepath.Join(k.data, c.dir)
-				path := filepath.Join(dir, req.FilePrefix+"-1"+c.ext)
-				if err := os.MkdirAll(dir, 0o750); err != nil {
+				res, err := k.writeFile(req, c.dir, c.ext)
+				if err != nil {
 					return nil, err
 				}
-				if err := os.WriteFile(path, []byte("not really "+c.ext), 0o600); err != nil {
-					return nil, err
-				}
-				res := &claude.Result{Text: "Here it is.", Answered: true, SessionID: "session-1", FilePath: path,
-					FilePrefix: req.FilePrefix, FileExt: c.ext, CostUSD: 0.03}
 				if (req.OnFile != nil) == c.afterTurn {
 					return nil, fmt.Errorf("OnFile set: %v, with the file after the turn: %v", req.OnFile != nil, c.afterTurn)
 				}

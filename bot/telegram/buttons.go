@@ -18,8 +18,8 @@ import (
 // text), in characters.
 const MaxNotice = 200
 
-// Attach puts kb under the next Text's last part; the text sent after it
-// has none.
+// Attach puts kb under the next Text's last part, or the next File; what
+// is sent after it has none.
 func (o *Outbox) Attach(kb message.Keyboard) { o.keyboard = kb }
 
 // Quote makes the next message a reply to message id, in a private chat

@@ -249,7 +249,8 @@ func (o *Outbox) blockedOr(err error) error {
 }
 
 // File uploads a voice note (sendVoice) or a picture (sendPhoto, or
-// sendDocument when Telegram refuses it as a photo) from path.
+// sendDocument when Telegram refuses it as a photo) from path, the
+// buttons attached (Attach) under it.
 func (o *Outbox) File(ctx context.Context, kind message.FileKind, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -257,6 +258,8 @@ func (o *Outbox) File(ctx context.Context, kind message.FileKind, path string) e
 	}
 	name := filepath.Base(path)
 	replyTo := o.reply()
+	buttons := buttonsOrNone(o.keyboard)
+	o.keyboard = nil
 	if kind == message.VoiceNote {
 		// Each note of an answer longer than one replies to the message.
 		o.replyTo = replyTo
@@ -266,16 +269,16 @@ func (o *Outbox) File(ctx context.Context, kind message.FileKind, path string) e
 	}
 	if kind == message.VoiceNote {
 		return o.blockedOr(o.deliver(ctx, "sendVoice", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
-			return api.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Voice: upload()})
+			return api.SendVoice(ctx, &tgbot.SendVoiceParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Voice: upload(), ReplyMarkup: buttons})
 		}))
 	}
 	err = o.deliver(ctx, "sendPhoto", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
-		return api.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Photo: upload()})
+		return api.SendPhoto(ctx, &tgbot.SendPhotoParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Photo: upload(), ReplyMarkup: buttons})
 	})
 	if isPhotoRejected(err) {
 		o.log.Info("Telegram refused the image as a photo; sending it as a document", zap.Error(err))
 		err = o.deliver(ctx, "sendDocument", func(ctx context.Context, api *tgbot.Bot) (*models.Message, error) {
-			return api.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Document: upload()})
+			return api.SendDocument(ctx, &tgbot.SendDocumentParams{ChatID: o.chat.ID, MessageThreadID: o.chat.Thread, ReplyParameters: replyTo, Document: upload(), ReplyMarkup: buttons})
 		})
 	}
 	return o.blockedOr(err)

@@ -255,7 +255,9 @@ func (o *outbox) File(_ context.Context, kind message.FileKind, path string) err
 	if words != "" {
 		text += "\n  says: " + words
 	}
-	o.sent = append(o.sent, o.s.say(o.name, o.replyTo, text, nil))
+	kb := o.keyboard
+	o.keyboard = nil
+	o.sent = append(o.sent, o.s.say(o.name, o.replyTo, text, kb))
 	return nil
 }
 

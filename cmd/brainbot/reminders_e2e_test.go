@@ -134,6 +134,8 @@ const companionBrain = `name: Companion
 telegram:
   token_env: COMPANION_TOKEN
 system_prompt: You check in on people.
+tts:
+  user_toggle: true
 reminders:
   enabled: true
 check_ins:
@@ -147,7 +149,7 @@ func TestEndToEndCheckIns(t *testing.T) { eachMode(t, testCheckIns) }
 
 func testCheckIns(t *testing.T, env []string) {
 	s := startWith(t, "companion.yaml", companionBrain, env)
-	const ann, carol, dan, eve = 9, 11, 12, 13
+	const ann, carol, dan, eve, fay = 9, 11, 12, 13, 14
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	wait := func(p *stack.Pending) stack.Reply {
@@ -179,6 +181,18 @@ func testCheckIns(t *testing.T, env []string) {
 	waitEdited(t, s, "companion", checkIn.MessageID, conversation.CheckInsOffAddition)
 	// Ann, quiet again, hears again: twice a week.
 	wait(annsSecond)
+
+	// Fay has the companion speak (/voice): her check-in is a voice note,
+	// under the same button.
+	wantText(t, ask(t, s, "companion", fay, "hello"))
+	wantText(t, ask(t, s, "companion", fay, "/voice"))
+	spoken := wait(s.Unprompted("companion", fay))
+	if got := spoken.Methods(); len(got) != 1 || got[0] != "sendVoice" {
+		t.Fatalf("Fay's check-in went as %v, want one voice note", got)
+	}
+	if b := spoken.Calls[0].Buttons(); len(b) != 1 || len(b[0]) != 1 || b[0][0].Text != conversation.CheckInDeclineLabel {
+		t.Errorf("Fay's voice check-in came under %v", b)
+	}
 
 	// Dan keeps a reminder, then blocks the bot: his check-in is refused,
 	// which ends his schedule.
