@@ -5,6 +5,14 @@
 //
 // It knows nothing about Telegram or brain files; callers hand it plain
 // options in a Request.
+//
+// Its rooms: claude/cliproc runs a CLI process, claude/streamjson speaks
+// the CLI's protocol, and claude/pool keeps processes ready (each
+// conversation's warm one between its messages, spares ahead of new
+// conversations) and decides when they start and end. The driver turns a
+// Request into what the pool knows (a fingerprint, a shape, and the
+// functions that start and raise a CLI: spares.go) and keeps the
+// two-turn exchange, the per-bot folders and the MCP configs.
 package claude
 
 import (

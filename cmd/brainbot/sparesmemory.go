@@ -1,6 +1,7 @@
 package main
 
 import (
+	"brainbot/claude/pool"
 	"bufio"
 	"bytes"
 	"fmt"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-
-	"brainbot/claude"
 )
 
 // defaultSparesMemory is the share of the machine's memory spares take
@@ -128,10 +127,10 @@ func checkSpares(cfg Config, r *report) {
 		r.fatal("spares", lookupSetting("BRAINBOT_SPARES_MEMORY").name()+" "+err.Error())
 		return
 	}
-	n := min(claude.SparesIn(mb), cfg.MaxWarm)
+	n := min(pool.SparesIn(mb), cfg.MaxWarm)
 	if n == 0 {
-		r.warn("spares", fmt.Sprintf("none: %s holds not one at ~%d MB each; every new conversation starts its CLI", detail, claude.SpareMB))
+		r.warn("spares", fmt.Sprintf("none: %s holds not one at ~%d MB each; every new conversation starts its CLI", detail, pool.SpareMB))
 		return
 	}
-	r.ok("spares", fmt.Sprintf("up to %d (%s at ~%d MB each)", n, detail, claude.SpareMB))
+	r.ok("spares", fmt.Sprintf("up to %d (%s at ~%d MB each)", n, detail, pool.SpareMB))
 }
