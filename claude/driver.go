@@ -212,9 +212,6 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	if req.Questions {
 		allowed = append(allowed, toolspec.QuestionTool)
 	}
-	if req.Memory {
-		allowed = append(allowed, toolspec.RememberTool, toolspec.ForgetNoteTool)
-	}
 	allowed = append(allowed, req.AllowedTools...)
 	args = append(args, "--allowedTools", strings.Join(allowed, ","))
 	if req.JSONSchema != "" {
@@ -487,7 +484,9 @@ func (d *Driver) env(botID, tmp string) []string {
 func (d *Driver) fingerprint(req Request) string {
 	req.SessionID, req.Resume = "", false
 	servers, _ := json.Marshal(req.MCPServers) // strings only: cannot fail
-	return strings.Join(append(d.args(req, ""), string(servers), req.ToolTimeout.String(), req.BotID), "\x00")
+	// The memory server is in the MCP config, not the arguments.
+	memory := "memory=" + strconv.FormatBool(req.Memory)
+	return strings.Join(append(d.args(req, ""), string(servers), memory, req.ToolTimeout.String(), req.BotID), "\x00")
 }
 
 // keep decides whether cli stays warm after a request: only a healthy
