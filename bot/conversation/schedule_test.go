@@ -195,7 +195,7 @@ func TestVoiceCheckInUnderItsButton(t *testing.T) {
 // tell the model notes are kept in private chats.
 func TestMemoryServerToolsByBrain(t *testing.T) {
 	for _, c := range []struct {
-		brain      string
+		brain     string
 		want, not []string
 	}{
 		{scheduleBrain, []string{toolspec.RemindTool, toolspec.SetTimeZoneTool}, []string{toolspec.RememberTool, toolspec.ForgetNoteTool}},
