@@ -66,8 +66,9 @@ const (
 // cluster's packages speak NATS; the conversation, the intake, the
 // journal and the panels know neither the transport's library nor NATS;
 // the shared words (message) are the standard library's alone; the
-// CLI's protocol (claude/streamjson) starts no process, and the package
-// that runs it (claude/cliproc) does not speak it; and no
+// CLI's protocol (claude/streamjson) starts no process, the package
+// that runs it (claude/cliproc) does not speak it, and the pool of
+// processes kept ready (claude/pool) knows no Request; and no
 // package holds more than 15% of the production lines.
 func TestRoomsKeepToThemselves(t *testing.T) {
 	pkgs := listModule(t)
@@ -107,6 +108,13 @@ func TestRoomsKeepToThemselves(t *testing.T) {
 		}
 		if path == "brainbot/claude/streamjson" && slices.ContainsFunc(p.Deps, func(dep string) bool { return dep == "os/exec" || strings.HasPrefix(dep, "brainbot/") }) {
 			t.Errorf("claude/streamjson links os/exec or another package of brainbot: %v", p.Deps)
+		}
+		// The pool keeps processes and knows no Request: it links
+		// nothing of claude, neither the driver nor the protocol.
+		if path == "brainbot/claude/pool" {
+			if of := slices.DeleteFunc(slices.Clone(p.Deps), func(dep string) bool { return dep != claudePkg && !strings.HasPrefix(dep, claudePkg+"/") }); len(of) > 0 {
+				t.Errorf("claude/pool links the driver or another package of claude: %v", of)
+			}
 		}
 		if path == "brainbot/message" && slices.ContainsFunc(p.Imports, func(imp string) bool { return strings.Contains(imp, ".") || strings.HasPrefix(imp, "brainbot/") }) {
 			t.Errorf("message imports beyond the standard library: %v", p.Imports)

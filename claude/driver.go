@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"brainbot/claude/cliproc"
+	"brainbot/claude/pool"
 	"brainbot/claude/streamjson"
 	"brainbot/reaper"
 	"brainbot/sysprompt"
@@ -57,8 +58,8 @@ type Config struct {
 	// queue, ahead of Run): spares start only when none does. Nil: none
 	// ever waits.
 	Waiting func() int
-	// cpuBusy stands in for the cpuGauge in tests: whether the machine's
-	// CPUs are all wanted.
+	// cpuBusy stands in for the pool's CPU gauge in tests
+	// (pool.Config.CPUBusy): whether the machine's CPUs are all wanted.
 	cpuBusy func() bool
 	// Reaper starts the CLIs, each tied to this process's life, and takes
 	// care of what they leave behind when it adopts (package reaper):
@@ -97,7 +98,7 @@ type Driver struct {
 	mcpDir string // the per-process --mcp-config files
 	tmpDir string // the per-process temporary folders
 	log    *zap.Logger
-	pool   *pool
+	pool   *pool.Pool[*live, Request]
 	procs  *reaper.Reaper
 	// ownProcs: procs is the driver's own, closed with it.
 	ownProcs bool
@@ -137,7 +138,8 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Environ == nil {
 		cfg.Environ = os.Environ()
 	}
-	d := &Driver{cfg: cfg, log: cfg.Log, pool: newPool(cfg.Warm, cfg.Log),
+	cfg.Warm = cfg.Warm.withDefaults()
+	d := &Driver{cfg: cfg, log: cfg.Log,
 		mcpDir: filepath.Join(cfg.DataDir, "claude", "mcp"), tmpDir: filepath.Join(cfg.DataDir, "claude", "tmp")}
 	for _, dir := range []string{d.mcpDir, d.tmpDir} {
 		if err := freshDir(dir); err != nil {
@@ -156,17 +158,7 @@ func New(cfg Config) (*Driver, error) {
 		}
 		d.ownProcs = true
 	}
-	if cfg.Waiting != nil {
-		d.pool.spares.waiting = cfg.Waiting
-	}
-	if cfg.cpuBusy != nil {
-		d.pool.spares.cpuBusy = cfg.cpuBusy
-	}
-	d.pool.startSpares(func(shape Request) (*live, error) { return d.spawn(shape, d.fingerprint(shape), d.procs.StartLow) })
-	if d.pool.sparesOn() {
-		d.log.Info("claude: spares on: "+spareCost(d.pool.cfg), zap.Int("spares", d.pool.cfg.Spares),
-			zap.Int("max_spares", d.pool.cfg.MaxSpares), zap.Int("max_warm", d.pool.cfg.Max), zap.Duration("spare_idle_ms", d.pool.cfg.SpareIdle))
-	}
+	d.pool = d.newPool()
 	return d, nil
 }
 
@@ -219,9 +211,6 @@ func (d *Driver) args(req Request, mcpConfig string) []string {
 	allowed := []string{toolspec.SpeechTool, toolspec.ImageTool}
 	if req.Questions {
 		allowed = append(allowed, toolspec.QuestionTool)
-	}
-	if req.Memory {
-		allowed = append(allowed, toolspec.RememberTool, toolspec.ForgetNoteTool)
 	}
 	allowed = append(allowed, req.AllowedTools...)
 	args = append(args, "--allowedTools", strings.Join(allowed, ","))
@@ -278,8 +267,8 @@ func (d *Driver) Run(ctx context.Context, req Request) (*Result, error) {
 	if err := checkRequest(req); err != nil {
 		return nil, err
 	}
-	d.pool.requestStarted() // spares start when no request runs (spares.go)
-	defer d.pool.requestEnded()
+	d.pool.RequestStarted() // spares start when no request runs (package pool)
+	defer d.pool.RequestEnded()
 	if req.InactivityTimeout <= 0 {
 		req.InactivityTimeout = defaultInactivityTimeout
 	}
@@ -345,7 +334,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	}
 	if !warm && !cli.spare {
 		// Its start takes the CPU spares would: they wait for it.
-		x.started = d.pool.coldStart()
+		x.started = d.pool.ColdStart()
 		defer x.started()
 	}
 	x.toolLog = newToolLog(x.log)
@@ -368,7 +357,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	x.send(first)
 	// Only now can Interrupt reach it: an interrupt written before the
 	// request's line would find no turn to stop, and the turn would run.
-	d.pool.busy(req.Conversation, cli)
+	d.pool.Busy(req.Conversation, cli)
 	abort := x.loop(ctx)
 	if abort != nil || !x.finished || x.failed != nil && !cli.interrupted.Load() {
 		// The CLI died, must, or failed the turn: it is ended, and its
@@ -380,7 +369,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 		cli.p.Shutdown()
 	}
 	if (warm || cli.spare) && abort == nil && !x.finished && x.events == 0 {
-		d.pool.done(req.Conversation, cli, false)
+		d.pool.Done(req.Conversation, cli, false)
 		return nil, true, nil
 	}
 	x.res.Total = time.Since(x.begun)
@@ -388,7 +377,7 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 	err = x.outcome(abort)
 	cli.requests++
 	cli.sessionID = x.res.SessionID
-	d.pool.done(req.Conversation, cli, d.keep(cli, req, abort))
+	d.pool.Done(req.Conversation, cli, d.keep(cli, req, abort))
 	switch {
 	case errors.Is(err, ErrInterrupted):
 		x.log.Info("claude request stopped", zap.Duration("total_ms", x.res.Total), zap.Float64("cost_usd", x.res.CostUSD))
@@ -408,26 +397,20 @@ func (d *Driver) run(ctx context.Context, req Request, log *zap.Logger, first []
 // process (warm and cli.spare say which).
 func (d *Driver) acquire(ctx context.Context, req Request, allowWarm bool) (cli *live, warm bool, err error) {
 	fingerprint := d.fingerprint(req)
-	d.followSpares(req, fingerprint)
+	d.followSpares(req)
 	if req.Conversation != "" && allowWarm {
-		if cli := d.pool.take(req.Conversation); cli != nil {
-			if cli.fits(req, fingerprint) {
-				cli.spare = false // if it was one, that was for the conversation's first request
-				// Started ahead below real work: raised here when no
-				// Expect came first.
-				if cli.low {
-					cli.low = false
-					d.raise(cli)
-				}
-				return cli, true, nil
-			}
-			// Another session (/reset), an edited brain, or it died.
-			d.pool.endLater(cli)
+		// One that does not fit (another session after /reset, an edited
+		// brain, or it died) is ended; one started ahead below real work
+		// is raised when no Expect came first.
+		if cli, ok := d.pool.TakeIdle(req.Conversation, func(cli *live) bool { return cli.fits(req, fingerprint) }); ok {
+			cli.spare = false // if it was one, that was for the conversation's first request
+			return cli, true, nil
 		}
 	}
 	if req.SessionID == "" && !req.Resume {
 		if allowWarm {
-			if cli := d.takeSpare(ctx, fingerprint); cli != nil {
+			if cli, ok := d.pool.TakeSpare(ctx, fingerprint); ok {
+				cli.spare = true
 				return cli, false, nil
 			}
 			if ctx.Err() != nil { // while it waited for a spare
@@ -469,7 +452,7 @@ func (d *Driver) spawn(req Request, fingerprint string, start func(*exec.Cmd) er
 		return nil, fmt.Errorf("claude: temporary folder: %w", err)
 	}
 	cli := &live{tools: tools, mcpConfig: mcpConfig, tmpDir: tmp, dropPrompt: dropPrompt, fingerprint: fingerprint,
-		sessionID: req.SessionID, started: time.Now()}
+		sessionID: req.SessionID}
 	if cli.p, err = cliproc.Start(context.Background(), d.procs, start, cliproc.Command{Path: d.cfg.Command, Args: d.args(req, mcpConfig),
 		Dir: d.workDir(req.BotID), Env: d.env(req.BotID, tmp), MaxLine: streamjson.MaxLineSize}); err != nil {
 		cli.release()
@@ -501,7 +484,9 @@ func (d *Driver) env(botID, tmp string) []string {
 func (d *Driver) fingerprint(req Request) string {
 	req.SessionID, req.Resume = "", false
 	servers, _ := json.Marshal(req.MCPServers) // strings only: cannot fail
-	return strings.Join(append(d.args(req, ""), string(servers), req.ToolTimeout.String(), req.BotID), "\x00")
+	// The memory server is in the MCP config, not the arguments.
+	memory := "memory=" + strconv.FormatBool(req.Memory)
+	return strings.Join(append(d.args(req, ""), string(servers), memory, req.ToolTimeout.String(), req.BotID), "\x00")
 }
 
 // keep decides whether cli stays warm after a request: only a healthy
@@ -509,13 +494,13 @@ func (d *Driver) fingerprint(req Request) string {
 // already been ended (run).
 func (d *Driver) keep(cli *live, req Request, abort error) bool {
 	switch {
-	case req.Conversation == "" || d.cfg.Warm.Max <= 0 || abort != nil || isDone(cli.p.Exited()):
+	case req.Conversation == "" || d.cfg.Warm.Max <= 0 || abort != nil || cli.p.HasExited():
 		return false
-	case cli.requests >= d.pool.cfg.RecycleAfter:
+	case cli.requests >= d.cfg.Warm.RecycleAfter:
 		d.log.Info("claude: warm process recycled after its requests", zap.Int("requests", cli.requests))
 		return false
 	}
-	if rss := cli.residentMB(); rss >= d.pool.cfg.RecycleMB {
+	if rss := residentMB(cli.p.Pid()); rss >= d.cfg.Warm.RecycleMB {
 		d.log.Info("claude: warm process recycled for its memory", zap.Int("rss_mb", rss))
 		return false
 	}
@@ -528,32 +513,37 @@ func (d *Driver) keep(cli *live, req Request, abort error) bool {
 // goes on: the session keeps the partial answer. false means nothing was
 // running.
 func (d *Driver) Interrupt(conversation string) bool {
-	return d.pool.interrupt(conversation)
+	cli, ok := d.pool.Running(conversation)
+	if !ok {
+		return false
+	}
+	cli.interrupted.Store(true)
+	return cli.p.Send(streamjson.InterruptLine(), cliproc.KillGrace) == nil
 }
 
 // End ends the conversation's warm process (/reset: its session is over;
 // its transcript is replaced by one answered elsewhere) and returns once
 // it exited.
 func (d *Driver) End(conversation string) {
-	d.pool.end(conversation)
+	d.pool.End(conversation)
 }
 
 // HasProcess reports whether the conversation has a CLI process here,
 // running a request or idle between its messages.
-func (d *Driver) HasProcess(conversation string) bool { return d.pool.has(conversation) }
+func (d *Driver) HasProcess(conversation string) bool { return d.pool.Has(conversation) }
 
 // Warm is how many idle CLI processes are kept now.
-func (d *Driver) Warm() int { return d.pool.warmCount() }
+func (d *Driver) Warm() int { return d.pool.Warm() }
 
 // CLIsOf counts the CLI processes kept for bot: warm ones (a
 // conversation's, idle between its messages) and spares (ready or
 // starting).
-func (d *Driver) CLIsOf(bot string) (warm, spares int) { return d.pool.clisOf(bot) }
+func (d *Driver) CLIsOf(bot string) (warm, spares int) { return d.pool.CLIsOf(bot) }
 
 // Close ends every warm process. Requests still running end theirs when
 // they finish.
 func (d *Driver) Close() {
-	d.pool.close()
+	d.pool.Close()
 	if d.ownProcs {
 		d.procs.Close()
 	}

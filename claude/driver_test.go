@@ -971,12 +971,13 @@ func TestCLIEnvComesFromConfigEnviron(t *testing.T) {
 }
 
 // A brain's memory puts brainbot's memory server in the process's MCP
-// config and its two tools in the allow-list: fixed at the spawn, as the
-// question tool is. Whose notes they keep is not in either: it comes
+// config and the tools the request names in the allow-list: fixed at the
+// spawn, as the question tool is. Whose notes they keep is not in either: it comes
 // with each request (Request.Notes), through the process's ticket.
 func TestMemoryToolsOffered(t *testing.T) {
 	e := newFakeEnv(t)
-	req := Request{Mode: Text, SessionID: "s", Memory: true, Notes: ticket.Memory{Bot: "friend", User: 7, MaxNotes: 3, MaxNoteChars: 50}}
+	req := Request{Mode: Text, SessionID: "s", Memory: true, Notes: ticket.Memory{Bot: "friend", User: 7, MaxNotes: 3, MaxNoteChars: 50},
+		AllowedTools: []string{toolspec.RememberTool, toolspec.ForgetNoteTool}}
 	path, err := e.d.writeMCPConfig("tok123", req)
 	if err != nil {
 		t.Fatal(err)
@@ -991,7 +992,12 @@ func TestMemoryToolsOffered(t *testing.T) {
 	if i := slices.Index(got, "--allowedTools"); i < 0 || !strings.HasSuffix(got[i+1], ","+toolspec.RememberTool+","+toolspec.ForgetNoteTool) {
 		t.Errorf("allowed tools: args %q", got)
 	}
-	req.Memory = false
+	// A brain with reminders and no notes: the server, but no note tool.
+	schedule := Request{Mode: Text, SessionID: "s", Memory: true, AllowedTools: []string{toolspec.RemindTool}}
+	if got := e.d.args(schedule, path); slices.ContainsFunc(got, func(a string) bool { return strings.Contains(a, toolspec.RememberTool) }) {
+		t.Errorf("the note tools allowed to a request that names none: args %q", got)
+	}
+	req.Memory, req.AllowedTools = false, nil
 	if data := e.d.args(req, path); slices.ContainsFunc(data, func(a string) bool { return strings.Contains(a, toolspec.MemoryServer) }) {
 		t.Errorf("without memory: args %q", data)
 	}

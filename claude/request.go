@@ -5,6 +5,14 @@
 //
 // It knows nothing about Telegram or brain files; callers hand it plain
 // options in a Request.
+//
+// Its rooms: claude/cliproc runs a CLI process, claude/streamjson speaks
+// the CLI's protocol, and claude/pool keeps processes ready (each
+// conversation's warm one between its messages, spares ahead of new
+// conversations) and decides when they start and end. The driver turns a
+// Request into what the pool knows (a fingerprint, a shape, and the
+// functions that start and raise a CLI: spares.go) and keeps the
+// two-turn exchange, the per-bot folders and the MCP configs.
 package claude
 
 import (
@@ -125,10 +133,12 @@ type Request struct {
 	// in Result.ToolCalls).
 	Questions bool
 
-	// Memory offers the model the memory tools (toolspec.RememberTool,
-	// ForgetNoteTool), in the MCP config fixed at the spawn: a brain's
-	// choice. Notes is whose notes they keep in this request, the
-	// request's bot and user (the tool server answers every call with
+	// Memory puts brainbot's memory server (toolspec.MemoryServer: the
+	// notes' and the schedule's tools) in the MCP config fixed at the
+	// spawn: a brain's choice. Which of its tools the model may call is
+	// AllowedTools' (a brain with reminders and no memory allows no note
+	// tool). Notes is whose notes and reminders they keep in this request,
+	// the request's bot and user (the tool server answers every call with
 	// toolspec.MemoryNotHere when its User is 0). The notes themselves
 	// reach the model in Context.
 	Memory bool

@@ -59,7 +59,7 @@ func BenchmarkNewConversation(b *testing.B) {
 				waitSpares(b, d, readySpares(spares))
 				claudetest.WaitQuiet(b, dir)
 				if i == 0 {
-					b.ReportMetric(float64(spareRSS(b, d)), "spare-rss-MB")
+					b.ReportMetric(float64(spareRSS(b, dir)), "spare-rss-MB")
 				}
 			}
 			lat = append(lat, float64(run(i).Microseconds())/1000)
@@ -155,17 +155,12 @@ func benchDriver(b *testing.B, cli string, model *claudetest.Model, warm WarmCon
 	return d, dir
 }
 
-// spareRSS is the resident memory of one of d's ready spares, in MB.
-func spareRSS(b *testing.B, d *Driver) int {
-	d.pool.mu.Lock()
-	defer d.pool.mu.Unlock()
-	for _, set := range d.pool.spares.sets {
-		for _, sp := range set.spares {
-			if sp.ready {
-				return sp.cli.residentMB()
-			}
-		}
+// spareRSS is the resident memory of one of d's spares, in MB: the only
+// CLIs under dir, whose conversations all ended.
+func spareRSS(b *testing.B, dir string) int {
+	for _, p := range claudetest.ProcessesUnder(dir) {
+		return residentMB(p.PID)
 	}
-	b.Fatal("no spare ready")
+	b.Fatal("no spare running")
 	return 0
 }

@@ -1,21 +1,15 @@
 package claude
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/procfs"
-	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
 	"brainbot/claude/claudetest"
@@ -48,12 +42,12 @@ func newConversation(req Request, conversation string) Request {
 
 // waitSpares waits until the driver's spare counts satisfy cond and
 // returns them. Patiently: on a machine busy with other work (CI runs
-// packages side by side) a spare waits for the CPUs up to
-// spareCPUPatience, then starts below that work.
+// packages side by side) a spare waits for the CPUs up to 10 s (the
+// pool's patience), then starts below that work.
 func waitSpares(t testing.TB, d *Driver, cond func(SpareStats) bool) SpareStats {
 	t.Helper()
 	var s SpareStats
-	for deadline := time.Now().Add(spareCPUPatience + time.Minute); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(70 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if s = d.SpareStats(); cond(s) {
 			return s
 		}
@@ -251,79 +245,6 @@ func TestHungSpareIsNeverUsed(t *testing.T) {
 	}
 }
 
-// Spares count against Max and go first: a conversation's process gone
-// idle ends a spare rather than another conversation's process, and a
-// spare starts again when there is room.
-func TestSparesGoFirstWhenTheBudgetIsTight(t *testing.T) {
-	e := newWarmEnv(t, WarmConfig{Max: 2, Spares: 1})
-	a := e.mustRun(t, newConversation(e.request(Text, "a"), "bot/a"))
-	waitSpares(t, e.d, readySpares(1)) // a's process and the spare: the budget is full
-	b := e.mustRun(t, newConversation(e.request(Text, "b"), "bot/b"))
-	if !b.Spare {
-		t.Fatal("b found no spare")
-	}
-	// a's and b's processes idle: no room for a spare.
-	waitSpares(t, e.d, func(s SpareStats) bool { return s.Ready+s.Starting == 0 })
-	if e.d.Warm() != 2 {
-		t.Errorf("%d warm processes, want a's and b's", e.d.Warm())
-	}
-	for _, conv := range []struct {
-		key string
-		res *Result
-	}{{"bot/a", a}, {"bot/b", b}} {
-		res := e.mustRun(t, follow(newConversation(e.request(Text, ""), conv.key), conv.res, "again"))
-		if !res.Warm {
-			t.Errorf("%s: its warm process was ended for a spare", conv.key)
-		}
-	}
-	if s := e.d.SpareStats(); s.Ready+s.Starting != 0 {
-		t.Errorf("spares %+v while both conversations' processes fill the budget", s)
-	}
-	waitFor(t, func() bool { return len(claudetest.ProcessesUnder(e.data)) == 2 })
-	e.d.End("bot/a")
-	waitSpares(t, e.d, readySpares(1))
-}
-
-// A set grows when new conversations miss it, within MaxSpares, and
-// shrinks back to its count as its spares sit unused.
-func TestSparesAdaptToTheRateOfNewConversations(t *testing.T) {
-	// Idle spares are kept until the set has grown: on a loaded machine
-	// its third spare may get ready long after its first.
-	e := newWarmEnv(t, WarmConfig{Max: 8, Spares: 1, MaxSpares: 3, SpareIdle: time.Hour})
-	spareIdle := func(d time.Duration) {
-		e.d.pool.mu.Lock()
-		e.d.pool.cfg.SpareIdle = d
-		e.d.pool.mu.Unlock()
-	}
-	req := newConversation(e.request(Text, "hello"), "bot/1")
-	e.mustRun(t, req)
-	waitSpares(t, e.d, readySpares(1))
-	if s := e.d.SpareStats(); s.Wanted != 1 {
-		t.Fatalf("wanted %d after the set's first conversation, want its count 1", s.Wanted)
-	}
-	e.mustRun(t, newConversation(e.request(Text, "taken"), "bot/2"))
-	fingerprint := e.d.fingerprint(req)
-	for range 4 {
-		e.d.pool.missed(fingerprint)
-	}
-	if s := e.d.SpareStats(); s.Wanted != 3 {
-		t.Fatalf("wanted %d after misses, want MaxSpares 3", s.Wanted)
-	}
-	waitSpares(t, e.d, readySpares(3))
-	spareIdle(300 * time.Millisecond)
-	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 1 })
-
-	// A burst: what it missed it grows by.
-	var wg sync.WaitGroup
-	for i := range 3 {
-		wg.Go(func() { e.mustRun(t, newConversation(e.request(Text, "burst"), "bot/burst"+string(rune('a'+i)))) })
-	}
-	wg.Wait()
-	if s := e.d.SpareStats(); s.Wanted != min(3, 1+int(s.Missed)-5) || s.Taken+s.Missed != 9 {
-		t.Errorf("after the burst: %+v; want 1 more wanted for each miss of the burst, at most 3", s)
-	}
-}
-
 // Spares off: nothing is started ahead, and a new conversation whose
 // session the driver names runs as before.
 func TestSparesOff(t *testing.T) {
@@ -483,43 +404,6 @@ func mayRaise(t *testing.T, own int) bool {
 	return true
 }
 
-// Spares start in quiet moments, within the budget and a few at a time:
-// not while requests run or just after (unless one has been lacking for
-// spareQuiet), never beyond Max with the conversations' processes, idle
-// or busy, and never more starting at once than maxStarting.
-func TestSparesStartInQuietMoments(t *testing.T) {
-	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
-		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
-	p.spares.maxStarting, p.spares.cpuBusy = 2, idleCPUs
-	set := &spareSet{name: "bot", base: 1, target: 3}
-	p.spares.sets[set.key()] = set
-	starts := func(at time.Time) int {
-		n := len(p.planStarts(at))
-		set.pending = 0 // as if started and gone
-		return n
-	}
-	now := time.Now()
-	p.spares.active = 1
-	if n := starts(now); n != 0 {
-		t.Errorf("%d started while a request runs", n)
-	}
-	if n := starts(now.Add(spareQuiet)); n != 2 {
-		t.Errorf("%d started after lacking for spareQuiet, want 2 (maxStarting)", n)
-	}
-	p.spares.active, p.spares.lastActive = 0, now.Add(spareQuiet)
-	set.short = time.Time{}
-	if n := starts(now.Add(spareQuiet + spareSettle/2)); n != 0 {
-		t.Errorf("%d started just after a request ended", n)
-	}
-	if n := starts(now.Add(spareQuiet + spareSettle)); n != 2 {
-		t.Errorf("%d started when quiet, want 2", n)
-	}
-	p.idle["a"], p.running["b"], p.idle["c"] = &live{}, &live{}, &live{}
-	if n := starts(now.Add(time.Hour)); n != 1 {
-		t.Errorf("%d started with three of four warm processes taken, want 1", n)
-	}
-}
-
 // A spare is started from its set's shape: every option the spawn reads
 // must be in it, or the spare's process differs from the requests it
 // serves and is never warm for their conversations' next messages.
@@ -636,58 +520,6 @@ func TestEditedBrainReplacesEveryShape(t *testing.T) {
 	}
 }
 
-// A panel's spares give way to the bot's own: with the budget full of
-// them and of conversations' processes, the bot's set, lacking the spare
-// a new conversation took, ends a panel's spare to start its own, and the
-// next new conversation is served by it.
-func TestPanelSparesGiveWayToTheBots(t *testing.T) {
-	e := newWarmEnv(t, WarmConfig{Max: 3, Spares: 1})
-	own := newConversation(e.request(Text, ""), "")
-	panel := own
-	panel.MaxTurns = 5 // another shape, as a panel turn's schema makes it
-	if err := e.d.KeepSpares("test", own, 1); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.d.KeepSpares("panel/test", panel, 2); err != nil {
-		t.Fatal(err)
-	}
-	waitSpares(t, e.d, readySpares(3))
-	for i := range 3 {
-		started := e.d.SpareStats().Started
-		req := own
-		req.Conversation, req.Prompt = fmt.Sprintf("test/%d", i), "hello"
-		if res := e.mustRun(t, req); !res.Spare {
-			t.Fatalf("new conversation %d found no spare", i+1)
-		}
-		if i < 2 { // then the conversations' processes fill the budget
-			waitSpares(t, e.d, func(s SpareStats) bool { return s.Started == started+1 && s.Starting == 0 })
-		}
-	}
-}
-
-// The spares of another shape live while its conversations come: once
-// they sit unused for SpareIdle, their set goes, and the bot keeps its own
-// count only.
-func TestOtherShapesSparesGoWhenUnused(t *testing.T) {
-	e := newWarmEnv(t, WarmConfig{Max: 10, Spares: 1, SpareIdle: time.Hour})
-	own, guest := botShapes(e)
-	if err := e.d.KeepSpares("test", own, 1); err != nil {
-		t.Fatal(err)
-	}
-	req := guest
-	req.Conversation, req.Prompt = "test/guest", "hello"
-	e.mustRun(t, req)
-	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 2 && s.Ready == 2 && s.Starting == 0 })
-	e.d.pool.mu.Lock()
-	e.d.pool.cfg.SpareIdle = 300 * time.Millisecond
-	e.d.pool.mu.Unlock()
-	waitSpares(t, e.d, func(s SpareStats) bool { return s.Wanted == 1 && s.Ready == 1 && s.Starting == 0 })
-	req.Conversation = "test/guest2"
-	if res := e.mustRun(t, req); res.Spare {
-		t.Error("a guest answer after its shape's spares went was served by one")
-	}
-}
-
 // idleCPUs stands in for the cpuGauge: tests do not depend on what else
 // the machine runs.
 func idleCPUs() bool { return false }
@@ -702,30 +534,36 @@ func niceOf(t *testing.T, pid int) int {
 	return nice
 }
 
-// A spare yields to real work: none starts while a request waits for a
-// Claude slot, however long; once none waits, it starts, below the
-// priority of the conversations' CLIs (nice +10), and is raised back once
-// a conversation takes it.
+// A spare yields to real work: the pool asks Config.Waiting, and none
+// starts while a request waits for a Claude slot (the policy is tested in
+// package pool); once none waits, it starts, below the priority of the
+// conversations' CLIs (nice +10), and is raised back once a conversation
+// takes it.
 func TestSparesYieldToWaitingRequests(t *testing.T) {
 	var waiting atomic.Int64
 	waiting.Store(1)
+	asked := make(chan struct{})
 	e := newFakeEnvWith(t, func(c *Config) {
 		c.Warm = WarmConfig{Max: 4, Spares: 1}
-		c.Waiting = func() int { return int(waiting.Load()) }
+		c.Waiting = func() int {
+			select {
+			case <-asked:
+			default:
+				close(asked)
+			}
+			return int(waiting.Load())
+		}
 	})
 	first := e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
-	e.d.pool.mu.Lock()
-	e.d.pool.spares.lastActive = time.Time{} // long quiet, and lacking for long:
-	for _, set := range e.d.pool.spares.sets {
-		set.short = time.Now().Add(-time.Hour)
+	select {
+	case <-asked: // by tend, about to start the bot's first spare
+	case <-time.After(time.Minute):
+		t.Fatal("the pool never asked whether requests wait")
 	}
-	e.d.pool.mu.Unlock()
-	e.d.pool.tend() // what would start one, but for the request waiting
 	if s := e.d.SpareStats(); s.Started != 0 || s.Starting != 0 {
 		t.Fatalf("spares %+v while a request waits for a slot, want none started", s)
 	}
 	waiting.Store(0)
-	e.d.pool.wake()
 	waitSpares(t, e.d, readySpares(1))
 	own := niceOf(t, cliSessions(e.data)[first.SessionID])
 	for session, pid := range cliSessions(e.data) {
@@ -746,144 +584,6 @@ func TestSparesYieldToWaitingRequests(t *testing.T) {
 	}
 }
 
-// Nor does one start while a request's CLI starts, or while the CPUs are
-// all wanted (more threads runnable than CPUs, as /proc/loadavg counts
-// them now) unless a set has lacked it for spareCPUPatience: the machine
-// is busy with other work.
-func TestSparesYieldToTheCPU(t *testing.T) {
-	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
-		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
-	busy := true
-	p.spares.cpuBusy = func() bool { return busy }
-	set := &spareSet{name: "bot", base: 1, target: 1}
-	p.spares.sets[set.key()] = set
-	now := time.Now()
-	if n := len(p.planStarts(now)); n != 0 {
-		t.Errorf("%d started while the CPUs are all wanted", n)
-	}
-	if n := len(p.planStarts(now.Add(spareCPUPatience))); n != 1 {
-		t.Errorf("%d started after lacking for spareCPUPatience on a busy machine, want 1", n)
-	}
-	set.pending = 0
-	busy = false
-	started := p.coldStart() // a request's CLI starting
-	if n := len(p.planStarts(now.Add(time.Hour))); n != 0 {
-		t.Errorf("%d started while a request's CLI starts", n)
-	}
-	started()
-	if n := len(p.planStarts(now)); n != 1 {
-		t.Errorf("%d started once the CPUs are free, want 1", n)
-	}
-	for line, want := range map[string]bool{
-		"7.30 9.51 9.55 5/182 18860\n": true, // 4 runnable besides the reader, on 2 CPUs
-		"0.10 0.20 0.30 3/182 18860\n": false,
-		"garbage":                      false,
-	} {
-		if got := runnableOver(line, 2); got != want {
-			t.Errorf("runnableOver(%q, 2) = %v, want %v", line, got, want)
-		}
-	}
-}
-
-// The memory spares may hold bounds their count: with room for two and
-// three sets lacking one, two start, for the sets wanted most recently;
-// a spare taken makes room for the set it was taken from.
-func TestSpareMemoryBoundsTheCount(t *testing.T) {
-	p := &pool{cfg: WarmConfig{Max: 8, Spares: 1, SpareMemoryMB: 2*SpareMB + SpareMB/2}.withDefaults(), log: zap.NewNop(),
-		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
-	p.spares.cpuBusy = idleCPUs
-	now := time.Now()
-	var sets []*spareSet
-	for i, name := range []string{"a", "b", "c"} {
-		set := &spareSet{name: name, base: 1, target: 1, lastTaken: now.Add(time.Duration(i) * time.Minute)}
-		p.spares.sets[set.key()] = set
-		sets = append(sets, set)
-	}
-	starts := p.planStarts(now.Add(time.Hour))
-	if len(starts) != 2 || starts[0] != sets[2] || starts[1] != sets[1] {
-		t.Fatalf("started for %v, want c and b: the two wanted last", names(starts))
-	}
-	if again := p.planStarts(now.Add(time.Hour)); len(again) != 0 {
-		t.Errorf("started for %v beyond the memory", names(again))
-	}
-	sets[2].pending, sets[2].lastTaken = 0, now.Add(time.Hour) // c's is taken
-	if again := p.planStarts(now.Add(time.Hour)); len(again) != 1 || again[0] != sets[2] {
-		t.Errorf("started for %v, want c's replacement", names(again))
-	}
-}
-
-func names(sets []*spareSet) []string {
-	var n []string
-	for _, set := range sets {
-		n = append(n, set.name)
-	}
-	return n
-}
-
-// The patience on a busy CPU is for a machine kept busy by other work:
-// while requests of ours run and the CPUs are all wanted, those requests
-// wait for them, and no spare starts however long its set lacked it.
-func TestSparesOutwaitNoRequestOfOurs(t *testing.T) {
-	p := &pool{cfg: WarmConfig{Max: 4, Spares: 1}.withDefaults(), log: zap.NewNop(),
-		idle: map[string]*live{}, running: map[string]*live{}, spares: newSpares()}
-	p.spares.cpuBusy = func() bool { return true }
-	set := &spareSet{name: "bot", base: 1, target: 1}
-	p.spares.sets[set.key()] = set
-	now := time.Now()
-	set.short = now
-	p.spares.active = 1
-	if n := len(p.planStarts(now.Add(time.Hour))); n != 0 {
-		t.Errorf("%d started on busy CPUs while a request of ours runs", n)
-	}
-	p.spares.active, p.spares.lastActive = 0, now.Add(time.Hour)
-	if n := len(p.planStarts(now.Add(time.Hour + spareSettle/2))); n != 0 {
-		t.Errorf("%d started on busy CPUs just after a request of ours ended", n)
-	}
-	if n := len(p.planStarts(now.Add(time.Hour + spareSettle))); n != 1 {
-		t.Errorf("%d started on CPUs busy with other work after spareCPUPatience, want 1", n)
-	}
-}
-
-// The CPUs count as all wanted when, since the gauge's last look, some
-// runnable thread waited for one more than cpuStallShare of the time
-// (/proc/pressure/cpu): a reading of the runnable threads at one instant
-// finds a free CPU now and then on CPUs busy most of the time. A first
-// look, or one after cpuStale, says busy and measures from then on; looks
-// closer than cpuWindow keep the last verdict; without pressure stall
-// information, the runnable threads now (/proc/loadavg) decide.
-func TestCPUGaugeReadsTheStallsSinceItsLastLook(t *testing.T) {
-	var stalls uint64
-	var psiErr error
-	loadavg := "0.10 0.20 0.30 1/182 18860\n" // a free CPU at each instant
-	g := &cpuGauge{cpus: 2,
-		stalls:  func() (uint64, error) { return stalls, psiErr },
-		loadavg: func() (string, error) { return loadavg, nil }}
-	now := time.Now()
-	for _, look := range []struct {
-		after time.Duration
-		total uint64
-		busy  bool
-		why   string
-	}{
-		{0, 9_702_145_572, true, "a first look"},
-		{time.Second, 9_702_145_572 + 600_000, true, "60% of a second stalled"},
-		{time.Second + cpuWindow/2, 9_702_145_572 + 650_000, true, "a look closer than cpuWindow"},
-		{2 * time.Second, 9_702_145_572 + 650_000, false, "5% of a second stalled"},
-		{2*time.Second + cpuStale + time.Second, 9_702_145_572 + 650_000, true, "a look long after the last"},
-		{3*time.Second + cpuStale + time.Second, 9_702_145_572 + 660_000, false, "1% of a second stalled"},
-	} {
-		stalls = look.total
-		if got := g.contended(now.Add(look.after)); got != look.busy {
-			t.Errorf("%s: contended %v, want %v", look.why, got, look.busy)
-		}
-	}
-	psiErr = errors.New("no pressure stall information")
-	loadavg = "7.30 9.51 9.55 5/182 18860\n"
-	if !g.contended(now.Add(time.Hour)) {
-		t.Error("free CPUs without pressure stall information, 4 threads runnable on 2 CPUs")
-	}
-}
-
 // A new conversation that waits for a spare still starting waits for
 // real work: the spares it waits for are raised back to brainbot's CPU
 // priority at once, not left to start below the requests they keep
@@ -901,11 +601,6 @@ func TestSparesARequestWaitsForAreRaised(t *testing.T) {
 	// setting changes once it is ready, not before.
 	waitSpares(t, e.d, readySpares(1))
 	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.NoConnectEnv+"=1")
-	e.d.pool.mu.Lock()
-	for _, set := range e.d.pool.spares.sets {
-		set.lastStartup = 250 * time.Millisecond // waiting for one is worth half a second
-	}
-	e.d.pool.mu.Unlock()
 	res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2"))
 	if !res.Spare {
 		t.Fatal("the second conversation did not take the spare")
@@ -929,120 +624,4 @@ func TestSparesARequestWaitsForAreRaised(t *testing.T) {
 	// Raised in the background (it reads /proc): soon, not by the time the
 	// request is answered.
 	waitFor(t, func() bool { return niceOf(t, hung) == own })
-}
-
-// A new conversation that comes while its bot's spare is being started
-// (its process not yet there, which on a loaded machine takes a while:
-// spares start below real work) waits for that spare rather than start a
-// second CLI beside it.
-func TestSparesARequestWaitsForASpareBeingStarted(t *testing.T) {
-	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1})
-	release := holdNextSpare(t, e)
-	done := runAsync(t, e, newConversation(e.request(Text, "anyone?"), "bot/3"))
-	time.Sleep(100 * time.Millisecond) // the request looks for a spare meanwhile
-	release()
-	if res := <-done; res == nil || !res.Spare {
-		t.Errorf("the third conversation started a CLI of its own beside the spare being started (%+v)", e.d.SpareStats())
-	}
-}
-
-// A spare being started when a request comes to wait for it is raised
-// back to brainbot's CPU priority once its process is there, while the
-// request still waits (here it never gets through its start).
-func TestSparesASpareBeingStartedIsRaisedForTheRequestWaiting(t *testing.T) {
-	if !mayRaise(t, 0) {
-		t.Skip("this process may not lower a nice value to 0")
-	}
-	e := newWarmEnv(t, WarmConfig{Max: 4, Spares: 1, SpareStart: time.Minute}) // not replaced while the test looks
-	release := holdNextSpare(t, e)
-	before := cliSessions(e.data)
-	var own int // a conversation's CLI's
-	for _, pid := range before {
-		own = niceOf(t, pid)
-	}
-	e.d.cfg.Env = append(e.d.cfg.Env, claudetest.NoConnectEnv+"=1")
-	done := runAsync(t, e, newConversation(e.request(Text, "anyone?"), "bot/3"))
-	time.Sleep(100 * time.Millisecond) // the request looks for a spare meanwhile
-	release()
-	waitSpares(t, e.d, func(s SpareStats) bool { return s.Starting == 1 })
-	var hung int
-	for session, pid := range cliSessions(e.data) {
-		if _, old := before[session]; !old {
-			hung = pid
-		}
-	}
-	if hung == 0 {
-		t.Fatal("no process of the spare being started")
-	}
-	waitFor(t, func() bool { return niceOf(t, hung) == own })
-	<-done
-}
-
-// holdNextSpare readies e's bot's spare, has a new conversation take it,
-// and holds its replacement's start until the returned func is called.
-// Waiting for a spare is worth two seconds then.
-func holdNextSpare(t *testing.T, e *fakeEnv) (release func()) {
-	t.Helper()
-	e.mustRun(t, newConversation(e.request(Text, "hello"), "bot/1"))
-	waitSpares(t, e.d, readySpares(1))
-	gate := make(chan struct{})
-	e.d.pool.mu.Lock()
-	spawn := e.d.pool.spares.spawn
-	e.d.pool.spares.spawn = func(shape Request) (*live, error) {
-		<-gate
-		return spawn(shape)
-	}
-	for _, set := range e.d.pool.spares.sets {
-		set.lastStartup = time.Second
-	}
-	e.d.pool.mu.Unlock()
-	if res := e.mustRun(t, newConversation(e.request(Text, "hi"), "bot/2")); !res.Spare {
-		t.Fatal("the second conversation did not take the ready spare")
-	}
-	waitFor(t, func() bool {
-		e.d.pool.mu.Lock()
-		defer e.d.pool.mu.Unlock()
-		return e.d.pool.spares.held() == 1
-	})
-	return sync.OnceFunc(func() { close(gate) })
-}
-
-// runAsync runs req in the background; its result comes on the channel
-// (nil on an error, reported).
-func runAsync(t *testing.T, e *fakeEnv, req Request) <-chan *Result {
-	done := make(chan *Result, 1)
-	go func() {
-		res, err := e.d.Run(context.Background(), req)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- res
-	}()
-	return done
-}
-
-// The gauge reads the stalls of some threads from the kernel's pressure
-// file, not the stalls of all of them.
-func TestCPUStallsReadsThePressureFile(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "pressure"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	psi := "some avg10=59.18 avg60=87.41 avg300=68.62 total=9702145572\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"
-	if err := os.WriteFile(filepath.Join(dir, "pressure", "cpu"), []byte(psi), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	proc, err := procfs.NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if total, err := cpuStalls(proc); err != nil || total != 9702145572 {
-		t.Errorf("stalls %d, %v; want 9702145572", total, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pressure", "cpu"), []byte("full avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cpuStalls(proc); err == nil {
-		t.Error("no error for a pressure file without the stalls of some threads")
-	}
 }

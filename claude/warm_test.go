@@ -156,7 +156,7 @@ func TestInterrupt(t *testing.T) {
 	}()
 	// Running means the request's line is written: the interrupt comes
 	// after it.
-	waitFor(t, func() bool { return e.d.pool.runningFor("bot/7") != nil })
+	waitFor(t, func() bool { _, running := e.d.pool.Running("bot/7"); return running })
 	if !e.d.Interrupt("bot/7") {
 		t.Fatal("Interrupt found nothing running")
 	}

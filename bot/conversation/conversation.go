@@ -681,7 +681,7 @@ func (p *Pipeline) conversationRequest(b *brain.Brain, bot string, facts sysprom
 	// and reminders they keep is each request's.
 	req.Memory = b.Memory.Enabled || b.Reminders.Enabled || b.CheckIns.Enabled
 	p.brainTools(b, bot, log, &req)
-	req.AllowedTools = append(req.AllowedTools, scheduleTools(b)...)
+	req.AllowedTools = append(req.AllowedTools, memoryTools(b)...)
 	return req
 }
 

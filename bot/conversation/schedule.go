@@ -63,10 +63,14 @@ func keepsSchedule(r *request) bool {
 		in.Private() && in.Key.User() == in.Sender
 }
 
-// scheduleTools are the tools a brain's schedule offers the model: the
-// time zone's for check-ins, with the reminders' for reminders.
-func scheduleTools(b *brain.Brain) []string {
+// memoryTools are the tools of brainbot's memory server a brain offers
+// the model: the notes' with memory, the time zone's for check-ins, with
+// the reminders' for reminders.
+func memoryTools(b *brain.Brain) []string {
 	var tools []string
+	if b.Memory.Enabled {
+		tools = append(tools, toolspec.RememberTool, toolspec.ForgetNoteTool)
+	}
 	if b.Reminders.Enabled {
 		tools = append(tools, toolspec.RemindTool, toolspec.ListRemindersTool, toolspec.CancelReminderTool)
 	}

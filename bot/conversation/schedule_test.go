@@ -190,6 +190,36 @@ func TestVoiceCheckInUnderItsButton(t *testing.T) {
 	}
 }
 
+// The model may call the memory server's tools its brain keeps: a brain
+// with reminders and no memory offers no note tool, whose refusal would
+// tell the model notes are kept in private chats.
+func TestMemoryServerToolsByBrain(t *testing.T) {
+	for _, c := range []struct {
+		brain      string
+		want, not []string
+	}{
+		{scheduleBrain, []string{toolspec.RemindTool, toolspec.SetTimeZoneTool}, []string{toolspec.RememberTool, toolspec.ForgetNoteTool}},
+		{"memory:\n  enabled: true\n", []string{toolspec.RememberTool, toolspec.ForgetNoteTool}, []string{toolspec.RemindTool, toolspec.SetTimeZoneTool}},
+	} {
+		k := newKit(t, c.brain)
+		k.serve(k.private("hello"))
+		req := k.lastRequest()
+		if !req.Memory {
+			t.Errorf("%q: no memory server", c.brain)
+		}
+		for _, tool := range c.want {
+			if !slices.Contains(req.AllowedTools, tool) {
+				t.Errorf("%q: %s not allowed: %q", c.brain, tool, req.AllowedTools)
+			}
+		}
+		for _, tool := range c.not {
+			if slices.Contains(req.AllowedTools, tool) {
+				t.Errorf("%q: %s allowed: %q", c.brain, tool, req.AllowedTools)
+			}
+		}
+	}
+}
+
 // /reminders lists the user's reminders in their zone under a button
 // each; a tap cancels one and says so under the list.
 func TestRemindersCommand(t *testing.T) {

@@ -218,6 +218,16 @@ func (p *Process) Lines() <-chan Line { return p.lines }
 // Exited is closed once the CLI has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
 
+// HasExited reports whether the CLI has exited.
+func (p *Process) HasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
 // Pid is the CLI's process id, its group's too.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 

@@ -57,7 +57,8 @@ func TestLineTooLong(t *testing.T) {
 	}
 }
 
-// The end of stderr is kept; the exit status read once it exited.
+// The end of stderr is kept; the exit status read, and the exit told,
+// once it exited.
 func TestStderrTailAndExitCode(t *testing.T) {
 	procs, err := reaper.New(false)
 	if err != nil {
@@ -72,8 +73,8 @@ func TestStderrTailAndExitCode(t *testing.T) {
 	}
 	<-p.Exited()
 	p.Shutdown()
-	if p.ExitCode() != 3 || !strings.Contains(p.StderrTail(), "boom") {
-		t.Errorf("exit %d, stderr %q", p.ExitCode(), p.StderrTail())
+	if p.ExitCode() != 3 || !strings.Contains(p.StderrTail(), "boom") || !p.HasExited() {
+		t.Errorf("exit %d, stderr %q, exited %v", p.ExitCode(), p.StderrTail(), p.HasExited())
 	}
 	if _, err := Start(context.Background(), procs, procs.Start, Command{Path: "/nonexistent/claude"}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a missing CLI: %v, want ErrNotFound", err)

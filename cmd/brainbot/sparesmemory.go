@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"brainbot/claude"
+	"brainbot/claude/pool"
 	"brainbot/sysmem"
 )
 
@@ -81,10 +81,10 @@ func checkSpares(cfg Config, r *report) {
 		r.fatal("spares", lookupSetting("BRAINBOT_SPARES_MEMORY").name()+" "+err.Error())
 		return
 	}
-	n := min(claude.SparesIn(mb), cfg.MaxWarm)
+	n := min(pool.SparesIn(mb), cfg.MaxWarm)
 	if n == 0 {
-		r.warn("spares", fmt.Sprintf("none: %s holds not one at ~%d MB each; every new conversation starts its CLI", detail, claude.SpareMB))
+		r.warn("spares", fmt.Sprintf("none: %s holds not one at ~%d MB each; every new conversation starts its CLI", detail, pool.SpareMB))
 		return
 	}
-	r.ok("spares", fmt.Sprintf("up to %d (%s at ~%d MB each)", n, detail, claude.SpareMB))
+	r.ok("spares", fmt.Sprintf("up to %d (%s at ~%d MB each)", n, detail, pool.SpareMB))
 }
