@@ -32,13 +32,14 @@ func spareCost(spares, maxSpares, maxWarm, memoryMB int) string {
 		spares, max(spares, maxSpares), SpareMB, maxWarm, bound)
 }
 
-// room is how many more processes the budget has room for.
+// room is how many more processes the budget has room for: within Max,
+// and within the memory measured (memoryRoom).
 func (s *state[P, S]) room() int {
-	return s.cfg.Max - len(s.idle) - len(s.running) - s.held()
+	return min(s.cfg.Max-len(s.idle)-len(s.running)-s.held(), s.memoryRoom())
 }
 
-// memoryRoom is how many more spares SpareMemoryMB has room for.
-func (s *state[P, S]) memoryRoom() int {
+// spareMemoryRoom is how many more spares SpareMemoryMB has room for.
+func (s *state[P, S]) spareMemoryRoom() int {
 	if s.cfg.SpareMemoryMB <= 0 {
 		return s.cfg.Max
 	}
@@ -49,7 +50,7 @@ func (s *state[P, S]) memoryRoom() int {
 // own ahead of its message, without ending another conversation's (spares
 // may go).
 func (s *state[P, S]) roomForWarm(key string) bool {
-	return !s.closed && !s.has(key) && len(s.idle) < s.cfg.Max
+	return !s.closed && !s.has(key) && len(s.idle) < s.cfg.Max && s.memoryRoom() > 0
 }
 
 // trim makes the pool fit Max: it takes out spares, then the least
