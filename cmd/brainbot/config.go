@@ -134,7 +134,7 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.MaxWaiting, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_MAX_WAIT", "max-wait", "how long a request may wait for a Claude process before it gets the brain's busy message", "2m",
 		func(c *Config, v string) (err error) { c.MaxWait, err = time.ParseDuration(v); return err }},
-	{"BRAINBOT_MAX_WARM", "max-warm", "conversations whose Claude process is kept alive between messages (a follow-up then skips the CLI's start); 0: none. Default: a quarter of the machine's memory at 300 MB a process", "",
+	{"BRAINBOT_MAX_WARM", "max-warm", "conversations whose Claude process is kept alive between messages (a follow-up then skips the CLI's start); 0: none. Default: as many as the memory holds (brainbot doctor counts them), kept within the memory as it is used", "",
 		func(c *Config, v string) (err error) {
 			if v == "" {
 				c.MaxWarm = defaultMaxWarm()
@@ -550,18 +550,16 @@ func claudeBare(setting string, getenv func(string) string) bool {
 	return false
 }
 
-// warmProcessMB is what one warm Claude CLI process is budgeted: measured
-// on 2.1.328, 180 MB after its first turn, 280 MB after 200.
-const warmProcessMB = 300
-
-// defaultMaxWarm keeps warm processes in a quarter of the machine's
-// memory (machineMemory; 4 where the memory cannot be read).
+// defaultMaxWarm keeps as many processes as the box holds by doctor's
+// count (keptCLIs: three quarters of its memory at twice an idle CLI's
+// own each; 4 where the memory cannot be read): the pool's budget of
+// the memory measured keeps them within what the box has as they grow.
 func defaultMaxWarm() int {
 	memory, _ := machineMemory()
 	if memory <= 0 {
 		return 4
 	}
-	return max(1, int(memory>>20)/4/warmProcessMB)
+	return max(1, keptCLIs(memory, idleCLIOwnMB, cliSharedMB))
 }
 
 // adminSocket is the admin socket's path.

@@ -31,6 +31,27 @@ func machineMemory() (int64, string) {
 	return l.Bytes, l.Where()
 }
 
+// boxMemory is the box's memory now, for the pool's memory budget: the
+// memory brainbot has (the cgroup's limit where lower), what is in use
+// of it and the stalls for it. A box whose memory cannot be read has no
+// budget of memory (the zero Memory): max-warm alone bounds.
+func boxMemory() pool.Memory {
+	box := sysmem.Host()
+	l, err := box.Limit()
+	if err != nil {
+		return pool.Memory{}
+	}
+	used, err := box.Usage(l)
+	if err != nil {
+		return pool.Memory{}
+	}
+	stalled, ok := box.Pressure(l)
+	if !ok {
+		stalled = -1
+	}
+	return pool.Memory{Limit: l.Bytes, Used: used, Stalled: stalled}
+}
+
 // sparesMemory is the memory spares may hold, in MB, for the setting
 // (BRAINBOT_SPARES_MEMORY: a share of memory, "25%", or a size, "400MB"),
 // and how an admin reads it.
