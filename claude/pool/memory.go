@@ -12,7 +12,7 @@ import (
 // The memory budget (issue 48): with Config.Memory the processes kept,
 // a conversation's idle one or a spare, fit the box's memory as measured
 // now, not a count guessed from an idle CLI's size. A process is kept
-// only while the box uses less than keepShare of its memory with one
+// only while the box uses less than KeepShare of its memory with one
 // more of the kept processes' size; under pressure (the box past
 // pressureShare, or tasks stalled for memory) the pool ends the kept
 // processes worth least first, before the kernel kills one that is
@@ -33,15 +33,15 @@ type Memory struct {
 }
 
 const (
-	// keepShare is the share of the box's memory in use up to which a
+	// KeepShare is the share of the box's memory in use up to which a
 	// process is kept: the rest is for the answers running, which grow,
 	// and for brainbot. Measured on 1 CPU and 2 GB (issue 48): 8 kept
 	// CLIs peaked at 1,530 MB (75%), 14 ran the box out of memory.
-	keepShare = 0.75
+	KeepShare = 0.75
 	// pressureShare and pressureStall say when the box is short: past
 	// this share of its memory in use, or tasks stalled for memory this
 	// share of the last 10 s. The pool then ends kept processes until
-	// it is back within keepShare.
+	// it is back within KeepShare.
 	pressureShare = 0.9
 	pressureStall = 10.0
 	// defaultOwn is what a kept process is taken to hold before one was
@@ -63,7 +63,7 @@ func (s *state[P, S]) memoryRoom() int {
 	if s.cfg.Memory == nil || s.mem.Limit <= 0 {
 		return math.MaxInt
 	}
-	free := keepShare*float64(s.mem.Limit) - float64(s.mem.Used)
+	free := KeepShare*float64(s.mem.Limit) - float64(s.mem.Used)
 	return max(0, int(free/float64(s.ownEstimate())))
 }
 
@@ -140,14 +140,14 @@ func (s *state[P, S]) spareWorth(set *spareSet[P, S], i int, now time.Time) floa
 }
 
 // relieve ends kept processes, least worth first, while the box is short
-// of memory: until what they held brings its use back within keepShare.
+// of memory: until what they held brings its use back within KeepShare.
 // It returns them to end.
 func (s *state[P, S]) relieve(now time.Time) []P {
 	if !s.short(now) {
 		return nil
 	}
 	s.relievedAt = now
-	target := int64(keepShare * float64(s.mem.Limit))
+	target := int64(KeepShare * float64(s.mem.Limit))
 	used := s.mem.Used
 	var ended []P
 	for _, k := range s.keptByWorth(now) {

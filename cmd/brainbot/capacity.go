@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"brainbot/claude/pool"
 	"brainbot/sysmem"
 )
 
@@ -23,12 +24,6 @@ const (
 	// which every CLI shares. doctor uses them where it cannot start one.
 	idleCLIOwnMB = 85
 	cliSharedMB  = 65
-	// keptShare is the share of the box's memory kept CLIs may fill; the
-	// rest is brainbot's, the system's, and the answers' running. Measured
-	// on 1 CPU and 2 GB (issue 48): 8 kept CLIs peaked at 1,530 MB, three
-	// quarters; with 14 the box ran out of memory and the kernel killed
-	// CLIs in the middle of answers.
-	keptShare = 0.75
 	// keptPerIdle is what a kept CLI counts, in idle CLIs: one that has
 	// answered holds more (182 MB resident after a turn, 238 MB after ten,
 	// against about 150 MB idle).
@@ -36,14 +31,16 @@ const (
 )
 
 // keptCLIs is how many kept CLIs a box of memory bytes holds at ownMB
-// each, all sharing sharedMB.
+// each, all sharing sharedMB, in the share the pool keeps them in
+// (pool.KeepShare: the rest is brainbot's, the system's and the answers'
+// running).
 func keptCLIs(memory int64, ownMB, sharedMB int) int {
-	room := keptShare*float64(memory>>20) - float64(sharedMB)
+	room := pool.KeepShare*float64(memory>>20) - float64(sharedMB)
 	return max(0, int(room/float64(keptPerIdle*ownMB)))
 }
 
 // checkCapacity says what memory the box has and how many kept CLIs it
-// holds, against the BRAINBOT_MAX_WARM that bounds them.
+// holds, beside the BRAINBOT_MAX_WARM that bounds their count.
 func (m *Main) checkCapacity(ctx context.Context, cfg Config, r *report) {
 	box := sysmem.Host()
 	limit, err := box.Limit()
@@ -67,13 +64,11 @@ func (m *Main) checkCapacity(ctx context.Context, cfg Config, r *report) {
 	}
 	n := keptCLIs(limit.Bytes, ownMB, sharedMB)
 	detail := fmt.Sprintf("an idle CLI holds %s); %.1f GiB holds about %d kept CLIs, warm or spare (%.0f%% of it at %d times an idle CLI's own each)",
-		cli, gib(limit.Bytes), n, keptShare*100, keptPerIdle)
-	maxWarm := lookupSetting("BRAINBOT_MAX_WARM").name()
-	if cfg.MaxWarm > n {
-		r.warn("kept CLIs", fmt.Sprintf("%s; %s %d keeps more: under load the box runs out of memory and the kernel ends CLIs in the middle of answers", detail, maxWarm, cfg.MaxWarm))
-		return
-	}
-	r.ok("kept CLIs", fmt.Sprintf("%s; %s keeps up to %d", detail, maxWarm, cfg.MaxWarm))
+		cli, gib(limit.Bytes), n, pool.KeepShare*100, keptPerIdle)
+	// No warning for a max-warm above it: the pool keeps the processes
+	// within the memory as it is used, whatever the count allows.
+	r.ok("kept CLIs", fmt.Sprintf("%s; brainbot keeps up to %d (%s), as the memory in use allows",
+		detail, cfg.MaxWarm, lookupSetting("BRAINBOT_MAX_WARM").name()))
 }
 
 // describeMemory is the box's memory for an admin: how much, whence, how
