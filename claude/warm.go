@@ -20,9 +20,9 @@ import (
 // conversations (package pool). The zero value keeps none: every request
 // starts a CLI.
 type WarmConfig struct {
-	// Max is how many idle processes are kept, spares included: spares
-	// are ended first, then the least recently used conversation's. 0
-	// keeps none, and no spares.
+	// Max is how many idle processes are kept, spares included: those
+	// worth least are ended first (pool.Config.Max). 0 keeps none, and no
+	// spares.
 	Max int
 	// Idle ends a process unused this long (default 10m).
 	Idle time.Duration

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -100,22 +101,26 @@ type kept[P Proc, S any] struct {
 	worth float64
 }
 
-// keptByWorth lists the idle processes and ready spares, least worth
-// first. Spares still starting are not listed: ending one frees little
-// yet and wastes its start.
-func (s *state[P, S]) keptByWorth(now time.Time) []kept[P, S] {
+// keptByWorth lists the idle processes and the spares, least worth
+// first, a spare before a conversation's process worth the same (a
+// spare is the quicker to replace: it needs no session loaded). Spares
+// still starting are listed only with starting: ending one frees little
+// memory yet, but counts against Max as any.
+func (s *state[P, S]) keptByWorth(now time.Time, starting bool) []kept[P, S] {
 	var all []kept[P, S]
-	for key, w := range s.idle {
-		all = append(all, kept[P, S]{proc: w.proc, key: key, worth: likely(now.Sub(w.lastUsed), s.cfg.Idle)})
-	}
 	for _, set := range s.sets {
 		for i, sp := range set.spares {
-			if sp.ready {
+			if sp.ready || starting {
 				all = append(all, kept[P, S]{proc: sp.proc, spare: sp, worth: s.spareWorth(set, i, now)})
 			}
 		}
 	}
-	slices.SortStableFunc(all, func(a, b kept[P, S]) int { return cmp.Compare(a.worth, b.worth) })
+	for key, w := range s.idle {
+		all = append(all, kept[P, S]{proc: w.proc, key: key, worth: likely(now.Sub(w.lastUsed), s.cfg.Idle)})
+	}
+	slices.SortStableFunc(all, func(a, b kept[P, S]) int {
+		return cmp.Or(cmp.Compare(a.worth, b.worth), strings.Compare(a.key, b.key))
+	})
 	return all
 }
 
@@ -129,14 +134,11 @@ func likely(ago, horizon time.Duration) float64 {
 // spareWorth is what the i-th spare of set is worth: a set's first spare
 // serves every new conversation of its shape, so it is worth as much as
 // the set is likely wanted (the set's last new conversation, against
-// SpareIdle); each later one half the one before, and a caller's set (a
-// panel's) or one of another shape half a bot's own.
+// SpareIdle); each later one half the one before; and a set of another
+// shape than its bot's conversations' half a bot's own, a caller's set
+// (a panel's) a quarter (rank).
 func (s *state[P, S]) spareWorth(set *spareSet[P, S], i int, now time.Time) float64 {
-	w := likely(now.Sub(lastWanted(set)), s.cfg.SpareIdle) / float64(int(1)<<i)
-	if set.rank() > 0 {
-		w /= 2
-	}
-	return w
+	return likely(now.Sub(lastWanted(set)), s.cfg.SpareIdle) / float64(int(1)<<(i+set.rank()))
 }
 
 // relieve ends kept processes, least worth first, while the box is short
@@ -150,7 +152,7 @@ func (s *state[P, S]) relieve(now time.Time) []P {
 	target := int64(KeepShare * float64(s.mem.Limit))
 	used := s.mem.Used
 	var ended []P
-	for _, k := range s.keptByWorth(now) {
+	for _, k := range s.keptByWorth(now, false) {
 		if used <= target && len(ended) > 0 {
 			break
 		}

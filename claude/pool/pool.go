@@ -48,9 +48,10 @@ type Spec[S any] struct {
 
 // Config configures a Pool. The zero value of a bound keeps its default.
 type Config[P Proc, S any] struct {
-	// Max is how many idle processes are kept, spares included: spares
-	// are ended first, then the least recently used conversation's. 0
-	// keeps none, and no spares.
+	// Max is how many idle processes are kept, spares included: those
+	// worth least are ended first (a conversation's by how lately it was
+	// used, a spare by how lately its set was wanted; memory.go). 0 keeps
+	// none, and no spares.
 	Max int
 	// Idle ends a conversation's process unused this long (default 10m).
 	Idle time.Duration
@@ -226,8 +227,7 @@ func (p *Pool[P, S]) Busy(key string, proc P) {
 
 // Done ends proc's request: it goes back to the pool as key's idle
 // process when keep says so and the pool is open, else it is shut down.
-// Beyond Max, spares are ended first, then the least recently used idle
-// process.
+// Beyond Max, the kept processes worth least are ended (trim).
 func (p *Pool[P, S]) Done(key string, proc P, keep bool) {
 	p.mu.Lock()
 	if running, ok := p.s.running[key]; ok && running == proc {

@@ -145,7 +145,7 @@ var settings = []setting{
 		}},
 	{"BRAINBOT_WARM_IDLE", "warm-idle", "how long an unused conversation's Claude process is kept; after a restart, the conversations active within it get theirs back ahead of their next message", "10m",
 		func(c *Config, v string) (err error) { c.WarmIdle, err = time.ParseDuration(v); return err }},
-	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, ended first when it is full; 0: none", "1",
+	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, which ends the kept processes wanted least lately when it is full; 0: none", "1",
 		func(c *Config, v string) (err error) { c.Spares, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_SPARES_MEMORY", "spares-memory", "the most memory all spares together hold, at ~175 MB each: a share of the machine's memory (its cgroup's limit, as systemd's MemoryMax, when lower) or a size in MB (400MB); brainbot doctor says how many that is", defaultSparesMemory,
 		func(c *Config, v string) error { c.SparesMemory = v; return nil }},
