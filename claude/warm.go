@@ -10,6 +10,7 @@ import (
 
 	"brainbot/claude/cliproc"
 	"brainbot/claude/pool"
+	"brainbot/sysmem"
 	"brainbot/ticket"
 )
 
@@ -19,9 +20,9 @@ import (
 // conversations (package pool). The zero value keeps none: every request
 // starts a CLI.
 type WarmConfig struct {
-	// Max is how many idle processes are kept, spares included: spares
-	// are ended first, then the least recently used conversation's. 0
-	// keeps none, and no spares.
+	// Max is how many idle processes are kept, spares included: those
+	// worth least are ended first (pool.Config.Max). 0 keeps none, and no
+	// spares.
 	Max int
 	// Idle ends a process unused this long (default 10m).
 	Idle time.Duration
@@ -49,6 +50,10 @@ type WarmConfig struct {
 	// pool.SpareMB each (0: no bound but Max): when it holds fewer spares than
 	// the sets want, the sets with the fewest get them first.
 	SpareMemoryMB int
+	// Memory, when set, reads the box's memory: the processes kept then
+	// fit it as measured, each counted by its own pages, and the ones
+	// worth least end when the box runs short (pool.Config.Memory).
+	Memory func() pool.Memory
 }
 
 // withDefaults fills the driver's own bounds; the pool fills its own
@@ -65,8 +70,22 @@ func (w WarmConfig) withDefaults() WarmConfig {
 
 // poolConfig is the pool's part of w.
 func (w WarmConfig) poolConfig() pool.Config[*live, Request] {
-	return pool.Config[*live, Request]{Max: w.Max, Idle: w.Idle, Spares: w.Spares, MaxSpares: w.MaxSpares,
+	cfg := pool.Config[*live, Request]{Max: w.Max, Idle: w.Idle, Spares: w.Spares, MaxSpares: w.MaxSpares,
 		SpareIdle: w.SpareIdle, SpareStart: w.SpareStart, SpareMemoryMB: w.SpareMemoryMB}
+	if w.Memory != nil {
+		cfg.Memory, cfg.Own = w.Memory, ownMemory
+	}
+	return cfg
+}
+
+// ownMemory is what cli holds of its own (its private dirty pages), 0
+// when it cannot be read (it exited).
+func ownMemory(cli *live) int64 {
+	p, err := sysmem.Host().Process(cli.p.Pid())
+	if err != nil {
+		return 0
+	}
+	return p.Own()
 }
 
 // live is one running CLI: the process, its standing with the tool

@@ -12,10 +12,10 @@
 //
 // A conversation's process goes back to the pool when its request is
 // done (Done) and is taken by its next request (TakeIdle); one unused for
-// Config.Idle ends. Max bounds the processes kept, spares included:
-// spares are ended first, then the least recently used conversation's
-// (budget.go, the one place that decides what has room and what ends
-// first).
+// Config.Idle ends. Max bounds the processes kept, spares included, and
+// Config.Memory the memory they hold: those worth least, by how lately
+// they were wanted, are ended first (budget.go and memory.go, the places
+// that decide what has room and what ends first).
 //
 // # Spares
 //

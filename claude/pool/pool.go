@@ -48,9 +48,10 @@ type Spec[S any] struct {
 
 // Config configures a Pool. The zero value of a bound keeps its default.
 type Config[P Proc, S any] struct {
-	// Max is how many idle processes are kept, spares included: spares
-	// are ended first, then the least recently used conversation's. 0
-	// keeps none, and no spares.
+	// Max is how many idle processes are kept, spares included: those
+	// worth least are ended first (a conversation's by how lately it was
+	// used, a spare by how lately its set was wanted; memory.go). 0 keeps
+	// none, and no spares.
 	Max int
 	// Idle ends a conversation's process unused this long (default 10m).
 	Idle time.Duration
@@ -70,6 +71,13 @@ type Config[P Proc, S any] struct {
 	// SpareMemoryMB is the most memory all spares together may hold, at
 	// SpareMB each (0: no bound but Max).
 	SpareMemoryMB int
+	// Memory, when set, reads the box's memory now, and Own what a
+	// process holds of its own, in bytes (0: not known): the processes
+	// kept then fit the memory measured as well as Max, and the kept
+	// ones worth least are ended when the box runs short (memory.go).
+	// Nil: Max and SpareMemoryMB alone bound them.
+	Memory func() Memory
+	Own    func(P) int64
 
 	// Start starts a spare of shape, with a session of its own, below
 	// real work.
@@ -124,6 +132,9 @@ func (c Config[P, S]) withDefaults() Config[P, S] {
 	if c.Log == nil {
 		c.Log = zap.NewNop()
 	}
+	if c.Memory != nil && c.Own == nil {
+		c.Own = func(P) int64 { return 0 }
+	}
 	return c
 }
 
@@ -137,9 +148,9 @@ type Pool[P Proc, S any] struct {
 
 	// kick wakes tend.
 	kick chan struct{}
-	// stop ends the background loops; evicted and tended are closed when
-	// they are over.
-	stop, evicted, tended chan struct{}
+	// stop ends the background loops; evicted, tended and watched are
+	// closed when they are over.
+	stop, evicted, tended, watched chan struct{}
 	// ending counts what runs in the background: shutdowns, raises and
 	// spare watchers.
 	ending sync.WaitGroup
@@ -150,12 +161,17 @@ type Pool[P Proc, S any] struct {
 func New[P Proc, S any](cfg Config[P, S]) *Pool[P, S] {
 	cfg = cfg.withDefaults()
 	p := &Pool[P, S]{cfg: cfg, log: cfg.Log, kick: make(chan struct{}, 1),
-		stop: make(chan struct{}), evicted: make(chan struct{}), tended: make(chan struct{})}
+		stop: make(chan struct{}), evicted: make(chan struct{}), tended: make(chan struct{}), watched: make(chan struct{})}
 	p.s = newState(&p.cfg, p.wake)
 	if cfg.Max > 0 {
 		go p.evictIdle()
 	} else {
 		close(p.evicted) // nothing is ever idle
+	}
+	if cfg.Max > 0 && cfg.Memory != nil {
+		go p.watchMemory()
+	} else {
+		close(p.watched)
 	}
 	if !p.SparesOn() {
 		close(p.tended)
@@ -211,8 +227,7 @@ func (p *Pool[P, S]) Busy(key string, proc P) {
 
 // Done ends proc's request: it goes back to the pool as key's idle
 // process when keep says so and the pool is open, else it is shut down.
-// Beyond Max, spares are ended first, then the least recently used idle
-// process.
+// Beyond Max, the kept processes worth least are ended (trim).
 func (p *Pool[P, S]) Done(key string, proc P, keep bool) {
 	p.mu.Lock()
 	if running, ok := p.s.running[key]; ok && running == proc {
@@ -398,6 +413,7 @@ func (p *Pool[P, S]) Close() {
 	close(p.stop)
 	<-p.evicted
 	<-p.tended
+	<-p.watched
 	p.endAll(ended)
 	p.ending.Wait()
 }

@@ -482,6 +482,47 @@ func TestPanelSparesGiveWayToTheBots(t *testing.T) {
 	})
 }
 
+// A busy bot keeps a spare for its next new conversation however many
+// conversations are warm: with the budget full, the set that lacks the
+// spare a new conversation just took ends the conversation's process
+// idle longest for it; but not one just used, which is worth as much.
+func TestBusyBotKeepsItsSpare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config[*fake, string]{Max: 3, Spares: 1, Idle: time.Hour})
+		e.p.Follow("bot", own, 1, true)
+		settle(time.Minute)
+		old1, old2 := newFake(), newFake()
+		e.request("bot/old1", old1)
+		e.request("bot/old2", old2)
+		settle(30 * time.Minute) // the budget full: two idle conversations and the spare
+		newConversation := func(key string) {
+			f, ok := e.p.TakeSpare(t.Context(), own.Fingerprint)
+			if !ok {
+				t.Fatalf("%s found no spare", key)
+			}
+			e.request(key, f)
+		}
+		newConversation("bot/new1")
+		settle(time.Minute)
+		if !old1.ended() || old2.ended() || !e.p.Has("bot/new1") {
+			t.Fatal("the set lacking its spare did not end the conversation's process idle longest (and that one only)")
+		}
+		if s := e.p.Stats(); s.Ready != 1 {
+			t.Fatalf("%+v: no spare for the next new conversation", s)
+		}
+		newConversation("bot/new2")
+		settle(time.Minute)
+		if !old2.ended() || e.p.Stats().Ready != 1 {
+			t.Fatal("the second new conversation left the bot without a spare")
+		}
+		newConversation("bot/new3")
+		settle(time.Minute)
+		if s := e.p.Stats(); s.Ready+s.Starting != 0 || e.p.Warm() != 3 {
+			t.Errorf("%+v, %d warm: a conversation used a minute ago was ended for a spare", s, e.p.Warm())
+		}
+	})
+}
+
 // Idle processes end after Idle, and the least recently used beyond Max
 // at once; a process Done with keep false, or after Close, is ended.
 func TestWarmPoolBounds(t *testing.T) {

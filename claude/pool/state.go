@@ -32,6 +32,13 @@ type state[P Proc, S any] struct {
 	active     int
 	lastActive time.Time
 	cold       int
+
+	// mem is the box's memory at the last look, own what each process
+	// held of its own then, relievedAt when processes were last ended
+	// for memory (memory.go).
+	mem        Memory
+	own        map[P]int64
+	relievedAt time.Time
 }
 
 // warm is a conversation's idle process.

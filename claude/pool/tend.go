@@ -80,7 +80,7 @@ func (s *state[P, S]) retire(now time.Time) []P {
 // again, they would end a spare started meanwhile. Each pick is counted
 // as pending.
 func (s *state[P, S]) planStarts(now time.Time) []*spareSet[P, S] {
-	room := min(s.room(), s.cfg.MaxStarting-s.starting(), s.memoryRoom())
+	room := min(s.room(), s.cfg.MaxStarting-s.starting(), s.spareMemoryRoom())
 	busy := s.active > 0 || now.Sub(s.lastActive) < spareSettle
 	asked := false // whether real work wants the machine: asked once
 	var starts []*spareSet[P, S]

@@ -111,7 +111,7 @@ func (m *Main) startAnswerer(cfg Config, log *zap.Logger, waiting func() int) (*
 		Reaper:   procs,
 		Bare:     e.bare,
 		Warm: claude.WarmConfig{Max: cfg.MaxWarm, Idle: cfg.WarmIdle, Spares: cfg.Spares, SpareIdle: cfg.SpareIdle,
-			SpareMemoryMB: sparesMemoryMB(cfg)},
+			SpareMemoryMB: sparesMemoryMB(cfg), Memory: boxMemory},
 		Waiting: waiting,
 		Speak:   e.speakEarly,
 		Log:     log.Named("claude"),

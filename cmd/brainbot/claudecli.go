@@ -169,14 +169,11 @@ func (st authStatus) describe() string {
 func (m *Main) runClaude(ctx context.Context, cli string, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
-	home, err := os.MkdirTemp("", "brainbot-claude-probe-")
+	cmd, cleanup, err := m.probeCommand(ctx, cli, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(home)
-	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.Env = claude.ProbeEnv(m.Environ, home)
-	cmd.WaitDelay = time.Second // a child holding the pipes open must not hold us
+	defer cleanup()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -190,6 +187,22 @@ func (m *Main) runClaude(ctx context.Context, cli string, args ...string) ([]byt
 		err = fmt.Errorf("%w: %s", err, firstLine(stderr.Bytes()))
 	}
 	return stdout.Bytes(), err
+}
+
+// probeCommand is the CLI with args run as a bot's CLI runs
+// (claude.ProbeEnv): in a folder of its own, its home, config folder and
+// working directory, that cleanup removes. A CLI started in a git
+// checkout reads it (about 10 MB more at its start).
+func (m *Main) probeCommand(ctx context.Context, cli string, args ...string) (cmd *exec.Cmd, cleanup func(), err error) {
+	home, err := os.MkdirTemp("", "brainbot-claude-probe-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd = exec.CommandContext(ctx, cli, args...)
+	cmd.Env = claude.ProbeEnv(m.Environ, home)
+	cmd.Dir = home
+	cmd.WaitDelay = time.Second // a child holding the pipes open must not hold us
+	return cmd, func() { os.RemoveAll(home) }, nil
 }
 
 // firstLine is the first line of out, cut short, for an error message.

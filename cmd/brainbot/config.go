@@ -134,7 +134,7 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.MaxWaiting, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_MAX_WAIT", "max-wait", "how long a request may wait for a Claude process before it gets the brain's busy message", "2m",
 		func(c *Config, v string) (err error) { c.MaxWait, err = time.ParseDuration(v); return err }},
-	{"BRAINBOT_MAX_WARM", "max-warm", "conversations whose Claude process is kept alive between messages (a follow-up then skips the CLI's start); 0: none. Default: a quarter of the machine's memory at 300 MB a process", "",
+	{"BRAINBOT_MAX_WARM", "max-warm", "conversations whose Claude process is kept alive between messages (a follow-up then skips the CLI's start); 0: none. Default: as many as the memory holds (brainbot doctor counts them), kept within the memory as it is used", "",
 		func(c *Config, v string) (err error) {
 			if v == "" {
 				c.MaxWarm = defaultMaxWarm()
@@ -145,7 +145,7 @@ var settings = []setting{
 		}},
 	{"BRAINBOT_WARM_IDLE", "warm-idle", "how long an unused conversation's Claude process is kept; after a restart, the conversations active within it get theirs back ahead of their next message", "10m",
 		func(c *Config, v string) (err error) { c.WarmIdle, err = time.ParseDuration(v); return err }},
-	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, ended first when it is full; 0: none", "1",
+	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, which ends the kept processes wanted least lately when it is full; 0: none", "1",
 		func(c *Config, v string) (err error) { c.Spares, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_SPARES_MEMORY", "spares-memory", "the most memory all spares together hold, at ~175 MB each: a share of the machine's memory (its cgroup's limit, as systemd's MemoryMax, when lower) or a size in MB (400MB); brainbot doctor says how many that is", defaultSparesMemory,
 		func(c *Config, v string) error { c.SparesMemory = v; return nil }},
@@ -550,18 +550,16 @@ func claudeBare(setting string, getenv func(string) string) bool {
 	return false
 }
 
-// warmProcessMB is what one warm Claude CLI process is budgeted: measured
-// on 2.1.328, 180 MB after its first turn, 280 MB after 200.
-const warmProcessMB = 300
-
-// defaultMaxWarm keeps warm processes in a quarter of the machine's
-// memory (machineMemory; 4 where the memory cannot be read).
+// defaultMaxWarm keeps as many processes as the box holds by doctor's
+// count (keptCLIs: three quarters of its memory at twice an idle CLI's
+// own each; 4 where the memory cannot be read): the pool's budget of
+// the memory measured keeps them within what the box has as they grow.
 func defaultMaxWarm() int {
 	memory, _ := machineMemory()
 	if memory <= 0 {
 		return 4
 	}
-	return max(1, int(memory>>20)/4/warmProcessMB)
+	return max(1, keptCLIs(memory, idleCLIOwnMB, cliSharedMB))
 }
 
 // adminSocket is the admin socket's path.

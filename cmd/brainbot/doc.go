@@ -46,7 +46,7 @@
 //	BRAINBOT_MAX_CLAUDE (-max-claude)            Claude processes running at once [4]
 //	BRAINBOT_MAX_WAITING (-max-waiting)          requests of one bot that may wait for a Claude process [50]
 //	BRAINBOT_MAX_WAIT (-max-wait)                how long a request may wait for one [2m]
-//	BRAINBOT_MAX_WARM (-max-warm)                conversations whose CLI process is kept between messages [a quarter of memory at 300 MB each]
+//	BRAINBOT_MAX_WARM (-max-warm)                conversations whose CLI process is kept between messages [as many as the memory holds]
 //	BRAINBOT_WARM_IDLE (-warm-idle)              how long an unused warm process is kept [10m]
 //	BRAINBOT_SPARES (-spares)                    CLI processes each bot starts ahead of new conversations [1]
 //	BRAINBOT_SPARES_MEMORY (-spares-memory)      most memory all spares hold: 25% of memory or 400MB [25%]

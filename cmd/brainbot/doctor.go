@@ -20,6 +20,7 @@ func (m *Main) doctor(ctx context.Context, args []string) error {
 	}
 	secrets := newSecretSet(m.Environ)
 	r := m.preflight(ctx, cfg, secrets.Add)
+	m.checkCapacity(ctx, cfg, r)
 	out := secrets.writer(m.Stdout)
 	r.print(out)
 	fmt.Fprintln(out, r.summary("would run"))

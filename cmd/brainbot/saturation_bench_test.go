@@ -133,11 +133,11 @@ func saturate(b *testing.B, s *stack.Stack) []time.Duration {
 	return lat
 }
 
-// summaryWatch follows brainbot's log once (not once a waiter) and tells
-// each awaited (bot, user) when a request of theirs was summed up.
+// summaryWatch follows brainbot's log once (not once a waiter) and hands
+// each awaited (bot, user) the summary line of their next request.
 type summaryWatch struct {
 	mu      sync.Mutex
-	waiting map[chatKey]chan struct{}
+	waiting map[chatKey]chan stack.Line
 	stop    context.CancelFunc
 }
 
@@ -146,11 +146,12 @@ type chatKey struct {
 	user int64
 }
 
-// expect returns a channel closed at bot's next summary line for user.
-func (w *summaryWatch) expect(bot string, user int64) <-chan struct{} {
+// expect returns a channel that receives bot's next summary line for
+// user.
+func (w *summaryWatch) expect(bot string, user int64) <-chan stack.Line {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ch := make(chan struct{})
+	ch := make(chan stack.Line, 1)
 	w.waiting[chatKey{bot, user}] = ch
 	return ch
 }
@@ -158,7 +159,7 @@ func (w *summaryWatch) expect(bot string, user int64) <-chan struct{} {
 // followSummaries watches s's log from now on, until stop.
 func followSummaries(b *testing.B, s *stack.Stack) *summaryWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &summaryWatch{waiting: map[chatKey]chan struct{}{}, stop: cancel}
+	w := &summaryWatch{waiting: map[chatKey]chan stack.Line{}, stop: cancel}
 	from := s.Logs().Len()
 	go func() {
 		for {
@@ -174,7 +175,7 @@ func followSummaries(b *testing.B, s *stack.Stack) *summaryWatch {
 				key := chatKey{l.Str("bot"), l.Int("user")}
 				w.mu.Lock()
 				if ch, ok := w.waiting[key]; ok {
-					close(ch)
+					ch <- l
 					delete(w.waiting, key)
 				}
 				w.mu.Unlock()

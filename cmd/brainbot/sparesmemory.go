@@ -1,17 +1,15 @@
 package main
 
 import (
-	"brainbot/claude/pool"
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"brainbot/claude/pool"
+	"brainbot/sysmem"
 )
 
 // defaultSparesMemory is the share of the machine's memory spares take
@@ -24,57 +22,34 @@ const defaultSparesMemory = "25%"
 // machineMemory is the memory brainbot may use, in bytes, and what says
 // so: its cgroup's limit (memory.max, cgroup v2, as systemd's MemoryMax
 // sets it; memory.limit_in_bytes, v1) when there is one below the
-// machine's, else MemTotal.
+// machine's, else MemTotal; 0 where it cannot be read.
 func machineMemory() (int64, string) {
-	total, where := int64(0), "memory"
-	if meminfo, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for line := range bytes.Lines(meminfo) {
-			if rest, ok := strings.CutPrefix(string(line), "MemTotal:"); ok {
-				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-				total = kb << 10
-			}
-		}
+	l, err := sysmem.Host().Limit()
+	if err != nil {
+		return 0, "memory"
 	}
-	if limit := cgroupMemoryLimit(); limit > 0 && (total == 0 || limit < total) {
-		total, where = limit, "the cgroup's memory limit"
-	}
-	return total, where
+	return l.Bytes, l.Where()
 }
 
-// cgroupMemoryLimit is the memory limit of this process's cgroup in
-// bytes, 0 for none.
-func cgroupMemoryLimit() int64 {
-	f, err := os.Open("/proc/self/cgroup")
+// boxMemory is the box's memory now, for the pool's memory budget: the
+// memory brainbot has (the cgroup's limit where lower), what is in use
+// of it and the stalls for it. A box whose memory cannot be read has no
+// budget of memory (the zero Memory): max-warm alone bounds.
+func boxMemory() pool.Memory {
+	box := sysmem.Host()
+	l, err := box.Limit()
 	if err != nil {
-		return 0
+		return pool.Memory{}
 	}
-	defer f.Close()
-	lines := bufio.NewScanner(f)
-	for lines.Scan() {
-		// hierarchy-id:controllers:path; v2's is "0::/path".
-		parts := strings.SplitN(lines.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		var file string
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			file = filepath.Join("/sys/fs/cgroup", parts[2], "memory.max")
-		case strings.Contains(","+parts[1]+",", ",memory,"):
-			file = filepath.Join("/sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
-		default:
-			continue
-		}
-		raw, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		// "max" (v2) or a huge number (v1) is no limit.
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64); err == nil && n < 1<<60 {
-			return n
-		}
+	used, err := box.Usage(l)
+	if err != nil {
+		return pool.Memory{}
 	}
-	return 0
+	stalled, ok := box.Pressure(l)
+	if !ok {
+		stalled = -1
+	}
+	return pool.Memory{Limit: l.Bytes, Used: used, Stalled: stalled}
 }
 
 // sparesMemory is the memory spares may hold, in MB, for the setting

@@ -11,10 +11,11 @@ import (
 	"brainbot/cmd/internal/stack"
 )
 
-// The pace of the stand-ins in BenchmarkVoicePace: a model's (0.5 s to
-// its first token, then about 250 characters a second: 64 bytes every
-// 256 ms) and OpenAI speech's (0.3 s + 2.5 ms a character). Settings of
-// the test stand-ins, not of the product.
+// The pace of the stand-ins in BenchmarkVoicePace and
+// BenchmarkSmallServer: a model's (0.5 s to its first token, then about
+// 250 characters a second: 64 bytes every 256 ms) and OpenAI speech's
+// (0.3 s + 2.5 ms a character). Settings of the test stand-ins, not of
+// the product.
 const (
 	paceFirstToken   = 500 * time.Millisecond
 	pacePer64Bytes   = 256 * time.Millisecond
@@ -26,10 +27,15 @@ const (
 // OpenAI's time; env is added to brainbot's.
 func pacedVoiceStack(b *testing.B, env ...string) *stack.Stack {
 	s := newStackWith(b, env)
+	paceLikeReal(s)
+	return s
+}
+
+// paceLikeReal makes s's stand-ins take a real model's and OpenAI's time.
+func paceLikeReal(s *stack.Stack) {
 	s.Model.SetDelay(paceFirstToken)
 	s.Model.SetPace(pacePer64Bytes)
 	s.OpenAI.SetPace(paceSpeechBase, paceSpeechPerChr)
-	return s
 }
 
 // sentences is a message of n sentences of about 100 characters: the

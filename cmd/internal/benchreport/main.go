@@ -6,44 +6,67 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 func main() {
-	results := map[string]map[string]float64{}
+	results, logs := map[string]map[string]float64{}, map[string]string{}
 	for _, path := range os.Args[1:] {
 		f, err := os.Open(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "benchreport:", err)
 			os.Exit(1)
 		}
-		parse(f, results)
+		parse(f, results, logs)
 		f.Close()
 	}
 	if len(results) == 0 {
 		fmt.Fprintln(os.Stderr, "benchreport: no benchmark results in", os.Args[1:])
 		os.Exit(1)
 	}
-	write(os.Stdout, results, machine())
+	write(os.Stdout, results, logs, machine())
 }
 
 // benchLine matches "BenchmarkName-2   	 3	  411.0 unit	 1.85 unit ...".
 var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
-// parse reads benchmark lines: name → unit → value. A package's name is
-// not kept: benchmark names are unique across the project.
-func parse(r io.Reader, into map[string]map[string]float64) {
+// logHeader matches "--- BENCH: BenchmarkName-2" (or "--- SKIP:"),
+// followed by the benchmark's log lines: "    file_test.go:62: text".
+var (
+	logHeader = regexp.MustCompile(`^--- (?:BENCH|SKIP): (Benchmark\S+?)(?:-\d+)?$`)
+	logLine   = regexp.MustCompile(`^\S+\.go:\d+: (.*)$`)
+)
+
+// parse reads benchmark lines: name → unit → value, and the first line
+// each benchmark logged: name → line (why one skipped). A package's name
+// is not kept: benchmark names are unique across the project.
+func parse(r io.Reader, into map[string]map[string]float64, logs map[string]string) {
 	lines := bufio.NewScanner(r)
+	logging := ""
 	for lines.Scan() {
-		m := benchLine.FindStringSubmatch(strings.TrimSpace(lines.Text()))
+		line := strings.TrimSpace(lines.Text())
+		if m := logHeader.FindStringSubmatch(line); m != nil {
+			logging = m[1]
+			continue
+		}
+		if m := logLine.FindStringSubmatch(line); m != nil && logging != "" {
+			if _, ok := logs[logging]; !ok {
+				logs[logging] = m[1]
+			}
+			continue
+		}
+		logging = ""
+		m := benchLine.FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -105,7 +128,7 @@ func table(w io.Writer, results map[string]map[string]float64, header []string, 
 	fmt.Fprintln(w)
 }
 
-func write(w io.Writer, r map[string]map[string]float64, machine string) {
+func write(w io.Writer, r map[string]map[string]float64, logs map[string]string, machine string) {
 	fmt.Fprintf(w, `# Performance
 
 Produced by `+"`make bench`"+` (medians; all numbers from one run). Regenerate with
@@ -352,6 +375,7 @@ restart to the first answer and to each conversation's next one.
 	})
 
 	killAndOutage(w, r)
+	smallServer(w, r, logs)
 
 	fmt.Fprint(w, "## Memory (MB resident)\n\n")
 	table(w, r, []string{"process", "RSS", "target"}, [][]any{
@@ -416,6 +440,76 @@ does not queue again behind the taking instance's own backlog.
 		{"replies sent twice", n("replies-twice"), "0 (or the one of the kill)"},
 		{"error replies", n("error-replies"), "0"},
 	})
+}
+
+// smallServer is the section of issue 48's load on a small server and on
+// the whole machine: a row for each run there was, or why none ran.
+func smallServer(w io.Writer, r map[string]map[string]float64, logs map[string]string) {
+	fmt.Fprint(w, `## A small server: 1 CPU and 2 GB
+
+Most Telegram bots live on one virtual CPU and 1-2 GB of memory. brainbot
+runs as a process in a cgroup of 1 CPU (a CPU quota) and 2 GB (a memory
+limit; cgroup v2 where the machine has it, v1 else), its CLIs with it:
+three bots (text, voice, pictures), the real CLI, and the stand-ins at a
+real service's pace, the model 0.5 s to its first token, then about 250
+characters a second, OpenAI speech 0.3 s + 2.5 ms a character. Each user
+writes to one bot: a first message within the first 25 s, then each next
+one a pause after the answer to the last (exponential, 8 s on average;
+seeded, the same in every run). The same load runs on the whole machine,
+in a cgroup without limits that only measures (`+"`BenchmarkSmallServer`"+`;
+it needs root, and says why it skipped otherwise).
+An answer's time runs from the update reaching the Bot API stand-in to
+brainbot's summary line of it. *Warm / spare / cold*: the answers that
+came from a process kept from the conversation's last message, from a
+spare, or from a CLI started for them; *not ok*: answered otherwise
+(busy, an error); *unanswered*: no answer within 180 s. *CPU-s a
+message* is the cgroup's CPU during the load over the messages; *peak*
+its most memory, brainbot's start included; *OOM kills* the processes
+the kernel ended for memory. One load alone, as root with the
+`+"`make test`"+` environment:
+`+"`BENCH_SMALL_USERS=12 BENCH_SMALL_MESSAGES=4 go test -run '^$' -bench 'SmallServer/1cpu-2gb' -benchtime 1x ./cmd/brainbot`"+`;
+another budget with `+"`BENCH_SMALL_ENV=BRAINBOT_MAX_WARM=8`"+`.
+
+`)
+	type run struct {
+		box   string
+		users int
+		name  string
+	}
+	var runs []run
+	for name := range r {
+		rest, ok := strings.CutPrefix(name, "BenchmarkSmallServer/")
+		box, users, ok2 := strings.Cut(rest, "/users-")
+		n, err := strconv.Atoi(users)
+		if ok && ok2 && err == nil {
+			runs = append(runs, run{box, n, name})
+		}
+	}
+	if len(runs) == 0 {
+		why := "not run"
+		if _, skipped := r["BenchmarkSmallServer"]["skipped"]; skipped {
+			why = logs["BenchmarkSmallServer"]
+		}
+		fmt.Fprintf(w, "Skipped in this run: %s.\n\n", strings.TrimSuffix(why, "."))
+		return
+	}
+	slices.SortFunc(runs, func(a, b run) int { return cmp.Or(cmp.Compare(a.users, b.users), cmp.Compare(b.box, a.box)) })
+	var rows [][]any
+	for _, x := range runs {
+		c := func(unit, format string) cell { return cell{bench: x.name, unit: unit, format: format} }
+		pn := func(kind string) string { return c(kind+"-p50-ms", "%.0f").pair(c(kind+"-p90-ms", "%.0f"), r) }
+		rows = append(rows, []any{fmt.Sprintf("%d users, %s", x.users, x.box), pn("text"), pn("voice"), pn("pictures"),
+			c("first-p50-ms", "%.0f"), c("warm", "%.0f").render(r) + " / " + c("spare", "%.0f").render(r) + " / " + c("cold", "%.0f").render(r),
+			c("not-ok", "%.0f").pair(c("unanswered", "%.0f"), r), c("msgs/s", "%.2f"), c("cpu-s/msg", "%.2f"), c("peak-MB", "%.0f"), c("oom-kills", "%.0f")})
+	}
+	table(w, r, []string{"load, box", "text p50 / p90 (ms)", "voice p50 / p90 (ms)", "pictures p50 / p90 (ms)", "first message p50 (ms)",
+		"warm / spare / cold", "not ok / unanswered", "messages/s", "CPU-s a message", "peak (MB)", "OOM kills"}, rows)
+	fmt.Fprint(w, `Goals (issue 48): 12 users on 1 CPU / 2 GB, text p50 ≤ 1,000 ms, voice
+and pictures ≤ 1,600 ms, a first message ≤ 2,000 ms; 36 users, every
+message answered at 1.4 a second or more, no OOM kill, peak ≤ 1,843 MB
+(90% of the limit).
+
+`)
 }
 
 // machine describes where the numbers were measured.

@@ -18,10 +18,10 @@ func TestReportGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	results := map[string]map[string]float64{}
-	parse(in, results)
+	results, logs := map[string]map[string]float64{}, map[string]string{}
+	parse(in, results, logs)
 	var out bytes.Buffer
-	write(&out, results, "Measured on a test machine.")
+	write(&out, results, logs, "Measured on a test machine.")
 	if strings.Contains(out.String(), "%!") {
 		t.Errorf("a format verb went wrong:\n%s", out.String())
 	}
@@ -40,13 +40,20 @@ func TestReportGolden(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	results := map[string]map[string]float64{}
+	results, logs := map[string]map[string]float64{}, map[string]string{}
 	parse(strings.NewReader(`goos: linux
 BenchmarkParse-2            	   15369	     76573 ns/op	 419.52 MB/s	   70127 B/op	      85 allocs/op
 BenchmarkRequest/text-2         	       5	       413.9 cli-startup-ms	         1.310 first-action-ms
 BenchmarkMemory/brainbot-idle   	       5	        17.78 rss-MB
+BenchmarkSmallServer-2          	       1	         1.000 skipped	         0 ns/op
+--- BENCH: BenchmarkSmallServer-2
+    smallserver_bench_test.go:66: making a cgroup of 1 CPU and 2 GB needs root (run make bench as root)
+    smallserver_bench_test.go:70: a second line
 PASS
-`), results)
+`), results, logs)
+	if want := "making a cgroup of 1 CPU and 2 GB needs root (run make bench as root)"; logs["BenchmarkSmallServer"] != want {
+		t.Errorf("logs = %q, want the small server's first line", logs)
+	}
 	for _, tt := range []struct {
 		bench, unit string
 		want        float64
@@ -62,5 +69,15 @@ PASS
 	}
 	if cell := (cell{bench: "BenchmarkMissing", unit: "x"}).render(results); cell != "—" {
 		t.Errorf("a benchmark that did not run renders %q, want a dash", cell)
+	}
+}
+
+// A small-server run that was skipped says why where its table would be.
+func TestSmallServerSkipped(t *testing.T) {
+	var out bytes.Buffer
+	smallServer(&out, map[string]map[string]float64{"BenchmarkSmallServer": {"skipped": 1}},
+		map[string]string{"BenchmarkSmallServer": "no cgroup v2 hierarchy"})
+	if !strings.Contains(out.String(), "\nSkipped in this run: no cgroup v2 hierarchy.\n") {
+		t.Errorf("no reason in\n%s", out.String())
 	}
 }

@@ -1,0 +1,141 @@
+package pool
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// box is the memory a test's pool reads: a box of limit, what is in
+// use, its stalls, and what each fake holds of its own.
+type box struct {
+	mu  sync.Mutex
+	mem Memory
+	own map[*fake]int64
+}
+
+func newBox(limitMB, usedMB int64) *box {
+	return &box{mem: Memory{Limit: limitMB << 20, Used: usedMB << 20, Stalled: -1}, own: map[*fake]int64{}}
+}
+
+// budget gives cfg the box as its memory.
+func (b *box) budget(cfg Config[*fake, string]) Config[*fake, string] {
+	cfg.Memory = func() Memory {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.mem
+	}
+	cfg.Own = func(f *fake) int64 {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.own[f]
+	}
+	return cfg
+}
+
+func (b *box) set(change func(b *box)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	change(b)
+}
+
+// A box's memory bounds the spares started, not Max: a process is kept
+// while the box uses less than three quarters of its memory with one
+// more, at the most a kept process holds (an idle CLI's size before one
+// was measured).
+func TestMemoryBoundsTheKept(t *testing.T) {
+	b := newBox(2048, 1200)
+	p := testPool(b.budget(Config[*fake, string]{Max: 20, Spares: 1, MaxStarting: 10}))
+	p.s.mem = b.mem
+	set := addSet(p, "bot", 1, 8)
+	now := time.Now()
+	if n := len(p.s.planStarts(now.Add(time.Hour))); n != 3 { // (1536 - 1200) / 100
+		t.Errorf("%d started in 336 MB at 100 MB each, want 3", n)
+	}
+	set.pending = 0
+	p.s.own = map[*fake]int64{newFake(): 150 << 20} // a kept process measured
+	if n := len(p.s.planStarts(now.Add(time.Hour))); n != 2 {
+		t.Errorf("%d started in 336 MB at 150 MB each, want 2", n)
+	}
+	set.pending = 0
+	p.s.mem.Used = 1500 << 20
+	if n := len(p.s.planStarts(now.Add(time.Hour))); n != 0 {
+		t.Errorf("%d started with the box past three quarters", n)
+	}
+	if p.s.roomForWarm("bot/new") {
+		t.Error("room for a conversation's process ahead of its message in a full box")
+	}
+}
+
+// When the box runs short (past 90% of its memory), the pool ends idle
+// processes, the least likely used first, until what they held brings it
+// back within three quarters; a process answering is never ended.
+func TestShortOfMemoryEndsIdleFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBox(2000, 1000)
+		e := newEnv(t, b.budget(Config[*fake, string]{Max: 10, Idle: time.Hour}))
+		old, older, recent, answering := newFake(), newFake(), newFake(), newFake()
+		e.request("bot/older", older)
+		settle(10 * time.Minute)
+		e.request("bot/old", old)
+		settle(10 * time.Minute)
+		e.request("bot/recent", recent)
+		e.p.Busy("bot/answering", answering)
+		b.set(func(b *box) {
+			for _, f := range []*fake{old, older, recent, answering} {
+				b.own[f] = 200 << 20
+			}
+			b.mem.Used = 1900 << 20 // past 1800
+		})
+		settle(memoryLook)
+		if !older.ended() || !old.ended() {
+			t.Error("the two least recently used idle processes still run in a box short of memory")
+		}
+		if recent.ended() || answering.ended() {
+			t.Error("more ended than brings the box back within three quarters (1900 - 2 x 200 = 1500), or one answering")
+		}
+		if len(e.logs.FilterMessage("claude: kept CLIs ended: the box is short of memory").All()) != 1 {
+			t.Error("no log line of the processes ended for memory")
+		}
+	})
+}
+
+// Tasks stalled for memory are a shortage too, whatever the box's use
+// says, and each look ends what is worth least: a conversation idle for
+// half an hour, then a panel's spare, then the bot's own set's spare,
+// and a conversation just answered last.
+func TestStallsEndWhatIsWorthLeast(t *testing.T) {
+	b := newBox(2000, 1000)
+	p := testPool(b.budget(Config[*fake, string]{Max: 10, Spares: 1, Idle: time.Hour}))
+	now := time.Now()
+	ready := func(name string) *fake {
+		set := addSet(p, name, 1, 1)
+		set.made = now.Add(-time.Minute)
+		f := newFake()
+		set.spares = append(set.spares, &spare[*fake, string]{proc: f, set: set, ready: true, settled: make(chan struct{})})
+		return f
+	}
+	botSpare, panelSpare := ready("bot"), ready("panel/x")
+	idle, fresh := newFake(), newFake()
+	p.s.idle["bot/idle"] = &warm[*fake]{proc: idle, lastUsed: now.Add(-30 * time.Minute)}
+	p.s.idle["bot/fresh"] = &warm[*fake]{proc: fresh, lastUsed: now}
+	p.s.mem = Memory{Limit: 2000 << 20, Used: 1000 << 20, Stalled: 25}
+	if ended := p.s.relieve(now); len(ended) != 1 || ended[0] != idle {
+		t.Fatalf("%d ended, not the one worth least alone", len(ended))
+	}
+	// The stalls of the last 10 s still count the time before: no more
+	// end for them until that window has passed.
+	if ended := p.s.relieve(now.Add(stallWindow / 2)); len(ended) != 0 {
+		t.Errorf("%d more ended within the stalls' window", len(ended))
+	}
+	for i, want := range []*fake{panelSpare, botSpare, fresh} {
+		if ended := p.s.relieve(now.Add(time.Duration(i+1) * stallWindow)); len(ended) != 1 || ended[0] != want {
+			t.Fatalf("look %d ended %d processes, not the one worth least", i+2, len(ended))
+		}
+	}
+	p.s.mem.Stalled = 0
+	if ended := p.s.relieve(now.Add(time.Hour)); len(ended) != 0 {
+		t.Errorf("%d ended with no stalls and room", len(ended))
+	}
+}

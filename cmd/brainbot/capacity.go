@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"brainbot/claude/pool"
+	"brainbot/sysmem"
+)
+
+// doctor says how many kept CLIs (warm processes and spares) this box
+// holds, from measured numbers: the box's memory (package sysmem) and
+// what one idle CLI holds of its own, read from a CLI doctor starts as a
+// spare waits for its first message.
+
+const (
+	// idleCLIOwnMB and cliSharedMB are what an idle CLI 2.1.328 holds,
+	// read from /proc/PID/smaps_rollup beside two other CLIs: its own
+	// pages (82-87 MB private dirty), and its executable's (64-65 MB),
+	// which every CLI shares. doctor uses them where it cannot start one.
+	idleCLIOwnMB = 85
+	cliSharedMB  = 65
+	// keptPerIdle is what a kept CLI counts, in idle CLIs: one that has
+	// answered holds more (182 MB resident after a turn, 238 MB after ten,
+	// against about 150 MB idle).
+	keptPerIdle = 2
+)
+
+// keptCLIs is how many kept CLIs a box of memory bytes holds at ownMB
+// each, all sharing sharedMB, in the share the pool keeps them in
+// (pool.KeepShare: the rest is brainbot's, the system's and the answers'
+// running).
+func keptCLIs(memory int64, ownMB, sharedMB int) int {
+	room := pool.KeepShare*float64(memory>>20) - float64(sharedMB)
+	return max(0, int(room/float64(keptPerIdle*ownMB)))
+}
+
+// checkCapacity says what memory the box has and how many kept CLIs it
+// holds, beside the BRAINBOT_MAX_WARM that bounds their count.
+func (m *Main) checkCapacity(ctx context.Context, cfg Config, r *report) {
+	box := sysmem.Host()
+	limit, err := box.Limit()
+	if err != nil {
+		r.warn("memory", fmt.Sprintf("unknown (%v): %s alone bounds the CLIs kept", err, lookupSetting("BRAINBOT_MAX_WARM").name()))
+		return
+	}
+	r.ok("memory", describeMemory(box, limit))
+
+	ownMB, sharedMB := idleCLIOwnMB, cliSharedMB
+	cli := fmt.Sprintf("~%d MB of its own (measured on Claude Code 2.1.328", ownMB)
+	if r.claudeVersion != "" {
+		idle, startCPU, err := m.idleCLI(ctx, cfg)
+		if err == nil {
+			ownMB, sharedMB = int(idle.Own()>>20), int((idle.Rss-idle.Own())>>20)
+			cli = fmt.Sprintf("%d MB of its own, and took %.2f CPU-s to start (measured now; %d MB resident, the rest its executable's pages, shared by every CLI",
+				ownMB, startCPU.Seconds(), idle.Rss>>20)
+		} else {
+			cli += fmt.Sprintf("; none started here: %v", err)
+		}
+	}
+	n := keptCLIs(limit.Bytes, ownMB, sharedMB)
+	detail := fmt.Sprintf("an idle CLI holds %s); %.1f GiB holds about %d kept CLIs, warm or spare (%.0f%% of it at %d times an idle CLI's own each)",
+		cli, gib(limit.Bytes), n, pool.KeepShare*100, keptPerIdle)
+	// No warning for a max-warm above it: the pool keeps the processes
+	// within the memory as it is used, whatever the count allows.
+	r.ok("kept CLIs", fmt.Sprintf("%s; brainbot keeps up to %d (%s), as the memory in use allows",
+		detail, cfg.MaxWarm, lookupSetting("BRAINBOT_MAX_WARM").name()))
+}
+
+// describeMemory is the box's memory for an admin: how much, whence, how
+// much is in use, and whether tasks stall for it.
+func describeMemory(box sysmem.Box, limit sysmem.Limit) string {
+	source := "MemTotal"
+	if limit.Cgroup != "" {
+		source = limit.Where()
+	}
+	s := fmt.Sprintf("%.1f GiB (%s, %s)", gib(limit.Bytes), source, limit.File)
+	if used, err := box.Usage(limit); err == nil {
+		s += fmt.Sprintf("; %.1f GiB in use", gib(used))
+	}
+	if pct, ok := box.Pressure(limit); ok {
+		s += fmt.Sprintf("; tasks stalled for memory %.1f%% of the last 10 s", pct)
+	}
+	return s
+}
+
+func gib(bytes int64) float64 { return float64(bytes) / (1 << 30) }
+
+// idleCLI starts the CLI as a spare waits for its first message, lets its
+// start-up finish, and reads what it holds and the CPU its start took.
+func (m *Main) idleCLI(ctx context.Context, cfg Config) (sysmem.Process, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	// A bot's flags (claude.Driver's args), but for its MCP servers.
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
+		"--disable-slash-commands", "--setting-sources", "user", "--system-prompt", "You are a bot.", "--system-prompt-snapshot", "off",
+		"--tools", "", "--strict-mcp-config", "--permission-mode", "dontAsk"}
+	if claudeBare(cfg.ClaudeBare, m.getenv) {
+		args = append(args, "--bare")
+	}
+	cmd, cleanup, err := m.probeCommand(ctx, cfg.ClaudeCmd, args...)
+	if err != nil {
+		return sysmem.Process{}, 0, err
+	}
+	defer cleanup()
+	// Its stdin stays open: a CLI for stream-json input waits on it.
+	if _, err := cmd.StdinPipe(); err != nil {
+		return sysmem.Process{}, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return sysmem.Process{}, 0, err
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	defer func() {
+		cmd.Process.Kill()
+		<-exited
+	}()
+	cpu, err := settle(ctx, cmd.Process.Pid, exited)
+	if err != nil {
+		return sysmem.Process{}, 0, err
+	}
+	p, err := sysmem.Host().Process(cmd.Process.Pid)
+	return p, cpu, err
+}
+
+// settleQuiet is how long a starting CLI uses no CPU before it is taken
+// for idle, waiting on its stdin: its start-up is one burst of about
+// 0.3 s, and one timer later.
+const settleQuiet = time.Second
+
+// settle waits until the process pid has used no CPU for settleQuiet,
+// and returns the CPU it used.
+func settle(ctx context.Context, pid int, exited <-chan struct{}) (time.Duration, error) {
+	proc, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, err
+	}
+	const every = 100 * time.Millisecond
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	last, quiet := -1.0, time.Duration(0)
+	for quiet < settleQuiet {
+		select {
+		case <-exited:
+			return 0, errors.New("it exited at once")
+		case <-ctx.Done():
+			return 0, fmt.Errorf("still busy after %v", preflightTimeout)
+		case <-tick.C:
+		}
+		stat, err := proc.Stat()
+		if err != nil {
+			return 0, err
+		}
+		if cpu := stat.CPUTime(); cpu != last {
+			last, quiet = cpu, 0
+		} else {
+			quiet += every
+		}
+	}
+	return time.Duration(last * float64(time.Second)), nil
+}

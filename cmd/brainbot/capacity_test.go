@@ -1,0 +1,62 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"testing"
+
+	"brainbot/claude/claudetest"
+)
+
+// doctor starts an idle CLI, reads what it holds of its own, and says how
+// many kept CLIs the box holds from it and the box's memory.
+func TestDoctorKeptCLIsMeasured(t *testing.T) {
+	cli := claudetest.RequireCLI(t)
+	s := newSite(t, map[string]string{"chat.yaml": brainWith("CHAT_TOKEN", "")}, "CHAT_TOKEN="+chatToken,
+		"CLAUDE_CMD="+cli, "HOME="+t.TempDir(), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	code, stdout, stderr := s.doctor(t)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^ok    memory: \d+\.\d GiB \((MemTotal, /proc/meminfo|the cgroup's memory limit, /sys/fs/cgroup/\S+)\); \d+\.\d GiB in use`).MatchString(stdout) {
+		t.Errorf("no memory line in\n%s", stdout)
+	}
+	m := regexp.MustCompile(`(?m)^(ok  |warn)  kept CLIs: an idle CLI holds (\d+) MB of its own, and took \d\.\d\d CPU-s to start \(measured now; \d+ MB resident, .*\); ` +
+		`\d+\.\d GiB holds about (\d+) kept CLIs, warm or spare \(75% of it at 2 times an idle CLI's own each\); brainbot keeps up to \d+ \(BRAINBOT_MAX_WARM \(-max-warm\)\), as the memory in use allows\n`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no measured kept CLIs line in\n%s", stdout)
+	}
+	// An idle CLI 2.1.328 holds 82-87 MB of its own beside others, and
+	// 65 MB more alone (its executable's pages are then its alone).
+	if own, _ := strconv.Atoi(m[2]); own < 40 || own > 250 {
+		t.Errorf("an idle CLI holds %d MB of its own: not a CLI's", own)
+	}
+}
+
+// Where no CLI can be started, doctor counts with the measured
+// constants, beside the count BRAINBOT_MAX_WARM allows.
+func TestDoctorKeptCLIsConstants(t *testing.T) {
+	s := newSite(t, map[string]string{"chat.yaml": brainWith("CHAT_TOKEN", "")}, "CHAT_TOKEN="+chatToken)
+	_, stdout, _ := s.doctor(t, "BRAINBOT_MAX_WARM=3")
+	wantLines(t, stdout, "ok    kept CLIs: an idle CLI holds ~85 MB of its own (measured on Claude Code 2.1.328; none started here: it exited at once); ",
+		"; brainbot keeps up to 3 (BRAINBOT_MAX_WARM (-max-warm)), as the memory in use allows\n")
+}
+
+// A 2 GB server holds 8 kept CLIs: 8 peaked at 1,530 MB there, 14 ran it
+// out of memory (issue 48).
+func TestKeptCLIs(t *testing.T) {
+	for _, c := range []struct {
+		memory int64
+		want   int
+	}{
+		{2 << 30, 8},
+		{1 << 30, 4},
+		{512 << 20, 1},
+		{100 << 20, 0},
+		{24 << 30, 108},
+	} {
+		if got := keptCLIs(c.memory, idleCLIOwnMB, cliSharedMB); got != c.want {
+			t.Errorf("keptCLIs(%d MB) = %d, want %d", c.memory>>20, got, c.want)
+		}
+	}
+}
