@@ -125,62 +125,54 @@ func TestSlotsOldestFirst(t *testing.T) {
 // Under saturation a conversation whose process is warm goes before the
 // cold messages that came less than coldHandicap before it (its turn is
 // a tenth of their start), and no earlier: a cold one waits at most that
-// long behind later ones. Each kind keeps its order of age.
+// long behind later ones. Each kind keeps its order of age. A short
+// BRAINBOT_MAX_WAIT bounds the handicap to a quarter of it: being passed
+// never costs a request most of its wait, and the busy message. Warm ones
+// go first within their bot's line only: bots still take turns, so a bot
+// with warm conversations cannot hold back another's cold ones.
 func TestSlotsWarmFirst(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := time.Now()
-		got := servedOrder(t, newSlots(1, 10, time.Minute, newGauge(), newGauge()), []queued{
-			{"a", "cold", base, false},
-			{"a", "warm after it", base.Add(time.Second), true},
-			{"a", "cold next", base.Add(2 * time.Second), false},
-			{"a", "warm later", base.Add(5 * time.Second), true},
-			{"a", "warm too late", base.Add(coldHandicap + time.Second), true},
+	at := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	for _, c := range []struct {
+		name    string
+		maxWait time.Duration
+		line    []queued
+		want    []string
+	}{
+		{"within the handicap", time.Minute, []queued{
+			{"a", "cold", at(0), false},
+			{"a", "warm after it", at(1), true},
+			{"a", "cold next", at(2), false},
+			{"a", "warm later", at(5), true},
+			{"a", "warm too late", coldHandicap + at(1), true},
+		}, []string{"warm after it", "warm later", "cold", "warm too late", "cold next"}},
+		{"a quarter of a short max wait", 8 * time.Second, []queued{
+			{"a", "cold", at(0), false},
+			{"a", "warm 1s later", at(1), true},
+			{"a", "warm 3s later", at(3), true},
+		}, []string{"warm 1s later", "cold", "warm 3s later"}},
+		{"bots in turn", time.Minute, []queued{
+			{"a", "a cold", at(0), false},
+			{"a", "a warm", at(1), true},
+			{"a", "a warm too", at(2), true},
+			{"b", "b cold", at(3), false},
+		}, []string{"a warm", "b cold", "a warm too", "a cold"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				got := servedOrder(t, newSlots(1, 10, c.maxWait, newGauge(), newGauge()), c.line)
+				if !slices.Equal(got, c.want) {
+					t.Errorf("served %q, want %q", got, c.want)
+				}
+			})
 		})
-		if want := []string{"warm after it", "warm later", "cold", "warm too late", "cold next"}; !slices.Equal(got, want) {
-			t.Errorf("served %q, want %q", got, want)
-		}
-	})
+	}
 }
 
-// A short BRAINBOT_MAX_WAIT bounds how long warm requests may pass a cold
-// one to a quarter of it: being passed never costs it the most of its
-// wait, and the busy message.
-func TestSlotsWarmFirstWithinMaxWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := time.Now()
-		got := servedOrder(t, newSlots(1, 10, 8*time.Second, newGauge(), newGauge()), []queued{
-			{"a", "cold", base, false},
-			{"a", "warm 1s later", base.Add(time.Second), true},
-			{"a", "warm 3s later", base.Add(3 * time.Second), true},
-		})
-		if want := []string{"warm 1s later", "cold", "warm 3s later"}; !slices.Equal(got, want) {
-			t.Errorf("served %q, want %q", got, want)
-		}
-	})
-}
-
-// Warm requests go first within their bot's line only: bots still take
-// turns, so a bot with warm conversations cannot hold back another's
-// cold ones.
-func TestSlotsWarmFirstKeepsTurns(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		base := time.Now()
-		got := servedOrder(t, newSlots(1, 10, time.Minute, newGauge(), newGauge()), []queued{
-			{"a", "a cold", base, false},
-			{"a", "a warm", base.Add(time.Second), true},
-			{"a", "a warm too", base.Add(2 * time.Second), true},
-			{"b", "b cold", base.Add(3 * time.Second), false},
-		})
-		if want := []string{"a warm", "b cold", "a warm too", "a cold"}; !slices.Equal(got, want) {
-			t.Errorf("served %q, want %q", got, want)
-		}
-	})
-}
-
-// queued is a request waiting for a slot, named for the test.
+// queued is a request waiting for a slot, named for the test; after is
+// how long after the first its message reached brainbot.
 type queued struct {
 	bot, name string
-	since     time.Time
+	after     time.Duration
 	warm      bool
 }
 
@@ -192,10 +184,11 @@ func servedOrder(t *testing.T, s *slots, line []queued) []string {
 	if err := s.acquire(t.Context(), "held", 0, time.Now(), false, nil); err != nil {
 		t.Fatal(err)
 	}
+	base := time.Now()
 	granted := make(chan string, len(line))
 	for _, q := range line {
 		go func() {
-			if err := s.acquire(t.Context(), q.bot, 0, q.since, q.warm, nil); err != nil {
+			if err := s.acquire(t.Context(), q.bot, 0, base.Add(q.after), q.warm, nil); err != nil {
 				t.Error(err)
 				return
 			}
