@@ -450,7 +450,10 @@ func (p *Pipeline) waitForSlot(r *request) bool {
 	if since.IsZero() {
 		since = r.in.Arrived
 	}
-	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, since, p.cfg.Stopping)
+	// A conversation whose process is warm goes before the cold ones
+	// that came shortly before it: its turn is a tenth of their start.
+	warm := p.warmer != nil && p.warmer.HasProcess(r.in.Key.String())
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, since, warm, p.cfg.Stopping)
 	switch {
 	case err == nil:
 		return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,6 +73,49 @@ func TestAMessageIsExpectedWhileItWaitsForASlot(t *testing.T) {
 	close(release)
 	<-first
 	<-second
+}
+
+// Under saturation a message whose conversation has its process goes
+// before a cold one that came shortly before it: the pipeline tells the
+// slots which is warm (the order itself: slots_test.go).
+func TestAWarmMessageWaitsLessThanACold(t *testing.T) {
+	var agent *prewarmAgent
+	release := make(chan struct{})
+	holder := (message.Key{Bot: kitBot, Chat: kitUser}).String()
+	cold, warm := message.Key{Bot: kitBot, Chat: kitGroup}, message.Key{Bot: kitBot, Chat: kitGroup - 1}
+	k := newKit(t, "", func(c *Config) {
+		c.MaxClaude = 1
+		agent = &prewarmAgent{fakeAgent: c.Agent.(*fakeAgent), process: map[string]bool{warm.String(): true}}
+		c.Agent, c.Warmer = agent, agent
+	})
+	agent.mu.Lock()
+	agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
+		if req.Conversation == holder {
+			<-release // holds the only slot
+		}
+		return &claude.Result{Text: "Hello.", Answered: true, SessionID: "s-" + req.Conversation}, nil
+	}
+	agent.mu.Unlock()
+	var served sync.WaitGroup
+	serve := func(in *message.Inbound, waits string) {
+		served.Go(func() { k.serve(in) })
+		waitFor(t, func() bool { return k.ev.Index("agent: expect "+waits) >= 0 })
+	}
+	serve(k.private("hello"), holder)
+	waitFor(t, func() bool { return len(agent.requests()) == 1 })
+	serve(k.inGroup(8, "Cy", "cold, first"), cold.String())
+	later := k.inGroup(9, "Di", "warm, next")
+	later.Key = warm
+	serve(later, warm.String())
+	close(release)
+	served.Wait()
+	var order []string
+	for _, req := range agent.requests() {
+		order = append(order, req.Conversation)
+	}
+	if want := []string{holder, warm.String(), cold.String()}; !slices.Equal(order, want) {
+		t.Errorf("ran %q, want the warm conversation before the cold one", order)
+	}
 }
 
 // Conversations that came from another instance get their process

@@ -12,11 +12,17 @@ import (
 // slots hands out the Claude slots (BRAINBOT_MAX_CLAUDE) fairly across
 // bots: requests wait in a line per bot, and a freed slot goes to the next
 // bot in turn (round robin), so one busy bot cannot starve the others.
-// Within a bot's line the oldest message goes first: the one that reached
-// brainbot first, not this instance (a message redelivered from an
-// instance that died waited there already, and must not wait again
-// behind everything that came here meanwhile). A conversation waits with
-// one message at a time, so this keeps each conversation's order.
+// Within a bot's line the cheapest message goes first, and otherwise the
+// oldest: a conversation whose process is warm runs its turn in a tenth
+// of a cold start's time, so it goes before the cold messages that came
+// less than coldHandicap before it, and never before an older one (issue
+// 48: under saturation every waiting message's time is lowest that way,
+// and no message waits more than coldHandicap behind later ones). Age
+// is when the message reached brainbot, not this instance (a message
+// redelivered from an instance that died waited there already, and must
+// not wait again behind everything that came here meanwhile). A
+// conversation waits with one message at a time, so this keeps each
+// conversation's order.
 // Waiting is bounded per bot, in length and in time, and per guest
 // caller: a conversation waits with one request at a time, and so may
 // the caller of guest requests, however many chats they summon the bot
@@ -24,9 +30,12 @@ import (
 // everyone else waits in.
 type slots struct {
 	// maxWaiting is how many requests of one bot may wait; maxWait how
-	// long one may.
+	// long one may. handicap is how long a cold request may be passed by
+	// warm ones: coldHandicap, or a quarter of maxWait where that is less,
+	// so that being passed never costs it most of its wait.
 	maxWaiting int
 	maxWait    time.Duration
+	handicap   time.Duration
 
 	// running and waiting follow how many requests hold a slot and wait.
 	running, waitingGauge gauge
@@ -46,16 +55,24 @@ type gauge interface {
 type waiter struct {
 	granted chan struct{} // closed when the slot is handed over
 	caller  int64         // of a guest request; 0 for any other
-	since   time.Time     // when its message first reached brainbot
+	// place orders the bot's line: when its message first reached
+	// brainbot, handicapped when it is cold.
+	place time.Time
 }
+
+// coldHandicap is how much later than a cold request a warm one may come
+// and still go first: a few cold starts on a small server under load
+// (1.5 to 5 s each, issue 48), so a burst of warm turns passes a cold
+// one, but a steady stream of them cannot hold it back for long.
+const coldHandicap = 10 * time.Second
 
 // errNoSlot says a request could not get a Claude slot: its bot's line is
 // full or it waited too long.
 var errNoSlot = errors.New("no Claude slot: too many requests waiting")
 
 func newSlots(n, maxWaiting int, maxWait time.Duration, running, waiting gauge) *slots {
-	return &slots{free: n, maxWaiting: maxWaiting, maxWait: maxWait, lines: map[string][]*waiter{},
-		running: running, waitingGauge: waiting}
+	return &slots{free: n, maxWaiting: maxWaiting, maxWait: maxWait, handicap: min(coldHandicap, maxWait/4),
+		lines: map[string][]*waiter{}, running: running, waitingGauge: waiting}
 }
 
 // errCallerWaiting says a guest request could not wait for a slot: its
@@ -64,11 +81,12 @@ var errCallerWaiting = fmt.Errorf("%w: the caller has a guest request waiting al
 
 // acquire waits for a slot for bot; caller names who summoned the bot for
 // a guest request (0 for any other), since is when the message first
-// reached brainbot (its place in the bot's line). It returns errNoSlot
-// when the bot's line is full, the caller has a request in it already, or
-// the wait is over, and stopped's error when stop is closed first. The
-// caller must call release once it has the slot.
-func (s *slots) acquire(ctx context.Context, bot string, caller int64, since time.Time, stop <-chan struct{}) error {
+// reached brainbot and warm whether its conversation has a process (its
+// place in the bot's line). It returns errNoSlot when the bot's line is
+// full, the caller has a request in it already, or the wait is over, and
+// stopped's error when stop is closed first. The caller must call release
+// once it has the slot.
+func (s *slots) acquire(ctx context.Context, bot string, caller int64, since time.Time, warm bool, stop <-chan struct{}) error {
 	s.mu.Lock()
 	if s.free > 0 && len(s.turns) == 0 {
 		s.free--
@@ -84,7 +102,10 @@ func (s *slots) acquire(ctx context.Context, bot string, caller int64, since tim
 		s.mu.Unlock()
 		return errCallerWaiting
 	}
-	w := &waiter{granted: make(chan struct{}), caller: caller, since: since}
+	w := &waiter{granted: make(chan struct{}), caller: caller, place: since}
+	if !warm {
+		w.place = since.Add(s.handicap)
+	}
 	if len(s.lines[bot]) == 0 {
 		s.turns = append(s.turns, bot)
 	}
@@ -115,9 +136,10 @@ func (s *slots) acquire(ctx context.Context, bot string, caller int64, since tim
 	return err
 }
 
-// enqueue puts w into line behind every waiter as old as it or older.
+// enqueue puts w into line behind every waiter placed as early as it or
+// earlier.
 func enqueue(line []*waiter, w *waiter) []*waiter {
-	i := slices.IndexFunc(line, func(x *waiter) bool { return x.since.After(w.since) })
+	i := slices.IndexFunc(line, func(x *waiter) bool { return x.place.After(w.place) })
 	if i < 0 {
 		return append(line, w)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -16,7 +17,7 @@ func newGauge() prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOp
 
 func TestSlotsRoundRobin(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
-	if err := s.acquire(context.Background(), "a", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(context.Background(), "a", 0, time.Time{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -26,7 +27,7 @@ func TestSlotsRoundRobin(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.acquire(context.Background(), bot, 0, time.Time{}, nil); err != nil {
+			if err := s.acquire(context.Background(), bot, 0, time.Time{}, false, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -54,13 +55,13 @@ func TestSlotsRoundRobin(t *testing.T) {
 func TestSlotsBounds(t *testing.T) {
 	s := newSlots(1, 1, 50*time.Millisecond, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- s.acquire(ctx, "a", 0, time.Time{}, nil) }()
+	go func() { done <- s.acquire(ctx, "a", 0, time.Time{}, false, nil) }()
 	waitFor(t, func() bool { return s.waiting("a") == 1 })
-	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); !errors.Is(err, errNoSlot) {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); !errors.Is(err, errNoSlot) {
 		t.Errorf("acquire with a full line = %v, want errNoSlot", err)
 	}
 	if err := <-done; !errors.Is(err, errNoSlot) {
@@ -68,7 +69,7 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if err := s.acquire(ctx, "b", 0, time.Time{}, stop); !errors.Is(err, errStopping) {
+	if err := s.acquire(ctx, "b", 0, time.Time{}, false, stop); !errors.Is(err, errStopping) {
 		t.Errorf("acquire while stopping = %v, want errStopping", err)
 	}
 	if s.waiting("a")+s.waiting("b") != 0 {
@@ -79,7 +80,7 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	// The one slot is still held by the first acquire, and comes back.
 	s.release()
-	if err := s.acquire(ctx, "c", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(ctx, "c", 0, time.Time{}, false, nil); err != nil {
 		t.Errorf("slot lost after waiters gave up: %v", err)
 	}
 }
@@ -92,7 +93,7 @@ func TestSlotsBounds(t *testing.T) {
 func TestSlotsOldestFirst(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
@@ -102,7 +103,7 @@ func TestSlotsOldestFirst(t *testing.T) {
 		age  time.Duration
 	}{{"here first", 5 * time.Second}, {"here next", 6 * time.Second}, {"as old, after it", 6 * time.Second}, {"redelivered", 0}} {
 		go func() {
-			if err := s.acquire(ctx, "a", 0, base.Add(w.age), nil); err != nil {
+			if err := s.acquire(ctx, "a", 0, base.Add(w.age), false, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -121,19 +122,102 @@ func TestSlotsOldestFirst(t *testing.T) {
 	}
 }
 
+// Under saturation a conversation whose process is warm goes before the
+// cold messages that came less than coldHandicap before it (its turn is
+// a tenth of their start), and no earlier: a cold one waits at most that
+// long behind later ones. Each kind keeps its order of age. A short
+// BRAINBOT_MAX_WAIT bounds the handicap to a quarter of it: being passed
+// never costs a request most of its wait, and the busy message. Warm ones
+// go first within their bot's line only: bots still take turns, so a bot
+// with warm conversations cannot hold back another's cold ones.
+func TestSlotsWarmFirst(t *testing.T) {
+	at := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	for _, c := range []struct {
+		name    string
+		maxWait time.Duration
+		line    []queued
+		want    []string
+	}{
+		{"within the handicap", time.Minute, []queued{
+			{"a", "cold", at(0), false},
+			{"a", "warm after it", at(1), true},
+			{"a", "cold next", at(2), false},
+			{"a", "warm later", at(5), true},
+			{"a", "warm too late", coldHandicap + at(1), true},
+		}, []string{"warm after it", "warm later", "cold", "warm too late", "cold next"}},
+		{"a quarter of a short max wait", 8 * time.Second, []queued{
+			{"a", "cold", at(0), false},
+			{"a", "warm 1s later", at(1), true},
+			{"a", "warm 3s later", at(3), true},
+		}, []string{"warm 1s later", "cold", "warm 3s later"}},
+		{"bots in turn", time.Minute, []queued{
+			{"a", "a cold", at(0), false},
+			{"a", "a warm", at(1), true},
+			{"a", "a warm too", at(2), true},
+			{"b", "b cold", at(3), false},
+		}, []string{"a warm", "b cold", "a warm too", "a cold"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				got := servedOrder(t, newSlots(1, 10, c.maxWait, newGauge(), newGauge()), c.line)
+				if !slices.Equal(got, c.want) {
+					t.Errorf("served %q, want %q", got, c.want)
+				}
+			})
+		})
+	}
+}
+
+// queued is a request waiting for a slot, named for the test; after is
+// how long after the first its message reached brainbot.
+type queued struct {
+	bot, name string
+	after     time.Duration
+	warm      bool
+}
+
+// servedOrder lines up the requests, one after the other, behind the one
+// slot of s held, frees it, and returns their names in the order they
+// were served. It runs in a synctest bubble.
+func servedOrder(t *testing.T, s *slots, line []queued) []string {
+	t.Helper()
+	if err := s.acquire(t.Context(), "held", 0, time.Now(), false, nil); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Now()
+	granted := make(chan string, len(line))
+	for _, q := range line {
+		go func() {
+			if err := s.acquire(t.Context(), q.bot, 0, base.Add(q.after), q.warm, nil); err != nil {
+				t.Error(err)
+				return
+			}
+			granted <- q.name
+			s.release()
+		}()
+		synctest.Wait() // in line before the next
+	}
+	s.release()
+	var order []string
+	for range line {
+		order = append(order, <-granted)
+	}
+	return order
+}
+
 // A caller of guest requests may have one waiting for a bot's slot, as a
 // user's private chat may: one person summoning the bot from many chats
 // cannot fill the line everyone else waits in. Others wait as before.
 func TestSlotsGuestShare(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	granted := make(chan int64, 4)
 	enter := func(caller int64) {
 		go func() {
-			if err := s.acquire(ctx, "a", caller, time.Time{}, nil); err != nil {
+			if err := s.acquire(ctx, "a", caller, time.Time{}, false, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -149,7 +233,7 @@ func TestSlotsGuestShare(t *testing.T) {
 	// context instead).
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.acquire(ended, "a", 7, time.Time{}, nil); !errors.Is(err, errNoSlot) {
+	if err := s.acquire(ended, "a", 7, time.Time{}, false, nil); !errors.Is(err, errNoSlot) {
 		t.Fatalf("a caller's second guest request waiting = %v, want errNoSlot", err)
 	}
 	s.release()
@@ -161,7 +245,7 @@ func TestSlotsGuestShare(t *testing.T) {
 		t.Errorf("served %v, want the line in order", order)
 	}
 	// Once served, the caller may wait again.
-	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	enter(7)
@@ -177,7 +261,7 @@ func TestSlotsGuestShare(t *testing.T) {
 func TestSlotsGrantWhileGivingUp(t *testing.T) {
 	s := newSlots(1, 5, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := &waiter{granted: make(chan struct{})}
@@ -188,7 +272,7 @@ func TestSlotsGrantWhileGivingUp(t *testing.T) {
 		t.Fatal("leave found a waiter that was already granted")
 	}
 	s.release() // what acquire does when leave reports a grant
-	if err := s.acquire(ctx, "b", 0, time.Time{}, nil); err != nil {
+	if err := s.acquire(ctx, "b", 0, time.Time{}, false, nil); err != nil {
 		t.Fatalf("slot lost: %v", err)
 	}
 }

@@ -72,9 +72,9 @@ func cgroupVersion() (int, error) {
 }
 
 // newBenchCgroup makes a cgroup of limits l, removed when the benchmark
-// ends (after the stack started later is closed: cleanups run last
-// first).
-func newBenchCgroup(b *testing.B, l cgroupLimits) *benchCgroup {
+// or test ends (after the stack started later is closed: cleanups run
+// last first).
+func newBenchCgroup(b testing.TB, l cgroupLimits) *benchCgroup {
 	version, err := cgroupVersion()
 	if err != nil {
 		b.Fatal(err)
@@ -90,7 +90,7 @@ func newBenchCgroup(b *testing.B, l cgroupLimits) *benchCgroup {
 	return cg
 }
 
-func (cg *benchCgroup) v2(b *testing.B, name string, l cgroupLimits) {
+func (cg *benchCgroup) v2(b testing.TB, name string, l cgroupLimits) {
 	// The root hands the controllers down to its children.
 	writeCgroup(b, cgroupRoot+"/cgroup.subtree_control", "+memory +cpu")
 	dir := cg.mkdir(b, filepath.Join(cgroupRoot, name))
@@ -106,7 +106,7 @@ func (cg *benchCgroup) v2(b *testing.B, name string, l cgroupLimits) {
 	}
 }
 
-func (cg *benchCgroup) v1(b *testing.B, name string, l cgroupLimits) {
+func (cg *benchCgroup) v1(b testing.TB, name string, l cgroupLimits) {
 	var cpu string
 	for _, c := range []string{"memory", "cpu", "cpuacct"} {
 		root, err := filepath.EvalSymlinks(filepath.Join(cgroupRoot, c))
@@ -138,7 +138,7 @@ func (cg *benchCgroup) v1(b *testing.B, name string, l cgroupLimits) {
 	}
 }
 
-func (cg *benchCgroup) mkdir(b *testing.B, dir string) string {
+func (cg *benchCgroup) mkdir(b testing.TB, dir string) string {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		b.Fatalf("cannot make a cgroup: %v", err)
 	}
@@ -146,7 +146,7 @@ func (cg *benchCgroup) mkdir(b *testing.B, dir string) string {
 	return dir
 }
 
-func writeCgroup(b *testing.B, file, value string) {
+func writeCgroup(b testing.TB, file, value string) {
 	if err := os.WriteFile(file, []byte(value), 0o644); err != nil {
 		b.Fatalf("cgroup: %v", err)
 	}
@@ -155,7 +155,7 @@ func writeCgroup(b *testing.B, file, value string) {
 // wrap writes a program named brainbot that joins the cgroup and then
 // runs brainbot, and returns its path: the stack starts it as brainbot
 // (and puts its folder first on brainbot's PATH).
-func (cg *benchCgroup) wrap(b *testing.B, brainbot string) string {
+func (cg *benchCgroup) wrap(b testing.TB, brainbot string) string {
 	script := "#!/bin/sh\n# Joins the benchmark's cgroup, then becomes brainbot.\n"
 	for _, dir := range cg.dirs {
 		script += fmt.Sprintf("echo $$ > %s || exit 1\n", strconv.Quote(dir+"/cgroup.procs"))
@@ -169,7 +169,7 @@ func (cg *benchCgroup) wrap(b *testing.B, brainbot string) string {
 }
 
 // cpu is the CPU every process of the cgroup used so far.
-func (cg *benchCgroup) cpu(b *testing.B) time.Duration {
+func (cg *benchCgroup) cpu(b testing.TB) time.Duration {
 	if cg.version == 2 {
 		return time.Duration(cgroupKey(b, cg.cpuacct+"/cpu.stat", "usage_usec")) * time.Microsecond
 	}
@@ -178,7 +178,7 @@ func (cg *benchCgroup) cpu(b *testing.B) time.Duration {
 
 // peak is the most memory the cgroup held; ok is false on a kernel that
 // does not keep it (v2's memory.peak came in Linux 5.19).
-func (cg *benchCgroup) peak(b *testing.B) (bytes int64, ok bool) {
+func (cg *benchCgroup) peak(b testing.TB) (bytes int64, ok bool) {
 	file := cg.memory + "/memory.max_usage_in_bytes"
 	if cg.version == 2 {
 		file = cg.memory + "/memory.peak"
@@ -191,7 +191,7 @@ func (cg *benchCgroup) peak(b *testing.B) (bytes int64, ok bool) {
 
 // oomKills is how many of the cgroup's processes the kernel killed for
 // memory (v1's oom_kill needs Linux 4.13).
-func (cg *benchCgroup) oomKills(b *testing.B) int64 {
+func (cg *benchCgroup) oomKills(b testing.TB) int64 {
 	if cg.version == 2 {
 		return cgroupKey(b, cg.memory+"/memory.events", "oom_kill")
 	}
@@ -199,7 +199,7 @@ func (cg *benchCgroup) oomKills(b *testing.B) int64 {
 }
 
 // remove removes the cgroup's folders once its processes are gone.
-func (cg *benchCgroup) remove(b *testing.B) {
+func (cg *benchCgroup) remove(b testing.TB) {
 	for _, dir := range slices.Backward(cg.dirs) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -216,7 +216,7 @@ func (cg *benchCgroup) remove(b *testing.B) {
 	}
 }
 
-func cgroupNumber(b *testing.B, file string) int64 {
+func cgroupNumber(b testing.TB, file string) int64 {
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
@@ -229,7 +229,7 @@ func cgroupNumber(b *testing.B, file string) int64 {
 }
 
 // cgroupKey reads key's value in a file of "key value" lines.
-func cgroupKey(b *testing.B, file, key string) int64 {
+func cgroupKey(b testing.TB, file, key string) int64 {
 	f, err := os.Open(file)
 	if err != nil {
 		b.Fatal(err)

@@ -291,6 +291,46 @@ func TestEndToEndSparesBudget(t *testing.T) {
 	waitCLIs(t, s, marker, "the first conversation's process and a spare", func(now map[string]int) bool { return len(now) == 2 })
 }
 
+// A busy bot keeps its spare beyond a full budget (issue 48): with room
+// for three processes, two conversations and the spare fill it, and a
+// third new conversation takes the spare. The bot's next spare then ends
+// the conversation's process wanted least lately (its worth halves every
+// BRAINBOT_WARM_IDLE/8), long before that idle time would end it, and
+// never one just used: the next new conversation is served by a spare
+// again, and the spare it took is replaced.
+func TestEndToEndBusyBotKeepsItsSpare(t *testing.T) {
+	s := spareStack(t, "BRAINBOT_MAX_WARM=3", "BRAINBOT_SPARES=1", "BRAINBOT_WARM_IDLE=1m")
+	const marker = "You are a clock."
+	waitReadySpares(t, s, 1)
+	oldest := askNew(t, s, 831, "one", marker)
+	waitReadySpares(t, s, 1)
+	kept := askNew(t, s, 832, "two", marker)
+	waitReadySpares(t, s, 1) // the budget full: two conversations and the spare
+	mark := s.Logs().Len()
+	askNew(t, s, 833, "three", marker)
+
+	ended := waitLogFrom(t, s, mark, func(l stack.Line) bool {
+		return l.Msg == "claude: kept CLI ended for a spare worth more: the warm-process budget is full"
+	})
+	if ended.Fields["spare"] != false {
+		t.Errorf("%s: want a conversation's idle process ended for the spare", ended.Raw)
+	}
+	waitReadySpares(t, s, 1)
+	now := clis(s, marker)
+	if _, alive := now[oldest]; alive {
+		t.Errorf("the conversation wanted least lately kept its process %s: CLIs %v", oldest, now)
+	}
+	if r := ask(t, s, "clock", 832, "still warm?"); r.Summary.Fields["warm"] != true || sessionOf(t, s, 832) != kept {
+		t.Errorf("the second conversation lost its process: %s", r.Summary.Raw)
+	}
+	taken := metric(t, s, "brainbot_claude_spares_taken_total")
+	askNew(t, s, 834, "four", marker)
+	if got := metric(t, s, "brainbot_claude_spares_taken_total"); got != taken+1 {
+		t.Errorf("spares taken %v, then %v: want the fourth conversation counted as served by a spare", taken, got)
+	}
+	waitReadySpares(t, s, 1)
+}
+
 // After a restart, the conversations active most recently get their
 // process back before their next message: a CLI resuming the session is
 // running before the message comes, and the message finds it warm. In
