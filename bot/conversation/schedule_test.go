@@ -125,6 +125,20 @@ func TestReminderTheModelFailed(t *testing.T) {
 	}
 }
 
+// declineCheckIns taps the button under the newest message, the
+// check-in's: the user's no, recorded. It returns the message.
+func (k *kit) declineCheckIns() int {
+	k.t.Helper()
+	msg, button := k.chats.newestSent(), k.chats.buttons[len(k.chats.buttons)-1]
+	if _, _, notice := k.tap(k.privateTap(msg, button)); notice != NoticeCheckInsOff {
+		k.t.Errorf("the tap answered %q", notice)
+	}
+	if !k.contact().Declined {
+		k.t.Error("the tap did not record the user's no")
+	}
+	return msg
+}
+
 // A check-in says when the user last wrote and goes under the button
 // that says no; its tap is the user's no, and a check-in appended before
 // it is not written. /checkins on says yes again.
@@ -141,13 +155,7 @@ func TestCheckInAndTheUsersNo(t *testing.T) {
 		fmt.Sprintf("text %q formatted=true", "Hello, Ann.")}) {
 		t.Fatalf("check-in sent %q", got)
 	}
-	msg, button := k.chats.newestSent(), k.chats.buttons[len(k.chats.buttons)-1]
-	if _, _, notice := k.tap(k.privateTap(msg, button)); notice != NoticeCheckInsOff {
-		t.Errorf("the tap answered %q", notice)
-	}
-	if !k.contact().Declined {
-		t.Error("the tap did not record the user's no")
-	}
+	k.declineCheckIns()
 	late := k.due(message.CheckIn, "check-in/7/2", "")
 	k.serve(late)
 	if got := k.outcome(late.RequestID); got != "check-in declined" || len(k.agent.requests()) != 2 {
@@ -178,13 +186,7 @@ func TestVoiceCheckInUnderItsButton(t *testing.T) {
 		!strings.HasPrefix(got[1], fmt.Sprintf("file %d audio-output/", message.VoiceNote)) {
 		t.Fatalf("check-in sent %q, want the voice note under the button", got)
 	}
-	msg, button := k.chats.newestSent(), k.chats.buttons[len(k.chats.buttons)-1]
-	if _, _, notice := k.tap(k.privateTap(msg, button)); notice != NoticeCheckInsOff {
-		t.Errorf("the tap answered %q", notice)
-	}
-	if !k.contact().Declined {
-		t.Error("the tap did not record the user's no")
-	}
+	msg := k.declineCheckIns()
 	if out := k.ev.Of("out"); out[len(out)-1] != fmt.Sprintf("drop buttons %d", msg) {
 		t.Errorf("after the tap %q, want the button taken away", out[len(out)-1])
 	}
