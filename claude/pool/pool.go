@@ -378,24 +378,30 @@ func (p *Pool[P, S]) ColdStart() func() {
 	})
 }
 
-// evictIdle ends processes idle longer than Config.Idle, until Close.
+// evictIdle ends each idle process once it was unused for Config.Idle,
+// until Close: it sleeps until the first of them is due, not on a tick
+// that would end it up to a tick late. A process put idle meanwhile is
+// due an Idle from now, after the wake-up.
 func (p *Pool[P, S]) evictIdle() {
 	defer close(p.evicted)
-	tick := time.NewTicker(max(p.cfg.Idle/4, 10*time.Millisecond))
-	defer tick.Stop()
+	timer := time.NewTimer(p.cfg.Idle)
+	defer timer.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
-		case <-tick.C:
+		case <-timer.C:
 		}
+		now := time.Now()
 		p.mu.Lock()
-		old := p.s.idleSince(time.Now().Add(-p.cfg.Idle))
+		old := p.s.idleSince(now.Add(-p.cfg.Idle))
+		due := p.s.nextIdleEnd(now)
 		p.mu.Unlock()
 		for _, proc := range old {
 			p.log.Debug("claude: warm process ended: idle", zap.Duration("warm_idle_ms", p.cfg.Idle))
 			p.endLater(proc)
 		}
+		timer.Reset(due.Sub(now))
 	}
 }
 

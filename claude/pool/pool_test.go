@@ -715,3 +715,33 @@ func TestSpareThatCannotStart(t *testing.T) {
 		}
 	})
 }
+
+// Each conversation's idle process ends when its own Idle is over, not
+// at the next of a few coarse ticks: with Idle a minute, processes last
+// used 20 s apart end 20 s apart, each a minute after its last use.
+func TestIdleProcessesEndOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config[*fake, string]{Max: 4, Idle: time.Minute})
+		procs := []*fake{newFake(), newFake(), newFake()}
+		for i, f := range procs {
+			if i > 0 {
+				time.Sleep(20 * time.Second)
+			}
+			e.request("bot/"+string(rune('a'+i)), f)
+		}
+		settle(20*time.Second + time.Millisecond) // a minute and a moment after a's last use
+		for i, f := range procs {
+			if want := i == 0; f.ended() != want {
+				t.Fatalf("a minute after the first's last use, process %d ended: %v, want %v", i, f.ended(), want)
+			}
+		}
+		settle(20 * time.Second)
+		if !procs[1].ended() || procs[2].ended() {
+			t.Fatalf("a minute after the second's last use: it ended %v, the third %v; want only it", procs[1].ended(), procs[2].ended())
+		}
+		settle(20 * time.Second)
+		if !procs[2].ended() || e.p.Warm() != 0 {
+			t.Error("the third outlived its Idle")
+		}
+	})
+}
