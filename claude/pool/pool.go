@@ -68,14 +68,15 @@ type Config[P Proc, S any] struct {
 	// SpareStart is how long a spare may take to be ready: one that is
 	// not by then is taken for hung, ended and replaced (default 30s).
 	SpareStart time.Duration
-	// SpareMemoryMB is the most memory all spares together may hold, at
-	// SpareMB each (0: no bound but Max).
+	// SpareMemoryMB, when set, caps the memory all spares together may
+	// hold, at SpareMB each, beside the budget they count in with the
+	// idle processes (0: no cap of their own, the default).
 	SpareMemoryMB int
 	// Memory, when set, reads the box's memory now, and Own what a
 	// process holds of its own, in bytes (0: not known): the processes
 	// kept then fit the memory measured as well as Max, and the kept
 	// ones worth least are ended when the box runs short (memory.go).
-	// Nil: Max and SpareMemoryMB alone bound them.
+	// Nil: Max (and SpareMemoryMB) alone bound them.
 	Memory func() Memory
 	Own    func(P) int64
 
