@@ -745,3 +745,27 @@ func TestIdleProcessesEndOnTime(t *testing.T) {
 		}
 	})
 }
+
+// Ready counts the spares ready for a bot's own new conversations, for
+// the order of waiting requests: not those still starting, nor those of
+// another shape (a guest answer's), nor one taken.
+func TestReadyCountsTheBotsOwnSpares(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config[*fake, string]{Max: 10, Spares: 2})
+		e.p.Keep("bot", own, 2)
+		e.p.Follow("bot", guest, 1, true)
+		if n := e.p.Ready("bot"); n != 0 {
+			t.Fatalf("%d ready before any started", n)
+		}
+		settle(time.Minute)
+		if n := e.p.Ready("bot"); n != 2 {
+			t.Fatalf("%d ready (%+v), want the bot's own two", n, e.p.Stats())
+		}
+		if _, ok := e.p.TakeSpare(t.Context(), own.Fingerprint); !ok {
+			t.Fatal("no spare taken")
+		}
+		if n := e.p.Ready("bot"); n != 1 {
+			t.Errorf("%d ready once one was taken, want 1", n)
+		}
+	})
+}
