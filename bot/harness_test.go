@@ -98,6 +98,9 @@ func (f *fakeClaude) KeepSpares(set string, shape claude.Request, n int) error {
 	return nil
 }
 
+// ReadySpares: the fake starts every request at once, without spares.
+func (f *fakeClaude) ReadySpares(string) int { return 0 }
+
 func (f *fakeClaude) DropSpares(set string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

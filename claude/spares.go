@@ -118,6 +118,10 @@ func (d *Driver) PrewarmResume(req Request) error {
 	return d.pool.Prewarm(req.Conversation, func() (*live, error) { return d.spawn(req, d.fingerprint(req), d.procs.StartLow) })
 }
 
+// ReadySpares is how many spares of bot's own conversations' shape (the
+// set Run keeps under its id, not a guest answer's) are ready now.
+func (d *Driver) ReadySpares(bot string) int { return d.pool.Ready(bot) }
+
 // Expect tells the driver that a message of conversation waits for a
 // Claude slot: its process, if one was started ahead for it below real
 // work (PrewarmResume), is raised now, so that it finishes starting while

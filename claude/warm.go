@@ -46,9 +46,10 @@ type WarmConfig struct {
 	// reached brainbot's tool server by then is taken for hung, ended and
 	// replaced (default 30s).
 	SpareStart time.Duration
-	// SpareMemoryMB is the most memory all spares together may hold, at
-	// pool.SpareMB each (0: no bound but Max): when it holds fewer spares than
-	// the sets want, the sets with the fewest get them first.
+	// SpareMemoryMB, when set, caps the memory all spares together may
+	// hold, at pool.SpareMB each, beside the budget they count in with the
+	// warm processes (0: no cap of their own): when it holds fewer spares
+	// than the sets want, the sets with the fewest get them first.
 	SpareMemoryMB int
 	// Memory, when set, reads the box's memory: the processes kept then
 	// fit it as measured, each counted by its own pages, and the ones

@@ -450,10 +450,7 @@ func (p *Pipeline) waitForSlot(r *request) bool {
 	if since.IsZero() {
 		since = r.in.Arrived
 	}
-	// A conversation whose process is warm goes before the cold ones
-	// that came shortly before it: its turn is a tenth of their start.
-	warm := p.warmer != nil && p.warmer.HasProcess(r.in.Key.String())
-	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, since, warm, p.cfg.Stopping)
+	err := p.slots.acquire(r.ctx, r.in.Key.Bot, caller, since, p.startCost(r), p.cfg.Stopping)
 	switch {
 	case err == nil:
 		return true
@@ -464,6 +461,31 @@ func (p *Pipeline) waitForSlot(r *request) bool {
 		r.interrupted()
 	}
 	return false
+}
+
+// startCost is what starting the request's turn costs, for its place in
+// its bot's line: a conversation whose process is warm goes before the
+// cold ones that came shortly before it (its turn is a tenth of their
+// start), and so does a new one while its bot has spares ready. A new
+// one is one without a stored session, read only then; a guest answer is
+// of another shape than the bot's own spares.
+func (p *Pipeline) startCost(r *request) cost {
+	switch {
+	case p.warmer == nil:
+		return cost{}
+	case p.warmer.HasProcess(r.in.Key.String()):
+		return cost{warm: true}
+	case r.in.Guest != nil:
+		return cost{}
+	}
+	n := p.warmer.ReadySpares(r.in.Key.Bot)
+	if n == 0 {
+		return cost{}
+	}
+	if _, stored, err := p.store.Session(r.ctx, r.in.Key); err != nil || stored {
+		return cost{} // an error is told when ask reads it again
+	}
+	return cost{spares: n}
 }
 
 // record records a step of the request with its deliveries.

@@ -83,7 +83,7 @@ func (port PanelPort) Charge(ctx context.Context, bot string, user int64) error 
 // it cost.
 func (port PanelPort) Ask(ctx context.Context, q host.Question) (*claude.Result, error) {
 	p := port.p
-	if err := p.slots.acquire(ctx, q.Bot, 0, time.Now(), false, p.cfg.Stopping); err != nil {
+	if err := p.slots.acquire(ctx, q.Bot, 0, time.Now(), cost{}, p.cfg.Stopping); err != nil {
 		if errors.Is(err, errStopping) || ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", host.ErrInterrupted, err)
 		}

@@ -44,13 +44,16 @@ type Agent interface {
 // finishes starting while the message waits. KeepSpares keeps n
 // processes of shape under the name set, started ahead of requests that
 // let it name their session (replaced when the brain the shape comes
-// from is edited), DropSpares ends them.
+// from is edited), DropSpares ends them. ReadySpares is how many spares
+// of bot's own conversations' shape are ready now: that many of its new
+// conversations waiting for a slot skip a CLI's start.
 type Warmer interface {
 	PrewarmResume(req claude.Request) error
 	HasProcess(conversation string) bool
 	Expect(conversation string)
 	KeepSpares(set string, shape claude.Request, n int) error
 	DropSpares(set string)
+	ReadySpares(bot string) int
 }
 
 // State is what conversations keep between messages (package state: its

@@ -19,6 +19,8 @@ type prewarmAgent struct {
 	*fakeAgent
 	room    int
 	process map[string]bool
+	// spares is how many spares each bot has ready.
+	spares int
 }
 
 func (a *prewarmAgent) PrewarmResume(req claude.Request) error {
@@ -35,9 +37,10 @@ func (a *prewarmAgent) HasProcess(conversation string) bool { return a.process[c
 
 func (a *prewarmAgent) Expect(conversation string) { a.ev.Add("agent: expect %s", conversation) }
 
-// The kit's agent keeps no spares.
+// The kit's agent keeps no spares; it says it has spares ready.
 func (a *prewarmAgent) KeepSpares(string, claude.Request, int) error { return nil }
 func (a *prewarmAgent) DropSpares(string)                            {}
+func (a *prewarmAgent) ReadySpares(string) int                       { return a.spares }
 
 // A message tells the agent its conversation is expected as it starts to
 // wait for a Claude slot, not once it has one: a process prewarmed for it
@@ -75,46 +78,91 @@ func TestAMessageIsExpectedWhileItWaitsForASlot(t *testing.T) {
 	<-second
 }
 
-// Under saturation a message whose conversation has its process goes
-// before a cold one that came shortly before it: the pipeline tells the
-// slots which is warm (the order itself: slots_test.go).
-func TestAWarmMessageWaitsLessThanACold(t *testing.T) {
-	var agent *prewarmAgent
-	release := make(chan struct{})
-	holder := (message.Key{Bot: kitBot, Chat: kitUser}).String()
-	cold, warm := message.Key{Bot: kitBot, Chat: kitGroup}, message.Key{Bot: kitBot, Chat: kitGroup - 1}
-	k := newKit(t, "", func(c *Config) {
+// oneSlot is a kit with one Claude slot, which the user's private
+// conversation holds until the order is asked for, and agent, which
+// answers every other request at once.
+type oneSlot struct {
+	t       *testing.T
+	k       *kit
+	agent   *prewarmAgent
+	holder  string
+	release chan struct{}
+	served  sync.WaitGroup
+}
+
+func newOneSlot(t *testing.T, agent *prewarmAgent) *oneSlot {
+	o := &oneSlot{t: t, agent: agent, release: make(chan struct{}), holder: (message.Key{Bot: kitBot, Chat: kitUser}).String()}
+	o.k = newKit(t, "", func(c *Config) {
 		c.MaxClaude = 1
-		agent = &prewarmAgent{fakeAgent: c.Agent.(*fakeAgent), process: map[string]bool{warm.String(): true}}
+		agent.fakeAgent = c.Agent.(*fakeAgent)
 		c.Agent, c.Warmer = agent, agent
 	})
 	agent.mu.Lock()
 	agent.answer = func(ctx context.Context, req claude.Request) (*claude.Result, error) {
-		if req.Conversation == holder {
-			<-release // holds the only slot
+		if req.Conversation == o.holder {
+			<-o.release // holds the only slot
 		}
 		return &claude.Result{Text: "Hello.", Answered: true, SessionID: "s-" + req.Conversation}, nil
 	}
 	agent.mu.Unlock()
-	var served sync.WaitGroup
-	serve := func(in *message.Inbound, waits string) {
-		served.Go(func() { k.serve(in) })
-		waitFor(t, func() bool { return k.ev.Index("agent: expect "+waits) >= 0 })
+	return o
+}
+
+// hold serves the holder's message and returns once it runs.
+func (o *oneSlot) hold() {
+	ran := len(o.agent.requests())
+	o.wait(o.k.private("hello"))
+	waitFor(o.t, func() bool { return len(o.agent.requests()) == ran+1 })
+}
+
+// wait serves in and returns once it waits for the slot.
+func (o *oneSlot) wait(in *message.Inbound) {
+	expected := func() int {
+		return len(slices.DeleteFunc(o.k.ev.All(), func(e string) bool { return e != "agent: expect "+in.Key.String() }))
 	}
-	serve(k.private("hello"), holder)
-	waitFor(t, func() bool { return len(agent.requests()) == 1 })
-	serve(k.inGroup(8, "Cy", "cold, first"), cold.String())
-	later := k.inGroup(9, "Di", "warm, next")
-	later.Key = warm
-	serve(later, warm.String())
-	close(release)
-	served.Wait()
+	before := expected()
+	o.served.Go(func() { o.k.serve(in) })
+	waitFor(o.t, func() bool { return expected() > before })
+}
+
+// order frees the slot, waits until every message was served, and
+// returns the conversations run from the holder's on.
+func (o *oneSlot) order() []string {
+	close(o.release)
+	o.served.Wait()
 	var order []string
-	for _, req := range agent.requests() {
+	for _, req := range o.agent.requests() {
 		order = append(order, req.Conversation)
 	}
-	if want := []string{holder, warm.String(), cold.String()}; !slices.Equal(order, want) {
-		t.Errorf("ran %q, want the warm conversation before the cold one", order)
+	return order[slices.Index(order, o.holder):]
+}
+
+// Under saturation a message whose start costs little goes before a
+// cold one (a session stored, no process) that came shortly before it:
+// one whose conversation has its process, or a new conversation whose
+// bot has a spare ready. The pipeline tells the slots which is cheap (the
+// order itself: slots_test.go).
+func TestACheapMessageWaitsLessThanACold(t *testing.T) {
+	cold, cheap := message.Key{Bot: kitBot, Chat: kitGroup}, message.Key{Bot: kitBot, Chat: kitGroup - 1}
+	for _, c := range []struct {
+		name  string
+		agent *prewarmAgent
+	}{
+		{"warm", &prewarmAgent{process: map[string]bool{cheap.String(): true}}},
+		{"new, a spare ready", &prewarmAgent{spares: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := newOneSlot(t, c.agent)
+			o.k.serve(o.k.inGroup(7, "Cy", "hello")) // the cold conversation's session is stored
+			o.hold()
+			o.wait(o.k.inGroup(8, "Cy", "cold, first"))
+			next := o.k.inGroup(9, "Di", "cheap, next")
+			next.Key = cheap
+			o.wait(next)
+			if got, want := o.order(), []string{o.holder, cheap.String(), cold.String()}; !slices.Equal(got, want) {
+				t.Errorf("ran %q, want the cheap message before the cold one", got)
+			}
+		})
 	}
 }
 

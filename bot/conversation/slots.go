@@ -17,7 +17,11 @@ import (
 // of a cold start's time, so it goes before the cold messages that came
 // less than coldHandicap before it, and never before an older one (issue
 // 48: under saturation every waiting message's time is lowest that way,
-// and no message waits more than coldHandicap behind later ones). Age
+// and no message waits more than coldHandicap behind later ones). A new
+// conversation whose bot has a spare of its shape ready is as cheap (the
+// spare's start is done), but a spare serves one: only as many waiting
+// new conversations count as cheap as the bot had spares ready when each
+// came. Age
 // is when the message reached brainbot, not this instance (a message
 // redelivered from an instance that died waited there already, and must
 // not wait again behind everything that came here meanwhile). A
@@ -58,6 +62,9 @@ type waiter struct {
 	// place orders the bot's line: when its message first reached
 	// brainbot, handicapped when it is cold.
 	place time.Time
+	// onSpare: a new conversation placed as cheap for a spare it is to
+	// take.
+	onSpare bool
 }
 
 // coldHandicap is how much later than a cold request a warm one may come
@@ -79,14 +86,24 @@ func newSlots(n, maxWaiting int, maxWait time.Duration, running, waiting gauge) 
 // caller has one waiting already.
 var errCallerWaiting = fmt.Errorf("%w: the caller has a guest request waiting already", errNoSlot)
 
+// cost is what starting a request's Claude turn costs, for its place in
+// its bot's line.
+type cost struct {
+	// warm: its conversation has its process.
+	warm bool
+	// spares: a new conversation of its bot's own shape, and how many
+	// spares of that shape the bot has ready (0: none, or not new).
+	spares int
+}
+
 // acquire waits for a slot for bot; caller names who summoned the bot for
 // a guest request (0 for any other), since is when the message first
-// reached brainbot and warm whether its conversation has a process (its
-// place in the bot's line). It returns errNoSlot when the bot's line is
+// reached brainbot and c what its turn costs to start (its place in the
+// bot's line). It returns errNoSlot when the bot's line is
 // full, the caller has a request in it already, or the wait is over, and
 // stopped's error when stop is closed first. The caller must call release
 // once it has the slot.
-func (s *slots) acquire(ctx context.Context, bot string, caller int64, since time.Time, warm bool, stop <-chan struct{}) error {
+func (s *slots) acquire(ctx context.Context, bot string, caller int64, since time.Time, c cost, stop <-chan struct{}) error {
 	s.mu.Lock()
 	if s.free > 0 && len(s.turns) == 0 {
 		s.free--
@@ -103,7 +120,10 @@ func (s *slots) acquire(ctx context.Context, bot string, caller int64, since tim
 		return errCallerWaiting
 	}
 	w := &waiter{granted: make(chan struct{}), caller: caller, place: since}
-	if !warm {
+	// A spare serves one new conversation: those waiting that count on
+	// one already leave fewer to count on.
+	w.onSpare = !c.warm && c.spares > s.onSpares(bot)
+	if !c.warm && !w.onSpare {
 		w.place = since.Add(s.handicap)
 	}
 	if len(s.lines[bot]) == 0 {
@@ -134,6 +154,17 @@ func (s *slots) acquire(ctx context.Context, bot string, caller int64, since tim
 		s.release()
 	}
 	return err
+}
+
+// onSpares is how many of bot's waiters count on a spare.
+func (s *slots) onSpares(bot string) int {
+	n := 0
+	for _, w := range s.lines[bot] {
+		if w.onSpare {
+			n++
+		}
+	}
+	return n
 }
 
 // enqueue puts w into line behind every waiter placed as early as it or

@@ -17,7 +17,7 @@ func newGauge() prometheus.Gauge { return prometheus.NewGauge(prometheus.GaugeOp
 
 func TestSlotsRoundRobin(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
-	if err := s.acquire(context.Background(), "a", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(context.Background(), "a", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -27,7 +27,7 @@ func TestSlotsRoundRobin(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.acquire(context.Background(), bot, 0, time.Time{}, false, nil); err != nil {
+			if err := s.acquire(context.Background(), bot, 0, time.Time{}, cost{}, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -55,13 +55,13 @@ func TestSlotsRoundRobin(t *testing.T) {
 func TestSlotsBounds(t *testing.T) {
 	s := newSlots(1, 1, 50*time.Millisecond, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error)
-	go func() { done <- s.acquire(ctx, "a", 0, time.Time{}, false, nil) }()
+	go func() { done <- s.acquire(ctx, "a", 0, time.Time{}, cost{}, nil) }()
 	waitFor(t, func() bool { return s.waiting("a") == 1 })
-	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); !errors.Is(err, errNoSlot) {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, cost{}, nil); !errors.Is(err, errNoSlot) {
 		t.Errorf("acquire with a full line = %v, want errNoSlot", err)
 	}
 	if err := <-done; !errors.Is(err, errNoSlot) {
@@ -69,7 +69,7 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	close(stop)
-	if err := s.acquire(ctx, "b", 0, time.Time{}, false, stop); !errors.Is(err, errStopping) {
+	if err := s.acquire(ctx, "b", 0, time.Time{}, cost{}, stop); !errors.Is(err, errStopping) {
 		t.Errorf("acquire while stopping = %v, want errStopping", err)
 	}
 	if s.waiting("a")+s.waiting("b") != 0 {
@@ -80,7 +80,7 @@ func TestSlotsBounds(t *testing.T) {
 	}
 	// The one slot is still held by the first acquire, and comes back.
 	s.release()
-	if err := s.acquire(ctx, "c", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(ctx, "c", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Errorf("slot lost after waiters gave up: %v", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestSlotsBounds(t *testing.T) {
 func TestSlotsOldestFirst(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
@@ -103,7 +103,7 @@ func TestSlotsOldestFirst(t *testing.T) {
 		age  time.Duration
 	}{{"here first", 5 * time.Second}, {"here next", 6 * time.Second}, {"as old, after it", 6 * time.Second}, {"redelivered", 0}} {
 		go func() {
-			if err := s.acquire(ctx, "a", 0, base.Add(w.age), false, nil); err != nil {
+			if err := s.acquire(ctx, "a", 0, base.Add(w.age), cost{}, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -132,6 +132,7 @@ func TestSlotsOldestFirst(t *testing.T) {
 // with warm conversations cannot hold back another's cold ones.
 func TestSlotsWarmFirst(t *testing.T) {
 	at := func(s int) time.Duration { return time.Duration(s) * time.Second }
+	cold, warm := cost{}, cost{warm: true}
 	for _, c := range []struct {
 		name    string
 		maxWait time.Duration
@@ -139,22 +140,22 @@ func TestSlotsWarmFirst(t *testing.T) {
 		want    []string
 	}{
 		{"within the handicap", time.Minute, []queued{
-			{"a", "cold", at(0), false},
-			{"a", "warm after it", at(1), true},
-			{"a", "cold next", at(2), false},
-			{"a", "warm later", at(5), true},
-			{"a", "warm too late", coldHandicap + at(1), true},
+			{"a", "cold", at(0), cold},
+			{"a", "warm after it", at(1), warm},
+			{"a", "cold next", at(2), cold},
+			{"a", "warm later", at(5), warm},
+			{"a", "warm too late", coldHandicap + at(1), warm},
 		}, []string{"warm after it", "warm later", "cold", "warm too late", "cold next"}},
 		{"a quarter of a short max wait", 8 * time.Second, []queued{
-			{"a", "cold", at(0), false},
-			{"a", "warm 1s later", at(1), true},
-			{"a", "warm 3s later", at(3), true},
+			{"a", "cold", at(0), cold},
+			{"a", "warm 1s later", at(1), warm},
+			{"a", "warm 3s later", at(3), warm},
 		}, []string{"warm 1s later", "cold", "warm 3s later"}},
 		{"bots in turn", time.Minute, []queued{
-			{"a", "a cold", at(0), false},
-			{"a", "a warm", at(1), true},
-			{"a", "a warm too", at(2), true},
-			{"b", "b cold", at(3), false},
+			{"a", "a cold", at(0), cold},
+			{"a", "a warm", at(1), warm},
+			{"a", "a warm too", at(2), warm},
+			{"b", "b cold", at(3), cold},
 		}, []string{"a warm", "b cold", "a warm too", "a cold"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,7 +174,7 @@ func TestSlotsWarmFirst(t *testing.T) {
 type queued struct {
 	bot, name string
 	after     time.Duration
-	warm      bool
+	cost      cost
 }
 
 // servedOrder lines up the requests, one after the other, behind the one
@@ -181,14 +182,14 @@ type queued struct {
 // were served. It runs in a synctest bubble.
 func servedOrder(t *testing.T, s *slots, line []queued) []string {
 	t.Helper()
-	if err := s.acquire(t.Context(), "held", 0, time.Now(), false, nil); err != nil {
+	if err := s.acquire(t.Context(), "held", 0, time.Now(), cost{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	base := time.Now()
 	granted := make(chan string, len(line))
 	for _, q := range line {
 		go func() {
-			if err := s.acquire(t.Context(), q.bot, 0, base.Add(q.after), q.warm, nil); err != nil {
+			if err := s.acquire(t.Context(), q.bot, 0, base.Add(q.after), q.cost, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -205,19 +206,42 @@ func servedOrder(t *testing.T, s *slots, line []queued) []string {
 	return order
 }
 
+// A new conversation whose bot has a spare of its shape ready is nearly
+// as cheap as a warm one: it goes before the cold messages that came
+// less than coldHandicap before it. But a spare serves one: of several
+// new conversations waiting, only as many go early as the bot has
+// spares ready; the others wait their turn as cold ones.
+func TestSlotsReadySpareIsCheap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		at := func(s int) time.Duration { return time.Duration(s) * time.Second }
+		spares := func(n int) cost { return cost{spares: n} }
+		got := servedOrder(t, newSlots(1, 10, time.Minute, newGauge(), newGauge()), []queued{
+			{"a", "cold", at(0), cost{}},
+			{"a", "new, a spare of two", at(1), spares(2)},
+			{"a", "new, the other spare", at(2), spares(2)},
+			{"a", "new, no spare left", at(3), spares(2)},
+			{"a", "warm", at(4), cost{warm: true}},
+		})
+		want := []string{"new, a spare of two", "new, the other spare", "warm", "cold", "new, no spare left"}
+		if !slices.Equal(got, want) {
+			t.Errorf("served %q, want %q", got, want)
+		}
+	})
+}
+
 // A caller of guest requests may have one waiting for a bot's slot, as a
 // user's private chat may: one person summoning the bot from many chats
 // cannot fill the line everyone else waits in. Others wait as before.
 func TestSlotsGuestShare(t *testing.T) {
 	s := newSlots(1, 10, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	granted := make(chan int64, 4)
 	enter := func(caller int64) {
 		go func() {
-			if err := s.acquire(ctx, "a", caller, time.Time{}, false, nil); err != nil {
+			if err := s.acquire(ctx, "a", caller, time.Time{}, cost{}, nil); err != nil {
 				t.Error(err)
 				return
 			}
@@ -233,7 +257,7 @@ func TestSlotsGuestShare(t *testing.T) {
 	// context instead).
 	ended, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := s.acquire(ended, "a", 7, time.Time{}, false, nil); !errors.Is(err, errNoSlot) {
+	if err := s.acquire(ended, "a", 7, time.Time{}, cost{}, nil); !errors.Is(err, errNoSlot) {
 		t.Fatalf("a caller's second guest request waiting = %v, want errNoSlot", err)
 	}
 	s.release()
@@ -245,7 +269,7 @@ func TestSlotsGuestShare(t *testing.T) {
 		t.Errorf("served %v, want the line in order", order)
 	}
 	// Once served, the caller may wait again.
-	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	enter(7)
@@ -261,7 +285,7 @@ func TestSlotsGuestShare(t *testing.T) {
 func TestSlotsGrantWhileGivingUp(t *testing.T) {
 	s := newSlots(1, 5, time.Minute, newGauge(), newGauge())
 	ctx := context.Background()
-	if err := s.acquire(ctx, "a", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(ctx, "a", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w := &waiter{granted: make(chan struct{})}
@@ -272,7 +296,7 @@ func TestSlotsGrantWhileGivingUp(t *testing.T) {
 		t.Fatal("leave found a waiter that was already granted")
 	}
 	s.release() // what acquire does when leave reports a grant
-	if err := s.acquire(ctx, "b", 0, time.Time{}, false, nil); err != nil {
+	if err := s.acquire(ctx, "b", 0, time.Time{}, cost{}, nil); err != nil {
 		t.Fatalf("slot lost: %v", err)
 	}
 }

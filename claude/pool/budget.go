@@ -37,7 +37,8 @@ func (s *state[P, S]) room() int {
 	return min(s.cfg.Max-len(s.idle)-len(s.running)-s.held(), s.memoryRoom())
 }
 
-// spareMemoryRoom is how many more spares SpareMemoryMB has room for.
+// spareMemoryRoom is how many more spares SpareMemoryMB's cap has room
+// for, where it is set.
 func (s *state[P, S]) spareMemoryRoom() int {
 	if s.cfg.SpareMemoryMB <= 0 {
 		return s.cfg.Max

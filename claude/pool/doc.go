@@ -61,8 +61,9 @@
 // CPU priority (nice +10, the caller's Start) until a conversation takes
 // one or waits for it to start: Config.Raise brings it back. Measured
 // under saturation, spares starting at normal priority made the median
-// answer 1.7 to 2.1 times as long (issue 38). Memory bounds them too: all
-// spares together hold at most Config.SpareMemoryMB.
+// answer 1.7 to 2.1 times as long (issue 38). Memory bounds them as it
+// bounds the conversations' idle processes, in one budget ranked by worth
+// (memory.go); Config.SpareMemoryMB, when set, caps the spares' besides.
 //
 // # Tests
 //

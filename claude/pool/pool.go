@@ -68,14 +68,15 @@ type Config[P Proc, S any] struct {
 	// SpareStart is how long a spare may take to be ready: one that is
 	// not by then is taken for hung, ended and replaced (default 30s).
 	SpareStart time.Duration
-	// SpareMemoryMB is the most memory all spares together may hold, at
-	// SpareMB each (0: no bound but Max).
+	// SpareMemoryMB, when set, caps the memory all spares together may
+	// hold, at SpareMB each, beside the budget they count in with the
+	// idle processes (0: no cap of their own, the default).
 	SpareMemoryMB int
 	// Memory, when set, reads the box's memory now, and Own what a
 	// process holds of its own, in bytes (0: not known): the processes
 	// kept then fit the memory measured as well as Max, and the kept
 	// ones worth least are ended when the box runs short (memory.go).
-	// Nil: Max and SpareMemoryMB alone bound them.
+	// Nil: Max (and SpareMemoryMB) alone bound them.
 	Memory func() Memory
 	Own    func(P) int64
 
@@ -378,24 +379,30 @@ func (p *Pool[P, S]) ColdStart() func() {
 	})
 }
 
-// evictIdle ends processes idle longer than Config.Idle, until Close.
+// evictIdle ends each idle process once it was unused for Config.Idle,
+// until Close: it sleeps until the first of them is due, not on a tick
+// that would end it up to a tick late. A process put idle meanwhile is
+// due an Idle from now, after the wake-up.
 func (p *Pool[P, S]) evictIdle() {
 	defer close(p.evicted)
-	tick := time.NewTicker(max(p.cfg.Idle/4, 10*time.Millisecond))
-	defer tick.Stop()
+	timer := time.NewTimer(p.cfg.Idle)
+	defer timer.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
-		case <-tick.C:
+		case <-timer.C:
 		}
+		now := time.Now()
 		p.mu.Lock()
-		old := p.s.idleSince(time.Now().Add(-p.cfg.Idle))
+		old := p.s.idleSince(now.Add(-p.cfg.Idle))
+		due := p.s.nextIdleEnd(now)
 		p.mu.Unlock()
 		for _, proc := range old {
 			p.log.Debug("claude: warm process ended: idle", zap.Duration("warm_idle_ms", p.cfg.Idle))
 			p.endLater(proc)
 		}
+		timer.Reset(due.Sub(now))
 	}
 }
 

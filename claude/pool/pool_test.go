@@ -715,3 +715,57 @@ func TestSpareThatCannotStart(t *testing.T) {
 		}
 	})
 }
+
+// Each conversation's idle process ends when its own Idle is over, not
+// at the next of a few coarse ticks: with Idle a minute, processes last
+// used 20 s apart end 20 s apart, each a minute after its last use.
+func TestIdleProcessesEndOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config[*fake, string]{Max: 4, Idle: time.Minute})
+		procs := []*fake{newFake(), newFake(), newFake()}
+		for i, f := range procs {
+			if i > 0 {
+				time.Sleep(20 * time.Second)
+			}
+			e.request("bot/"+string(rune('a'+i)), f)
+		}
+		settle(20*time.Second + time.Millisecond) // a minute and a moment after a's last use
+		for i, f := range procs {
+			if want := i == 0; f.ended() != want {
+				t.Fatalf("a minute after the first's last use, process %d ended: %v, want %v", i, f.ended(), want)
+			}
+		}
+		settle(20 * time.Second)
+		if !procs[1].ended() || procs[2].ended() {
+			t.Fatalf("a minute after the second's last use: it ended %v, the third %v; want only it", procs[1].ended(), procs[2].ended())
+		}
+		settle(20 * time.Second)
+		if !procs[2].ended() || e.p.Warm() != 0 {
+			t.Error("the third outlived its Idle")
+		}
+	})
+}
+
+// Ready counts the spares ready for a bot's own new conversations, for
+// the order of waiting requests: not those still starting, nor those of
+// another shape (a guest answer's), nor one taken.
+func TestReadyCountsTheBotsOwnSpares(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t, Config[*fake, string]{Max: 10, Spares: 2})
+		e.p.Keep("bot", own, 2)
+		e.p.Follow("bot", guest, 1, true)
+		if n := e.p.Ready("bot"); n != 0 {
+			t.Fatalf("%d ready before any started", n)
+		}
+		settle(time.Minute)
+		if n := e.p.Ready("bot"); n != 2 {
+			t.Fatalf("%d ready (%+v), want the bot's own two", n, e.p.Stats())
+		}
+		if _, ok := e.p.TakeSpare(t.Context(), own.Fingerprint); !ok {
+			t.Fatal("no spare taken")
+		}
+		if n := e.p.Ready("bot"); n != 1 {
+			t.Errorf("%d ready once one was taken, want 1", n)
+		}
+	})
+}

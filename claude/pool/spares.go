@@ -267,6 +267,26 @@ func (s *state[P, S]) removeSpare(sp *spare[P, S]) {
 	close(sp.settled)
 }
 
+// Ready is how many spares are ready for the new conversations of name's
+// own shape (its set not of another shape): how many of its waiting new
+// conversations skip a CLI's start.
+func (p *Pool[P, S]) Ready(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, set := range p.s.named(name) {
+		if set.other {
+			continue
+		}
+		for _, sp := range set.spares {
+			if sp.ready {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Stats counts the spares now and the counters so far.
 func (p *Pool[P, S]) Stats() Stats {
 	p.mu.Lock()

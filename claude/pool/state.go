@@ -68,16 +68,29 @@ func (s *state[P, S]) has(key string) bool {
 	return s.idle[key] != nil || running
 }
 
-// idleSince takes out the processes unused since t.
+// idleSince takes out the processes unused since t (last used at t or
+// before).
 func (s *state[P, S]) idleSince(t time.Time) []P {
 	var old []P
 	for key, w := range s.idle {
-		if w.lastUsed.Before(t) {
+		if !w.lastUsed.After(t) {
 			old = append(old, w.proc)
 			delete(s.idle, key)
 		}
 	}
 	return old
+}
+
+// nextIdleEnd is when the first idle process is due to end, or an Idle
+// from now when none is idle.
+func (s *state[P, S]) nextIdleEnd(now time.Time) time.Time {
+	due := now.Add(s.cfg.Idle)
+	for _, w := range s.idle {
+		if end := w.lastUsed.Add(s.cfg.Idle); end.Before(due) {
+			due = end
+		}
+	}
+	return due
 }
 
 // endEverything takes out every idle process and spare, and forgets the

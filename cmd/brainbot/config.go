@@ -62,8 +62,9 @@ type Config struct {
 	WarmIdle  time.Duration
 	Spares    int
 	SpareIdle time.Duration
-	// SparesMemory bounds the memory all spares hold: a share of the
-	// machine's ("25%") or a size ("400MB"); see sparesMemory.
+	// SparesMemory caps the memory all spares hold, beside the budget of
+	// kept CLIs: a share of the machine's ("25%") or a size ("400MB");
+	// "" none; see sparesMemory.
 	SparesMemory string
 	// HTTPAddr is the admin address ("": off): /healthz, /readyz and
 	// /metrics for monitors, and with AdminToken (which an address off
@@ -147,7 +148,7 @@ var settings = []setting{
 		func(c *Config, v string) (err error) { c.WarmIdle, err = time.ParseDuration(v); return err }},
 	{"BRAINBOT_SPARES", "spares", "Claude processes each bot keeps started ahead of its next new conversations (a new conversation then skips the CLI's start too); counted in max-warm, which ends the kept processes wanted least lately when it is full; 0: none", "1",
 		func(c *Config, v string) (err error) { c.Spares, err = strconv.Atoi(v); return err }},
-	{"BRAINBOT_SPARES_MEMORY", "spares-memory", "the most memory all spares together hold, at ~175 MB each: a share of the machine's memory (its cgroup's limit, as systemd's MemoryMax, when lower) or a size in MB (400MB); brainbot doctor says how many that is", defaultSparesMemory,
+	{"BRAINBOT_SPARES_MEMORY", "spares-memory", "an optional cap on the memory all spares together hold, at ~175 MB each, beside the one budget of kept CLIs (max-warm and the memory in use) they count in anyway: a share of the machine's memory (its cgroup's limit, as systemd's MemoryMax, when lower) or a size in MB (400MB); empty: no cap of their own", "",
 		func(c *Config, v string) error { c.SparesMemory = v; return nil }},
 	{"BRAINBOT_SPARE_IDLE", "spare-idle", "how long an unused spare is kept before a fresh one replaces it", "10m",
 		func(c *Config, v string) (err error) { c.SpareIdle, err = time.ParseDuration(v); return err }},

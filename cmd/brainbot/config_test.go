@@ -48,7 +48,6 @@ func TestConfigDefaults(t *testing.T) {
 		WarmIdle:       10 * time.Minute,
 		Spares:         1,
 		SpareIdle:      10 * time.Minute,
-		SparesMemory:   "25%",
 		Grace:          30 * time.Second,
 	}
 	if c != want {
@@ -97,7 +96,6 @@ func TestConfigEnvAndFlags(t *testing.T) {
 		MaxWarm:        defaultMaxWarm(),
 		WarmIdle:       10 * time.Minute,
 		SpareIdle:      10 * time.Minute,
-		SparesMemory:   "25%",
 		Grace:          5 * time.Second,
 		AudioRetention: output.Retention{MaxAge: 720 * time.Hour},
 		ImageRetention: output.Retention{MaxBytes: 512 << 20},
@@ -181,7 +179,7 @@ func TestConfigValidateOnlyValidates(t *testing.T) {
 	c := Config{
 		BrainsDir: "brains", PanelsDir: "panels", DataDir: "data", TelegramAPIURL: "http://127.0.0.1:8081/",
 		ClaudeCmd: "claude", ClaudeBare: "auto", SpeechEarly: "on", LogLevel: "info", MaxClaude: 1,
-		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute, SpareIdle: time.Minute, SparesMemory: "25%",
+		MaxWaiting: 1, MaxWait: time.Second, WarmIdle: time.Minute, SpareIdle: time.Minute,
 	}
 	before := c
 	if err := c.validate(); err != nil {

@@ -49,7 +49,7 @@
 //	BRAINBOT_MAX_WARM (-max-warm)                conversations whose CLI process is kept between messages [as many as the memory holds]
 //	BRAINBOT_WARM_IDLE (-warm-idle)              how long an unused warm process is kept [10m]
 //	BRAINBOT_SPARES (-spares)                    CLI processes each bot starts ahead of new conversations [1]
-//	BRAINBOT_SPARES_MEMORY (-spares-memory)      most memory all spares hold: 25% of memory or 400MB [25%]
+//	BRAINBOT_SPARES_MEMORY (-spares-memory)      optional cap on all spares' memory: 25% of memory or 400MB [none]
 //	BRAINBOT_SPARE_IDLE (-spare-idle)            how long an unused spare is kept [10m]
 //	BRAINBOT_HTTP_ADDR (-http-addr)              serve /healthz, /readyz, /metrics here (the admin's calls with the token); loopback unless BRAINBOT_ADMIN_TOKEN [off]
 //	BRAINBOT_ADMIN_SOCKET (-admin-socket)        the admin socket: status, conversations and forget ask here [admin.sock in the data folder]

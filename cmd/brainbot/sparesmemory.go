@@ -12,13 +12,6 @@ import (
 	"brainbot/sysmem"
 )
 
-// defaultSparesMemory is the share of the machine's memory spares take
-// by default: on a 2 GB server, the usual home of a Telegram bot, two
-// spares, and room for brainbot, the conversations' own CLIs and the
-// system; on a big machine the other bounds (max-warm, spares a bot)
-// bind first.
-const defaultSparesMemory = "25%"
-
 // machineMemory is the memory brainbot may use, in bytes, and what says
 // so: its cgroup's limit (memory.max, cgroup v2, as systemd's MemoryMax
 // sets it; memory.limit_in_bytes, v1) when there is one below the
@@ -54,8 +47,13 @@ func boxMemory() pool.Memory {
 
 // sparesMemory is the memory spares may hold, in MB, for the setting
 // (BRAINBOT_SPARES_MEMORY: a share of memory, "25%", or a size, "400MB"),
-// and how an admin reads it.
+// and how an admin reads it; 0 for the setting unset, the default: spares
+// then count in the one budget of kept CLIs alone (issue 48). Installs
+// that set it keep it as a cap beside that budget.
 func sparesMemory(setting string, memory int64, where string) (mb int, detail string, err error) {
+	if setting == "" {
+		return 0, "", nil
+	}
 	if pct, ok := strings.CutSuffix(setting, "%"); ok {
 		n, err := strconv.ParseFloat(pct, 64)
 		if err != nil || n < 0 || n > 100 {
@@ -71,12 +69,16 @@ func sparesMemory(setting string, memory int64, where string) (mb int, detail st
 	return n, fmt.Sprintf("%d MB", n), nil
 }
 
-// sparesMemoryMB is the memory spares may hold on this machine, in MB
-// (the setting was checked with the config).
+// sparesMemoryMB is the memory spares may hold on this machine, in MB,
+// for the pool (the setting was checked with the config): 0, no cap of
+// their own, when it is unset.
 func sparesMemoryMB(cfg Config) int {
+	if cfg.SparesMemory == "" {
+		return 0
+	}
 	memory, where := machineMemory()
 	mb, _, _ := sparesMemory(cfg.SparesMemory, memory, where)
-	return max(mb, 1) // 0 would be no bound
+	return max(mb, 1) // 0 would be no cap
 }
 
 // gaugeCount reads g's value, a count.
@@ -90,10 +92,16 @@ func gaugeCount(g prometheus.Gauge) func() int {
 	}
 }
 
-// checkSpares says how many spares this machine keeps at most.
+// checkSpares says what bounds the spares: the one budget of kept CLIs,
+// or how many BRAINBOT_SPARES_MEMORY's cap holds where it is set.
 func checkSpares(cfg Config, r *report) {
 	if cfg.Spares == 0 || cfg.MaxWarm == 0 {
 		r.ok("spares", "off")
+		return
+	}
+	if cfg.SparesMemory == "" {
+		r.ok("spares", fmt.Sprintf("%d a bot, in one budget with the warm CLIs: the memory in use and %s %d; when it is full the kept CLIs worth least end first",
+			cfg.Spares, lookupSetting("BRAINBOT_MAX_WARM").name(), cfg.MaxWarm))
 		return
 	}
 	memory, where := machineMemory()
@@ -107,5 +115,6 @@ func checkSpares(cfg Config, r *report) {
 		r.warn("spares", fmt.Sprintf("none: %s holds not one at ~%d MB each; every new conversation starts its CLI", detail, pool.SpareMB))
 		return
 	}
-	r.ok("spares", fmt.Sprintf("up to %d (%s at ~%d MB each)", n, detail, pool.SpareMB))
+	r.ok("spares", fmt.Sprintf("up to %d (%s at ~%d MB each: %s, a cap beside the budget of kept CLIs; unset, spares count in that budget alone)",
+		n, detail, pool.SpareMB, lookupSetting("BRAINBOT_SPARES_MEMORY").name()))
 }

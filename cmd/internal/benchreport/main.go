@@ -277,12 +277,13 @@ CLI start (`+"`claude --help`"+`, p50 of 8): 360 ms alone, 870 ms with two other
 starts at nice 0, 370 ms with them at nice +10. A spare taken for a
 conversation, or one a new conversation waits for, is raised back to
 brainbot's nice in the background, within its `+"`RLIMIT_NICE`"+` (the systemd
-unit sets `+"`LimitNICE=+0`"+`). All spares together hold at most
-`+"`BRAINBOT_SPARES_MEMORY`"+`, by default 25% of the memory (the cgroup's limit
-when lower), at ~175 MB each: 2 spares on a 1.9 GiB server, where 7 bots
-would have kept 7 (1.1 GB); the bots whose spares were taken last get them
-first, and `+"`brainbot doctor`"+` says how many this machine
-keeps. The demo panel's run allows its twelve spares the whole memory.
+unit sets `+"`LimitNICE=+0`"+`). Spares count with the warm CLIs in one
+budget, the memory in use and `+"`BRAINBOT_MAX_WARM`"+`, the kept CLIs worth
+least ended first; `+"`BRAINBOT_SPARES_MEMORY`"+` may cap their memory besides
+(unset by default; 25% of the memory was the default before, 2 spares on
+a 1.9 GiB server where 7 bots would have kept 7), and `+"`brainbot doctor`"+`
+says which bounds them. The demo panel's run allows its twelve spares the
+whole memory.
 
 `)
 
