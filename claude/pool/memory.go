@@ -33,6 +33,13 @@ type Memory struct {
 	Stalled float64
 }
 
+// pressed reports whether the box is past pressureShare of its memory or
+// its tasks stall for memory: what each process holds is read again then,
+// for the relief to end no more than it must.
+func (m Memory) pressed() bool {
+	return m.Limit > 0 && (float64(m.Used) > pressureShare*float64(m.Limit) || m.Stalled >= pressureStall)
+}
+
 const (
 	// KeepShare is the share of the box's memory in use up to which a
 	// process is kept: the rest is for the answers running, which grow,
@@ -49,9 +56,15 @@ const (
 	// measured: an idle CLI 2.1.328 with two MCP servers holds ~100 MB
 	// of its own.
 	defaultOwn = 100 << 20
-	// memoryLook is how often the pool reads the box's memory and what
-	// each kept process holds.
+	// memoryLook is how often the pool reads the box's memory and the
+	// memory of each process it has not read yet; ownLooks how many looks
+	// it reads again what every kept process holds (every look while the
+	// box is pressed). An idle process's own
+	// memory hardly moves, and reading it (smaps_rollup) costs about a
+	// millisecond of CPU: every second, many kept CLIs would take a few
+	// percent of a CPU for nothing.
 	memoryLook = time.Second
+	ownLooks   = 10
 	// stallWindow is the window of the stalls read (PSI's avg10): after
 	// ending processes for stalls the pool waits that long for the count
 	// to show it before it ends more for stalls.
@@ -198,23 +211,38 @@ func (p *Pool[P, S]) watchMemory() {
 }
 
 // lookAtMemory reads the memory and what each idle process and spare
-// holds without the lock (reading /proc takes its time), then records it
-// and ends what the box has no room for.
+// holds (one read lately, while the box is not pressed: as it was then)
+// without the lock (reading /proc takes its time), then records it and
+// ends what the box has no room for.
 func (p *Pool[P, S]) lookAtMemory() {
 	p.mu.Lock()
+	again := p.s.looks%ownLooks == 0
+	p.s.looks++
+	known := map[P]int64{}
 	var procs []P
+	add := func(proc P) {
+		procs = append(procs, proc)
+		if own, ok := p.s.own[proc]; ok {
+			known[proc] = own
+		}
+	}
 	for _, w := range p.s.idle {
-		procs = append(procs, w.proc)
+		add(w.proc)
 	}
 	for _, set := range p.s.sets {
 		for _, sp := range set.spares {
-			procs = append(procs, sp.proc)
+			add(sp.proc)
 		}
 	}
 	p.mu.Unlock()
 	mem := p.cfg.Memory()
+	again = again || mem.pressed()
 	own := make(map[P]int64, len(procs))
 	for _, proc := range procs {
+		if held, ok := known[proc]; ok && !again {
+			own[proc] = held
+			continue
+		}
 		own[proc] = p.cfg.Own(proc)
 	}
 	p.mu.Lock()

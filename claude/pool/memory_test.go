@@ -13,10 +13,12 @@ type box struct {
 	mu  sync.Mutex
 	mem Memory
 	own map[*fake]int64
+	// reads counts the reads of each process's own memory.
+	reads map[*fake]int
 }
 
 func newBox(limitMB, usedMB int64) *box {
-	return &box{mem: Memory{Limit: limitMB << 20, Used: usedMB << 20, Stalled: -1}, own: map[*fake]int64{}}
+	return &box{mem: Memory{Limit: limitMB << 20, Used: usedMB << 20, Stalled: -1}, own: map[*fake]int64{}, reads: map[*fake]int{}}
 }
 
 // budget gives cfg the box as its memory.
@@ -29,6 +31,7 @@ func (b *box) budget(cfg Config[*fake, string]) Config[*fake, string] {
 	cfg.Own = func(f *fake) int64 {
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		b.reads[f]++
 		return b.own[f]
 	}
 	return cfg
@@ -66,6 +69,30 @@ func TestMemoryBoundsTheKept(t *testing.T) {
 	if p.s.roomForWarm("bot/new") {
 		t.Error("room for a conversation's process ahead of its message in a full box")
 	}
+}
+
+// What an idle process holds of its own is read when it is first kept,
+// then every ownLooks looks, not each second: a read costs about a
+// millisecond of CPU, and many kept CLIs would spend a few percent of a
+// CPU on it. (While the box is pressed every look reads it again:
+// TestShortOfMemoryEndsIdleFirst ends no more than fresh readings call
+// for.)
+func TestOwnMemoryReadSparingly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBox(2000, 1000)
+		e := newEnv(t, b.budget(Config[*fake, string]{Max: 10, Idle: time.Hour}))
+		idle := newFake()
+		e.request("bot/idle", idle)
+		reads := func() int {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return b.reads[idle]
+		}
+		settle(ownLooks * memoryLook)
+		if n := reads(); n < 1 || n > 2 {
+			t.Errorf("read %d times in %d looks, want once, and once again after %d", n, ownLooks, ownLooks)
+		}
+	})
 }
 
 // When the box runs short (past 90% of its memory), the pool ends idle

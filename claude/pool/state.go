@@ -34,11 +34,12 @@ type state[P Proc, S any] struct {
 	cold       int
 
 	// mem is the box's memory at the last look, own what each process
-	// held of its own then, relievedAt when processes were last ended
-	// for memory (memory.go).
+	// held of its own when last read, relievedAt when processes were
+	// last ended for memory, looks how many looks there were (memory.go).
 	mem        Memory
 	own        map[P]int64
 	relievedAt time.Time
+	looks      int
 }
 
 // warm is a conversation's idle process.
