@@ -79,24 +79,27 @@ func (r *request) replyQuestion(call claude.ToolCall) {
 // kept first, so a tap never comes before it; where it cannot be kept,
 // the text goes without them (a tap could only be refused).
 func (r *request) replyUnder(b state.Buttons, kb message.Keyboard) {
+	place := r.attachButtons(b, kb)
+	r.replyText(b.Text)
+	place()
+}
+
+// attachButtons keeps what b means, then attaches kb to the next message
+// sent (text or file); place records the message it went under. Where b
+// cannot be kept, nothing is attached.
+func (r *request) attachButtons(b state.Buttons, kb message.Keyboard) (place func()) {
 	b.Conversation, b.Created = r.in.Key, r.p.cfg.Now()
 	if err := r.p.store.SaveButtons(r.ctx, b); err != nil {
 		r.log.Warn("could not keep the buttons; the answer goes without them", zap.String("kind", b.Kind), zap.Error(err))
-		r.replyText(b.Text)
-		return
+		return func() {}
 	}
 	before := len(r.out.Sent())
 	r.out.Attach(kb)
-	r.replyText(b.Text)
-	r.placeButtons(b.ID, before)
-}
-
-// placeButtons records the message buttons id went under: the last sent,
-// if any went out after the before first.
-func (r *request) placeButtons(id string, before int) {
-	if sent := r.out.Sent(); len(sent) > before {
-		if err := r.p.store.PlaceButtons(context.WithoutCancel(r.ctx), id, sent[len(sent)-1]); err != nil {
-			r.log.Warn("could not keep which message the buttons are under", zap.Error(err))
+	return func() {
+		if sent := r.out.Sent(); len(sent) > before {
+			if err := r.p.store.PlaceButtons(context.WithoutCancel(r.ctx), b.ID, sent[len(sent)-1]); err != nil {
+				r.log.Warn("could not keep which message the buttons are under", zap.Error(err))
+			}
 		}
 	}
 }

@@ -182,8 +182,14 @@ func (r *request) unwritten(outcome string) {
 
 // replyCheckIn sends a check-in under the button that says no to them.
 func (r *request) replyCheckIn(text string) {
+	r.replyUnder(r.checkInButtons(text))
+}
+
+// checkInButtons are the button that says no under a check-in of text
+// ("" under a voice note).
+func (r *request) checkInButtons(text string) (state.Buttons, message.Keyboard) {
 	b := state.Buttons{ID: state.NewButtonsID(), Kind: ButtonsCheckIn, User: r.in.Sender, Options: []string{"decline"}, Text: text}
-	r.replyUnder(b, message.Keyboard{{{Text: CheckInDeclineLabel, Data: callbackData(b.ID, 0)}}})
+	return b, message.Keyboard{{{Text: CheckInDeclineLabel, Data: callbackData(b.ID, 0)}}}
 }
 
 // attachCheckIn puts the button that says no under the next file, when
@@ -194,15 +200,7 @@ func (r *request) attachCheckIn() (place func()) {
 	if s := r.in.Scheduled; s == nil || s.Kind != message.CheckIn {
 		return func() {}
 	}
-	b := state.Buttons{ID: state.NewButtonsID(), Kind: ButtonsCheckIn, User: r.in.Sender, Options: []string{"decline"},
-		Conversation: r.in.Key, Created: r.p.cfg.Now()}
-	if err := r.p.store.SaveButtons(r.ctx, b); err != nil {
-		r.log.Warn("could not keep the buttons; the answer goes without them", zap.String("kind", b.Kind), zap.Error(err))
-		return func() {}
-	}
-	before := len(r.out.Sent())
-	r.out.Attach(message.Keyboard{{{Text: CheckInDeclineLabel, Data: callbackData(b.ID, 0)}}})
-	return func() { r.placeButtons(b.ID, before) }
+	return r.attachButtons(r.checkInButtons(""))
 }
 
 // checkInTap takes a tap on the button under a check-in: no more.
