@@ -11,11 +11,11 @@ import (
 	"brainbot/cmd/internal/stack"
 )
 
-// The pace of the stand-ins in BenchmarkVoicePace and
-// BenchmarkSmallServer: a model's (0.5 s to its first token, then about
-// 250 characters a second: 64 bytes every 256 ms) and OpenAI speech's
-// (0.3 s + 2.5 ms a character). Settings of the test stand-ins, not of
-// the product.
+// The pace of the stand-ins in BenchmarkVoicePace: a model's (0.5 s to
+// its first token, then about 250 characters a second: 64 bytes every
+// 256 ms) and OpenAI speech's (0.3 s + 2.5 ms a character);
+// BenchmarkSmallServer takes the first token's alone. Settings of the
+// test stand-ins, not of the product.
 const (
 	paceFirstToken   = 500 * time.Millisecond
 	pacePer64Bytes   = 256 * time.Millisecond
