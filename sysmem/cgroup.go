@@ -1,16 +1,6 @@
 package sysmem
 
-import (
-	"bufio"
-	"bytes"
-	"io/fs"
-	"path"
-	"strings"
-)
-
-// cgroupRoot is where cgroup hierarchies are mounted: v2's unified one
-// at the root itself, v1's memory controller at memory/ under it.
-const cgroupRoot = "sys/fs/cgroup"
+import "brainbot/internal/cgroup"
 
 // noLimit is the least a v1 limit reads when none is set (the kernel's
 // PAGE_COUNTER_MAX in bytes, 9223372036854771712 on 64-bit).
@@ -21,24 +11,18 @@ const noLimit = 1 << 60
 // A parent's limit binds its children: systemd's MemoryMax on a slice
 // leaves the service's own memory.max at "max".
 func (b Box) limitingCgroup() (l Limit, ok bool) {
-	raw, err := fs.ReadFile(b.fsys, "proc/self/cgroup")
+	hierarchies, err := cgroup.Self(b.fsys)
 	if err != nil {
 		return Limit{}, false
 	}
-	lines := bufio.NewScanner(bytes.NewReader(raw))
-	for lines.Scan() {
-		// hierarchy-id:controllers:path; v2's is "0::/path".
-		parts := strings.SplitN(lines.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
+	for _, h := range hierarchies {
 		var c Limit
 		var found bool
 		switch {
-		case parts[0] == "0" && parts[1] == "":
-			c, found = b.lowestLimit(cgroupRoot, parts[2], "memory.max", 2)
-		case strings.Contains(","+parts[1]+",", ",memory,"):
-			c, found = b.lowestLimit(cgroupRoot+"/memory", parts[2], "memory.limit_in_bytes", 1)
+		case h.Version == 2:
+			c, found = b.lowestLimit(h, "memory.max")
+		case h.Has("memory"):
+			c, found = b.lowestLimit(h, "memory.limit_in_bytes")
 		}
 		if found && (!ok || c.Bytes < l.Bytes) {
 			l, ok = c, true
@@ -47,18 +31,15 @@ func (b Box) limitingCgroup() (l Limit, ok bool) {
 	return l, ok
 }
 
-// lowestLimit walks from the cgroup at mount/cgroup up to mount and
-// returns the lowest limit file it finds set. A hierarchy mounted
-// elsewhere, or without the memory controller (v2 on a v1 host: its root
-// has no memory.max), has none.
-func (b Box) lowestLimit(mount, cgroup, file string, version int) (l Limit, ok bool) {
-	for dir := path.Join(mount, cgroup); ; dir = path.Dir(dir) {
+// lowestLimit returns the lowest limit file set from the cgroup of h up
+// to its mount. A hierarchy mounted elsewhere, or without the memory
+// controller (v2 on a v1 host: its root has no memory.max), has none.
+func (b Box) lowestLimit(h cgroup.Hierarchy, file string) (l Limit, ok bool) {
+	for dir := range h.Up() {
 		n, err := b.number(dir + "/" + file)
 		if err == nil && n < noLimit && (!ok || n < l.Bytes) {
-			l, ok = Limit{Bytes: n, File: "/" + dir + "/" + file, Cgroup: dir, Version: version}, true
-		}
-		if dir == mount || !strings.HasPrefix(dir, mount+"/") {
-			return l, ok
+			l, ok = Limit{Bytes: n, File: "/" + dir + "/" + file, Cgroup: dir, Version: h.Version}, true
 		}
 	}
+	return l, ok
 }

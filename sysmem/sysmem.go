@@ -18,6 +18,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"brainbot/internal/cgroup"
 )
 
 // Box reads the memory files of one root file system: /proc and
@@ -125,23 +127,11 @@ func (b Box) Pressure(l Limit) (percent float64, ok bool) {
 			file = l.Cgroup + "/memory.pressure"
 		}
 	}
-	raw, err := fs.ReadFile(b.fsys, file)
+	p, err := cgroup.ReadPressure(b.fsys, file)
 	if err != nil {
 		return 0, false
 	}
-	for line := range bytes.Lines(raw) {
-		fields := strings.Fields(string(line))
-		if len(fields) < 2 || fields[0] != "some" {
-			continue
-		}
-		avg10, found := strings.CutPrefix(fields[1], "avg10=")
-		if !found {
-			return 0, false
-		}
-		pct, err := strconv.ParseFloat(avg10, 64)
-		return pct, err == nil
-	}
-	return 0, false
+	return p.Avg10, true
 }
 
 // keyed reads a file of "Key: N kB" lines (/proc/meminfo, smaps_rollup)
