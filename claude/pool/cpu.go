@@ -1,14 +1,12 @@
 package pool
 
 import (
-	"errors"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/prometheus/procfs"
+	"brainbot/syscpu"
 )
 
 const (
@@ -22,18 +20,20 @@ const (
 )
 
 // cpuGauge says whether the CPUs were all wanted lately: where the kernel
-// keeps pressure stall information (/proc/pressure/cpu), whether some
-// runnable thread waited for a CPU more than cpuStallShare of the time
-// since the gauge's last look. A first look, or one long after the last,
-// says busy and measures from then on (tend looks again within a tick);
-// looks closer than cpuWindow keep the last verdict. Elsewhere, whether
-// more threads are runnable than CPUs now (/proc/loadavg). The stalls
-// over a window are what counts: a reading at one instant finds a CPU
-// free now and then on CPUs busy most of the time, and a spare started
-// then takes the CPU from the requests waiting for it.
+// keeps pressure stall information (brainbot's cgroup's cpu.pressure,
+// else /proc/pressure/cpu), whether some runnable thread waited for a CPU
+// more than cpuStallShare of the time since the gauge's last look. A
+// first look, or one long after the last, says busy and measures from
+// then on (tend looks again within a tick); looks closer than cpuWindow
+// keep the last verdict. Elsewhere, whether more threads are runnable
+// than brainbot's CPUs now (/proc/loadavg). The stalls over a window are
+// what counts: a reading at one instant finds a CPU free now and then on
+// CPUs busy most of the time, and a spare started then takes the CPU
+// from the requests waiting for it.
 type cpuGauge struct {
 	// stalls is the microseconds so far in which some thread waited for a
-	// CPU; loadavg reads /proc/loadavg.
+	// CPU; loadavg reads /proc/loadavg; cpus is how many brainbot may use
+	// (a cgroup's quota where lower than the machine's).
 	stalls  func() (uint64, error)
 	loadavg func() (string, error)
 	cpus    int
@@ -44,33 +44,15 @@ type cpuGauge struct {
 	busy  bool
 }
 
-// newCPUGauge reads this machine's /proc.
-func newCPUGauge() *cpuGauge {
-	proc, procErr := procfs.NewDefaultFS()
-	return &cpuGauge{cpus: runtime.NumCPU(),
-		stalls: func() (uint64, error) {
-			if procErr != nil {
-				return 0, procErr
-			}
-			return cpuStalls(proc)
-		},
+// newCPUGauge reads the CPUs and stalls of box (syscpu: a quota of
+// brainbot's cgroup, the stalls of its tasks), and this machine's
+// /proc/loadavg.
+func newCPUGauge(box syscpu.Box) *cpuGauge {
+	return &cpuGauge{cpus: box.CPUs().N, stalls: box.Stalls,
 		loadavg: func() (string, error) {
 			b, err := os.ReadFile("/proc/loadavg")
 			return string(b), err
 		}}
-}
-
-// cpuStalls reads the "some" line of /proc/pressure/cpu: the
-// microseconds so far in which some thread waited for a CPU.
-func cpuStalls(proc procfs.FS) (uint64, error) {
-	psi, err := proc.PSIStatsForResource("cpu")
-	if err != nil {
-		return 0, err
-	}
-	if psi.Some == nil {
-		return 0, errors.New("no stalls of some threads in /proc/pressure/cpu")
-	}
-	return psi.Some.Total, nil
 }
 
 // contended reports whether the CPUs were all wanted lately, as of now.

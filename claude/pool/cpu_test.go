@@ -2,12 +2,11 @@ package pool
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
+	"testing/fstest"
 	"time"
 
-	"github.com/prometheus/procfs"
+	"brainbot/syscpu"
 )
 
 // The CPUs count as all wanted when, since the gauge's last look, some
@@ -65,28 +64,23 @@ func TestRunnableOver(t *testing.T) {
 	}
 }
 
-// The gauge reads the stalls of some threads from the kernel's pressure
-// file, not the stalls of all of them.
-func TestCPUStallsReadsThePressureFile(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.Mkdir(filepath.Join(dir, "pressure"), 0o755); err != nil {
-		t.Fatal(err)
+// In a container throttled to one CPU on an 8-CPU host, the gauge
+// counts one CPU and reads the stalls of brainbot's own cgroup, which
+// count the throttling, not the quiet host's.
+func TestCPUGaugeReadsTheBox(t *testing.T) {
+	box := syscpu.New(fstest.MapFS{
+		"proc/self/cgroup":                                    {Data: []byte("0::/system.slice/brainbot.service\n")},
+		"proc/pressure/cpu":                                   {Data: []byte("some avg10=0.00 avg60=0.00 avg300=0.00 total=120034\n")},
+		"sys/fs/cgroup/system.slice/cpu.max":                  {Data: []byte("100000 100000\n")},
+		"sys/fs/cgroup/system.slice/brainbot.service/cpu.max": {Data: []byte("max 100000\n")},
+		"sys/fs/cgroup/system.slice/brainbot.service/cpu.pressure": {
+			Data: []byte("some avg10=40.02 avg60=29.80 avg300=12.31 total=91200455\nfull avg10=38.50 avg60=27.71 avg300=11.62 total=88020117\n")},
+	}, 8)
+	g := newCPUGauge(box)
+	if g.cpus != 1 {
+		t.Errorf("the gauge counts %d CPUs, want the quota's 1", g.cpus)
 	}
-	psi := "some avg10=59.18 avg60=87.41 avg300=68.62 total=9702145572\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"
-	if err := os.WriteFile(filepath.Join(dir, "pressure", "cpu"), []byte(psi), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	proc, err := procfs.NewFS(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if total, err := cpuStalls(proc); err != nil || total != 9702145572 {
-		t.Errorf("stalls %d, %v; want 9702145572", total, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pressure", "cpu"), []byte("full avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cpuStalls(proc); err == nil {
-		t.Error("no error for a pressure file without the stalls of some threads")
+	if total, err := g.stalls(); err != nil || total != 91200455 {
+		t.Errorf("stalls %d, %v; want the cgroup's 91200455", total, err)
 	}
 }

@@ -50,13 +50,14 @@
 // after the last one ended, a spare a set lacks waits, up to spareQuiet
 // (a panel's turns follow one another within that, and are not slowed by
 // the spares they took being replaced); and no more start at once than
-// the machine has CPUs.
+// brainbot has CPUs (its cgroup's quota where lower than the machine's:
+// package syscpu).
 //
 // And spares yield to real work: none starts while a request waits for a
 // Claude slot (Config.Waiting), however long a set has lacked one, nor
-// while a request's CLI is starting (ColdStart), nor while the machine's
-// CPUs are all wanted (threads waited for one a fifth of the time lately,
-// cpuGauge): while requests of ours run, however long; while other work
+// while a request's CLI is starting (ColdStart), nor while brainbot's
+// CPUs are all wanted (threads of its cgroup, or of the machine, waited
+// for one a fifth of the time lately, cpuGauge): while requests of ours run, however long; while other work
 // keeps the CPUs busy, up to spareCPUPatience. Spare CLIs run at a lower
 // CPU priority (nice +10, the caller's Start) until a conversation takes
 // one or waits for it to start: Config.Raise brings it back. Measured

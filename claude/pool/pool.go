@@ -2,12 +2,13 @@ package pool
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
+
+	"brainbot/syscpu"
 )
 
 // ErrNoRoom means the budget (Config.Max) has no room for another
@@ -92,11 +93,12 @@ type Config[P Proc, S any] struct {
 	// Waiting says how many requests wait for a Claude slot: spares
 	// start only when none does. Nil: none ever waits.
 	Waiting func() int
-	// CPUBusy says whether the machine's CPUs are all wanted lately.
-	// Nil: this machine's, read from /proc (cpuGauge).
+	// CPUBusy says whether the CPUs brainbot may use are all wanted
+	// lately. Nil: this box's, read by syscpu (cpuGauge).
 	CPUBusy func() bool
-	// MaxStarting bounds the spares starting at once (default: the
-	// machine's CPUs).
+	// MaxStarting bounds the spares starting at once (default: the CPUs
+	// brainbot may use, its cgroup's quota where lower than the
+	// machine's: syscpu).
 	MaxStarting int
 	Log         *zap.Logger
 }
@@ -115,13 +117,13 @@ func (c Config[P, S]) withDefaults() Config[P, S] {
 		c.SpareStart = 30 * time.Second
 	}
 	if c.MaxStarting <= 0 {
-		c.MaxStarting = runtime.NumCPU()
+		c.MaxStarting = syscpu.Host().CPUs().N
 	}
 	if c.Waiting == nil {
 		c.Waiting = func() int { return 0 }
 	}
 	if c.CPUBusy == nil {
-		cpu := newCPUGauge()
+		cpu := newCPUGauge(syscpu.Host())
 		c.CPUBusy = func() bool { return cpu.contended(time.Now()) }
 	}
 	if c.Differs == nil {
