@@ -9,13 +9,15 @@ import (
 	"github.com/prometheus/procfs"
 
 	"brainbot/claude/pool"
+	"brainbot/syscpu"
 	"brainbot/sysmem"
 )
 
-// doctor says how many kept CLIs (warm processes and spares) this box
-// holds, from measured numbers: the box's memory (package sysmem) and
-// what one idle CLI holds of its own, read from a CLI doctor starts as a
-// spare waits for its first message.
+// doctor says what CPUs this box has for brainbot (package syscpu), and
+// how many kept CLIs (warm processes and spares) it holds, from measured
+// numbers: the box's memory (package sysmem) and what one idle CLI holds
+// of its own, read from a CLI doctor starts as a spare waits for its
+// first message.
 
 const (
 	// idleCLIOwnMB and cliSharedMB are what an idle CLI 2.1.328 holds,
@@ -39,9 +41,10 @@ func keptCLIs(memory int64, ownMB, sharedMB int) int {
 	return max(0, int(room/float64(keptPerIdle*ownMB)))
 }
 
-// checkCapacity says what memory the box has and how many kept CLIs it
-// holds, beside the BRAINBOT_MAX_WARM that bounds their count.
+// checkCapacity says what CPUs and memory the box has and how many kept
+// CLIs it holds, beside the BRAINBOT_MAX_WARM that bounds their count.
 func (m *Main) checkCapacity(ctx context.Context, cfg Config, r *report) {
+	r.ok("CPUs", describeCPUs(syscpu.Host().CPUs()))
 	box := sysmem.Host()
 	limit, err := box.Limit()
 	if err != nil {
@@ -86,6 +89,17 @@ func describeMemory(box sysmem.Box, limit sysmem.Limit) string {
 		s += fmt.Sprintf("; tasks stalled for memory %.1f%% of the last 10 s", pct)
 	}
 	return s
+}
+
+// describeCPUs is the CPUs brainbot may use for an admin: how many,
+// whence, and what they bound: the spares starting at once (the pool's
+// MaxStarting).
+func describeCPUs(c syscpu.CPUs) string {
+	unit := "CPUs"
+	if c.N == 1 {
+		unit = "CPU"
+	}
+	return fmt.Sprintf("%d %s (%s); spares start %d at a time at most", c.N, unit, c.Where(), c.N)
 }
 
 func gib(bytes int64) float64 { return float64(bytes) / (1 << 30) }

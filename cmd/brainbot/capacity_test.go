@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"brainbot/claude/claudetest"
+	"brainbot/syscpu"
 )
 
 // doctor starts an idle CLI, reads what it holds of its own, and says how
@@ -40,6 +41,28 @@ func TestDoctorKeptCLIsConstants(t *testing.T) {
 	_, stdout, _ := s.doctor(t, "BRAINBOT_MAX_WARM=3")
 	wantLines(t, stdout, "ok    kept CLIs: an idle CLI holds ~85 MB of its own (measured on Claude Code 2.1.328; none started here: it exited at once); ",
 		"; brainbot keeps up to 3 (BRAINBOT_MAX_WARM (-max-warm)), as the memory in use allows\n")
+	if !regexp.MustCompile(`(?m)^ok    CPUs: \d+ CPUs? \((this machine|a quota of [\d.]+ CPUs?, /sys/fs/cgroup/\S+)\); spares start \d+ at a time at most$`).MatchString(stdout) {
+		t.Errorf("no CPUs line in\n%s", stdout)
+	}
+}
+
+// doctor says how many CPUs brainbot may use and where the number comes
+// from: a container's quota on a bigger host, or the machine.
+func TestDescribeCPUs(t *testing.T) {
+	for _, c := range []struct {
+		cpus syscpu.CPUs
+		want string
+	}{
+		{syscpu.CPUs{N: 1, Quota: 1, File: "/sys/fs/cgroup/system.slice/brainbot.service/cpu.max"},
+			"1 CPU (a quota of 1 CPU, /sys/fs/cgroup/system.slice/brainbot.service/cpu.max); spares start 1 at a time at most"},
+		{syscpu.CPUs{N: 2, Quota: 1.5, File: "/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us"},
+			"2 CPUs (a quota of 1.5 CPUs, /sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us); spares start 2 at a time at most"},
+		{syscpu.CPUs{N: 8}, "8 CPUs (this machine); spares start 8 at a time at most"},
+	} {
+		if got := describeCPUs(c.cpus); got != c.want {
+			t.Errorf("describeCPUs(%+v) = %q, want %q", c.cpus, got, c.want)
+		}
+	}
 }
 
 // A 2 GB server holds 8 kept CLIs: 8 peaked at 1,530 MB there, 14 ran it
