@@ -59,7 +59,7 @@ type Config struct {
 	// ever waits.
 	Waiting func() int
 	// cpuBusy stands in for the pool's CPU gauge in tests
-	// (pool.Config.CPUBusy): whether the machine's CPUs are all wanted.
+	// (pool.Config.CPUBusy): whether brainbot's CPUs are all wanted.
 	cpuBusy func() bool
 	// Reaper starts the CLIs, each tied to this process's life, and takes
 	// care of what they leave behind when it adopts (package reaper):
