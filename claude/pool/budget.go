@@ -34,7 +34,7 @@ func spareCost(spares, maxSpares, maxWarm, memoryMB int) string {
 // room is how many more processes the budget has room for: within Max,
 // and within the memory measured (memoryRoom).
 func (s *state[P, S]) room() int {
-	return min(s.cfg.Max-len(s.idle)-len(s.running)-s.held(), s.memoryRoom())
+	return min(s.cfg.Max-len(s.idle)-len(s.running)-len(s.claimed)-s.held(), s.memoryRoom())
 }
 
 // spareMemoryRoom is how many more spares SpareMemoryMB's cap has room

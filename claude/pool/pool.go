@@ -204,11 +204,17 @@ func (p *Pool[P, S]) wake() {
 func (p *Pool[P, S]) TakeIdle(key string, fits func(P) bool) (proc P, ok bool) {
 	p.mu.Lock()
 	w := p.s.take(key)
+	if w != nil {
+		p.s.claimed[w.proc] = true
+	}
 	p.mu.Unlock()
 	switch {
 	case w == nil:
 		return proc, false
 	case !fits(w.proc):
+		p.mu.Lock()
+		delete(p.s.claimed, w.proc)
+		p.mu.Unlock()
 		p.endLater(w.proc)
 		return proc, false
 	case w.low:
@@ -220,12 +226,12 @@ func (p *Pool[P, S]) TakeIdle(key string, fits func(P) bool) (proc P, ok bool) {
 // Busy records that proc serves a request of conversation key (one with
 // no key is nobody's).
 func (p *Pool[P, S]) Busy(key string, proc P) {
-	if key == "" {
-		return
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.s.running[key] = proc
+	delete(p.s.claimed, proc)
+	if key != "" {
+		p.s.running[key] = proc
+	}
 }
 
 // Done ends proc's request: it goes back to the pool as key's idle
@@ -233,6 +239,7 @@ func (p *Pool[P, S]) Busy(key string, proc P) {
 // Beyond Max, the kept processes worth least are ended (trim).
 func (p *Pool[P, S]) Done(key string, proc P, keep bool) {
 	p.mu.Lock()
+	delete(p.s.claimed, proc)
 	if running, ok := p.s.running[key]; ok && running == proc {
 		delete(p.s.running, key)
 	}

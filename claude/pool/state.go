@@ -19,6 +19,11 @@ type state[P Proc, S any] struct {
 	// running those serving one (so that Interrupt can reach them).
 	idle    map[string]*warm[P]
 	running map[string]P
+	// claimed are the processes handed to a request (TakeIdle,
+	// TakeSpare) that is not Busy yet: they count as running, or the
+	// budget would start a spare in their place meanwhile and end a
+	// conversation's process for it when they are Done.
+	claimed map[P]bool
 	closed  bool
 
 	sets map[setKey]*spareSet[P, S]
@@ -52,7 +57,7 @@ type warm[P Proc] struct {
 }
 
 func newState[P Proc, S any](cfg *Config[P, S], wake func()) *state[P, S] {
-	return &state[P, S]{cfg: cfg, log: cfg.Log, wake: wake, idle: map[string]*warm[P]{}, running: map[string]P{},
+	return &state[P, S]{cfg: cfg, log: cfg.Log, wake: wake, idle: map[string]*warm[P]{}, running: map[string]P{}, claimed: map[P]bool{},
 		sets: map[setKey]*spareSet[P, S]{}, readied: make(chan struct{})}
 }
 

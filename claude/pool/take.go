@@ -75,6 +75,7 @@ func (s *state[P, S]) takeSpare(fingerprint string) take[P] {
 			switch {
 			case sp.ready && !isDone(sp.proc.Exited()):
 				s.removeSpare(sp)
+				s.claimed[sp.proc] = true
 				set.lastTaken = now
 				s.stats.Taken++
 				s.wake() // its replacement
