@@ -15,7 +15,7 @@ import (
 // now, not a count guessed from an idle CLI's size. A process is kept
 // only while the box uses less than KeepShare of its memory with one
 // more of the kept processes' size; under pressure (the box past
-// pressureShare, or tasks stalled for memory) the pool ends the kept
+// PressureShare, or tasks stalled for memory) the pool ends the kept
 // processes worth least first, before the kernel kills one that is
 // answering. What a kept process is worth: what it saves (a CLI start,
 // the same for both kinds) times how likely it is used soon, which is
@@ -33,11 +33,11 @@ type Memory struct {
 	Stalled float64
 }
 
-// pressed reports whether the box is past pressureShare of its memory or
+// pressed reports whether the box is past PressureShare of its memory or
 // its tasks stall for memory: what each process holds is read again then,
 // for the relief to end no more than it must.
 func (m Memory) pressed() bool {
-	return m.Limit > 0 && (float64(m.Used) > pressureShare*float64(m.Limit) || m.Stalled >= pressureStall)
+	return m.Limit > 0 && (float64(m.Used) > PressureShare*float64(m.Limit) || m.Stalled >= pressureStall)
 }
 
 const (
@@ -46,11 +46,11 @@ const (
 	// and for brainbot. Measured on 1 CPU and 2 GB (issue 48): 8 kept
 	// CLIs peaked at 1,530 MB (75%), 14 ran the box out of memory.
 	KeepShare = 0.75
-	// pressureShare and pressureStall say when the box is short: past
+	// PressureShare and pressureStall say when the box is short: past
 	// this share of its memory in use, or tasks stalled for memory this
 	// share of the last 10 s. The pool then ends kept processes until
 	// it is back within KeepShare.
-	pressureShare = 0.9
+	PressureShare = 0.9
 	pressureStall = 10.0
 	// defaultOwn is what a kept process is taken to hold before one was
 	// measured: an idle CLI 2.1.328 with two MCP servers holds ~100 MB
@@ -96,14 +96,14 @@ func (s *state[P, S]) ownEstimate() int64 {
 }
 
 // short reports whether the box is short of memory, as of the last look:
-// past pressureShare, or stalled for it (unless processes were ended for
+// past PressureShare, or stalled for it (unless processes were ended for
 // stalls within the stalls' window, which still counts the time before).
 func (s *state[P, S]) short(now time.Time) bool {
 	if s.cfg.Memory == nil || s.mem.Limit <= 0 {
 		return false
 	}
 	stalled := s.mem.Stalled >= pressureStall && now.Sub(s.relievedAt) >= stallWindow
-	return float64(s.mem.Used) > pressureShare*float64(s.mem.Limit) || stalled
+	return float64(s.mem.Used) > PressureShare*float64(s.mem.Limit) || stalled
 }
 
 // kept is one process the pool keeps, idle: a conversation's or a spare.
@@ -162,23 +162,53 @@ func (s *state[P, S]) relieve(now time.Time) []P {
 		return nil
 	}
 	s.relievedAt = now
-	target := int64(KeepShare * float64(s.mem.Limit))
 	used := s.mem.Used
+	ended := s.shed(now, int64(KeepShare*float64(s.mem.Limit)), 1)
+	if len(ended) > 0 {
+		s.log.Info("claude: kept CLIs ended: the box is short of memory", zap.Int("ended", len(ended)),
+			zap.Int64("used_mb", used>>20), zap.Int64("limit_mb", s.mem.Limit>>20), zap.Float64("stalled_pct", s.mem.Stalled))
+	}
+	return ended
+}
+
+// roomForStart counts a process started for a request in the memory in
+// use, at what the largest kept one holds (one that has answered: the
+// new one will have), and ends kept processes, least worth first, where
+// the box would pass PressureShare with it. Now, not at the next look: a
+// cold start grows by a hundred megabytes in a third of a second, and on
+// a box of 1 GB two of them beside the kept processes ran it out of
+// memory before the look, the kernel killing CLIs that answered. It
+// returns them to end.
+func (s *state[P, S]) roomForStart(now time.Time) []P {
+	if s.cfg.Memory == nil || s.mem.Limit <= 0 {
+		return nil
+	}
+	used := s.mem.Used
+	s.mem.Used += s.ownEstimate() // until the next look reads it
+	ended := s.shed(now, int64(PressureShare*float64(s.mem.Limit)), 0)
+	if len(ended) > 0 {
+		s.log.Info("claude: kept CLIs ended: the box has no room for a CLI started for a request", zap.Int("ended", len(ended)),
+			zap.Int64("used_mb", used>>20), zap.Int64("limit_mb", s.mem.Limit>>20))
+	}
+	return ended
+}
+
+// shed ends kept processes, least worth first, at least least of them,
+// until the memory in use less what they held is within target, and
+// counts what they held out of it until the next look. It returns them
+// to end.
+func (s *state[P, S]) shed(now time.Time, target int64, least int) []P {
 	var ended []P
 	for _, k := range s.keptByWorth(now, false) {
-		if used <= target && len(ended) > 0 {
+		if s.mem.Used <= target && len(ended) >= least {
 			break
 		}
 		own := s.own[k.proc]
 		if own == 0 {
 			own = defaultOwn
 		}
-		used -= own
+		s.mem.Used -= own
 		ended = append(ended, s.drop(k))
-	}
-	if len(ended) > 0 {
-		s.log.Info("claude: kept CLIs ended: the box is short of memory", zap.Int("ended", len(ended)),
-			zap.Int64("used_mb", s.mem.Used>>20), zap.Int64("limit_mb", s.mem.Limit>>20), zap.Float64("stalled_pct", s.mem.Stalled))
 	}
 	return ended
 }

@@ -166,3 +166,56 @@ func TestStallsEndWhatIsWorthLeast(t *testing.T) {
 		t.Errorf("%d ended with no stalls and room", len(ended))
 	}
 }
+
+// A process started for a request makes its room at once: where the
+// box would pass 90% of its memory with it, at what the largest kept
+// process holds, the kept ones worth least end then, not at the next
+// look, and no more than that room calls for. A second start before the
+// next look counts the first.
+func TestColdStartMakesRoomAtOnce(t *testing.T) {
+	b := newBox(1000, 700)
+	p := testPool(b.budget(Config[*fake, string]{Max: 10, Idle: time.Hour}))
+	now := time.Now()
+	older, old, recent := newFake(), newFake(), newFake()
+	p.s.idle["bot/older"] = &warm[*fake]{proc: older, lastUsed: now.Add(-20 * time.Minute)}
+	p.s.idle["bot/old"] = &warm[*fake]{proc: old, lastUsed: now.Add(-10 * time.Minute)}
+	p.s.idle["bot/recent"] = &warm[*fake]{proc: recent, lastUsed: now}
+	p.s.mem = b.mem
+	p.s.own = map[*fake]int64{older: 150 << 20, old: 150 << 20, recent: 150 << 20}
+
+	// 700 + 150 = 850 MB: within 900, nothing ends.
+	if ended := p.s.roomForStart(now); len(ended) != 0 {
+		t.Fatalf("%d ended for a start the box has room for", len(ended))
+	}
+	// 850 + 150 = 1000 MB: the one idle longest ends (850).
+	if ended := p.s.roomForStart(now); len(ended) != 1 || ended[0] != older {
+		t.Fatalf("%d ended for a second start, not the one idle longest alone", len(ended))
+	}
+	if _, kept := p.s.idle["bot/recent"]; !kept {
+		t.Error("the conversation just answered ended")
+	}
+	if p.s.mem.Used != 850<<20 {
+		t.Errorf("the memory in use counts %d MB until the next look, want 850", p.s.mem.Used>>20)
+	}
+}
+
+// ColdStart is the port: a request's start ends the kept process worth
+// least when the box has no room, and logs why.
+func TestColdStartEndsForItsRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBox(1000, 850)
+		e := newEnv(t, b.budget(Config[*fake, string]{Max: 10, Idle: time.Hour}))
+		idle := newFake()
+		e.request("bot/idle", idle)
+		b.set(func(b *box) { b.own[idle] = 150 << 20 })
+		settle(ownLooks * memoryLook) // read
+		e.p.ColdStart()()
+		synctest.Wait()
+		if !idle.ended() {
+			t.Error("the idle process still runs where a start has no room (850 + 150 MB of 1,000)")
+		}
+		if len(e.logs.FilterMessage("claude: kept CLIs ended: the box has no room for a CLI started for a request").All()) != 1 {
+			t.Error("no log line of the process ended for a start")
+		}
+	})
+}

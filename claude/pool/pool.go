@@ -375,11 +375,14 @@ func (p *Pool[P, S]) RequestEnded() {
 
 // ColdStart counts a process started for a request until the returned
 // func is called (more calls do nothing): once it has started. Spares
-// wait for it.
+// wait for it, and where the box's memory has no room for it the kept
+// processes worth least end now (roomForStart).
 func (p *Pool[P, S]) ColdStart() func() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.s.cold++
+	ended := p.s.roomForStart(time.Now())
+	p.mu.Unlock()
+	p.endAll(ended)
 	return sync.OnceFunc(func() {
 		p.mu.Lock()
 		p.s.cold--

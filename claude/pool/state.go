@@ -38,8 +38,9 @@ type state[P Proc, S any] struct {
 	lastActive time.Time
 	cold       int
 
-	// mem is the box's memory at the last look, own what each process
-	// held of its own when last read, relievedAt when processes were
+	// mem is the box's memory at the last look (its Used less what the
+	// processes ended since held, and with the cold starts since), own
+	// what each process held of its own when last read, relievedAt when processes were
 	// last ended for memory, looks how many looks there were (memory.go).
 	mem        Memory
 	own        map[P]int64
