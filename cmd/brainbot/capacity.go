@@ -30,7 +30,27 @@ const (
 	// answered holds more (182 MB resident after a turn, 238 MB after ten,
 	// against about 150 MB idle).
 	keptPerIdle = 2
+	// answeringPerIdle is what a CLI answering holds, in idle CLIs: 120
+	// to 205 MB of its own measured on 1 CPU and 1-2 GB (issue 48),
+	// against 85 idle; maxAnswering the processes run at once by
+	// default where the memory holds more.
+	answeringPerIdle = 2.5
+	maxAnswering     = 4
+	// brainbotMB is what brainbot holds itself: 29 MB resident idle with
+	// five bots, 33 with 10,000 sessions stored (docs/performance.md),
+	// and room for its buffers while it sends files.
+	brainbotMB = 60
 )
+
+// answeringCLIs is how many CLIs a box of memory bytes holds answering
+// at once, at ownMB each idle and all sharing sharedMB, in the share past
+// which the pool ends kept ones (pool.PressureShare) less brainbot's own:
+// between 1 and maxAnswering. On 1 GB 4 at once ran the box out of
+// memory, the kernel killing CLIs that answered, however few were kept.
+func answeringCLIs(memory int64, ownMB, sharedMB int) int {
+	room := pool.PressureShare*float64(memory>>20) - float64(sharedMB) - brainbotMB
+	return min(maxAnswering, max(1, int(room/(answeringPerIdle*float64(ownMB)))))
+}
 
 // keptCLIs is how many kept CLIs a box of memory bytes holds at ownMB
 // each, all sharing sharedMB, in the share the pool keeps them in
@@ -72,6 +92,21 @@ func (m *Main) checkCapacity(ctx context.Context, cfg Config, r *report) {
 	// within the memory as it is used, whatever the count allows.
 	r.ok("kept CLIs", fmt.Sprintf("%s; brainbot keeps up to %d (%s), as the memory in use allows",
 		detail, cfg.MaxWarm, lookupSetting("BRAINBOT_MAX_WARM").name()))
+	checkAnswering(cfg, r, limit.Bytes, ownMB, sharedMB)
+}
+
+// checkAnswering says how many CLIs the box holds answering at once,
+// beside the BRAINBOT_MAX_CLAUDE that runs them: more than it holds
+// risk the kernel killing one in the middle of an answer.
+func checkAnswering(cfg Config, r *report, memory int64, ownMB, sharedMB int) {
+	n := answeringCLIs(memory, ownMB, sharedMB)
+	detail := fmt.Sprintf("%.1f GiB holds %d CLIs answering at once (%.0f%% of it, less brainbot's own, at %.1f times an idle CLI's own each; at most %d); brainbot runs up to %d (%s)",
+		gib(memory), n, pool.PressureShare*100, answeringPerIdle, maxAnswering, cfg.MaxClaude, lookupSetting("BRAINBOT_MAX_CLAUDE").name())
+	if cfg.MaxClaude > n && n < maxAnswering {
+		r.warn("answering", detail+": the box may run out of memory while they answer, the kernel killing one; set it lower, or give the box more memory")
+		return
+	}
+	r.ok("answering", detail)
 }
 
 // describeMemory is the box's memory for an admin: how much, whence, how

@@ -83,3 +83,46 @@ func TestKeptCLIs(t *testing.T) {
 		}
 	}
 }
+
+// A 1 GB server holds 3 CLIs answering at once: with 4 the kernel killed
+// CLIs in the middle of answers there (issue 48); 2 GB and more run the
+// 4 of before.
+func TestAnsweringCLIs(t *testing.T) {
+	for _, c := range []struct {
+		memory int64
+		want   int
+	}{
+		{24 << 30, 4},
+		{2 << 30, 4},
+		{1 << 30, 3},
+		{512 << 20, 1},
+		{100 << 20, 1},
+	} {
+		if got := answeringCLIs(c.memory, idleCLIOwnMB, cliSharedMB); got != c.want {
+			t.Errorf("%d MB holds %d answering, want %d", c.memory>>20, got, c.want)
+		}
+	}
+}
+
+// doctor warns where BRAINBOT_MAX_CLAUDE runs more CLIs at once than the
+// memory holds answering, and says so plainly where it fits.
+func TestDoctorAnswering(t *testing.T) {
+	const holds3 = "1.0 GiB holds 3 CLIs answering at once (90% of it, less brainbot's own, at 2.5 times an idle CLI's own each; at most 4); "
+	for _, c := range []struct {
+		memory    int64
+		maxClaude int
+		want      finding
+	}{
+		{1 << 30, 4, finding{status: statusWarn, check: "answering", detail: holds3 + "brainbot runs up to 4 (BRAINBOT_MAX_CLAUDE (-max-claude)): " +
+			"the box may run out of memory while they answer, the kernel killing one; set it lower, or give the box more memory"}},
+		{1 << 30, 3, finding{status: statusOK, check: "answering", detail: holds3 + "brainbot runs up to 3 (BRAINBOT_MAX_CLAUDE (-max-claude))"}},
+		{8 << 30, 8, finding{status: statusOK, check: "answering", detail: "8.0 GiB holds 4 CLIs answering at once (90% of it, less brainbot's own, at 2.5 times an idle CLI's own each; at most 4); " +
+			"brainbot runs up to 8 (BRAINBOT_MAX_CLAUDE (-max-claude))"}},
+	} {
+		var r report
+		checkAnswering(Config{MaxClaude: c.maxClaude}, &r, c.memory, idleCLIOwnMB, cliSharedMB)
+		if len(r.findings) != 1 || r.findings[0] != c.want {
+			t.Errorf("%d MB, max claude %d:\n%+v\nwant\n%+v", c.memory>>20, c.maxClaude, r.findings, c.want)
+		}
+	}
+}

@@ -129,8 +129,15 @@ var settings = []setting{
 		func(c *Config, v string) error { c.LogFormat = v; return nil }},
 	{"BRAINBOT_LOG_FILE", "log-file", "also write logs to this file, rotated", "",
 		func(c *Config, v string) error { c.LogFile = v; return nil }},
-	{"BRAINBOT_MAX_CLAUDE", "max-claude", "Claude processes running at once; the rest wait", "4",
-		func(c *Config, v string) (err error) { c.MaxClaude, err = strconv.Atoi(v); return err }},
+	{"BRAINBOT_MAX_CLAUDE", "max-claude", "Claude processes running at once; the rest wait. Default: 4, fewer where the memory holds fewer answering at once (brainbot doctor counts them)", "",
+		func(c *Config, v string) (err error) {
+			if v == "" {
+				c.MaxClaude = defaultMaxClaude()
+				return nil
+			}
+			c.MaxClaude, err = strconv.Atoi(v)
+			return err
+		}},
 	{"BRAINBOT_MAX_WAITING", "max-waiting", "requests of one bot that may wait for a Claude process; more get the brain's busy message", "50",
 		func(c *Config, v string) (err error) { c.MaxWaiting, err = strconv.Atoi(v); return err }},
 	{"BRAINBOT_MAX_WAIT", "max-wait", "how long a request may wait for a Claude process before it gets the brain's busy message", "2m",
@@ -561,6 +568,16 @@ func defaultMaxWarm() int {
 		return 4
 	}
 	return max(1, keptCLIs(memory, idleCLIOwnMB, cliSharedMB))
+}
+
+// defaultMaxClaude runs 4 Claude processes at once, or as many as the
+// box holds answering where that is fewer (answeringCLIs: 3 on 1 GB).
+func defaultMaxClaude() int {
+	memory, _ := machineMemory()
+	if memory <= 0 {
+		return maxAnswering
+	}
+	return answeringCLIs(memory, idleCLIOwnMB, cliSharedMB)
 }
 
 // adminSocket is the admin socket's path.

@@ -43,7 +43,7 @@
 //	BRAINBOT_LOG_LEVEL (-log-level)              debug, info, warn or error [info]
 //	BRAINBOT_LOG_FORMAT (-log-format)            json or console [console on a terminal, else json]
 //	BRAINBOT_LOG_FILE (-log-file)                also write logs to this file, rotated
-//	BRAINBOT_MAX_CLAUDE (-max-claude)            Claude processes running at once [4]
+//	BRAINBOT_MAX_CLAUDE (-max-claude)            Claude processes running at once [4, fewer where the memory holds fewer]
 //	BRAINBOT_MAX_WAITING (-max-waiting)          requests of one bot that may wait for a Claude process [50]
 //	BRAINBOT_MAX_WAIT (-max-wait)                how long a request may wait for one [2m]
 //	BRAINBOT_MAX_WARM (-max-warm)                conversations whose CLI process is kept between messages [as many as the memory holds]
