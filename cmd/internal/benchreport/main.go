@@ -267,9 +267,11 @@ requests through the driver alone (`+"`BenchmarkPanelTurns`"+`).
 	})
 	fmt.Fprint(w, `**Spares yield to real work.** No spare starts while a request waits for a
 Claude slot, or a request's CLI is starting, or threads waited for a CPU
-more than a fifth of the time since the last look (`+"`/proc/pressure/cpu`"+`;
-where the kernel keeps no such count, more threads runnable than CPUs in
-`+"`/proc/loadavg`"+`): however long while requests of ours run; a machine kept
+more than a fifth of the time since the last look (brainbot's cgroup's
+`+"`cpu.pressure`"+` where cgroup v2 keeps one, which counts a quota's
+throttling, else `+"`/proc/pressure/cpu`"+`; where the kernel keeps no such
+count, more threads runnable than brainbot's CPUs in `+"`/proc/loadavg`"+`):
+however long while requests of ours run; a machine kept
 busy by other work still starts them after 10 s. Spare CLIs run
 at nice +10 (`+"`reaper.StartLow`"+`: started from a thread of that nice, so the
 CLI's threads and MCP servers inherit it). Measured on a 2-CPU machine, one
