@@ -169,7 +169,7 @@ func smallServerRun(b *testing.B, box cgroupLimits, users, messages int) map[str
 	sparesBefore := metric(b, s, "brainbot_claude_spares_started_total")
 	cpuBefore := cg.cpu(b)
 	start := time.Now()
-	answers := smallLoad(b, s, users, messages)
+	answers, floor := smallLoad(b, s, users, messages)
 	elapsed := time.Since(start)
 	cpu := cg.cpu(b) - cpuBefore
 	result := smallTally(answers)
@@ -181,6 +181,7 @@ func smallServerRun(b *testing.B, box cgroupLimits, users, messages int) map[str
 	result["oom-kills"] = float64(cg.oomKills(b))
 	result["elapsed-s"] = elapsed.Seconds()
 	result["msgs/s"] = float64(len(answers)) / elapsed.Seconds()
+	result["pauses-s"] = floor.Seconds()
 	b.Logf("%s, %d users x %d messages: %d answered in %v, peak %d MB, %.2f CPU-s a message",
 		box.name, users, messages, int(result["answered"]), elapsed.Round(time.Second), int(result["peak-MB"]), result["cpu-s/msg"])
 	stopStack(b, s) // its CLIs end with it: the cgroup can go
@@ -189,24 +190,35 @@ func smallServerRun(b *testing.B, box cgroupLimits, users, messages int) map[str
 
 // smallLoad has each user write messages to their bot, the first within
 // smallSpread, each next one a pause after the answer to the last, and
-// returns every message's fate.
-func smallLoad(b *testing.B, s *stack.Stack, users, messages int) []smallAnswer {
+// returns every message's fate, and the floor of the load's time: the
+// longest a user took arriving and pausing, which the load would take
+// were every answer instant.
+func smallLoad(b *testing.B, s *stack.Stack, users, messages int) ([]smallAnswer, time.Duration) {
 	answered := followSummaries(b, s)
 	defer answered.stop()
 	var (
-		mu  sync.Mutex
-		out []smallAnswer
-		wg  sync.WaitGroup
+		mu    sync.Mutex
+		out   []smallAnswer
+		floor time.Duration
+		wg    sync.WaitGroup
 	)
 	for u := range users {
 		wg.Go(func() {
 			k := smallKinds[u%len(smallKinds)]
 			user := int64(70_000 + u)
 			rng := rand.New(rand.NewPCG(smallSeed, uint64(u)))
-			time.Sleep(time.Duration(rng.Float64() * float64(smallSpread))) // the user arriving
+			own := time.Duration(rng.Float64() * float64(smallSpread))
+			time.Sleep(own) // the user arriving
+			defer func() {
+				mu.Lock()
+				floor = max(floor, own)
+				mu.Unlock()
+			}()
 			for m := range messages {
 				if m > 0 {
-					time.Sleep(time.Duration(rng.ExpFloat64() * float64(smallPause))) // the user reading and writing
+					pause := time.Duration(rng.ExpFloat64() * float64(smallPause))
+					own += pause
+					time.Sleep(pause) // the user reading and writing
 				}
 				done := answered.expect(k.bot, user)
 				sent := time.Now()
@@ -227,7 +239,7 @@ func smallLoad(b *testing.B, s *stack.Stack, users, messages int) []smallAnswer 
 		})
 	}
 	wg.Wait()
-	return out
+	return out, floor
 }
 
 // smallTally turns the answers into the run's metrics.
