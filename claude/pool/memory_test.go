@@ -44,7 +44,7 @@ func (b *box) set(change func(b *box)) {
 }
 
 // A box's memory bounds the spares started, not Max: a process is kept
-// while the box uses less than three quarters of its memory with one
+// while the box uses less than four fifths of its memory with one
 // more, at the most a kept process holds (an idle CLI's size before one
 // was measured).
 func TestMemoryBoundsTheKept(t *testing.T) {
@@ -53,18 +53,18 @@ func TestMemoryBoundsTheKept(t *testing.T) {
 	p.s.mem = b.mem
 	set := addSet(p, "bot", 1, 8)
 	now := time.Now()
-	if n := len(p.s.planStarts(now.Add(time.Hour))); n != 3 { // (1536 - 1200) / 100
-		t.Errorf("%d started in 336 MB at 100 MB each, want 3", n)
+	if n := len(p.s.planStarts(now.Add(time.Hour))); n != 4 { // (1638 - 1200) / 100
+		t.Errorf("%d started in 438 MB at 100 MB each, want 4", n)
 	}
 	set.pending = 0
 	p.s.own = map[*fake]int64{newFake(): 150 << 20} // a kept process measured
 	if n := len(p.s.planStarts(now.Add(time.Hour))); n != 2 {
-		t.Errorf("%d started in 336 MB at 150 MB each, want 2", n)
+		t.Errorf("%d started in 438 MB at 150 MB each, want 2", n)
 	}
 	set.pending = 0
 	p.s.mem.Used = 1500 << 20
 	if n := len(p.s.planStarts(now.Add(time.Hour))); n != 0 {
-		t.Errorf("%d started with the box past three quarters", n)
+		t.Errorf("%d started with the box within 150 MB of four fifths", n)
 	}
 	if p.s.roomForWarm("bot/new") {
 		t.Error("room for a conversation's process ahead of its message in a full box")
@@ -97,7 +97,7 @@ func TestOwnMemoryReadSparingly(t *testing.T) {
 
 // When the box runs short (past 90% of its memory), the pool ends idle
 // processes, the least likely used first, until what they held brings it
-// back within three quarters; a process answering is never ended.
+// back within four fifths; a process answering is never ended.
 func TestShortOfMemoryEndsIdleFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBox(2000, 1000)
@@ -120,7 +120,7 @@ func TestShortOfMemoryEndsIdleFirst(t *testing.T) {
 			t.Error("the two least recently used idle processes still run in a box short of memory")
 		}
 		if recent.ended() || answering.ended() {
-			t.Error("more ended than brings the box back within three quarters (1900 - 2 x 200 = 1500), or one answering")
+			t.Error("more ended than brings the box back within four fifths (1900 - 2 x 200 = 1500 <= 1600), or one answering")
 		}
 		if len(e.logs.FilterMessage("claude: kept CLIs ended: the box is short of memory").All()) != 1 {
 			t.Error("no log line of the processes ended for memory")

@@ -559,7 +559,7 @@ func claudeBare(setting string, getenv func(string) string) bool {
 }
 
 // defaultMaxWarm keeps as many processes as the box holds by doctor's
-// count (keptCLIs: three quarters of its memory at twice an idle CLI's
+// count (keptCLIs: four fifths of its memory at twice an idle CLI's
 // own each; 4 where the memory cannot be read): the pool's budget of
 // the memory measured keeps them within what the box has as they grow.
 func defaultMaxWarm() int {
