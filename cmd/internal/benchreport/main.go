@@ -462,7 +462,9 @@ seeded, the same in every run). The same load runs on the whole machine,
 in a cgroup without limits that only measures (`+"`BenchmarkSmallServer`"+`;
 it needs root, and says why it skipped otherwise).
 An answer's time runs from the update reaching the Bot API stand-in to
-brainbot's summary line of it. *Warm / spare / cold*: the answers that
+the answer delivered to it, as the user meets it: the text, the voice
+note, the picture (a note or a picture goes out once the tool made it,
+while the model still writes its closing words). *Warm / spare / cold*: the answers that
 came from a process kept from the conversation's last message, from a
 spare, or from a CLI started for them; *not ok*: answered otherwise
 (busy, an error); *unanswered*: no answer within 180 s. *CPU-s a
