@@ -57,14 +57,17 @@
 // Claude slot (Config.Waiting), however long a set has lacked one, nor
 // while a request's CLI is starting (ColdStart), nor while brainbot's
 // CPUs are all wanted (threads of its cgroup, or of the machine, waited
-// for one a fifth of the time lately, cpuGauge): while requests of ours run, however long; while other work
-// keeps the CPUs busy, up to spareCPUPatience. Spare CLIs run at a lower
-// CPU priority (nice +10, the caller's Start) until a conversation takes
-// one or waits for it to start: Config.Raise brings it back. Measured
-// under saturation, spares starting at normal priority made the median
-// answer 1.7 to 2.1 times as long (issue 38). Memory bounds them as it
-// bounds the conversations' idle processes, in one budget ranked by worth
-// (memory.go); Config.SpareMemoryMB, when set, caps the spares' besides.
+// for one a fifth of the time lately, cpuGauge): while requests of ours
+// run, however long; while other work keeps the CPUs busy, up to
+// spareCPUPatience. Spare CLIs run at a lower CPU priority (nice +10, the
+// caller's Start) until a conversation takes one or waits for it to
+// start: Config.Raise brings it back. Measured under saturation, spares
+// starting at normal priority made the median answer 1.7 to 2.1 times as
+// long (issue 38). Memory bounds them as it bounds the conversations'
+// idle processes, in one budget ranked by worth (memory.go), and a
+// process started for a request ends the kept ones worth least at once
+// where the memory has no room for it; Config.SpareMemoryMB, when set,
+// caps the spares' besides.
 //
 // # Tests
 //

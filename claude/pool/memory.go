@@ -197,14 +197,14 @@ func (s *state[P, S]) roomForStart(now time.Time) []P {
 	return ended
 }
 
-// shed ends kept processes, least worth first, at least least of them,
-// until the memory in use less what they held is within target, and
+// shed ends kept processes, least worth first, until the memory in use
+// less what they held is within target and at least atLeast ended, and
 // counts what they held out of it until the next look. It returns them
 // to end.
-func (s *state[P, S]) shed(now time.Time, target int64, least int) []P {
+func (s *state[P, S]) shed(now time.Time, target int64, atLeast int) []P {
 	var ended []P
 	for _, k := range s.keptByWorth(now, false) {
-		if s.mem.Used <= target && len(ended) >= least {
+		if s.mem.Used <= target && len(ended) >= atLeast {
 			break
 		}
 		own := s.own[k.proc]
