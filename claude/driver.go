@@ -500,7 +500,7 @@ func (d *Driver) keep(cli *live, req Request, abort error) bool {
 		d.log.Info("claude: warm process recycled after its requests", zap.Int("requests", cli.requests))
 		return false
 	}
-	if rss := residentMB(cli.p.Pid()); rss >= d.cfg.Warm.RecycleMB {
+	if rss := residentMB(cli); rss >= d.cfg.Warm.RecycleMB {
 		d.log.Info("claude: warm process recycled for its memory", zap.Int("rss_mb", rss))
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 
 	"brainbot/claude/claudetest"
 	"brainbot/mcp/toolstest"
+	"brainbot/sysmem"
 )
 
 // BenchmarkNewConversation: the first message of a new conversation
@@ -158,9 +159,13 @@ func benchDriver(b *testing.B, cli string, model *claudetest.Model, warm WarmCon
 // spareRSS is the resident memory of one of d's spares, in MB: the only
 // CLIs under dir, whose conversations all ended.
 func spareRSS(b *testing.B, dir string) int {
-	for _, p := range claudetest.ProcessesUnder(dir) {
-		return residentMB(p.PID)
+	procs := claudetest.ProcessesUnder(dir)
+	if len(procs) == 0 {
+		b.Fatal("no spare running")
 	}
-	b.Fatal("no spare running")
-	return 0
+	rss, err := sysmem.Host().Resident(procs[0].PID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return int(rss >> 20)
 }

@@ -1,10 +1,7 @@
 package claude
 
 import (
-	"bytes"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -89,6 +86,16 @@ func ownMemory(cli *live) int64 {
 	return p.Own()
 }
 
+// residentMB is what cli has resident, in MB: its own pages and its
+// executable's (0 when it cannot be read).
+func residentMB(cli *live) int {
+	rss, err := sysmem.Host().Resident(cli.p.Pid())
+	if err != nil {
+		return 0
+	}
+	return int(rss >> 20)
+}
+
 // live is one running CLI: the process, its standing with the tool
 // server, its MCP config file, and what it was started with.
 type live struct {
@@ -143,19 +150,4 @@ func (cli *live) release() {
 	os.Remove(cli.mcpConfig)
 	os.RemoveAll(cli.tmpDir)
 	cli.dropPrompt()
-}
-
-// residentMB is process pid's resident memory (Linux; 0 elsewhere).
-func residentMB(pid int) int {
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for line := range bytes.Lines(status) {
-		if rest, ok := strings.CutPrefix(string(line), "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return kb / 1024
-		}
-	}
-	return 0
 }

@@ -140,6 +140,21 @@ func TestWarmPoolBounds(t *testing.T) {
 	waitFor(t, func() bool { return idle.d.Warm() == 0 && len(claudetest.FakeProcesses()) == 0 })
 }
 
+// A process whose resident memory passed RecycleMB is not kept: the
+// next message starts a new one, and the log says why.
+func TestWarmRecycledForItsMemory(t *testing.T) {
+	e := newWarmEnv(t, WarmConfig{Max: 4, Idle: time.Hour, RecycleMB: 1}) // any process holds more
+	req := e.request(Text, "big")
+	req.Conversation = "bot/3"
+	res := e.mustRun(t, req)
+	if res = e.mustRun(t, follow(req, res, "again")); res.Warm {
+		t.Error("a process past RecycleMB was kept warm")
+	}
+	if len(e.logs.FilterMessage("claude: warm process recycled for its memory").All()) == 0 {
+		t.Error("no log line says the process was recycled for its memory")
+	}
+}
+
 // Interrupt stops the turn a conversation's CLI runs, with the CLI's
 // control request; the request ends and nothing is left running.
 func TestInterrupt(t *testing.T) {

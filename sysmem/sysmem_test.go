@@ -97,6 +97,12 @@ func TestProcess(t *testing.T) {
 	if p.Own() != 87040<<10 {
 		t.Errorf("Own() = %d, want Private_Dirty", p.Own())
 	}
+	if rss, err := box.Resident(4242); err != nil || rss != p.Rss {
+		t.Errorf("Resident(4242) = %d, %v; want VmRSS, %d", rss, err, p.Rss)
+	}
+	if _, err := box.Resident(1); err == nil {
+		t.Error("Resident(1) of no such process: no error")
+	}
 	if _, err := box.Process(1); err == nil {
 		t.Error("Process(1) of no such process: no error")
 	}
