@@ -21,11 +21,10 @@ import (
 // conversation whose bot has a spare of its shape ready is as cheap (the
 // spare's start is done), but a spare serves one: only as many waiting
 // new conversations count as cheap as the bot had spares ready when each
-// came. Age
-// is when the message reached brainbot, not this instance (a message
-// redelivered from an instance that died waited there already, and must
-// not wait again behind everything that came here meanwhile). A
-// conversation waits with one message at a time, so this keeps each
+// came. Age is when the message reached brainbot, not this instance (a
+// message redelivered from an instance that died waited there already,
+// and must not wait again behind everything that came here meanwhile).
+// A conversation waits with one message at a time, so this keeps each
 // conversation's order.
 // Waiting is bounded per bot, in length and in time, and per guest
 // caller: a conversation waits with one request at a time, and so may
