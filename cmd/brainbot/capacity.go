@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -185,10 +186,17 @@ func (m *Main) idleCLI(ctx context.Context, cfg Config) (sysmem.Process, time.Du
 // 0.3 s, and one timer later.
 const settleQuiet = time.Second
 
+// errExitedAtOnce says the CLI doctor started exited before it was idle.
+var errExitedAtOnce = errors.New("it exited at once")
+
 // settle waits until the process pid has used no CPU for settleQuiet,
-// and returns the CPU it used.
+// and returns the CPU it used. Its /proc folder gone means it exited
+// (and was reaped) before settle saw exited closed.
 func settle(ctx context.Context, pid int, exited <-chan struct{}) (time.Duration, error) {
 	proc, err := procfs.NewProc(pid)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, errExitedAtOnce
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -199,12 +207,15 @@ func settle(ctx context.Context, pid int, exited <-chan struct{}) (time.Duration
 	for quiet < settleQuiet {
 		select {
 		case <-exited:
-			return 0, errors.New("it exited at once")
+			return 0, errExitedAtOnce
 		case <-ctx.Done():
 			return 0, fmt.Errorf("still busy after %v", preflightTimeout)
 		case <-tick.C:
 		}
 		stat, err := proc.Stat()
+		if errors.Is(err, fs.ErrNotExist) {
+			return 0, errExitedAtOnce
+		}
 		if err != nil {
 			return 0, err
 		}
