@@ -17,7 +17,10 @@ import (
 func LockWrites(t testing.TB, path string) (unlock func()) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+path)
+	// It waits for a write of brainbot's under way, as a shell would be
+	// made to: without a busy timeout BEGIN IMMEDIATE fails at once when
+	// the lock is taken in the instant brainbot journals a message.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
